@@ -1,0 +1,164 @@
+"""What a backend is: the descriptor a plugin returns from ``perfstack_backends``.
+
+A backend describes itself with data (name, layers, options) and answers four questions,
+each a method with a safe default:
+
+- ``check()``: can it run on this machine? If not, one-line reason and the fix.
+- ``launch(ctx)``: how it changes the workload's command (a wrapper such as ``perf stat``),
+  its environment, or which functions to start inside the workload process.
+- ``attach(ctx, pid)``: what it attaches to the running workload (a sampler, a tracer).
+- ``collect(ctx, outcome)``: how its raw output becomes normalized rows and metrics.
+
+Every backend gets its own isolated run of the workload (so no profiler disturbs another's
+numbers), unless it sets ``own_run = False``: then it reads the baseline runs, which is right
+for measurements that cost nothing (the OS's resource accounting).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from perfstack.report import Finding, Layer, Metric, Row, RunRecord
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Whether a backend can run here; when not, why and how to fix it."""
+
+    ok: bool
+    reason: str | None = None
+    fix: str | None = None
+
+    @classmethod
+    def yes(cls) -> Availability:
+        """Return 'available'."""
+        return cls(True)
+
+    @classmethod
+    def no(cls, reason: str, fix: str | None = None) -> Availability:
+        """Return 'unavailable', with a one-line reason and, when there is one, the fix."""
+        return cls(False, reason, fix)
+
+
+@dataclass(frozen=True)
+class Option:
+    """A backend option; it becomes the ``--<backend>-<name>`` flag of ``perfstack run``."""
+
+    name: str
+    help: str
+    default: Any = None
+    type: type = str
+    choices: Sequence[Any] | None = None
+    flag: bool = False  # a switch (store_true) rather than a value
+
+
+@dataclass(frozen=True)
+class InProcessHook:
+    """A function the bootstrap calls inside the workload process before the script starts.
+
+    ``target`` is ``"module:function"``. The function is called as ``function(options,
+    artifact_dir)`` and may return a callable, which the bootstrap calls when the script
+    ends (normally, by exception, or on SIGTERM at a timeout), to flush its output.
+    """
+
+    target: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Launch:
+    """How a backend changes its own run of the workload."""
+
+    wrap: list[str] = field(default_factory=list)  # argv prefix, e.g. ["perf", "stat", "--"]
+    env: dict[str, str] = field(default_factory=dict)  # added to the workload's environment
+    inprocess: list[InProcessHook] = field(default_factory=list)
+
+
+@dataclass
+class Workload:
+    """The program to profile: a script path or a module name, and its arguments."""
+
+    target: str
+    args: list[str] = field(default_factory=list)
+    module: bool = False  # True for ``-m module``
+
+    def command(self) -> list[str]:
+        """Return the command line as the user would type it without perfstack."""
+        return ["python", "-m", self.target, *self.args] if self.module else [
+            "python", self.target, *self.args
+        ]
+
+
+@dataclass
+class RunContext:
+    """What a backend is told about the run it takes part in."""
+
+    backend: str
+    workload: Workload
+    artifact_dir: Path  # this backend's own folder; created before launch()
+    options: dict[str, Any]  # this backend's options, by Option.name
+    timeout_s: float | None
+    baseline: list[Outcome] = field(default_factory=list)  # the baseline repeats, warm-ups excluded
+
+
+@dataclass
+class Outcome:
+    """How one run of the workload went, as the driver saw it."""
+
+    record: RunRecord
+    artifact_dir: Path
+    workload_pid: int | None  # the Python process's pid (under a wrapper, not the child's)
+    start_ns: int | None  # time.time_ns() when the workload script started, if it did
+
+
+@dataclass
+class Collected:
+    """A backend's normalized results."""
+
+    rows: dict[Layer, list[Row]] = field(default_factory=dict)
+    metrics: list[Metric] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    artifacts: dict[str, Path] = field(default_factory=dict)  # label -> file it wrote
+    notes: list[str] = field(default_factory=list)  # caveats a reader should see
+
+
+class Attachment(Protocol):
+    """Something a backend attached to the running workload."""
+
+    def stop(self) -> None:
+        """Stop (or wait for) the attached tool once the workload has exited."""
+
+
+class Backend:
+    """Base class for a profiler backend. Subclass it, set the class attributes, override
+    the methods that apply, and return an instance from ``perfstack_backends``."""
+
+    name: ClassVar[str]
+    layers: ClassVar[tuple[Layer, ...]]
+    description: ClassVar[str] = ""
+    own_run: ClassVar[bool] = True
+    options: ClassVar[tuple[Option, ...]] = ()
+
+    def check(self) -> Availability:
+        """Return whether this backend can run on this machine. Must be quick and safe."""
+        return Availability.yes()
+
+    def launch(self, ctx: RunContext) -> Launch:
+        """Return how to change the workload's command, environment or process for this run."""
+        return Launch()
+
+    def attach(self, ctx: RunContext, pid: int) -> Attachment | None:
+        """Attach to the running workload (its Python pid) and return a handle, or None."""
+        return None
+
+    def collect(self, ctx: RunContext, outcome: Outcome | None) -> Collected:
+        """Return the normalized records from this backend's raw output.
+
+        ``outcome`` is this backend's own run, or None for ``own_run = False`` backends,
+        which read ``ctx.baseline``. Called even when the workload crashed or timed out:
+        collect what was written, and say in ``notes`` what is partial.
+        """
+        return Collected()

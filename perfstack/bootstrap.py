@@ -1,0 +1,123 @@
+"""Runs inside the workload process: ``python -m perfstack.bootstrap script.py ARGS`` (or ``-m mod``).
+
+It sets up what must live in the workload's own process, then runs the script with runpy so
+that ``__name__ == "__main__"``, ``sys.argv`` and ``sys.path[0]`` are what they would be
+without perfstack:
+
+- faulthandler, writing to a file the driver keeps, so a SIGSEGV leaves its Python stack;
+- SIGUSR1 dumps every thread's stack to the same file (the driver sends it at a timeout);
+- SIGTERM raises SystemExit, so in-process profilers get to write their output;
+- a small JSON file with the pid and start time, for backends that attach to the pid;
+- the in-process hooks a backend asked for (``module:function``), started before the script.
+
+Configuration comes in a JSON file named by PERFSTACK_BOOTSTRAP, removed from the
+environment before the script runs. Keep imports here minimal: they land in the workload.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import json
+import os
+import runpy
+import signal
+import sys
+import time
+from collections.abc import Callable
+from types import FrameType
+from typing import IO, Any
+
+CONFIG_ENV = "PERFSTACK_BOOTSTRAP"
+STACK_SIGNAL = signal.SIGUSR1
+FAULTHANDLER_FILE = "faulthandler.log"
+STARTED_FILE = "workload.json"
+HOOK_ERRORS_FILE = "inprocess-errors.log"
+
+
+def _write_started(folder: str) -> None:
+    tmp = os.path.join(folder, STARTED_FILE + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump({"pid": os.getpid(), "start_ns": time.time_ns()}, fh)
+    os.replace(tmp, os.path.join(folder, STARTED_FILE))
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _hook_failed(folder: str, target: str) -> None:
+    # The workload still runs; the driver reads this file and marks the backend failed.
+    import traceback
+
+    with open(os.path.join(folder, HOOK_ERRORS_FILE), "a", encoding="utf-8") as fh:
+        fh.write(f"in-process hook {target} failed:\n{traceback.format_exc()}")
+
+
+def _start_hooks(hooks: list[dict[str, Any]], folder: str) -> list[tuple[str, Callable[[], None]]]:
+    import importlib
+
+    finishers = []
+    for hook in hooks:
+        target = hook["target"]
+        try:
+            module_name, _, func_name = target.partition(":")
+            func = getattr(importlib.import_module(module_name), func_name)
+            finish = func(hook.get("options", {}), folder)
+        except Exception:
+            _hook_failed(folder, target)
+            continue
+        if callable(finish):
+            finishers.append((target, finish))
+    return finishers
+
+
+def _parse(argv: list[str]) -> tuple[str, list[str], bool]:
+    if argv and argv[0] == "-m" and len(argv) > 1:
+        return argv[1], argv[2:], True
+    if argv:
+        return argv[0], argv[1:], False
+    raise SystemExit("usage: python -m perfstack.bootstrap (SCRIPT | -m MODULE) [ARGS...]")
+
+
+def main(argv: list[str]) -> None:
+    """Set up the workload process and run the workload in it; exits as the workload would."""
+    target, args, as_module = _parse(argv)
+    config: dict[str, Any] = {}
+    config_path = os.environ.pop(CONFIG_ENV, None)
+    if config_path:
+        with open(config_path, encoding="utf-8") as fh:
+            config = json.load(fh)
+    folder = config.get("artifact_dir")
+    log: IO[str] | None = None
+    if folder:
+        # Kept open for the life of the process: faulthandler writes to its descriptor.
+        log = open(os.path.join(folder, FAULTHANDLER_FILE), "w", encoding="utf-8")  # noqa: SIM115
+        faulthandler.enable(file=log, all_threads=True)
+        faulthandler.register(STACK_SIGNAL, file=log, all_threads=True, chain=False)
+        _write_started(folder)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    finishers = _start_hooks(config.get("inprocess", []), folder or ".")
+
+    if as_module:
+        sys.argv = [target, *args]  # runpy replaces argv[0] with the module's path
+        sys.path[0] = os.getcwd()
+    else:
+        sys.argv = [target, *args]
+        sys.path[0] = os.path.dirname(os.path.abspath(target))
+    try:
+        if as_module:
+            runpy.run_module(target, run_name="__main__", alter_sys=True)
+        else:
+            runpy.run_path(target, run_name="__main__")
+    finally:
+        for target, finish in reversed(finishers):
+            try:
+                finish()
+            except Exception:
+                _hook_failed(folder or ".", target)
+        if log is not None:
+            log.flush()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,131 @@
+"""The ``perfstack`` command. Only this package prints to the user and chooses exit codes.
+
+Exit codes (also in the README):
+
+====  ==========================================================================
+0     success
+1     ``diff --fail-on-regression``: a significant regression
+2     usage error: an unknown option, a value out of range (negative timeout...)
+3     a file named on the command line does not exist (script, module, report)
+4     not a perfstack report: not JSON, another tool's JSON, or fails the schema
+5     a perfstack report of a schema version this perfstack cannot read
+6     unknown plugin name
+7     the report or run folder cannot be written
+8     the workload did not finish cleanly in some run (the report was written)
+70    internal error in perfstack (the traceback is saved to a file, not printed)
+130   interrupted by Ctrl-C (a partial report was written)
+====  ==========================================================================
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+import perfstack
+from perfstack import errors
+
+EXIT_OK = 0
+EXIT_REGRESSION = 1
+EXIT_USAGE = 2
+EXIT_NOT_FOUND = 3
+EXIT_NOT_A_REPORT = 4
+EXIT_VERSION = 5
+EXIT_UNKNOWN_PLUGIN = 6
+EXIT_OUTPUT = 7
+EXIT_WORKLOAD_FAILED = 8
+EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
+
+EXIT_CODES: dict[type[errors.PerfstackError], int] = {
+    errors.UsageError: EXIT_USAGE,
+    errors.InputNotFound: EXIT_NOT_FOUND,
+    errors.NotAReport: EXIT_NOT_A_REPORT,
+    errors.UnsupportedVersion: EXIT_VERSION,
+    errors.UnknownPlugin: EXIT_UNKNOWN_PLUGIN,
+    errors.OutputError: EXIT_OUTPUT,
+}
+
+DEFAULT_RUNS_DIR = Path(".perfstack") / "runs"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit code 2, not a usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        raise errors.UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def _top_parser() -> Parser:
+    parser = Parser(
+        prog="perfstack",
+        description="Run a Python or PyTorch workload under every profiler that matters "
+        "and get one layered report: Python → framework → kernel → hardware.",
+    )
+    parser.add_argument("--version", action="version", version=f"perfstack {perfstack.__version__}")
+    parser.add_argument("-p", dest="plugin_flags", action="append", default=[], metavar="no:NAME",
+                        help="disable the plugin NAME (repeatable), as pytest's -p no:NAME")
+    parser.add_argument("command", nargs="?", choices=["run", "show", "validate", "plugins"],
+                        help="run: profile a workload; show: print a report; validate: check "
+                        "report files; plugins: list the backends and their availability")
+    parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    return parser
+
+
+def _disabled(flags: Sequence[str]) -> list[str]:
+    names = []
+    for flag in flags:
+        if not flag.startswith("no:") or not flag[3:]:
+            raise errors.UsageError(f"-p takes no:NAME to disable a plugin, got {flag!r}")
+        names.append(flag[3:])
+    return names
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the perfstack command line; return its exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _dispatch(args)
+    except errors.PerfstackError as exc:
+        print(f"perfstack: error: {exc}", file=sys.stderr)
+        return EXIT_CODES.get(type(exc), EXIT_USAGE)
+    except KeyboardInterrupt:
+        print("perfstack: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # `perfstack show | head`: the reader went away; that is not our error.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    except Exception as exc:
+        fd, path = tempfile.mkstemp(prefix="perfstack-crash-", suffix=".txt")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(traceback.format_exc())
+        print(f"perfstack: internal error: {type(exc).__name__}: {exc} "
+              f"(traceback saved to {path}; please report it)", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def _dispatch(argv: list[str]) -> int:
+    top = _top_parser().parse_args(argv)
+    if top.command is None:
+        _top_parser().print_help()
+        return EXIT_OK
+    from perfstack.pluginmanager import load_plugins
+
+    plugins = load_plugins(disabled=_disabled(top.plugin_flags))
+    if top.command == "run":
+        from perfstack.cli.run import cmd_run
+
+        return cmd_run(plugins, top.rest)
+    from perfstack.cli import show
+
+    handler = {"show": show.cmd_show, "validate": show.cmd_validate,
+               "plugins": show.cmd_plugins}[top.command]
+    return handler(plugins, top.rest)

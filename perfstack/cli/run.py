@@ -1,0 +1,181 @@
+"""``perfstack run``: profile a workload with the chosen backends and write the report."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.machinery
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from perfstack import errors
+from perfstack.backend import Workload
+from perfstack.cli import (
+    DEFAULT_RUNS_DIR,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_WORKLOAD_FAILED,
+    Parser,
+)
+from perfstack.pluginmanager import BackendEntry, Plugins
+
+
+def _positive_int(minimum: int) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
+def _option_dest(backend: str, name: str) -> str:
+    return f"backend_opt::{backend}::{name}"
+
+
+def build_parser(backends: dict[str, BackendEntry]) -> Parser:
+    """Return the parser of ``perfstack run``, with every backend's own options."""
+    parser = Parser(
+        prog="perfstack run",
+        description="Run the workload once with no profiler (the baseline, --repeat times) and "
+        "once per backend, then write one layered report. Workload arguments go after --.",
+        epilog="example: perfstack run --plugins resources workloads/tiny_mlp.py -- --steps 20",
+    )
+    parser.add_argument("script", nargs="?", help="the workload script")
+    parser.add_argument("-m", dest="module", metavar="MODULE", help="run a module, as python -m")
+    parser.add_argument("--plugins", metavar="A,B",
+                        help="backends to run (default: every one available here); "
+                        f"installed: {', '.join(sorted(backends)) or 'none'}")
+    parser.add_argument("--repeat", type=_positive_int(1), default=3, metavar="N",
+                        help="baseline runs, for overheads and noise (default: 3)")
+    parser.add_argument("--warmup", type=_positive_int(0), default=1, metavar="N",
+                        help="unmeasured runs first, to warm caches (default: 1)")
+    parser.add_argument("--timeout", type=_seconds, metavar="S",
+                        help="stop any single run after S seconds (default: no limit)")
+    parser.add_argument("--kill-grace", type=_seconds, default=5.0, metavar="S",
+                        help="after a timeout, seconds between SIGTERM and SIGKILL (default: 5)")
+    parser.add_argument("-o", "--output", type=Path, metavar="FILE",
+                        help="report path (default: report.json in the run folder; .gz compresses)")
+    parser.add_argument("--out-dir", type=Path, metavar="DIR",
+                        help=f"run folder for artifacts (default: {DEFAULT_RUNS_DIR}/<timestamp>)")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="do not print the report at the end")
+    parser.add_argument("--top", type=_positive_int(1), default=10, metavar="N",
+                        help="rows per layer in the printed report (default: 10)")
+    for name, entry in sorted(backends.items()):
+        if not entry.backend.options:
+            continue
+        group = parser.add_argument_group(f"{name} backend options")
+        for opt in entry.backend.options:
+            flag = f"--{name}-{opt.name.replace('_', '-')}"
+            dest = _option_dest(name, opt.name)
+            if opt.flag:
+                group.add_argument(flag, dest=dest, action="store_true", help=opt.help)
+            else:
+                group.add_argument(flag, dest=dest, type=opt.type, default=opt.default,
+                                   choices=opt.choices, help=opt.help)
+    return parser
+
+
+def _split(argv: list[str]) -> tuple[list[str], list[str]]:
+    if "--" in argv:
+        at = argv.index("--")
+        return argv[:at], argv[at + 1:]
+    return argv, []
+
+
+def _workload(ns: argparse.Namespace, args: list[str]) -> Workload:
+    if ns.script and ns.module:
+        raise errors.UsageError("give a script or -m MODULE, not both")
+    if ns.module:
+        top = ns.module.split(".")[0]
+        # Find (not import) the top-level package where the workload process would look.
+        if importlib.machinery.PathFinder.find_spec(top, [os.getcwd(), *sys.path[1:]]) is None:
+            raise errors.InputNotFound(f"no module named {top!r} (for -m {ns.module})")
+        return Workload(ns.module, args, module=True)
+    if not ns.script:
+        raise errors.UsageError("name a workload script, or -m MODULE (see 'perfstack run --help')")
+    if not Path(ns.script).is_file():
+        raise errors.InputNotFound(f"{ns.script}: no such file")
+    return Workload(ns.script, args)
+
+
+def _select(ns: argparse.Namespace, backends: dict[str, BackendEntry]) -> list[BackendEntry]:
+    if ns.plugins is None:
+        return [backends[name] for name in sorted(backends)]
+    names = [n.strip() for n in ns.plugins.split(",") if n.strip()]
+    if not names:
+        raise errors.UsageError("--plugins needs at least one backend name")
+    for name in names:
+        if name not in backends:
+            raise errors.UnknownPlugin(name, sorted(backends))
+    return [backends[name] for name in dict.fromkeys(names)]
+
+
+def _backend_options(ns: argparse.Namespace, selected: list[BackendEntry]) -> dict[str, Any]:
+    out: dict[str, dict[str, Any]] = {}
+    for entry in selected:
+        name = entry.backend.name
+        out[name] = {o.name: getattr(ns, _option_dest(name, o.name)) for o in entry.backend.options}
+    return out
+
+
+def cmd_run(plugins: Plugins, argv: list[str]) -> int:
+    """Profile a workload; write the report; print it unless --quiet."""
+    from rich.console import Console
+
+    from perfstack import rundir
+    from perfstack.cli.progress import QuietProgress, TerminalProgress
+    from perfstack.cli.show import print_report
+    from perfstack.driver import RunOptions, Session
+    from perfstack.reportfile import save_report
+
+    backends, failures = plugins.backends()
+    own, workload_args = _split(argv)
+    ns = build_parser(backends).parse_args(own)
+    workload = _workload(ns, workload_args)
+    selected = _select(ns, backends)
+    if ns.output is not None:
+        rundir.check_writable(ns.output)
+    if ns.out_dir is not None:
+        run_dir = rundir.use_out_dir(ns.out_dir)
+    else:
+        run_dir = rundir.new_run_dir(DEFAULT_RUNS_DIR)
+    report_path: Path = ns.output if ns.output is not None else run_dir / "report.json"
+    err = Console(stderr=True, highlight=False)
+    progress = TerminalProgress(err) if err.is_terminal else QuietProgress()
+    options = RunOptions(repeat=ns.repeat, warmup=ns.warmup, timeout_s=ns.timeout,
+                         kill_grace_s=ns.kill_grace,
+                         backend_options=_backend_options(ns, selected))
+    session = Session(workload, selected, plugins, run_dir, report_path.parent.resolve(),
+                      options, progress, plugin_failures=failures if ns.plugins is None else [])
+    report = session.execute()
+    save_report(report, report_path)
+    if ns.out_dir is None:
+        rundir.point_latest(run_dir)
+    if not ns.quiet:
+        print_report(report, plugins, top=ns.top)
+    print(f"report: {report_path}  (artifacts: {run_dir})", file=sys.stderr)
+    if not report.run.complete:
+        print("perfstack: interrupted; the report above is partial", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if any(not r.exit.clean for r in report.run.runs):
+        print("perfstack: the workload did not finish cleanly in every run "
+              "(see the findings)", file=sys.stderr)
+        return EXIT_WORKLOAD_FAILED
+    return EXIT_OK

@@ -1,0 +1,360 @@
+"""The driver: a baseline, then one isolated run per backend, merged into one Report.
+
+The driver never imports the workload. Every run is a child process started through
+``perfstack.bootstrap``. Whatever happens to one run (a crash, a timeout, a backend that
+raises) is recorded, and the session goes on; Ctrl-C stops the current run, skips the rest,
+and still returns a report of everything measured so far.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Protocol
+
+import perfstack
+from perfstack import environment
+from perfstack.backend import Collected, Launch, Outcome, RunContext, Workload
+from perfstack.bootstrap import CONFIG_ENV, HOOK_ERRORS_FILE
+from perfstack.pluginmanager import BackendEntry, HookResult, Plugins
+from perfstack.process import ChildResult, ChildSpec, run_child
+from perfstack.report import (
+    BackendResult,
+    Better,
+    Finding,
+    Layer,
+    Metric,
+    Overhead,
+    Report,
+    RunInfo,
+    RunRecord,
+    Status,
+)
+from perfstack.reportfile import schema_errors, write_json_atomic
+from perfstack.stats import summarize
+
+
+class Progress(Protocol):
+    """Told what the driver is doing, for a progress display."""
+
+    def begin(self, label: str) -> None:
+        """A run (warm-up, baseline repeat, or backend) starts."""
+
+    def tick(self, elapsed: float) -> None:
+        """The current run has been going for ``elapsed`` seconds."""
+
+    def end(self, label: str, status: str) -> None:
+        """The current run ended with ``status``."""
+
+
+class _NoProgress:
+    def begin(self, label: str) -> None:
+        pass
+
+    def tick(self, elapsed: float) -> None:
+        pass
+
+    def end(self, label: str, status: str) -> None:
+        pass
+
+
+@dataclass
+class RunOptions:
+    """How to run the session."""
+
+    repeat: int = 3
+    warmup: int = 1
+    timeout_s: float | None = None
+    kill_grace_s: float = 5.0
+    backend_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def _status_of(exit_status: str, clean: bool) -> Status:
+    if exit_status == "timeout":
+        return Status.TIMEOUT
+    if exit_status == "interrupted":
+        return Status.INTERRUPTED
+    return Status.OK if clean else Status.CRASHED
+
+
+class Session:
+    """One ``perfstack run``: call :meth:`execute` once."""
+
+    def __init__(
+        self,
+        workload: Workload,
+        selected: list[BackendEntry],
+        plugins: Plugins,
+        run_dir: Path,
+        report_dir: Path,
+        options: RunOptions,
+        progress: Progress | None = None,
+        plugin_failures: list[HookResult] | None = None,
+    ) -> None:
+        self.workload = workload
+        self.selected = selected
+        self.plugins = plugins
+        self.run_dir = run_dir
+        self.report_dir = report_dir  # artifact paths in the report are relative to it
+        self.options = options
+        self.progress = progress or _NoProgress()
+        self.plugin_failures = plugin_failures or []
+        self.records: list[RunRecord] = []
+        self.baseline: list[Outcome] = []
+        self.results: list[BackendResult] = []
+        self.collected: dict[str, Collected] = {}
+        self.interrupted = False
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _rel(self, path: Path) -> str:
+        return os.path.relpath(path, self.report_dir)
+
+    def _run(self, label: str, role: str, backend: str | None, launch: Launch,
+             on_started: Callable[[int], None] | None = None) -> Outcome:
+        folder = self.run_dir / label
+        folder.mkdir(parents=True, exist_ok=True)
+        config = folder / "bootstrap.json"
+        write_json_atomic(config, {
+            "artifact_dir": str(folder.resolve()),
+            "inprocess": [{"target": h.target, "options": h.options} for h in launch.inprocess],
+        })
+        target = ["-m", self.workload.target] if self.workload.module else [self.workload.target]
+        argv = [*launch.wrap, sys.executable, "-m", "perfstack.bootstrap", *target,
+                *self.workload.args]
+        env = {**os.environ, **launch.env, CONFIG_ENV: str(config.resolve())}
+        spec = ChildSpec(argv, env, os.getcwd(), folder, self.options.timeout_s,
+                         self.options.kill_grace_s)
+        self.progress.begin(label)
+        result = run_child(spec, on_started=on_started, on_tick=self.progress.tick)
+        record = self._record(label, role, backend, argv, result)
+        self.records.append(record)
+        self.progress.end(label, record.exit.describe())
+        if record.exit.status == "interrupted":
+            self.interrupted = True
+        return Outcome(record, folder, result.workload_pid, result.start_ns)
+
+    def _record(self, label: str, role: str, backend: str | None, argv: list[str],
+                result: ChildResult) -> RunRecord:
+        return RunRecord(
+            id=label, role=role, backend=backend, argv=argv, started=result.started,
+            wall_s=result.wall_s, exit=result.exit, rusage=result.rusage,
+            stdout=self._rel(result.stdout) if result.stdout else None,
+            stderr=self._rel(result.stderr) if result.stderr else None,
+            python_stack=result.python_stack,
+        )
+
+    # -- the session ---------------------------------------------------------------------
+
+    def execute(self) -> Report:
+        """Run the baseline and every selected backend; return the report."""
+        started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        begin = time.perf_counter()
+        env = self._environment()
+        try:
+            self._baseline()
+        except KeyboardInterrupt:
+            self.interrupted = True
+        for entry in self.selected:
+            if self.interrupted:
+                self.results.append(self._result(entry, Status.SKIPPED,
+                                                 reason="not run: the session was interrupted"))
+                continue
+            try:
+                self.results.append(self._backend(entry))
+            except KeyboardInterrupt:
+                self.interrupted = True
+                self.results.append(self._result(entry, Status.INTERRUPTED,
+                                                 reason="interrupted while collecting"))
+        for failure in self.plugin_failures:
+            self.results.append(BackendResult(
+                name=failure.plugin, status=Status.FAILED, layers=[],
+                package=self.plugins.package_of(failure.plugin),
+                reason="the plugin's perfstack_backends hook failed",
+                traceback=failure.error))
+        report = Report(
+            run=RunInfo(
+                command=self.workload.command(), cwd=os.getcwd(), started=started,
+                duration_s=time.perf_counter() - begin, perfstack_version=perfstack.__version__,
+                repeat=self.options.repeat, warmup=self.options.warmup,
+                timeout_s=self.options.timeout_s, complete=not self.interrupted,
+                runs=self.records),
+            environment=env,
+            backends=self.results,
+        )
+        for collected in self.collected.values():
+            for layer, rows in collected.rows.items():
+                report.layers[layer].extend(rows)
+            report.metrics.extend(collected.metrics)
+            report.findings.extend(collected.findings)
+        report.metrics.insert(0, self._wall_metric())
+        report.findings.extend(self._findings(report))
+        return report
+
+    def _environment(self) -> dict[str, Any]:
+        env = environment.capture()
+        for answer in self.plugins.call_each("perfstack_environment"):
+            if answer.error is not None:
+                env.setdefault("plugin_errors", {})[answer.plugin] = answer.error
+            elif isinstance(answer.result, dict):
+                env.update(answer.result)
+        return env
+
+    def _baseline(self) -> None:
+        plan = [("warmup", i) for i in range(1, self.options.warmup + 1)]
+        plan += [("baseline", i) for i in range(1, self.options.repeat + 1)]
+        for role, i in plan:
+            outcome = self._run(f"{role}-{i}", role, None, Launch())
+            if self.interrupted:
+                return
+            if role == "baseline":
+                self.baseline.append(outcome)
+            if not outcome.record.exit.clean:
+                return  # a workload that crashes or hangs will do it again: don't repeat it
+
+    def _clean_baseline_walls(self) -> list[float]:
+        return [o.record.wall_s for o in self.baseline
+                if o.record.exit.clean and o.record.wall_s is not None]
+
+    def _wall_metric(self) -> Metric:
+        walls = self._clean_baseline_walls()
+        if not walls:
+            return Metric("wall_time", None, "s", "run", "baseline", Better.LOWER,
+                          reason="no baseline run finished cleanly")
+        return Metric("wall_time", summarize(walls).median, "s", "run", "baseline",
+                      Better.LOWER, samples=walls)
+
+    def _result(self, entry: BackendEntry, status: Status, **kw: Any) -> BackendResult:
+        return BackendResult(name=entry.backend.name, status=status,
+                             layers=[layer.value for layer in entry.backend.layers],
+                             package=entry.package, **kw)
+
+    def _backend(self, entry: BackendEntry) -> BackendResult:
+        backend = entry.backend
+        try:
+            available = backend.check()
+        except Exception:
+            return self._result(entry, Status.FAILED, reason="check() raised",
+                                traceback=traceback.format_exc())
+        if not available.ok:
+            return self._result(entry, Status.UNAVAILABLE, reason=available.reason,
+                                fix=available.fix)
+        folder = self.run_dir / backend.name
+        folder.mkdir(parents=True, exist_ok=True)
+        ctx = RunContext(backend.name, self.workload, folder,
+                         self.options.backend_options.get(backend.name, {}),
+                         self.options.timeout_s, list(self.baseline))
+        if not backend.own_run:
+            return self._collect(entry, ctx, None)
+        try:
+            launch = backend.launch(ctx)
+        except Exception:
+            return self._result(entry, Status.FAILED, reason="launch() raised",
+                                traceback=traceback.format_exc())
+        attachments: list[Any] = []
+        errors: list[str] = []
+
+        def on_started(pid: int) -> None:
+            try:
+                handle = backend.attach(ctx, pid)
+            except Exception:
+                errors.append("attach() raised:\n" + traceback.format_exc())
+                return
+            if handle is not None:
+                attachments.append(handle)
+
+        outcome = self._run(backend.name, "backend", backend.name, launch, on_started)
+        for handle in attachments:
+            try:
+                handle.stop()
+            except Exception:
+                errors.append("stopping its attachment raised:\n" + traceback.format_exc())
+        hook_errors = folder / HOOK_ERRORS_FILE
+        if hook_errors.exists():
+            errors.append(hook_errors.read_text("utf-8", errors="replace"))
+        return self._collect(entry, ctx, outcome, errors)
+
+    def _collect(self, entry: BackendEntry, ctx: RunContext, outcome: Outcome | None,
+                 errors: list[str] | None = None) -> BackendResult:
+        backend = entry.backend
+        if outcome is not None:
+            status = _status_of(outcome.record.exit.status, outcome.record.exit.clean)
+            run_id: str | None = outcome.record.id
+            wall = outcome.record.wall_s
+            overhead, note = self._overhead(outcome)
+        else:
+            worst = next((o for o in self.baseline if not o.record.exit.clean), None)
+            status = (_status_of(worst.record.exit.status, False) if worst else Status.OK)
+            run_id, wall, overhead = None, None, None
+            note = "reads the baseline runs: no run of its own, no overhead"
+        result = self._result(entry, status, run=run_id, wall_s=wall, overhead=overhead,
+                              overhead_note=note)
+        if outcome is not None and not outcome.record.exit.clean:
+            result.reason = f"the workload ended with {outcome.record.exit.describe()}"
+        try:
+            collected = backend.collect(ctx, outcome)
+            problems = _malformed(collected)
+        except Exception:
+            errors = [*(errors or []), "collect() raised:\n" + traceback.format_exc()]
+        else:
+            if problems:
+                errors = [*(errors or []), "malformed records: " + "; ".join(problems[:5])]
+            else:
+                self.collected[backend.name] = collected
+                result.notes.extend(collected.notes)
+                result.artifacts = {k: self._rel(p) for k, p in collected.artifacts.items()}
+        if errors:
+            result.status = Status.FAILED
+            result.reason = errors[-1].strip().splitlines()[-1][:300]
+            result.traceback = "\n".join(errors)
+        return result
+
+    def _overhead(self, outcome: Outcome) -> tuple[Overhead | None, str | None]:
+        walls = self._clean_baseline_walls()
+        if not walls:
+            return None, "no baseline run finished cleanly to compare with"
+        if not outcome.record.exit.clean or outcome.record.wall_s is None:
+            return None, "the workload did not finish cleanly under this backend"
+        base = summarize(walls)
+        return Overhead(outcome.record.wall_s / base.median, base.median, base.stdev,
+                        base.n), None
+
+    def _findings(self, report: Report) -> list[Finding]:
+        found: list[Finding] = []
+        for answer in self.plugins.call_each("perfstack_findings", report=report):
+            if answer.error is not None:
+                found.append(Finding(
+                    rule="perfstack.plugin-error", title=f"finding rules of {answer.plugin} failed",
+                    layer="run", severity="warning",
+                    evidence=answer.error.strip().splitlines()[-3:],
+                    action="report this to the plugin's authors", source=answer.plugin))
+                continue
+            for item in answer.result or ():
+                if isinstance(item, Finding) and not schema_errors(item.to_dict(), "finding"):
+                    found.append(item)
+        return found
+
+
+def _malformed(collected: Collected) -> list[str]:
+    problems = []
+    for layer, rows in collected.rows.items():
+        if not isinstance(layer, Layer):
+            problems.append(f"rows under {layer!r}, which is not a perfstack.Layer")
+            continue
+        for row in rows:
+            problems += [f"{layer.value} row {row.key!r}: {p}"
+                         for p in schema_errors(row.to_dict(), "row")]
+    for metric in collected.metrics:
+        problems += [f"metric {metric.name!r}: {p}"
+                     for p in schema_errors(metric.to_dict(), "metric")]
+    for finding in collected.findings:
+        problems += [f"finding {finding.rule!r}: {p}"
+                     for p in schema_errors(finding.to_dict(), "finding")]
+    return problems
+

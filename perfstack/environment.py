@@ -1,0 +1,96 @@
+"""The environment block of a report: what a reader needs to know to trust or compare numbers.
+
+Interpreter, OS, CPU model and ISA flags, core and socket counts, thread settings,
+perf_event_paranoid, and pyperf's own metadata. Plugins add their own sections (torch build,
+GPUs and driver) through the ``perfstack_environment`` hook. Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+#: Environment variables that change how fast numerical code runs.
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "KMP_BLOCKTIME",
+    "KMP_AFFINITY", "OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY", "CUDA_VISIBLE_DEVICES",
+    "PYTHON_GIL", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "LD_PRELOAD",
+)
+
+#: /proc/cpuinfo flags worth naming, in the words people use for them.
+ISA_FLAGS = {
+    "sse4_2": "SSE4.2", "avx": "AVX", "avx2": "AVX2", "fma": "FMA", "avx512f": "AVX-512F",
+    "avx512bw": "AVX-512BW", "avx512vl": "AVX-512VL", "avx512dq": "AVX-512DQ",
+    "avx512_vnni": "AVX-512 VNNI", "avx512_bf16": "AVX-512 BF16", "avx512_fp16": "AVX-512 FP16",
+    "avx_vnni": "AVX-VNNI", "amx_tile": "AMX-TILE", "amx_bf16": "AMX-BF16", "amx_int8": "AMX-INT8",
+    "asimd": "NEON", "sve": "SVE",
+}
+
+
+def _cpuinfo() -> dict[str, Any]:
+    try:
+        text = Path("/proc/cpuinfo").read_text("utf-8", errors="replace")
+    except OSError:
+        return {"model": platform.processor() or None, "isa": [], "sockets": None}
+    model = None
+    flags: set[str] = set()
+    sockets: set[str] = set()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key == "model name" and model is None:
+            model = value.strip()
+        elif key in ("flags", "Features") and not flags:
+            flags = set(value.split())
+        elif key == "physical id":
+            sockets.add(value.strip())
+    return {
+        "model": model,
+        "isa": [word for flag, word in ISA_FLAGS.items() if flag in flags],
+        "sockets": len(sockets) or None,
+    }
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text("utf-8").strip()
+    except OSError:
+        return None
+
+
+def _pyperf_metadata() -> dict[str, Any]:
+    import pyperf
+
+    # A Run with collect_metadata=True is pyperf's public way to gather its system metadata.
+    meta = dict(pyperf.Run([1.0], collect_metadata=True).get_metadata())
+    for key in ("mem_max_rss", "mem_peak_pagefile_usage"):  # the driver's own, not the workload's
+        meta.pop(key, None)
+    return {k: v if isinstance(v, (int, float, str)) else str(v) for k, v in meta.items()}
+
+
+def capture() -> dict[str, Any]:
+    """Return the core environment block (plugins add theirs separately)."""
+    paranoid = _read("/proc/sys/kernel/perf_event_paranoid")
+    try:
+        affinity = sorted(os.sched_getaffinity(0))
+    except AttributeError:
+        affinity = None
+    return {
+        "python": {
+            "version": platform.python_version(),
+            "implementation": platform.python_implementation(),
+            "executable": sys.executable,
+            "gil_enabled": getattr(sys, "_is_gil_enabled", lambda: True)(),
+        },
+        "os": {"system": platform.system(), "release": platform.release(),
+               "machine": platform.machine()},
+        "cpu": {**_cpuinfo(), "logical_cpus": os.cpu_count(),
+                "affinity": affinity},
+        "threads": {name: os.environ[name] for name in THREAD_VARIABLES if name in os.environ},
+        "perf_event_paranoid": int(paranoid) if paranoid and paranoid.lstrip("-").isdigit()
+        else None,
+        "pyperf": _pyperf_metadata(),
+    }

@@ -1,0 +1,44 @@
+"""Exceptions perfstack's library code raises. Only the CLI turns them into messages and exit codes."""
+
+from __future__ import annotations
+
+
+class PerfstackError(Exception):
+    """Base class: the message is one line a user can act on."""
+
+
+class UsageError(PerfstackError):
+    """An option or argument is out of range or inconsistent."""
+
+
+class InputNotFound(PerfstackError):
+    """A file the user named (workload script, module, report) does not exist."""
+
+
+class UnknownPlugin(PerfstackError):
+    """A backend named on the command line is not installed."""
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        self.name = name
+        self.known = known
+        listing = ", ".join(known) if known else "none"
+        super().__init__(f"unknown plugin {name!r} (installed: {listing}; see 'perfstack plugins')")
+
+
+class NotAReport(PerfstackError):
+    """A file is not JSON, not a perfstack report, or does not match the report schema."""
+
+
+class UnsupportedVersion(PerfstackError):
+    """A perfstack report of a schema version this perfstack cannot read."""
+
+    def __init__(self, path: str, version: object, supported: int) -> None:
+        self.version = version
+        super().__init__(
+            f"{path}: report schema version {version!r} is not supported "
+            f"(this perfstack reads version {supported}); upgrade perfstack to read it"
+        )
+
+
+class OutputError(PerfstackError):
+    """A report or artifact folder cannot be written."""

@@ -1,0 +1,167 @@
+"""Finding, loading and calling plugins.
+
+Plugins come from the ``perfstack`` entry-point group; perfstack's own backends are found the
+same way. Loading never stops at a broken plugin: its error is kept and shown by
+``perfstack plugins`` and in the report. Every call of a hook goes to each plugin separately,
+so one plugin that raises cannot take the others' results with it.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any
+
+import pluggy
+
+from perfstack import hookspecs
+from perfstack.backend import Backend
+
+#: Decorates a plugin's hook implementations: ``@perfstack.hookimpl``.
+hookimpl = pluggy.HookimplMarker("perfstack")
+
+ENTRY_POINT_GROUP = "perfstack"
+#: Set (to any non-empty value) to load no plugin from entry points, as pytest's
+#: PYTEST_DISABLE_PLUGIN_AUTOLOAD does; plugins can still be given explicitly.
+AUTOLOAD_ENV = "PERFSTACK_DISABLE_PLUGIN_AUTOLOAD"
+#: Comma-separated plugin names to disable, like repeating ``-p no:NAME``.
+DISABLE_ENV = "PERFSTACK_DISABLE_PLUGINS"
+
+#: The core's own plugins (findings about the run itself, the terminal renderer). They are
+#: not backends: nothing in the core names a backend.
+CORE_PLUGINS = ("perfstack.rules", "perfstack.render_text")
+
+
+@dataclass
+class PluginInfo:
+    """One plugin as loaded (or not): its name, where it comes from, and any load error."""
+
+    name: str
+    package: str | None  # "dist-name version", None for the core's own plugins
+    error: str | None = None  # the traceback when it could not be loaded
+    backends: list[str] = field(default_factory=list)
+
+
+@dataclass
+class BackendEntry:
+    """A backend together with the plugin and package that provide it."""
+
+    backend: Backend
+    plugin: str
+    package: str | None
+
+
+@dataclass
+class HookResult:
+    """One plugin's answer to one hook call: a result, or the traceback of what it raised."""
+
+    plugin: str
+    result: Any
+    error: str | None = None
+
+
+@dataclass
+class Plugins:
+    """A loaded plugin manager plus what perfstack learned while loading it."""
+
+    pm: pluggy.PluginManager
+    infos: dict[str, PluginInfo]
+
+    def call_each(self, hook_name: str, **kwargs: Any) -> list[HookResult]:
+        """Call one hook on every plugin separately; return each answer or error, in order."""
+        hook = getattr(self.pm.hook, hook_name)
+        answers = []
+        for impl in hook.get_hookimpls():
+            args = {name: kwargs[name] for name in impl.argnames}
+            try:
+                answers.append(HookResult(impl.plugin_name, impl.function(**args)))
+            except Exception:
+                answers.append(HookResult(impl.plugin_name, None, traceback.format_exc()))
+        return answers
+
+    def package_of(self, plugin: str) -> str | None:
+        """Return the "dist version" a plugin comes from, when known."""
+        info = self.infos.get(plugin)
+        return info.package if info else None
+
+    def backends(self) -> tuple[dict[str, BackendEntry], list[HookResult]]:
+        """Return the backends by name, and the plugins whose ``perfstack_backends`` failed."""
+        found: dict[str, BackendEntry] = {}
+        failures: list[HookResult] = []
+        for answer in self.call_each("perfstack_backends"):
+            if answer.error is not None:
+                failures.append(answer)
+                continue
+            for item in answer.result or ():
+                problem = _backend_problem(item)
+                if problem is None and item.name in found:
+                    problem = f"backend {item.name!r} is also provided by {found[item.name].plugin}"
+                if problem is not None:
+                    failures.append(HookResult(answer.plugin, None, problem))
+                    continue
+                found[item.name] = BackendEntry(item, answer.plugin, self.package_of(answer.plugin))
+                if answer.plugin in self.infos:
+                    self.infos[answer.plugin].backends.append(item.name)
+        return found, failures
+
+
+def _backend_problem(item: object) -> str | None:
+    if not isinstance(item, Backend):
+        return f"perfstack_backends returned {type(item).__name__}, not a perfstack.Backend"
+    name = getattr(item, "name", None)
+    if not isinstance(name, str) or not name or "," in name or name != name.strip():
+        return f"{type(item).__name__} has no usable name (got {name!r})"
+    if not getattr(item, "layers", None):
+        return f"backend {name!r} declares no layers"
+    return None
+
+
+def disabled_from_env() -> set[str]:
+    """Return the plugin names disabled by the PERFSTACK_DISABLE_PLUGINS variable."""
+    return {n.strip() for n in os.environ.get(DISABLE_ENV, "").split(",") if n.strip()}
+
+
+def load_plugins(
+    disabled: Iterable[str] = (),
+    extra: Sequence[tuple[str, object]] = (),
+    autoload: bool | None = None,
+) -> Plugins:
+    """Return a fresh plugin manager with the core plugins, entry-point plugins and ``extra``.
+
+    :param disabled: plugin (entry-point) names not to load, as with ``-p no:NAME``.
+    :param extra: ``(name, plugin)`` pairs registered after the entry points (tests use it).
+    :param autoload: load entry points; default: unless PERFSTACK_DISABLE_PLUGIN_AUTOLOAD is set.
+    """
+    import importlib
+
+    pm = pluggy.PluginManager("perfstack")
+    pm.add_hookspecs(hookspecs)
+    infos: dict[str, PluginInfo] = {}
+    skip = set(disabled) | disabled_from_env()
+    for name in CORE_PLUGINS:
+        pm.register(importlib.import_module(name), name=name)
+        infos[name] = PluginInfo(name, None)
+    if autoload is None:
+        autoload = not os.environ.get(AUTOLOAD_ENV)
+    if autoload:
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            if ep.name in skip or ep.name in infos:
+                continue
+            dist = getattr(ep, "dist", None)
+            package = f"{dist.name} {dist.version}" if dist is not None else None
+            infos[ep.name] = _register(pm, ep.name, package, ep.load)
+    for name, plugin in extra:
+        if name not in skip:
+            infos[name] = _register(pm, name, None, lambda p=plugin: p)
+    return Plugins(pm, infos)
+
+
+def _register(pm: pluggy.PluginManager, name: str, package: str | None, load: Any) -> PluginInfo:
+    try:
+        pm.register(load(), name=name)
+    except Exception:
+        return PluginInfo(name, package, error=traceback.format_exc(limit=-3).rstrip())
+    return PluginInfo(name, package)

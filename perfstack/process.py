@@ -1,0 +1,244 @@
+"""Starting one workload process and seeing it through to the end, whatever the end is.
+
+The child gets its own session and process group, so a timeout or Ctrl-C stops everything
+it started and nothing else. A thread blocks in ``os.wait4`` so the wall time is exact and the
+OS's resource accounting (CPU time, max RSS, faults, context switches) comes for free.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from perfstack.bootstrap import FAULTHANDLER_FILE, STACK_SIGNAL, STARTED_FILE
+from perfstack.report import ExitInfo
+
+#: How much of faulthandler's output to keep in the report (the rest stays in the file).
+STACK_LIMIT = 20_000
+
+
+@dataclass
+class ChildSpec:
+    """What to run and how long to let it run."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
+    artifact_dir: Path
+    timeout_s: float | None = None
+    kill_grace_s: float = 5.0  # after SIGTERM, before SIGKILL: time for profilers to flush
+
+
+@dataclass
+class ChildResult:
+    """How the child ended, and what it left behind."""
+
+    started: str
+    wall_s: float | None
+    exit: ExitInfo
+    rusage: dict[str, float] = field(default_factory=dict)
+    workload_pid: int | None = None
+    start_ns: int | None = None
+    python_stack: str | None = None
+    stdout: Path | None = None
+    stderr: Path | None = None
+
+
+def _signal_name(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+def _rusage(ru: Any) -> dict[str, float]:
+    return {
+        "user_s": ru.ru_utime,
+        "system_s": ru.ru_stime,
+        "max_rss_bytes": float(ru.ru_maxrss * 1024),  # Linux reports KiB
+        "minor_faults": float(ru.ru_minflt),
+        "major_faults": float(ru.ru_majflt),
+        "voluntary_switches": float(ru.ru_nvcsw),
+        "involuntary_switches": float(ru.ru_nivcsw),
+        "block_in": float(ru.ru_inblock),
+        "block_out": float(ru.ru_oublock),
+    }
+
+
+def read_started(folder: Path) -> tuple[int, int] | None:
+    """Return (pid, start_ns) from the bootstrap's start file, once it exists."""
+    try:
+        data = json.loads((folder / STARTED_FILE).read_text("utf-8"))
+        return int(data["pid"]), int(data["start_ns"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    # A second Ctrl-C while we are stopping children must not leave them running.
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+class _Waiter(threading.Thread):
+    def __init__(self, pid: int) -> None:
+        super().__init__(name=f"perfstack-wait-{pid}", daemon=True)
+        self.pid = pid
+        self.done = threading.Event()
+        self.status = 0
+        self.rusage: Any = None
+        self.end = 0.0
+
+    def run(self) -> None:
+        _, self.status, self.rusage = os.wait4(self.pid, 0)
+        self.end = time.perf_counter()
+        self.done.set()
+
+
+def run_child(
+    spec: ChildSpec,
+    on_started: Callable[[int], None] | None = None,
+    on_tick: Callable[[float], None] | None = None,
+) -> ChildResult:
+    """Run the child to its end and return how it ended.
+
+    :param on_started: called once with the workload's Python pid, when the bootstrap has
+        written it (before the script runs), e.g. to attach a sampler.
+    :param on_tick: called about ten times a second with the elapsed seconds.
+
+    A timeout or Ctrl-C first asks the workload for its Python stacks (SIGUSR1), then sends
+    SIGTERM to the group, and SIGKILL after ``kill_grace_s``.
+    """
+    spec.artifact_dir.mkdir(parents=True, exist_ok=True)
+    stdout_path = spec.artifact_dir / "stdout.log"
+    stderr_path = spec.artifact_dir / "stderr.log"
+    started = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+        begin = time.perf_counter()
+        try:
+            proc = subprocess.Popen(
+                spec.argv,
+                env=spec.env,
+                cwd=spec.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            err.write(f"perfstack: cannot start {spec.argv[0]}: {exc}\n".encode())
+            return ChildResult(started, None, ExitInfo("not_started"), stdout=stdout_path,
+                               stderr=stderr_path)
+    waiter = _Waiter(proc.pid)
+    waiter.start()
+    state = _Supervision(spec, proc.pid, on_started)
+    stop_reason: str | None = None
+    try:
+        while not waiter.done.wait(0.1):
+            elapsed = time.perf_counter() - begin
+            state.poll_started()
+            if on_tick is not None:
+                on_tick(elapsed)
+            if spec.timeout_s is not None and elapsed >= spec.timeout_s:
+                stop_reason = "timeout"
+                break
+    except KeyboardInterrupt:
+        stop_reason = "interrupted"
+    if stop_reason is not None:
+        with _sigint_ignored():
+            state.stop(waiter)
+    state.poll_started()
+    proc.returncode = waiter.status  # tell Popen the child is reaped
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)  # anything the workload left behind in its group
+    return ChildResult(
+        started=started,
+        wall_s=waiter.end - begin,
+        exit=_exit_info(waiter.status, stop_reason),
+        rusage=_rusage(waiter.rusage),
+        workload_pid=state.pid,
+        start_ns=state.start_ns,
+        python_stack=_read_stack(spec.artifact_dir),
+        stdout=stdout_path,
+        stderr=stderr_path,
+    )
+
+
+class _Supervision:
+    def __init__(self, spec: ChildSpec, pgid: int, on_started: Callable[[int], None] | None):
+        self.spec = spec
+        self.pgid = pgid
+        self.on_started = on_started
+        self.pid: int | None = None
+        self.start_ns: int | None = None
+
+    def poll_started(self) -> None:
+        if self.pid is not None:
+            return
+        found = read_started(self.spec.artifact_dir)
+        if found is not None:
+            self.pid, self.start_ns = found
+            if self.on_started is not None:
+                self.on_started(self.pid)
+
+    def stop(self, waiter: _Waiter) -> None:
+        self.poll_started()
+        if self.pid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self.pid, STACK_SIGNAL)
+            _wait_for_stack(self.spec.artifact_dir / FAULTHANDLER_FILE, waiter)
+        for sig, wait_s in ((signal.SIGTERM, self.spec.kill_grace_s), (signal.SIGKILL, 10.0)):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pgid, sig)
+            if waiter.done.wait(wait_s):
+                return
+
+
+def _wait_for_stack(path: Path, waiter: _Waiter, limit_s: float = 1.0) -> None:
+    # faulthandler writes from the signal handler at once; wait until the file stops growing.
+    deadline = time.monotonic() + limit_s
+    last = -1
+    while time.monotonic() < deadline and not waiter.done.is_set():
+        size = path.stat().st_size if path.exists() else 0
+        if size and size == last:
+            return
+        last = size
+        time.sleep(0.05)
+
+
+def _exit_info(status: int, stop_reason: str | None) -> ExitInfo:
+    code = os.waitstatus_to_exitcode(status)
+    sig = -code if code < 0 else None
+    if stop_reason is not None:
+        return ExitInfo(stop_reason, code if sig is None else None, sig,
+                        _signal_name(sig) if sig else None)
+    if sig is not None:
+        return ExitInfo("signalled", None, sig, _signal_name(sig))
+    return ExitInfo("exited", code)
+
+
+def _read_stack(folder: Path) -> str | None:
+    try:
+        text = (folder / FAULTHANDLER_FILE).read_text("utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    if not text:
+        return None
+    return text if len(text) <= STACK_LIMIT else "...\n" + text[-STACK_LIMIT:]

@@ -1,0 +1,44 @@
+"""Output formats: the Renderer base class and how ``show`` finds them (the renderers hook)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from perfstack.pluginmanager import Plugins
+    from perfstack.report import Report
+
+
+@dataclass
+class RenderOptions:
+    """How much to show and how: independent of argparse."""
+
+    top: int = 10  # rows per layer and source
+    width: int = 110
+    color: bool = False
+    #: layer -> installed backends that feed it, to say what would fill an empty layer
+    layer_providers: dict[str, list[str]] = field(default_factory=dict)
+
+
+class Renderer:
+    """An output format of ``perfstack show --format NAME``."""
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+    #: None for terminal text; else the extension of the file it writes (".html")
+    output_file_extension: ClassVar[str | None] = None
+
+    def render(self, report: Report, options: RenderOptions) -> str:
+        """Return the report in this format."""
+        raise NotImplementedError  # abstract: every renderer defines it
+
+
+def renderers(plugins: Plugins) -> dict[str, Renderer]:
+    """Return every renderer by name; a later plugin's renderer replaces an earlier one's."""
+    found: dict[str, Renderer] = {}
+    for answer in plugins.call_each("perfstack_renderers"):
+        for item in answer.result or ():
+            if isinstance(item, Renderer):
+                found[item.name] = item
+    return found

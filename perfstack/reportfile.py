@@ -1,0 +1,130 @@
+"""Reading, writing and validating report files.
+
+Writes go to a temporary name in the same folder and are renamed into place, so a reader
+never sees half a report and a failed write never clobbers the previous one. Names ending
+in ``.gz`` are compressed and decompressed transparently.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import tempfile
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import IO, Any
+
+from perfstack.errors import InputNotFound, NotAReport, OutputError, UnsupportedVersion
+from perfstack.report import SCHEMA_NAME, SCHEMA_VERSION, Report
+
+
+@cache
+def schema() -> dict[str, Any]:
+    """Return the report's JSON Schema (draft 2020-12)."""
+    text = (resources.files("perfstack_schemas") / "report.schema.json").read_text("utf-8")
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+@cache
+def _validator(definition: str | None) -> Any:
+    from jsonschema import Draft202012Validator  # lazy: only validation pays for it
+
+    full = schema()
+    if definition is None:
+        return Draft202012Validator(full)
+    return Draft202012Validator({"$defs": full["$defs"], "$ref": f"#/$defs/{definition}"})
+
+
+def schema_errors(data: Any, definition: str | None = None) -> list[str]:
+    """Return the schema violations in ``data``, one readable line each (empty when valid).
+
+    ``definition`` names a part of the schema (``"row"``, ``"metric"``, ``"finding"``) to
+    check a single record against instead of a whole report.
+    """
+    errors = sorted(_validator(definition).iter_errors(data), key=lambda e: list(e.absolute_path))
+    return [f"{_where(e.absolute_path)}: {e.message}" for e in errors]
+
+
+def _where(path: Any) -> str:
+    parts = [f"[{p}]" if isinstance(p, int) else f".{p}" for p in path]
+    return "report" + "".join(parts)
+
+
+def _open_text(path: Path, mode: str) -> IO[str]:
+    if path.suffix == ".gz":
+        return gzip.open(path, mode + "t", encoding="utf-8")
+    return open(path, mode, encoding="utf-8")
+
+
+def read_json(path: Path) -> Any:
+    """Return the parsed JSON in ``path`` (``.gz`` aware); raise NotAReport if it is not JSON."""
+    if not path.is_file():
+        raise InputNotFound(f"{path}: no such file")
+    try:
+        with _open_text(path, "r") as fh:
+            return json.load(fh)
+    except (json.JSONDecodeError, UnicodeDecodeError, gzip.BadGzipFile, EOFError) as exc:
+        raise NotAReport(f"{path}: not valid JSON ({exc})") from None
+
+
+def check_report_data(data: Any, path: str) -> None:
+    """Raise NotAReport or UnsupportedVersion unless ``data`` is a valid current report."""
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA_NAME:
+        found = data.get("schema") if isinstance(data, dict) else type(data).__name__
+        raise NotAReport(f"{path}: not a perfstack report (schema is {found!r})")
+    if data.get("version") != SCHEMA_VERSION:
+        raise UnsupportedVersion(path, data.get("version"), SCHEMA_VERSION)
+    errors = schema_errors(data)
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise NotAReport(f"{path}: does not match the report schema: {errors[0]}{more}")
+
+
+def load_report(path: Path) -> Report:
+    """Return the report stored in ``path``, checked against the schema and its version."""
+    data = read_json(path)
+    check_report_data(data, str(path))
+    return Report.from_dict(data)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temporary file and a rename (gzip when it ends .gz)."""
+    folder = path.parent if str(path.parent) else Path(".")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write here ({exc.strerror})") from None
+    try:
+        with os.fdopen(fd, "wb") as raw:
+            if path.suffix == ".gz":
+                with gzip.GzipFile(fileobj=raw, mode="wb") as gz:
+                    gz.write(data)
+            else:
+                raw.write(data)
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise OutputError(f"{path}: cannot write ({exc.strerror})") from None
+        raise
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON to ``path`` atomically."""
+    write_atomic(path, json.dumps(data, indent=1).encode("utf-8"))
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically."""
+    write_atomic(path, text.encode("utf-8"))
+
+
+def save_report(report: Report, path: Path) -> None:
+    """Write ``report`` to ``path`` atomically."""
+    write_json_atomic(path, report.to_dict())

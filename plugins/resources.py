@@ -1,0 +1,98 @@
+"""The ``resources`` backend: what the OS accounted for each run of the workload.
+
+Wall time, user and system CPU time, CPU utilisation, peak memory (max RSS), page faults and
+context switches, from ``wait4``'s rusage. The OS keeps these books anyway, so this backend
+needs no run of its own: it reads the baseline repeats and reports their median, with every
+repeat kept as a sample for ``diff``. Its overhead is zero by construction.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from collections.abc import Sequence
+
+from perfstack import hookimpl
+from perfstack.backend import Availability, Backend, Collected, Outcome, RunContext
+from perfstack.report import Better, Layer, Metric, Quantity, Row
+
+# rusage field -> (metric name, row title, unit, better)
+COUNTERS: dict[str, tuple[str, str, str, Better]] = {
+    "user_s": ("cpu_user_time", "user CPU time", "s", Better.LOWER),
+    "system_s": ("cpu_system_time", "system CPU time", "s", Better.LOWER),
+    "max_rss_bytes": ("max_rss", "peak resident memory (max RSS)", "B", Better.LOWER),
+    "minor_faults": ("page_faults_minor", "minor page faults", "count", Better.LOWER),
+    "major_faults": ("page_faults_major", "major page faults (I/O)", "count", Better.LOWER),
+    "voluntary_switches": ("context_switches_voluntary",
+                           "voluntary context switches (waits)", "count", Better.LOWER),
+    "involuntary_switches": ("context_switches_involuntary",
+                             "involuntary context switches (preempted)", "count", Better.LOWER),
+    "block_in": ("block_input_ops", "block input operations", "count", Better.LOWER),
+    "block_out": ("block_output_ops", "block output operations", "count", Better.LOWER),
+}
+
+
+class ResourcesBackend(Backend):
+    """OS resource accounting of the baseline runs (hardware layer)."""
+
+    name = "resources"
+    layers = (Layer.HARDWARE,)
+    description = "CPU time, utilisation, max RSS, faults and context switches from the OS"
+    own_run = False
+
+    def check(self) -> Availability:
+        """Available wherever the OS offers wait4 (Linux, macOS, the BSDs)."""
+        if not hasattr(os, "wait4"):
+            return Availability.no("this OS has no wait4() resource accounting",
+                                   "run perfstack on Linux or macOS")
+        return Availability.yes()
+
+    def collect(self, ctx: RunContext, outcome: Outcome | None) -> Collected:
+        """Return one hardware row and one metric per counter, medians over the baseline."""
+        runs = [o.record for o in ctx.baseline if o.record.rusage and o.record.wall_s]
+        if not runs:
+            return Collected(notes=["no baseline run was measured"])
+        out = Collected()
+        notes = []
+        if any(not r.exit.clean for r in runs):
+            notes.append("includes runs that did not finish cleanly: their counts are partial")
+        series: dict[str, list[float]] = {k: [r.rusage[k] for r in runs] for k in COUNTERS}
+        series["cpu_utilisation"] = [
+            (r.rusage["user_s"] + r.rusage["system_s"]) / r.wall_s for r in runs if r.wall_s
+        ]
+        rows = []
+        for field, (metric, title, unit, better) in COUNTERS.items():
+            rows.append(_row(field, title, unit, series[field]))
+            out.metrics.append(_metric(metric, unit, better, series[field]))
+        rows.append(_row("cpu_utilisation", "CPUs busy on average ((user + system) / wall)",
+                         "cpus", series["cpu_utilisation"]))
+        out.metrics.append(_metric("cpu_utilisation", "cpus", Better.NEITHER,
+                                   series["cpu_utilisation"]))
+        out.rows[Layer.HARDWARE] = rows
+        out.notes = notes
+        return out
+
+
+def _row(key: str, title: str, unit: str, values: Sequence[float]) -> Row:
+    return Row(
+        key=f"rusage.{key}",
+        name=title,
+        source="resources",
+        values={
+            "median": Quantity(statistics.median(values), unit),
+            "min": Quantity(min(values), unit),
+            "max": Quantity(max(values), unit),
+        },
+        attrs={"runs": len(values)},
+    )
+
+
+def _metric(name: str, unit: str, better: Better, values: Sequence[float]) -> Metric:
+    return Metric(name, statistics.median(values), unit, "hardware", "resources", better,
+                  samples=list(values))
+
+
+@hookimpl
+def perfstack_backends() -> list[Backend]:
+    """Provide the resources backend."""
+    return [ResourcesBackend()]

@@ -1,0 +1,1 @@
+"""perfstack's JSON Schemas, shipped as package data (``report.schema.json``)."""

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Set up .venv with everything perfstack and its tests need, on a fresh machine or again.
+# torch is pinned and installed first, on its own: with 2.13.0 present, the open range in
+# the `torch` extra is already satisfied and pip fetches nothing more.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$python" -m venv .venv
+pip=(.venv/bin/python -m pip --disable-pip-version-check -q)
+.venv/bin/python -c 'import torch' 2>/dev/null || "${pip[@]}" install "torch==${TORCH_VERSION:-2.13.0}"
+"${pip[@]}" install -e ".[torch,nvml,dev]"
