@@ -32,23 +32,83 @@ _PUBLIC = {
     "Renderer": "perfstack.render",
 }
 
-__all__ = ["__version__", *_PUBLIC]
+__all__ = [
+    "Availability",
+    "Backend",
+    "Better",
+    "Collected",
+    "Finding",
+    "InProcessHook",
+    "Launch",
+    "Layer",
+    "Metric",
+    "Option",
+    "Outcome",
+    "Quantity",
+    "Renderer",
+    "Report",
+    "Row",
+    "RunContext",
+    "Workload",
+    "__version__",
+    "hookimpl",
+]
 
 if TYPE_CHECKING:
     from perfstack.backend import (
-        Availability,
-        Backend,
-        Collected,
-        InProcessHook,
-        Launch,
-        Option,
-        Outcome,
-        RunContext,
-        Workload,
+        Availability as Availability,
     )
-    from perfstack.pluginmanager import hookimpl
-    from perfstack.render import Renderer
-    from perfstack.report import Better, Finding, Layer, Metric, Quantity, Report, Row
+    from perfstack.backend import (
+        Backend as Backend,
+    )
+    from perfstack.backend import (
+        Collected as Collected,
+    )
+    from perfstack.backend import (
+        InProcessHook as InProcessHook,
+    )
+    from perfstack.backend import (
+        Launch as Launch,
+    )
+    from perfstack.backend import (
+        Option as Option,
+    )
+    from perfstack.backend import (
+        Outcome as Outcome,
+    )
+    from perfstack.backend import (
+        RunContext as RunContext,
+    )
+    from perfstack.backend import (
+        Workload as Workload,
+    )
+    from perfstack.pluginmanager import (
+        hookimpl as hookimpl,
+    )
+    from perfstack.render import (
+        Renderer as Renderer,
+    )
+    from perfstack.report import (
+        Better as Better,
+    )
+    from perfstack.report import (
+        Finding as Finding,
+    )
+    from perfstack.report import (
+        Layer as Layer,
+    )
+    from perfstack.report import (
+        Metric as Metric,
+    )
+    from perfstack.report import (
+        Quantity as Quantity,
+    )
+    from perfstack.report import (
+        Report as Report,
+    )
+    from perfstack.report import (
+        Row as Row,
+    )
 
 
 def __getattr__(name: str) -> Any:

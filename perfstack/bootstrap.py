@@ -1,4 +1,4 @@
-"""Runs inside the workload process: ``python -m perfstack.bootstrap script.py ARGS`` (or ``-m mod``).
+"""Runs inside the workload process: ``python -m perfstack.bootstrap script.py ARGS``.
 
 It sets up what must live in the workload's own process, then runs the script with runpy so
 that ``__name__ == "__main__"``, ``sys.argv`` and ``sys.path[0]`` are what they would be

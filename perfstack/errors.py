@@ -1,4 +1,4 @@
-"""Exceptions perfstack's library code raises. Only the CLI turns them into messages and exit codes."""
+"""Exceptions perfstack's library code raises; only the CLI turns them into messages and codes."""
 
 from __future__ import annotations
 

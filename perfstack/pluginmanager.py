@@ -29,6 +29,8 @@ ENTRY_POINT_GROUP = "perfstack"
 AUTOLOAD_ENV = "PERFSTACK_DISABLE_PLUGIN_AUTOLOAD"
 #: Comma-separated plugin names to disable, like repeating ``-p no:NAME``.
 DISABLE_ENV = "PERFSTACK_DISABLE_PLUGINS"
+#: Comma-separated module names to load as plugins, like repeating ``-p MODULE``.
+PLUGINS_ENV = "PERFSTACK_PLUGINS"
 
 #: The core's own plugins (findings about the run itself, the terminal renderer). They are
 #: not backends: nothing in the core names a backend.
@@ -124,15 +126,23 @@ def disabled_from_env() -> set[str]:
     return {n.strip() for n in os.environ.get(DISABLE_ENV, "").split(",") if n.strip()}
 
 
+def modules_from_env() -> list[str]:
+    """Return the plugin modules named by the PERFSTACK_PLUGINS variable."""
+    return [n.strip() for n in os.environ.get(PLUGINS_ENV, "").split(",") if n.strip()]
+
+
 def load_plugins(
     disabled: Iterable[str] = (),
+    modules: Sequence[str] = (),
     extra: Sequence[tuple[str, object]] = (),
     autoload: bool | None = None,
 ) -> Plugins:
-    """Return a fresh plugin manager with the core plugins, entry-point plugins and ``extra``.
+    """Return a fresh plugin manager with the core plugins, entry-point plugins and the rest.
 
     :param disabled: plugin (entry-point) names not to load, as with ``-p no:NAME``.
-    :param extra: ``(name, plugin)`` pairs registered after the entry points (tests use it).
+    :param modules: modules to import and register by name, as with ``-p MODULE``; their
+        plugin name is the module name. PERFSTACK_PLUGINS adds more.
+    :param extra: ``(name, plugin)`` pairs registered last (tests use it).
     :param autoload: load entry points; default: unless PERFSTACK_DISABLE_PLUGIN_AUTOLOAD is set.
     """
     import importlib
@@ -153,6 +163,10 @@ def load_plugins(
             dist = getattr(ep, "dist", None)
             package = f"{dist.name} {dist.version}" if dist is not None else None
             infos[ep.name] = _register(pm, ep.name, package, ep.load)
+    for module in [*modules_from_env(), *modules]:
+        if module not in skip and module not in infos:
+            infos[module] = _register(pm, module, None,
+                                      lambda m=module: importlib.import_module(m))
     for name, plugin in extra:
         if name not in skip:
             infos[name] = _register(pm, name, None, lambda p=plugin: p)

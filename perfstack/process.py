@@ -234,11 +234,18 @@ def _exit_info(status: int, stop_reason: str | None) -> ExitInfo:
     return ExitInfo("exited", code)
 
 
+def _ours(line: str) -> bool:
+    # Frames of the bootstrap and of the runpy calls it makes: not the workload's stack.
+    return ("<frozen runpy>" in line or f"perfstack{os.sep}bootstrap.py" in line
+            or f"{os.sep}runpy.py" in line)
+
+
 def _read_stack(folder: Path) -> str | None:
     try:
         text = (folder / FAULTHANDLER_FILE).read_text("utf-8", errors="replace").strip()
     except OSError:
         return None
+    text = "\n".join(line for line in text.splitlines() if not _ours(line))
     if not text:
         return None
-    return text if len(text) <= STACK_LIMIT else "...\n" + text[-STACK_LIMIT:]
+    return text if len(text) <= STACK_LIMIT else text[:STACK_LIMIT] + "\n..."

@@ -65,7 +65,8 @@ def _header(report: Report) -> RenderableType:
     if wall is not None and wall.samples:
         spread = ""
         if len(wall.samples) > 1:
-            spread = f" (min {fmt_seconds(min(wall.samples))}, max {fmt_seconds(max(wall.samples))})"
+            low, high = fmt_seconds(min(wall.samples)), fmt_seconds(max(wall.samples))
+            spread = f" (min {low}, max {high})"
         lines.append(f"baseline: median {fmt_seconds(float(wall.value or 0))} over "
                      f"{len(wall.samples)} runs{spread}\n")
     bad = [r for r in run.runs if not r.exit.clean]

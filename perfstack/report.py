@@ -227,7 +227,8 @@ class ExitInfo:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ExitInfo:
         """Build an ExitInfo from its JSON form."""
-        return cls(**{k: data.get(k) for k in cls.__dataclass_fields__})
+        fields: dict[str, Any] = {k: data.get(k) for k in cls.__dataclass_fields__}
+        return cls(**fields)
 
 
 @dataclass
@@ -265,7 +266,7 @@ class RunRecord:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRecord:
         """Build a RunRecord from its JSON form."""
-        fields = {k: data.get(k) for k in cls.__dataclass_fields__}
+        fields: dict[str, Any] = {k: data.get(k) for k in cls.__dataclass_fields__}
         fields["exit"] = ExitInfo.from_dict(data["exit"])
         fields["rusage"] = dict(data.get("rusage") or {})
         return cls(**fields)
@@ -334,7 +335,7 @@ class BackendResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BackendResult:
         """Build a BackendResult from its JSON form."""
-        fields = {k: data.get(k) for k in cls.__dataclass_fields__}
+        fields: dict[str, Any] = {k: data.get(k) for k in cls.__dataclass_fields__}
         fields["status"] = Status(data["status"])
         fields["overhead"] = Overhead.from_dict(data["overhead"]) if data.get("overhead") else None
         fields["artifacts"] = dict(data.get("artifacts") or {})
@@ -375,7 +376,7 @@ class RunInfo:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunInfo:
         """Build a RunInfo from its JSON form."""
-        fields = {k: data.get(k) for k in cls.__dataclass_fields__}
+        fields: dict[str, Any] = {k: data.get(k) for k in cls.__dataclass_fields__}
         fields["runs"] = [RunRecord.from_dict(r) for r in data.get("runs", [])]
         return cls(**fields)
 

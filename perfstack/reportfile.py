@@ -55,7 +55,7 @@ def _where(path: Any) -> str:
 
 def _open_text(path: Path, mode: str) -> IO[str]:
     if path.suffix == ".gz":
-        return gzip.open(path, mode + "t", encoding="utf-8")
+        return gzip.open(path, mode + "t", encoding="utf-8")  # type: ignore[return-value]
     return open(path, mode, encoding="utf-8")
 
 

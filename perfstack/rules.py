@@ -16,10 +16,12 @@ NOISE_LIMIT = 0.05
 OVERHEAD_LIMIT = 1.5
 
 
-def _stack_tail(record: RunRecord, lines: int = 4) -> list[str]:
+def _stack_top(record: RunRecord, lines: int = 6) -> list[str]:
+    """Return the first lines of faulthandler's dump: the most recent calls come first."""
     if not record.python_stack:
         return ["no Python stack could be had (the process died before or outside Python)"]
-    return [line.rstrip() for line in record.python_stack.strip().splitlines()[-lines:]]
+    text = [line.rstrip() for line in record.python_stack.strip().splitlines() if line.strip()]
+    return text[:lines]
 
 
 def _failures(report: Report) -> list[Finding]:
@@ -42,7 +44,7 @@ def _failures(report: Report) -> list[Finding]:
             action = f"see its stderr ({first.stderr}) for the error"
         out.append(Finding(
             rule=f"run.{kind if kind != 'signalled' else 'crashed'}", title=title, layer="run",
-            severity="critical", evidence=[f"runs: {ids}", *_stack_tail(first)], action=action,
+            severity="critical", evidence=[f"runs: {ids}", *_stack_top(first)], action=action,
             source="perfstack"))
     return out
 

@@ -1,4 +1,4 @@
-"""A small MLP trained on synthetic data: perfstack's default demo workload (a few seconds on 2 CPUs).
+"""A small MLP trained on synthetic data: the default demo workload (seconds on 2 CPUs).
 
     python workloads/tiny_mlp.py --steps 30 --batch-size 64
 """

@@ -69,8 +69,10 @@ def _top_parser() -> Parser:
         "and get one layered report: Python → framework → kernel → hardware.",
     )
     parser.add_argument("--version", action="version", version=f"perfstack {perfstack.__version__}")
-    parser.add_argument("-p", dest="plugin_flags", action="append", default=[], metavar="no:NAME",
-                        help="disable the plugin NAME (repeatable), as pytest's -p no:NAME")
+    parser.add_argument("-p", dest="plugin_flags", action="append", default=[],
+                        metavar="MODULE|no:NAME",
+                        help="load the plugin module MODULE, or disable the plugin NAME with "
+                        "no:NAME (repeatable), as pytest's -p")
     parser.add_argument("command", nargs="?", choices=["run", "show", "validate", "plugins"],
                         help="run: profile a workload; show: print a report; validate: check "
                         "report files; plugins: list the backends and their availability")
@@ -78,13 +80,17 @@ def _top_parser() -> Parser:
     return parser
 
 
-def _disabled(flags: Sequence[str]) -> list[str]:
-    names = []
+def _plugin_flags(flags: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split -p values into (modules to load, names to disable)."""
+    load, disable = [], []
     for flag in flags:
-        if not flag.startswith("no:") or not flag[3:]:
-            raise errors.UsageError(f"-p takes no:NAME to disable a plugin, got {flag!r}")
-        names.append(flag[3:])
-    return names
+        if flag.startswith("no:") and flag[3:].strip():
+            disable.append(flag[3:].strip())
+        elif all(part.isidentifier() for part in flag.split(".")):
+            load.append(flag)
+        else:
+            raise errors.UsageError(f"-p takes MODULE or no:NAME, got {flag!r}")
+    return load, disable
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -119,7 +125,8 @@ def _dispatch(argv: list[str]) -> int:
         return EXIT_OK
     from perfstack.pluginmanager import load_plugins
 
-    plugins = load_plugins(disabled=_disabled(top.plugin_flags))
+    modules, disabled = _plugin_flags(top.plugin_flags)
+    plugins = load_plugins(disabled=disabled, modules=modules)
     if top.command == "run":
         from perfstack.cli.run import cmd_run
 

@@ -36,7 +36,8 @@ class TerminalProgress:
             self.status.stop()
             self.status = None
         mark = "[green]✓[/]" if status == "exit 0" else "[red]✗[/]"
-        self.console.print(f"{mark} {escape(label)}: {escape(status)} ({fmt_seconds(self.elapsed)})",
+        took = fmt_seconds(self.elapsed)
+        self.console.print(f"{mark} {escape(label)}: {escape(status)} ({took})",
                            highlight=False, markup=True)
 
 

@@ -121,9 +121,10 @@ def cmd_plugins(plugins: Plugins, argv: list[str]) -> int:
                       here, Text(entry.plugin), Text(entry.package or "-"))
     console = Console(highlight=False)
     console.print(table)
-    problems = [(i.name, i.error) for i in plugins.infos.values() if i.error]
+    problems: list[tuple[str, str | None]] = [
+        (i.name, i.error) for i in plugins.infos.values() if i.error]
     problems += [(f.plugin, f.error) for f in failures]
     for name, error in problems:
         last = (error or "").strip().splitlines()[-1:] or ["unknown error"]
-        console.print(Text(f"plugin {name} is broken: {last[0]}", style="red"))
+        console.print(Text(f"plugin {name} is broken: {last[0]}", style="red"), soft_wrap=True)
     return EXIT_OK

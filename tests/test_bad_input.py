@@ -1,0 +1,83 @@
+"""Bad input: one clear line on stderr, a distinct exit code, no traceback, nothing overwritten."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from tests.conftest import WORKLOADS, assert_one_line_error
+
+BUSY = str(WORKLOADS / "busy.py")
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "words"),
+    [
+        (("run", "--plugins", "nosuch", BUSY), 6, "unknown plugin 'nosuch'"),
+        (("run", "missing.py"), 3, "missing.py: no such file"),
+        (("run", "-m", "no_such_module_xyz"), 3, "no module named"),
+        (("run", "--timeout", "-1", BUSY), 2, "positive number of seconds"),
+        (("run", "--timeout", "soon", BUSY), 2, "not a number"),
+        (("run", "--repeat", "0", BUSY), 2, "at least 1"),
+        (("run",), 2, "name a workload script"),
+        (("run", BUSY, "-m", "x"), 2, "not both"),
+        (("run", "--bogus", BUSY), 2, "unrecognized arguments"),
+        (("nosuchcommand",), 2, "invalid choice"),
+        (("-p", "no:", "plugins"), 2, "-p takes"),
+        (("show", "nosuch.json"), 3, "no such file"),
+        (("show",), 3, "no latest run"),
+    ],
+)
+def test_bad_arguments(perfstack, args, code, words):
+    result = perfstack(*args)
+    assert_one_line_error(result, code)
+    assert words in result.stderr
+    assert not (result.cwd / ".perfstack").exists(), "nothing may be created for bad input"
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path.name
+
+
+@pytest.mark.parametrize("command", ["show", "validate"])
+@pytest.mark.parametrize(
+    ("content", "code", "words"),
+    [
+        ("{not json", 4, "not valid JSON"),
+        ('{"traceEvents": []}', 4, "not a perfstack report"),
+        ("[1, 2]", 4, "not a perfstack report"),
+        ('{"schema": "perfstack/report", "version": 99}', 5, "version 99 is not supported"),
+        ('{"schema": "perfstack/report", "version": 1, "run": {}}', 4, "does not match"),
+    ],
+)
+def test_bad_report_files(perfstack, tmp_path, command, content, code, words):
+    name = _write(tmp_path / "r.json", content)
+    result = perfstack(command, name)
+    assert_one_line_error(result, code)
+    assert words in result.stderr
+    assert (tmp_path / "r.json").read_text() == content
+
+
+def test_truncated_gzip_is_not_a_report(perfstack, tmp_path):
+    data = gzip.compress(json.dumps({"schema": "perfstack/report"}).encode())
+    (tmp_path / "r.json.gz").write_bytes(data[: len(data) // 2])
+    assert_one_line_error(perfstack("show", "r.json.gz"), 4)
+
+
+def test_bad_input_never_overwrites_an_existing_report(perfstack, tmp_path):
+    (tmp_path / "keep.json").write_text("precious")
+    for args in (("run", "-o", "keep.json", "missing.py"),
+                 ("run", "-o", "keep.json", "--plugins", "nosuch", BUSY),
+                 ("run", "-o", "keep.json", "--timeout", "0", BUSY)):
+        result = perfstack(*args)
+        assert result.code in (2, 3, 6)
+        assert (tmp_path / "keep.json").read_text() == "precious"
+
+
+def test_unwritable_output_is_refused_before_running(perfstack, tmp_path):
+    (tmp_path / "afile").write_text("x")
+    result = perfstack("run", "-o", "afile/report.json", BUSY)
+    assert_one_line_error(result, 7)

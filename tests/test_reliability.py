@@ -1,0 +1,163 @@
+"""What must never happen: lost results, half-written reports, leaked processes, tracebacks."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, WORKLOADS, backend, perfstack_env
+
+ONCE = ("--repeat", "1", "--warmup", "0")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0); it is dead for our purposes.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def test_sigsegv_is_reported_as_a_crash_with_its_python_stack(perfstack):
+    result = perfstack("-p", "tests.testplugins.probe", "run", *ONCE, "--plugins",
+                       "resources,probe", str(WORKLOADS / "segfault.py"))
+    assert result.code == 8, result.stderr
+    report = result.report()
+    run = report["run"]["runs"][0]
+    assert run["exit"]["status"] == "signalled" and run["exit"]["signal_name"] == "SIGSEGV"
+    assert "Segmentation fault" in run["python_stack"]
+    assert "call_into_broken_extension" in run["python_stack"]
+    # The backend's own run crashed too; it says so, and the other backend's rows are kept.
+    probe = backend(report, "probe")
+    assert probe["status"] in ("crashed", "failed")
+    assert backend(report, "resources")["status"] == "crashed"
+    assert report["layers"]["hardware"], "resources' partial counts are kept"
+    crash = next(f for f in report["findings"] if f["rule"] == "run.crashed")
+    assert "SIGSEGV" in crash["title"] and crash["severity"] == "critical"
+    assert any("call_into_broken_extension" in line for line in crash["evidence"])
+
+
+def test_hang_is_stopped_at_the_timeout_with_its_whole_group(perfstack, tmp_path):
+    pids = tmp_path / "pids"
+    start = time.monotonic()
+    result = perfstack("run", *ONCE, "--timeout", "1.5", "--kill-grace", "1",
+                       str(WORKLOADS / "hang.py"), env={"HANG_PIDS": str(pids)})
+    assert time.monotonic() - start < 30
+    assert result.code == 8, result.stderr
+    report = result.report()
+    run = report["run"]["runs"][0]
+    assert run["exit"]["status"] == "timeout"
+    assert 1.5 <= run["wall_s"] < 10
+    assert "wait_forever_for_a_lock" in run["python_stack"]  # where it was stuck
+    assert backend(report, "resources")["status"] == "timeout"
+    assert any(f["rule"] == "run.timeout" for f in report["findings"])
+    for pid in map(int, pids.read_text().split()):
+        assert not _alive(pid), f"process {pid} of the hung workload survived"
+
+
+def test_ctrl_c_stops_children_and_writes_a_partial_report(tmp_path):
+    pids = tmp_path / "pids"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "perfstack", "-p", "tests.testplugins.probe", "run", *ONCE,
+         "--plugins", "resources,probe", str(WORKLOADS / "hang.py")],
+        cwd=tmp_path, env=perfstack_env({"HANG_PIDS": str(pids)}),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not pids.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert pids.exists(), "the workload never started"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "partial" in err and "Traceback" not in err
+    from tests.conftest import Result
+
+    report = Result(proc.returncode, out, err, tmp_path).report()
+    assert report["run"]["complete"] is False
+    assert report["run"]["runs"][0]["exit"]["status"] == "interrupted"
+    assert backend(report, "probe")["status"] == "skipped"
+    for pid in map(int, pids.read_text().split()):
+        assert not _alive(pid)
+
+
+def test_a_backend_that_raises_is_failed_and_the_others_go_on(perfstack):
+    result = perfstack("-p", "tests.testplugins.boom", "-p", "tests.testplugins.probe", "run",
+                       *ONCE, "--plugins", "boom,probe,resources", str(WORKLOADS / "busy.py"))
+    assert result.code == 0, result.stderr
+    report = result.report()
+    boom = backend(report, "boom")
+    assert boom["status"] == "failed"
+    assert "ValueError: boom: cannot parse my own output" in boom["traceback"]
+    assert "boom" in boom["reason"]
+    assert backend(report, "probe")["status"] == "ok"
+    assert backend(report, "resources")["status"] == "ok"
+    assert report["layers"]["python"] and report["layers"]["hardware"]
+
+
+def test_malformed_records_are_refused_not_written(perfstack):
+    result = perfstack("-p", "tests.testplugins.malformed", "run", *ONCE,
+                       str(WORKLOADS / "busy.py"))
+    assert result.code == 0, result.stderr
+    report = result.report()
+    bad = backend(report, "malformed")
+    assert bad["status"] == "failed" and "malformed records" in bad["reason"]
+    assert all(r["source"] != "malformed" for r in report["layers"]["hardware"])
+
+
+def test_a_broken_rule_becomes_a_finding(perfstack):
+    result = perfstack("-p", "tests.testplugins.bad_rule", "run", *ONCE,
+                       str(WORKLOADS / "busy.py"))
+    assert result.code == 0, result.stderr
+    report = result.report()
+    error = next(f for f in report["findings"] if f["rule"] == "perfstack.plugin-error")
+    assert error["source"] == "tests.testplugins.bad_rule"
+    assert any("KeyError" in line for line in error["evidence"])
+
+
+def test_a_plugin_that_cannot_import_is_listed_not_fatal(perfstack):
+    result = perfstack("-p", "tests.testplugins.broken_import", "plugins")
+    assert result.code == 0, result.stderr
+    assert "resources" in result.stdout
+    assert "broken_import is broken" in result.stdout
+    assert "needs a library that is not installed" in result.stdout
+
+
+def test_a_workload_that_exits_non_zero(perfstack):
+    result = perfstack("run", *ONCE, str(WORKLOADS / "fail_exit.py"))
+    assert result.code == 8
+    report = result.report()
+    run = report["run"]["runs"][0]
+    assert run["exit"]["code"] == 1
+    stderr = (result.cwd / ".perfstack/runs/latest" / run["stderr"]).read_text()
+    assert "RuntimeError: config file missing" in stderr
+    assert any(f["rule"] == "run.exited" for f in report["findings"])
+
+
+def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path):
+    from perfstack.reportfile import write_json_atomic
+
+    target = tmp_path / "report.json"
+    target.write_text('{"old": true}')
+    with pytest.raises(TypeError):
+        write_json_atomic(target, {"not json": object()})
+    assert target.read_text() == '{"old": true}'
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]  # no temporary left over
+
+
+def test_no_module_named_perfstack_leaks_into_a_plain_run():
+    # The bootstrap module itself must be importable without the driver's heavy modules.
+    code = ("import sys, perfstack.bootstrap; bad = {'torch', 'rich', 'pluggy', 'jsonschema',"
+            " 'pyperf'} & set(sys.modules); print(sorted(bad))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, check=True).stdout.strip()
+    assert out == "[]"

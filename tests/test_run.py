@@ -1,0 +1,101 @@
+"""perfstack run end to end: real child processes, real reports, validated every time."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import WORKLOADS, backend
+
+FAST = ("--repeat", "2", "--warmup", "0")
+
+
+def test_run_writes_a_valid_layered_report(perfstack, tmp_path):
+    result = perfstack("run", *FAST, str(WORKLOADS / "busy.py"))
+    assert result.code == 0, result.stderr
+    report = result.report()
+    assert report["run"]["complete"] is True
+    assert [r["id"] for r in report["run"]["runs"]] == ["baseline-1", "baseline-2"]
+    assert all(r["exit"] == {"status": "exited", "code": 0, "signal": None, "signal_name": None}
+               for r in report["run"]["runs"])
+    resources = backend(report, "resources")
+    assert resources["status"] == "ok" and resources["package"].startswith("perfstack ")
+    # The OS's accounting reaches the hardware layer, with each repeat kept as a sample.
+    rows = {r["key"]: r for r in report["layers"]["hardware"]}
+    assert rows["rusage.user_s"]["values"]["median"]["value"] > 0.05
+    wall = next(m for m in report["metrics"] if m["name"] == "wall_time")
+    assert len(wall["samples"]) == 2 and wall["value"] > 0.05
+    # Raw outputs are kept beside the report and referenced relatively.
+    run_dir = (tmp_path / ".perfstack/runs/latest").resolve()
+    stdout = report["run"]["runs"][0]["stdout"]
+    assert not os.path.isabs(stdout) and (run_dir / stdout).is_file()
+    # The terminal report shows every layer, and says what would fill the empty ones.
+    for title in ("Python:", "Framework:", "Kernel:", "Hardware:", "Backends", "Metrics"):
+        assert title in result.stdout
+    assert "nothing measured here" in result.stdout
+
+
+def test_workload_sees_what_plain_python_gives_it(perfstack, tmp_path):
+    script = WORKLOADS / "echo_argv.py"
+    out = tmp_path / "echo.jsonl"
+    args = ["--flag", "value with spaces", "--", "-x"]
+    subprocess.run([sys.executable, str(script), *args], env={**os.environ, "ECHO_OUT": str(out)},
+                   check=True, cwd=tmp_path)
+    result = perfstack("run", "--repeat", "1", "--warmup", "0", str(script), "--", *args,
+                       env={"ECHO_OUT": str(out)})
+    assert result.code == 0, result.stderr
+    plain, profiled = (json.loads(line) for line in out.read_text().splitlines())
+    assert profiled == plain
+    assert plain["name"] == "__main__" and plain["argv"][1:] == args
+    assert profiled["bootstrap_env"] is False  # perfstack's own variable is not leaked
+
+
+def test_module_workload_runs_like_python_dash_m(perfstack, tmp_path):
+    out = tmp_path / "echo.jsonl"
+    env = {"ECHO_OUT": str(out), "PYTHONPATH": f"{WORKLOADS}:{Path(__file__).parent.parent}"}
+    subprocess.run([sys.executable, "-m", "pkgmod", "a", "b"], check=True, cwd=tmp_path,
+                   env={**os.environ, **env})
+    result = perfstack("run", "--repeat", "1", "--warmup", "0", "-m", "pkgmod", "--", "a", "b",
+                       env=env)
+    assert result.code == 0, result.stderr
+    plain, profiled = (json.loads(line) for line in out.read_text().splitlines())
+    assert profiled == plain and plain["argv"][1:] == ["a", "b"]
+    assert result.report()["run"]["command"] == ["python", "-m", "pkgmod", "a", "b"]
+
+
+def test_output_and_out_dir(perfstack, tmp_path):
+    result = perfstack("run", *FAST, "-o", "reports/r.json.gz", "--out-dir", "art",
+                       str(WORKLOADS / "busy.py"), "-q")
+    assert result.code == 0, result.stderr
+    assert result.stdout == ""  # --quiet
+    report = result.report("reports/r.json.gz")
+    stdout = report["run"]["runs"][0]["stdout"]
+    assert (tmp_path / "reports" / stdout).resolve().is_file()
+    assert stdout.startswith("../art/")
+    # An --out-dir that is not empty is refused before anything runs: nothing overwritten.
+    again = perfstack("run", "--out-dir", "art", str(WORKLOADS / "busy.py"))
+    assert again.code == 7 and "not an empty folder" in again.stderr
+
+
+def test_every_backend_runs_in_isolation_with_its_overhead(perfstack):
+    result = perfstack("-p", "tests.testplugins.probe", "run", *FAST, "--plugins",
+                       "probe,resources", "--probe-label", "hello", str(WORKLOADS / "busy.py"))
+    assert result.code == 0, result.stderr
+    report = result.report()
+    probe = backend(report, "probe")
+    assert probe["status"] == "ok", probe
+    assert probe["run"] == "probe" and probe["notes"] == ["probe note"]
+    assert probe["overhead"]["baseline_n"] == 2 and probe["overhead"]["ratio"] > 0
+    assert probe["artifacts"]["inprocess"] == "probe/inprocess.json"
+    row = report["layers"]["python"][0]
+    # Wrapper, environment, in-process hook and attachment all reached the same process.
+    assert row["attrs"]["wrapped"] == "yes" and row["attrs"]["label"] == "hello"
+    assert row["attrs"]["attached_pid"] == row["values"]["pid"]["value"]
+    assert row["attrs"]["outcome_pid"] == row["values"]["pid"]["value"]
+    run = next(r for r in report["run"]["runs"] if r["id"] == "probe")
+    assert run["argv"][:2] == ["env", "PROBE_WRAPPED=yes"]
+    # A workload-derived name full of markup is shown as text, not interpreted.
+    assert "probe [bold]<script>" in result.stdout

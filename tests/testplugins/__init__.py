@@ -1,0 +1,1 @@
+"""Plugins used by the tests, loaded with ``-p tests.testplugins.NAME``."""
