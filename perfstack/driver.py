@@ -148,6 +148,7 @@ class Session:
             stdout=self._rel(result.stdout) if result.stdout else None,
             stderr=self._rel(result.stderr) if result.stderr else None,
             python_stack=result.python_stack,
+            stdout_tail=result.stdout_tail, stderr_tail=result.stderr_tail,
         )
 
     # -- the session ---------------------------------------------------------------------

@@ -25,6 +25,8 @@ from perfstack.report import ExitInfo
 
 #: How much of faulthandler's output to keep in the report (the rest stays in the file).
 STACK_LIMIT = 20_000
+#: How many of the last lines of the workload's stdout and stderr the report keeps.
+TAIL_LINES = 15
 
 
 @dataclass
@@ -52,6 +54,21 @@ class ChildResult:
     python_stack: str | None = None
     stdout: Path | None = None
     stderr: Path | None = None
+    stdout_tail: str | None = None
+    stderr_tail: str | None = None
+
+
+def tail(path: Path, lines: int = TAIL_LINES, limit: int = 8192) -> str | None:
+    """Return the last ``lines`` lines of a text file (at most ``limit`` bytes), or None."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - limit))
+            data = fh.read().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    kept = [line.rstrip() for line in data.splitlines()[-lines:]]
+    return "\n".join(kept) if any(kept) else None
 
 
 def _signal_name(num: int) -> str:
@@ -178,6 +195,8 @@ def run_child(
         python_stack=_read_stack(spec.artifact_dir),
         stdout=stdout_path,
         stderr=stderr_path,
+        stdout_tail=tail(stdout_path),
+        stderr_tail=tail(stderr_path),
     )
 
 

@@ -54,13 +54,17 @@ def _environment_line(env: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def _header(report: Report) -> RenderableType:
     run = report.run
     lines = Text()
     lines.append("$ " + " ".join(run.command) + "\n", style="bold")
     lines.append(_environment_line(report.environment) + "\n")
     lines.append(f"perfstack {run.perfstack_version} · started {run.started} · "
-                 f"{fmt_seconds(run.duration_s)} in all · {len(run.runs)} runs\n")
+                 f"{fmt_seconds(run.duration_s)} in all · {_plural(len(run.runs), 'run')}\n")
     wall = report.metric("wall_time")
     if wall is not None and wall.samples:
         spread = ""
@@ -68,7 +72,12 @@ def _header(report: Report) -> RenderableType:
             low, high = fmt_seconds(min(wall.samples)), fmt_seconds(max(wall.samples))
             spread = f" (min {low}, max {high})"
         lines.append(f"baseline: median {fmt_seconds(float(wall.value or 0))} over "
-                     f"{len(wall.samples)} runs{spread}\n")
+                     f"{_plural(len(wall.samples), 'run')}{spread}\n")
+    said = next((r for r in run.runs if r.role == "baseline" and r.stdout_tail), None)
+    if said is not None and said.stdout_tail:
+        lines.append(f"the workload printed ({said.id}, last lines):\n", style="dim")
+        for line in said.stdout_tail.splitlines()[-3:]:
+            lines.append(f"  {line}\n")
     bad = [r for r in run.runs if not r.exit.clean]
     if bad:
         for r in bad:
@@ -77,6 +86,7 @@ def _header(report: Report) -> RenderableType:
         lines.append("every run exited 0\n", style="green")
     if not run.complete:
         lines.append("INTERRUPTED: this report is partial\n", style="bold magenta")
+    lines.rstrip()
     return Panel(lines, title="perfstack report", title_align="left")
 
 

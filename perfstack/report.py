@@ -246,6 +246,8 @@ class RunRecord:
     stdout: str | None = None  # paths relative to the report's folder
     stderr: str | None = None
     python_stack: str | None = None  # faulthandler's dump after a crash or at a timeout
+    stdout_tail: str | None = None  # the last lines the workload printed
+    stderr_tail: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form."""
@@ -261,6 +263,8 @@ class RunRecord:
             "stdout": self.stdout,
             "stderr": self.stderr,
             "python_stack": self.python_stack,
+            "stdout_tail": self.stdout_tail,
+            "stderr_tail": self.stderr_tail,
         }
 
     @classmethod

@@ -42,9 +42,13 @@ def _failures(report: Report) -> list[Finding]:
         else:
             title = f"the workload exited with status {first.exit.code}"
             action = f"see its stderr ({first.stderr}) for the error"
+        if kind == "exited" and not first.python_stack:
+            detail = (first.stderr_tail or "it printed nothing on stderr").splitlines()[-4:]
+        else:
+            detail = _stack_top(first)
         out.append(Finding(
             rule=f"run.{kind if kind != 'signalled' else 'crashed'}", title=title, layer="run",
-            severity="critical", evidence=[f"runs: {ids}", *_stack_top(first)], action=action,
+            severity="critical", evidence=[f"runs: {ids}", *detail], action=action,
             source="perfstack"))
     return out
 

@@ -140,7 +140,9 @@ def test_a_workload_that_exits_non_zero(perfstack):
     assert run["exit"]["code"] == 1
     stderr = (result.cwd / ".perfstack/runs/latest" / run["stderr"]).read_text()
     assert "RuntimeError: config file missing" in stderr
-    assert any(f["rule"] == "run.exited" for f in report["findings"])
+    assert "RuntimeError: config file missing" in run["stderr_tail"]
+    exited = next(f for f in report["findings"] if f["rule"] == "run.exited")
+    assert any("config file missing" in line for line in exited["evidence"])
 
 
 def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path):

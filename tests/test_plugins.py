@@ -1,0 +1,102 @@
+"""Plugin discovery and isolation, each test with a fresh plugin manager."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perfstack import hookimpl
+from perfstack.backend import Backend
+from perfstack.pluginmanager import load_plugins
+from perfstack.report import Layer
+
+
+class _Named(Backend):
+    layers = (Layer.PYTHON,)
+
+    def __init__(self, name: str) -> None:
+        self.name = name  # type: ignore[misc]
+
+
+class _Provides:
+    def __init__(self, *items: Any) -> None:
+        self.items = items
+
+    @hookimpl
+    def perfstack_backends(self) -> list[Any]:
+        return list(self.items)
+
+
+class _EnvPlugin:
+    @hookimpl
+    def perfstack_environment(self) -> dict[str, Any]:
+        return {"mine": {"answer": 42}}
+
+
+class _BrokenEnv:
+    @hookimpl
+    def perfstack_environment(self) -> dict[str, Any]:
+        raise RuntimeError("no driver")
+
+
+def test_builtin_backends_come_from_entry_points(plugins):
+    backends, failures = plugins.backends()
+    assert failures == []
+    entry = backends["resources"]
+    assert entry.plugin == "resources"  # the entry-point name, as for any third party
+    assert entry.package is not None and entry.package.startswith("perfstack ")
+
+
+def test_disabling_and_autoload(monkeypatch):
+    assert "resources" not in load_plugins(disabled=["resources"]).backends()[0]
+    monkeypatch.setenv("PERFSTACK_DISABLE_PLUGIN_AUTOLOAD", "1")
+    assert load_plugins().backends()[0] == {}
+    monkeypatch.delenv("PERFSTACK_DISABLE_PLUGIN_AUTOLOAD")
+    monkeypatch.setenv("PERFSTACK_DISABLE_PLUGINS", "resources")
+    assert "resources" not in load_plugins().backends()[0]
+
+
+def test_plugins_env_loads_modules(monkeypatch):
+    monkeypatch.setenv("PERFSTACK_PLUGINS", "tests.testplugins.boom")
+    assert "boom" in load_plugins().backends()[0]
+
+
+def test_bad_backend_descriptors_are_reported_not_fatal():
+    plugins = load_plugins(autoload=False, extra=[
+        ("good", _Provides(_Named("a"))),
+        ("dup", _Provides(_Named("a"))),
+        ("junk", _Provides("not a backend", _Named(""), _Named("x,y"))),
+    ])
+    backends, failures = plugins.backends()
+    assert list(backends) == ["a"] and backends["a"].plugin == "good"
+    problems = {f.plugin: [] for f in failures}
+    for f in failures:
+        problems[f.plugin].append(f.error)
+    assert "also provided by good" in problems["dup"][0]
+    assert len(problems["junk"]) == 3
+
+
+def test_call_each_isolates_plugins():
+    plugins = load_plugins(autoload=False, extra=[("env", _EnvPlugin()),
+                                                  ("broken", _BrokenEnv())])
+    answers = {a.plugin: a for a in plugins.call_each("perfstack_environment")}
+    assert answers["env"].result == {"mine": {"answer": 42}}
+    assert answers["broken"].result is None and "RuntimeError: no driver" in answers["broken"].error
+
+
+def test_environment_hook_reaches_the_report(tmp_path, monkeypatch):
+    from perfstack.backend import Workload
+    from perfstack.driver import RunOptions, Session
+    from perfstack.reportfile import schema_errors
+    from tests.conftest import WORKLOADS
+
+    monkeypatch.chdir(tmp_path)
+    plugins = load_plugins(extra=[("env", _EnvPlugin()), ("broken", _BrokenEnv())])
+    backends, _ = plugins.backends()
+    session = Session(Workload(str(WORKLOADS / "busy.py")), [backends["resources"]], plugins,
+                      tmp_path / "run", tmp_path, RunOptions(repeat=1, warmup=0))
+    report = session.execute()
+    assert report.environment["mine"] == {"answer": 42}
+    assert "RuntimeError" in report.environment["plugin_errors"]["broken"]
+    assert report.environment["cpu"]["logical_cpus"] >= 1
+    assert "python_version" in report.environment["pyperf"]
+    assert schema_errors(report.to_dict()) == []

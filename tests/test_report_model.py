@@ -1,0 +1,86 @@
+"""The report model, its JSON form and its schema."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from perfstack.report import (
+    BackendResult,
+    Better,
+    ExitInfo,
+    Finding,
+    Layer,
+    Metric,
+    Overhead,
+    Quantity,
+    Report,
+    Row,
+    RunInfo,
+    RunRecord,
+    Status,
+)
+from perfstack.reportfile import load_report, save_report, schema_errors
+
+
+def _report() -> Report:
+    run = RunRecord("baseline-1", "baseline", None, ["python", "x.py"], "2026-01-01T00:00:00Z",
+                    1.5, ExitInfo("exited", 0), {"user_s": 1.2}, "baseline-1/stdout.log")
+    report = Report(
+        run=RunInfo(["python", "x.py"], "/tmp", "2026-01-01T00:00:00Z", 3.0, "0.1.0", 1, 0, None,
+                    True, [run]),
+        environment={"python": {"version": "3.11.7"}},
+        backends=[BackendResult("perf", Status.OK, ["hardware"], run="perf", wall_s=1.6,
+                                overhead=Overhead(1.07, 1.5, None, 1))],
+    )
+    report.layers[Layer.HARDWARE] = [
+        Row("cycles", "cycles", "perf",
+            {"count": Quantity.unsupported("count", "<not supported>")}),
+        Row("task-clock", "task clock", "perf", {"time": Quantity(1.4, "s")},
+            links={"python": ["main (x.py:3)"]}),
+    ]
+    report.metrics = [Metric("wall_time", 1.5, "s", "run", "baseline", Better.LOWER, [1.5])]
+    report.findings = [Finding("r", "t", "hardware", "info", ["e"], "a", "perf")]
+    return report
+
+
+def test_round_trip_through_a_file(tmp_path):
+    original = _report()
+    for name in ("r.json", "r.json.gz"):
+        save_report(original, tmp_path / name)
+        loaded = load_report(tmp_path / name)
+        assert loaded.to_dict() == original.to_dict()
+        assert loaded.layers[Layer.HARDWARE][0].values["count"].value is None
+
+
+def test_schema_rejects_silent_unknowns_and_foreign_fields():
+    data = _report().to_dict()
+    assert schema_errors(data) == []
+    bad = copy.deepcopy(data)
+    del bad["layers"]["hardware"][0]["values"]["count"]["reason"]  # unknown without a reason
+    assert schema_errors(bad)
+    bad = copy.deepcopy(data)
+    bad["metrics"][0]["better"] = "sideways"
+    assert any("sideways" in e for e in schema_errors(bad))
+    bad = copy.deepcopy(data)
+    bad["backends"][0]["status"] = "fine"
+    assert schema_errors(bad)
+    bad = copy.deepcopy(data)
+    bad["layers"]["hardware"][1]["links"] = {"gpu": ["x"]}  # links go to layers only
+    assert schema_errors(bad)
+
+
+@pytest.mark.parametrize("definition", ["row", "metric", "finding"])
+def test_single_records_can_be_checked(definition):
+    good = {"row": _report().layers[Layer.HARDWARE][1].to_dict(),
+            "metric": _report().metrics[0].to_dict(),
+            "finding": _report().findings[0].to_dict()}[definition]
+    assert schema_errors(good, definition) == []
+    assert schema_errors({**good, "extra": 1}, definition)
+
+
+def test_exit_descriptions():
+    assert ExitInfo("exited", 0).describe() == "exit 0" and ExitInfo("exited", 0).clean
+    assert ExitInfo("signalled", None, 11, "SIGSEGV").describe() == "SIGSEGV"
+    assert ExitInfo("timeout").describe() == "timeout" and not ExitInfo("timeout").clean

@@ -1,0 +1,38 @@
+"""The CLI's start-up path stays light: no torch for --help, show, validate or plugins."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT, WORKLOADS
+
+
+def _imported(args: list[str], cwd) -> set[str]:
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "perfstack", *args],
+                          capture_output=True, text=True, cwd=cwd)
+    names = set()
+    for line in proc.stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            names.add(line.rsplit("|", 1)[1].strip().split(".")[0])
+    return names
+
+
+@pytest.mark.parametrize("args", [["--help"], ["plugins"], ["run", "--help"]])
+def test_commands_do_not_import_torch(args):
+    assert "torch" not in _imported(args, ROOT)
+
+
+def test_show_does_not_import_torch(perfstack, tmp_path):
+    assert perfstack("run", "-q", "--repeat", "1", "--warmup", "0",
+                     str(WORKLOADS / "busy.py")).code == 0
+    assert "torch" not in _imported(["show"], tmp_path)
+    assert "torch" not in _imported(["validate", ".perfstack/runs/latest/report.json"], tmp_path)
+
+
+def test_version():
+    out = subprocess.run([sys.executable, "-m", "perfstack", "--version"], capture_output=True,
+                         text=True, check=True).stdout
+    assert out.startswith("perfstack ")
