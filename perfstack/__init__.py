@@ -10,6 +10,41 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+#: Set by the bootstrap when this process is a workload run by perfstack: its artifact folder.
+_artifact_dir: str | None = None
+#: Called by step(); in-process backends (the torch profiler) register here.
+_step_callbacks: list[Any] = []
+#: File (in the artifact folder) that report_metric() appends to.
+METRICS_FILE = "workload-metrics.jsonl"
+
+
+def step() -> None:
+    """Mark the end of one step (a batch, an iteration) of the workload.
+
+    A no-op unless the process runs under perfstack, where in-process backends use it to
+    profile a representative window of steps (the torch backend's schedule). Training loops
+    with a torch optimizer need not call it: optimizer steps are counted automatically.
+    """
+    for callback in _step_callbacks:
+        callback()
+
+
+def report_metric(name: str, value: float, unit: str = "", better: str = "higher") -> None:
+    """Report a figure the workload measured itself, such as throughput in samples/s.
+
+    Under perfstack it becomes a report metric (source ``workload``), with one sample per
+    baseline run so that ``diff`` can judge it against noise; otherwise a no-op.
+    ``better`` is ``"higher"``, ``"lower"`` or ``"neither"``.
+    """
+    if _artifact_dir is None:
+        return
+    import json
+    import os
+
+    line = json.dumps({"name": name, "value": float(value), "unit": unit, "better": better})
+    with open(os.path.join(_artifact_dir, METRICS_FILE), "a", encoding="utf-8") as fh:
+        fh.write(line + "\n")
+
 # name -> module that defines it; resolved lazily by __getattr__ (PEP 562).
 _PUBLIC = {
     "hookimpl": "perfstack.pluginmanager",
@@ -52,6 +87,8 @@ __all__ = [
     "Workload",
     "__version__",
     "hookimpl",
+    "report_metric",
+    "step",
 ]
 
 if TYPE_CHECKING:

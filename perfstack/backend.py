@@ -140,6 +140,8 @@ class Backend:
     layers: ClassVar[tuple[Layer, ...]]
     description: ClassVar[str] = ""
     own_run: ClassVar[bool] = True
+    #: Opt-in analyses (heavy, or changing what they measure) run only when named in --plugins.
+    opt_in: ClassVar[bool] = False
     options: ClassVar[tuple[Option, ...]] = ()
 
     def check(self) -> Availability:

@@ -96,6 +96,10 @@ def main(argv: list[str]) -> None:
         faulthandler.register(STACK_SIGNAL, file=log, all_threads=True, chain=False)
         _write_started(folder)
     signal.signal(signal.SIGTERM, _on_sigterm)
+    if folder:
+        import perfstack
+
+        perfstack._artifact_dir = folder
     finishers = _start_hooks(config.get("inprocess", []), folder or ".")
 
     if as_module:

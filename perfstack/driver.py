@@ -8,7 +8,10 @@ and still returns a report of everything measured so far.
 
 from __future__ import annotations
 
+import json
+import math
 import os
+import statistics
 import sys
 import time
 import traceback
@@ -194,7 +197,7 @@ class Session:
                 report.layers[layer].extend(rows)
             report.metrics.extend(collected.metrics)
             report.findings.extend(collected.findings)
-        report.metrics.insert(0, self._wall_metric())
+        report.metrics[:0] = [self._wall_metric(), *self._workload_metrics()]
         report.findings.extend(self._findings(report))
         return report
 
@@ -230,6 +233,26 @@ class Session:
                           reason="no baseline run finished cleanly")
         return Metric("wall_time", summarize(walls).median, "s", "run", "baseline",
                       Better.LOWER, samples=walls)
+
+    def _workload_metrics(self) -> list[Metric]:
+        """Return what the workload reported with perfstack.report_metric, across the baseline."""
+        series: dict[str, list[dict[str, Any]]] = {}
+        for outcome in self.baseline:
+            if not outcome.record.exit.clean:
+                continue
+            last: dict[str, dict[str, Any]] = {}
+            for entry in read_workload_metrics(outcome.artifact_dir):
+                last[entry["name"]] = entry  # a metric reported twice in one run: the last wins
+            for name, entry in last.items():
+                series.setdefault(name, []).append(entry)
+        metrics = []
+        for name, entries in series.items():
+            values = [e["value"] for e in entries]
+            better = entries[-1]["better"]
+            metrics.append(Metric(name, statistics.median(values), entries[-1]["unit"], "run",
+                                  "workload", Better(better) if better in ("higher", "lower")
+                                  else Better.NEITHER, samples=values))
+        return metrics
 
     def _result(self, entry: BackendEntry, status: Status, **kw: Any) -> BackendResult:
         return BackendResult(name=entry.backend.name, status=status,
@@ -340,6 +363,24 @@ class Session:
                 if isinstance(item, Finding) and not schema_errors(item.to_dict(), "finding"):
                     found.append(item)
         return found
+
+
+def read_workload_metrics(folder: Path) -> list[dict[str, Any]]:
+    """Return the well-formed entries the workload wrote with perfstack.report_metric."""
+    path = folder / perfstack.METRICS_FILE
+    if not path.is_file():
+        return []
+    entries = []
+    for line in path.read_text("utf-8", errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+            if isinstance(entry["name"], str) and entry["name"] and math.isfinite(entry["value"]):
+                entries.append({"name": entry["name"], "value": float(entry["value"]),
+                                "unit": str(entry.get("unit", "")),
+                                "better": str(entry.get("better", "higher"))})
+        except (ValueError, KeyError, TypeError):
+            continue  # a torn or foreign line: skip it, keep the rest
+    return entries
 
 
 def _malformed(collected: Collected) -> list[str]:

@@ -99,3 +99,24 @@ def test_every_backend_runs_in_isolation_with_its_overhead(perfstack):
     assert run["argv"][:2] == ["env", "PROBE_WRAPPED=yes"]
     # A workload-derived name full of markup is shown as text, not interpreted.
     assert "probe [bold]<script>" in result.stdout
+
+
+def test_workload_reported_metrics_get_one_sample_per_baseline_run(perfstack):
+    result = perfstack("run", "-q", "--repeat", "3", "--warmup", "1",
+                       str(WORKLOADS / "reports_metric.py"))
+    assert result.code == 0, result.stderr
+    metric = next(m for m in result.report()["metrics"] if m["name"] == "throughput")
+    assert metric["source"] == "workload" and metric["unit"] == "steps/s"
+    assert metric["better"] == "higher" and len(metric["samples"]) == 3
+    assert metric["value"] == sorted(metric["samples"])[1]
+    # NaN is not a measurement: dropped rather than written into the report.
+    assert all(m["name"] != "not_a_number" for m in result.report()["metrics"])
+
+
+def test_step_and_report_metric_are_no_ops_without_perfstack():
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    subprocess.run([sys.executable, str(WORKLOADS / "reports_metric.py")], check=True, cwd=ROOT)

@@ -59,7 +59,8 @@ def build_parser(backends: dict[str, BackendEntry]) -> Parser:
     parser.add_argument("script", nargs="?", help="the workload script")
     parser.add_argument("-m", dest="module", metavar="MODULE", help="run a module, as python -m")
     parser.add_argument("--plugins", metavar="A,B",
-                        help="backends to run (default: every one available here); "
+                        help="backends to run (default: every one available here, except "
+                        "opt-in analyses); "
                         f"installed: {', '.join(sorted(backends)) or 'none'}")
     parser.add_argument("--repeat", type=_positive_int(1), default=3, metavar="N",
                         help="baseline runs, for overheads and noise (default: 3)")
@@ -117,7 +118,7 @@ def _workload(ns: argparse.Namespace, args: list[str]) -> Workload:
 
 def _select(ns: argparse.Namespace, backends: dict[str, BackendEntry]) -> list[BackendEntry]:
     if ns.plugins is None:
-        return [backends[name] for name in sorted(backends)]
+        return [backends[name] for name in sorted(backends) if not backends[name].backend.opt_in]
     names = [n.strip() for n in ns.plugins.split(",") if n.strip()]
     if not names:
         raise errors.UsageError("--plugins needs at least one backend name")
