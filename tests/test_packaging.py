@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import tomllib
 from importlib import import_module
+
+import tomllib
 
 from tests.conftest import ROOT
 

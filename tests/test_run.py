@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.conftest import WORKLOADS, backend
 
-FAST = ("--repeat", "2", "--warmup", "0")
+FAST = ("--repeat", "2", "--warmup", "0", "--plugins", "resources")
 
 
 def test_run_writes_a_valid_layered_report(perfstack, tmp_path):
@@ -44,7 +44,8 @@ def test_workload_sees_what_plain_python_gives_it(perfstack, tmp_path):
     args = ["--flag", "value with spaces", "--", "-x"]
     subprocess.run([sys.executable, str(script), *args], env={**os.environ, "ECHO_OUT": str(out)},
                    check=True, cwd=tmp_path)
-    result = perfstack("run", "--repeat", "1", "--warmup", "0", str(script), "--", *args,
+    result = perfstack("run", "--plugins", "resources", "--repeat", "1", "--warmup", "0",
+                       str(script), "--", *args,
                        env={"ECHO_OUT": str(out)})
     assert result.code == 0, result.stderr
     plain, profiled = (json.loads(line) for line in out.read_text().splitlines())
@@ -58,8 +59,8 @@ def test_module_workload_runs_like_python_dash_m(perfstack, tmp_path):
     env = {"ECHO_OUT": str(out), "PYTHONPATH": f"{WORKLOADS}:{Path(__file__).parent.parent}"}
     subprocess.run([sys.executable, "-m", "pkgmod", "a", "b"], check=True, cwd=tmp_path,
                    env={**os.environ, **env})
-    result = perfstack("run", "--repeat", "1", "--warmup", "0", "-m", "pkgmod", "--", "a", "b",
-                       env=env)
+    result = perfstack("run", "--plugins", "resources", "--repeat", "1", "--warmup", "0", "-m",
+                       "pkgmod", "--", "a", "b", env=env)
     assert result.code == 0, result.stderr
     plain, profiled = (json.loads(line) for line in out.read_text().splitlines())
     assert profiled == plain and plain["argv"][1:] == ["a", "b"]
@@ -81,8 +82,9 @@ def test_output_and_out_dir(perfstack, tmp_path):
 
 
 def test_every_backend_runs_in_isolation_with_its_overhead(perfstack):
-    result = perfstack("-p", "tests.testplugins.probe", "run", *FAST, "--plugins",
-                       "probe,resources", "--probe-label", "hello", str(WORKLOADS / "busy.py"))
+    result = perfstack("-p", "tests.testplugins.probe", "run", "--repeat", "2", "--warmup", "0",
+                       "--plugins", "probe,resources", "--probe-label", "hello",
+                       str(WORKLOADS / "busy.py"))
     assert result.code == 0, result.stderr
     report = result.report()
     probe = backend(report, "probe")

@@ -7,7 +7,7 @@ import perfstack
 if __name__ == "__main__":
     start = time.perf_counter()
     total = 0
-    for i in range(5):
+    for _ in range(5):
         total += sum(range(50_000))
         perfstack.step()
     perfstack.report_metric("throughput", 5 / (time.perf_counter() - start), "steps/s")

@@ -1,0 +1,102 @@
+"""The ``torch`` backend: torch.profiler in the workload process, its trace in three layers.
+
+Framework rows are ops with their input shapes (calls, self and total CPU time, device time,
+FLOPs, allocated memory); kernel rows are the CUDA kernels each op launched, or on a CPU the
+leaf ops that run native code; Python rows and op-to-function links come with ``--torch-stack``.
+The Chrome trace is kept as an artifact: it opens in Perfetto (ui.perfetto.dev).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+from perfstack import hookimpl
+from perfstack.backend import (
+    Availability,
+    Backend,
+    Collected,
+    InProcessHook,
+    Launch,
+    Option,
+    Outcome,
+    RunContext,
+)
+from perfstack.report import Layer
+
+INPROC = "perfstack_plugins.torchprof.inproc:start"
+
+
+class TorchBackend(Backend):
+    """torch.profiler, CPU activity plus CUDA when a GPU is present."""
+
+    name = "torch"
+    layers = (Layer.FRAMEWORK, Layer.KERNEL, Layer.PYTHON)
+    description = "torch.profiler: ops with shapes, FLOPs and memory; CUDA kernels; Perfetto trace"
+    options = (
+        Option("skip_first", "steps to skip before the schedule starts", 1, int),
+        Option("wait", "idle steps in each cycle of the schedule", 0, int),
+        Option("warmup", "warm-up steps (profiled, discarded) in each cycle", 1, int),
+        Option("active", "recorded steps in each cycle", 3, int),
+        Option("repeat", "cycles of the schedule (0: until the end)", 1, int),
+        Option("no_shapes", "do not record input shapes (lower overhead, no FLOPs)", flag=True),
+        Option("memory", "record allocations (profile_memory)", flag=True),
+        Option("stack", "record Python stacks (with_stack): Python rows and op links; slow",
+               flag=True),
+        Option("no_flops", "do not count FLOPs", flag=True),
+        Option("ranks", "under torch.distributed, the ranks to profile: 0, all, or 0,3", "0"),
+    )
+
+    def check(self) -> Availability:
+        """Available when torch can be imported (found without importing it)."""
+        if importlib.util.find_spec("torch") is None:
+            return Availability.no("torch is not installed",
+                                   "pip install torch (a CPU build: pip install torch==2.13.0)")
+        return Availability.yes()
+
+    def launch(self, ctx: RunContext) -> Launch:
+        """Start the profiler in the workload process with this run's options."""
+        o = ctx.options
+        settings = {
+            "skip_first": o.get("skip_first", 1), "wait": o.get("wait", 0),
+            "warmup": o.get("warmup", 1), "active": o.get("active", 3),
+            "repeat": o.get("repeat", 1), "record_shapes": not o.get("no_shapes"),
+            "profile_memory": bool(o.get("memory")), "with_stack": bool(o.get("stack")),
+            "with_flops": not o.get("no_flops") and not o.get("no_shapes"),
+            "ranks": o.get("ranks", "0"),
+        }
+        return Launch(inprocess=[InProcessHook(INPROC, settings)])
+
+    def collect(self, ctx: RunContext, outcome: Outcome | None) -> Collected:
+        """Parse the traces the profiler wrote into rows and metrics."""
+        from .inproc import SIDECAR
+        from .rows import summarize
+        from .trace import TraceAggregate
+
+        folder = ctx.artifact_dir
+        sidecar = folder / SIDECAR
+        info = json.loads(sidecar.read_text("utf-8")) if sidecar.is_file() else {}
+        traces = sorted(folder.glob("trace-*.json"), key=lambda p: int(p.stem.split("-")[1]))
+        if not traces:
+            why = ("the profiler wrote no trace" if info else
+                   "the profiler never finished (the run ended before it could save)")
+            return Collected(notes=[why])
+        agg = TraceAggregate()
+        for path in traces:
+            agg.add_file(path)
+        rows, metrics, notes = summarize(agg, with_flops=not ctx.options.get("no_flops"),
+                                         stepped=info.get("steps", 1) > 0)
+        if info.get("devices"):
+            notes.append("GPU: " + ", ".join(info["devices"]))
+        if not info:
+            notes.append("partial: the profiler did not finish cleanly")
+        artifacts: dict[str, Path] = {
+            ("trace" if i == 0 else f"trace-{i}"): p for i, p in enumerate(traces)}
+        return Collected(rows=rows, metrics=metrics, artifacts=artifacts, notes=notes)
+
+
+@hookimpl
+def perfstack_backends() -> list[Backend]:
+    """Provide the torch backend."""
+    return [TorchBackend()]

@@ -1,0 +1,103 @@
+"""The torch backend's part inside the workload process (started by perfstack's bootstrap).
+
+It starts torch.profiler before the script runs and stops it when the script ends. Steps are
+counted without code changes: every ``optimizer.step()`` (a global optimizer hook), or
+``perfstack.step()`` for inference loops; once the workload calls ``perfstack.step()``, only
+those count. Until the first step everything is recorded, so a workload that never steps is
+profiled whole; once steps come, the schedule (skip_first, wait, warmup, active, repeat)
+picks a representative window and the part before the first step is discarded.
+
+Only torch and the standard library are imported here: this runs in the workload.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+SIDECAR = "torchprof.json"
+
+
+def _rank_selected(spec: str) -> bool:
+    rank = os.environ.get("RANK")
+    if rank is None or spec == "all":
+        return True
+    return rank in {part.strip() for part in spec.split(",")}
+
+
+def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
+    """Start torch.profiler in this process; return the function that stops it and saves."""
+    import torch
+    from torch.profiler import ProfilerAction, ProfilerActivity, profile, schedule
+
+    import perfstack
+
+    if not _rank_selected(str(options.get("ranks", "0"))):
+        return None
+    activities = [ProfilerActivity.CPU]
+    if torch.cuda.is_available():
+        activities.append(ProfilerActivity.CUDA)
+    window = schedule(skip_first=int(options.get("skip_first", 1)),
+                      wait=int(options.get("wait", 0)), warmup=int(options.get("warmup", 1)),
+                      active=int(options.get("active", 3)), repeat=int(options.get("repeat", 1)))
+    state: dict[str, Any] = {"steps": 0, "explicit": False, "prelude_seen": False, "traces": []}
+
+    def pick(step_num: int) -> ProfilerAction:
+        if state["steps"] == 0:
+            return ProfilerAction.RECORD_AND_SAVE  # no step yet: record everything so far
+        action: ProfilerAction = window(step_num - 1)
+        return action
+
+    def ready(prof: Any) -> None:
+        if not state["prelude_seen"]:
+            state["prelude_seen"] = True
+            if state["steps"] > 0:
+                return  # what ran before the first step: set-up, not a representative step
+        path = os.path.join(folder, f"trace-{len(state['traces'])}.json")
+        prof.export_chrome_trace(path)
+        state["traces"].append({"file": os.path.basename(path), "at_step": state["steps"]})
+
+    prof = profile(activities=activities, schedule=pick, on_trace_ready=ready,
+                   record_shapes=bool(options.get("record_shapes", True)),
+                   profile_memory=bool(options.get("profile_memory", False)),
+                   with_stack=bool(options.get("with_stack", False)),
+                   with_flops=bool(options.get("with_flops", True)))
+
+    def on_step(explicit: bool) -> None:
+        if explicit:
+            state["explicit"] = True
+        elif state["explicit"]:
+            return  # the workload marks its own steps: optimizer steps no longer count
+        state["steps"] += 1
+        prof.step()
+
+    def optimizer_hook(optimizer: Any, args: Any, kwargs: Any) -> None:
+        on_step(False)
+
+    def explicit_step() -> None:
+        on_step(True)
+
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    handle = register_optimizer_step_post_hook(optimizer_hook)
+    perfstack._step_callbacks.append(explicit_step)
+    prof.start()
+
+    def finish() -> None:
+        handle.remove()
+        perfstack._step_callbacks.remove(explicit_step)
+        prof.stop()
+        info = {"steps": state["steps"], "explicit_steps": state["explicit"],
+                "traces": state["traces"], "activities": [a.name for a in activities],
+                "torch": torch.__version__, "cuda": torch.version.cuda,
+                "devices": [torch.cuda.get_device_name(i)
+                            for i in range(torch.cuda.device_count())]
+                if torch.cuda.is_available() else []}
+        tmp = os.path.join(folder, SIDECAR + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(info, fh)
+        os.replace(tmp, os.path.join(folder, SIDECAR))
+
+    return finish

@@ -1,0 +1,291 @@
+"""Reading torch.profiler's Chrome trace without holding it twice in memory.
+
+Traces of hundreds of MB are normal, so the file is never loaded whole: ``TraceReader``
+decodes the ``traceEvents`` array one event at a time from a buffered stream, and
+``TraceAggregate`` keeps only compact records of the events it needs (ops, Python frames,
+kernels, memory events), aggregated when the file is done.
+
+Ops are nested per thread the way torch's own ``EventList`` does it, so that counts and self
+times agree with ``prof.key_averages()``: an event is a child of the innermost event on the same
+thread that contains it, and a call whose only child is the same op counts once.
+"""
+
+from __future__ import annotations
+
+import bisect
+import gzip
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+CHUNK = 1 << 20
+_SKIP = re.compile(r"[\s,]*")
+OP_CATEGORIES = ("cpu_op", "user_annotation")
+KERNEL_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+RUNTIME_CATEGORIES = ("cuda_runtime", "cuda_driver", "runtime")
+STEP_PREFIX = "ProfilerStep#"
+
+
+class TraceError(Exception):
+    """The file is not a Chrome trace with a traceEvents array."""
+
+
+class TraceReader:
+    """Iterate over the events of a Chrome trace (``.json`` or ``.json.gz``), streaming."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.truncated = False  # the file ended inside the array (a run killed mid-write)
+        self.bytes_read = 0
+
+    def _open(self) -> IO[str]:
+        if self.path.suffix == ".gz":
+            return gzip.open(self.path, "rt", encoding="utf-8", errors="replace")
+        return open(self.path, encoding="utf-8", errors="replace")
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        decoder = json.JSONDecoder()
+        with self._open() as fh:
+            buf, pos = self._find_array(fh)
+            eof = False
+            while True:
+                pos = _SKIP.match(buf, pos).end()  # type: ignore[union-attr]
+                if pos >= len(buf):
+                    if eof:
+                        self.truncated = True
+                        return
+                    buf, pos, eof = self._more(fh, buf, pos)
+                    continue
+                if buf[pos] == "]":
+                    return
+                try:
+                    event, end = decoder.raw_decode(buf, pos)
+                except json.JSONDecodeError:
+                    if eof:
+                        self.truncated = True
+                        return
+                    buf, pos, eof = self._more(fh, buf, pos)
+                    continue
+                pos = end
+                if isinstance(event, dict):
+                    yield event
+                if pos > CHUNK:
+                    buf, pos = buf[pos:], 0
+
+    def _more(self, fh: IO[str], buf: str, pos: int) -> tuple[str, int, bool]:
+        chunk = fh.read(CHUNK)
+        self.bytes_read += len(chunk)
+        return buf[pos:] + chunk, 0, not chunk
+
+    def _find_array(self, fh: IO[str]) -> tuple[str, int]:
+        buf = ""
+        while True:
+            chunk = fh.read(CHUNK)
+            self.bytes_read += len(chunk)
+            if not chunk:
+                raise TraceError(f"{self.path}: no traceEvents array (not a Chrome trace)")
+            buf += chunk
+            key = buf.find('"traceEvents"')
+            if key >= 0:
+                bracket = buf.find("[", key)
+                if bracket >= 0:
+                    return buf, bracket + 1
+            elif len(buf) > 64:
+                buf = buf[-64:]
+
+
+class Op:
+    """One op or record_function range on one thread."""
+
+    __slots__ = ("children", "dims", "end", "ext", "inputs", "name", "parent", "self_alloc",
+                 "tid", "ts", "user_frame")
+
+    def __init__(self, name: str, ts: float, dur: float, tid: str, dims: str, ext: Any,
+                 inputs: Any) -> None:
+        self.name, self.ts, self.end, self.tid, self.dims = name, ts, ts + dur, tid, dims
+        self.ext, self.inputs = ext, inputs
+        self.children: list[Op] = []
+        self.parent: Op | None = None
+        self.self_alloc = 0.0
+        self.user_frame: str | None = None
+
+    @property
+    def dur(self) -> float:
+        """Return the duration in µs."""
+        return self.end - self.ts
+
+
+@dataclass
+class Frame:
+    """A Python function call recorded by the profiler (with_stack)."""
+
+    key: str
+    ts: float
+    end: float
+    tid: str
+
+
+@dataclass
+class Kernel:
+    """A device kernel (or memcpy/memset) and the op that launched it."""
+
+    name: str
+    dur: float
+    cat: str
+    ext: Any
+    correlation: Any
+    device: Any
+
+
+@dataclass
+class TraceAggregate:
+    """Compact records of one or more traces, ready to be turned into rows."""
+
+    ops: dict[str, list[Op]] = field(default_factory=dict)  # by thread
+    frames: dict[str, list[Frame]] = field(default_factory=dict)
+    memory: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    kernels: list[Kernel] = field(default_factory=list)
+    runtime_ext: dict[Any, Any] = field(default_factory=dict)  # correlation -> External id
+    events: int = 0
+    truncated: list[str] = field(default_factory=list)
+
+    def add_file(self, path: Path) -> None:
+        """Read one trace file into the aggregate."""
+        reader = TraceReader(path)
+        for event in reader:
+            self.add(event)
+        if reader.truncated:
+            self.truncated.append(path.name)
+
+    def add(self, ev: dict[str, Any]) -> None:
+        """Keep what one event contributes."""
+        self.events += 1
+        cat = ev.get("cat")
+        if ev.get("ph") == "X" and cat in OP_CATEGORIES:
+            args = ev.get("args") or {}
+            name = str(ev.get("name", "?"))
+            inputs = args.get("Concrete Inputs") if "conv" in name else None
+            dims = args.get("Input Dims")
+            op = Op(name, float(ev["ts"]), float(ev.get("dur", 0)), str(ev.get("tid")),
+                    json.dumps(dims, separators=(", ", ":")) if dims else "",
+                    args.get("External id"), inputs)
+            self.ops.setdefault(op.tid, []).append(op)
+        elif ev.get("ph") == "X" and cat == "python_function":
+            key = python_key(str(ev.get("name", "")))
+            if key is not None:
+                ts = float(ev["ts"])
+                tid = str(ev.get("tid"))
+                self.frames.setdefault(tid, []).append(
+                    Frame(key, ts, ts + float(ev.get("dur", 0)), tid))
+        elif cat in KERNEL_CATEGORIES:
+            args = ev.get("args") or {}
+            self.kernels.append(Kernel(str(ev.get("name", "?")), float(ev.get("dur", 0)), cat,
+                                       args.get("External id"), args.get("correlation"),
+                                       args.get("device")))
+        elif cat in RUNTIME_CATEGORIES:
+            args = ev.get("args") or {}
+            if args.get("correlation") is not None:
+                self.runtime_ext[args["correlation"]] = args.get("External id")
+        elif cat == "cpu_instant_event" and ev.get("name") == "[memory]":
+            args = ev.get("args") or {}
+            if args.get("Device Type", 0) == 0:  # host memory; device memory stays with kernels
+                self.memory.setdefault(str(ev.get("tid")), []).append(
+                    (float(ev["ts"]), float(args.get("Bytes", 0))))
+
+
+#: Frames of these files are torch's or perfstack's, not the user's code.
+_NOT_USER = re.compile(r"(^|/)(torch|perfstack|runpy|importlib)/|<frozen |^<built-in")
+_FRAME = re.compile(r"^(?P<file>.*)\((?P<line>\d+)\): (?P<func>.*)$")
+
+
+def python_key(name: str) -> str | None:
+    """Return 'func (file:line)' for a user-code frame name 'file(line): func', else None."""
+    if _NOT_USER.search(name) or "site-packages/" in name:
+        return None
+    match = _FRAME.match(name)
+    if match is None:
+        return None
+    return f"{match['func']} ({match['file']}:{match['line']})"
+
+
+def build_trees(agg: TraceAggregate) -> list[Op]:
+    """Nest each thread's ops as torch does; return every surviving op, parents first."""
+    survivors: list[Op] = []
+    for tid, ops in agg.ops.items():
+        ops.sort(key=lambda o: (o.ts, -o.end))
+        stack: list[Op] = []
+        for op in ops:
+            while stack and stack[-1].end < op.end - 1e-3:
+                stack.pop()
+            if stack and stack[-1].ts <= op.ts + 1e-3:
+                op.parent = stack[-1]
+                stack[-1].children.append(op)
+            stack.append(op)
+        _remove_duplicates(ops)
+        _assign_memory(ops, agg.memory.get(tid, []))
+        _assign_frames(ops, agg.frames.get(tid, []))
+        survivors += [op for op in ops if op.name != ""]
+    return survivors
+
+
+def _remove_duplicates(ops: list[Op]) -> None:
+    # torch's EventList._remove_dup_nodes: a call whose only child is the same op is one call.
+    changed = True
+    while changed:
+        changed = False
+        for op in ops:
+            parent = op.parent
+            if (parent is not None and op.name and parent.name == op.name
+                    and len(parent.children) == 1 and parent.children[0] is op):
+                parent.children = op.children
+                for child in op.children:
+                    child.parent = parent
+                parent.ext = parent.ext if parent.ext is not None else op.ext
+                op.name = ""  # marks it removed; its kernels go to the parent via ext ids
+                op.children = []
+                op.parent = parent
+                changed = True
+
+
+def _innermost(roots: list[Op], starts: list[float], ts: float) -> Op | None:
+    """Return the deepest op holding ``ts``; ``roots`` are sorted by start, ``starts`` theirs."""
+    i = bisect.bisect_right(starts, ts) - 1
+    if i < 0 or not roots[i].ts <= ts <= roots[i].end:
+        return None
+    node = roots[i]
+    while node.children:
+        inner = next((c for c in node.children if c.ts <= ts <= c.end), None)
+        if inner is None:
+            break
+        node = inner
+    return node
+
+
+def _assign_memory(ops: list[Op], events: list[tuple[float, float]]) -> None:
+    roots = [o for o in ops if o.parent is None and o.name]
+    starts = [o.ts for o in roots]
+    for ts, size in events:
+        if size > 0:
+            op = _innermost(roots, starts, ts)
+            if op is not None:
+                op.self_alloc += size
+
+
+def _assign_frames(ops: list[Op], frames: list[Frame]) -> None:
+    """Give each op the innermost user-code Python frame that was running when it started."""
+    if not frames:
+        return
+    frames.sort(key=lambda f: (f.ts, -f.end))
+    stack: list[Frame] = []
+    fi = 0
+    for op in ops:  # sorted by start
+        while fi < len(frames) and frames[fi].ts <= op.ts:
+            stack.append(frames[fi])
+            fi += 1
+        while stack and stack[-1].end < op.ts:
+            stack.pop()
+        inner = next((f for f in reversed(stack) if f.ts <= op.ts <= f.end), None)
+        op.user_frame = inner.key if inner is not None else None

@@ -1,0 +1,72 @@
+"""The torch backend end to end: real torch.profiler runs on real workloads."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import ROOT, WORKLOADS, backend
+
+pytest.importorskip("torch")
+ONCE = ("-q", "--repeat", "1", "--warmup", "0", "--plugins", "torch")
+
+
+def _rows(report, layer):
+    return {row["key"]: row for row in report["layers"][layer]}
+
+
+def test_training_loop_is_stepped_by_the_optimizer(perfstack, tmp_path):
+    result = perfstack("run", *ONCE, str(ROOT / "workloads/tiny_mlp.py"), "--", "--steps", "12")
+    assert result.code == 0, result.stderr
+    report = result.report()
+    torch_backend = backend(report, "torch")
+    assert torch_backend["status"] == "ok", torch_backend
+    step = next(m for m in report["metrics"] if m["name"] == "torch_step_time")
+    assert len(step["samples"]) == 3  # the default schedule's active steps
+    framework = _rows(report, "framework")
+    addmm = [r for k, r in framework.items() if k.startswith("aten::addmm ")]
+    assert len(addmm) == 3  # one row per input shape: the MLP's three Linear layers
+    assert sum(r["values"]["calls"]["value"] for r in addmm) == 3 * 3  # 3 layers, 3 steps
+    assert all(r["values"]["flops"]["value"] > 0 and r["attrs"]["input_dims"] for r in addmm)
+    assert "aten::addmm" in _rows(report, "kernel")
+    trace = tmp_path / ".perfstack/runs/latest" / torch_backend["artifacts"]["trace"]
+    assert "traceEvents" in json.loads(trace.read_text())  # opens in Perfetto
+    assert "3 profiled steps" in torch_backend["notes"]
+
+
+def test_inference_loop_steps_with_perfstack_step(perfstack):
+    result = perfstack("run", *ONCE, "--torch-active", "2", str(WORKLOADS / "torch_infer.py"))
+    assert result.code == 0, result.stderr
+    report = result.report()
+    step = next(m for m in report["metrics"] if m["name"] == "torch_step_time")
+    assert len(step["samples"]) == 2
+    linear = [r for k, r in _rows(report, "framework").items() if k.startswith("aten::linear ")]
+    assert sum(r["values"]["calls"]["value"] for r in linear) == 2 * 2
+
+
+def test_without_steps_the_whole_run_is_profiled(perfstack):
+    result = perfstack("run", *ONCE, str(WORKLOADS / "torch_nostep.py"))
+    assert result.code == 0, result.stderr
+    report = result.report()
+    assert "no steps: the whole run was profiled" in backend(report, "torch")["notes"]
+    mm = [r for k, r in _rows(report, "framework").items() if k.startswith("aten::mm ")]
+    assert sum(r["values"]["calls"]["value"] for r in mm) == 3
+
+
+def test_stacks_link_ops_to_the_python_functions_that_called_them(perfstack):
+    result = perfstack("run", *ONCE, "--torch-stack", str(WORKLOADS / "torch_nostep.py"))
+    assert result.code == 0, result.stderr
+    report = result.report()
+    python = _rows(report, "python")
+    compute = next(k for k in python if k.startswith("compute (") and "torch_nostep.py:" in k)
+    mm = next(r for k, r in _rows(report, "framework").items() if k.startswith("aten::mm "))
+    assert mm["links"]["python"] == [compute]
+
+
+def test_a_crash_before_the_profiler_saves_is_reported(perfstack):
+    result = perfstack("run", *ONCE, str(WORKLOADS / "segfault.py"))
+    assert result.code == 8
+    torch_backend = backend(result.report(), "torch")
+    assert torch_backend["status"] == "crashed"
+    assert any("never finished" in n or "no trace" in n for n in torch_backend["notes"])

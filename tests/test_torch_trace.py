@@ -1,0 +1,113 @@
+"""The torch trace reader against torch's own numbers, and its streaming behaviour."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import defaultdict
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from perfstack_plugins.torchprof.rows import summarize  # noqa: E402
+from perfstack_plugins.torchprof.trace import TraceAggregate, TraceError, TraceReader  # noqa: E402
+
+from perfstack.report import Layer  # noqa: E402
+
+
+def _train(steps: int) -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.Flatten(), torch.nn.Linear(8 * 16 * 16, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(4, 3, 16, 16), torch.randint(0, 10, (4,))
+    for _ in range(steps):
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+
+
+@pytest.fixture(scope="module")
+def profiled(tmp_path_factory):
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True, with_flops=True) as prof:
+        _train(3)
+    path = tmp_path_factory.mktemp("trace") / "trace.json"
+    prof.export_chrome_trace(str(path))
+    return path, {e.key: e for e in prof.key_averages()}
+
+
+def _by_name(path):
+    agg = TraceAggregate()
+    agg.add_file(path)
+    rows, _, _ = summarize(agg)
+    per = defaultdict(lambda: {"calls": 0, "total": 0.0, "self": 0.0, "flops": 0})
+    for row in rows[Layer.FRAMEWORK]:
+        entry = per[row.attrs["op"]]
+        entry["calls"] += row.values["calls"].value
+        entry["total"] += row.values["total"].value * 1e6
+        entry["self"] += row.values["self"].value * 1e6
+        if "flops" in row.values:
+            entry["flops"] += row.values["flops"].value
+    return per, rows
+
+
+def test_op_counts_equal_key_averages(profiled):
+    path, expected = profiled
+    ours, _ = _by_name(path)
+    assert {name: e["calls"] for name, e in ours.items()} == {
+        key: avg.count for key, avg in expected.items()}
+
+
+def test_times_agree_with_key_averages_within_one_percent(profiled):
+    path, expected = profiled
+    ours, _ = _by_name(path)
+    total_ours = sum(e["total"] for e in ours.values())
+    total_torch = sum(a.cpu_time_total for a in expected.values())
+    assert total_ours == pytest.approx(total_torch, rel=0.01)
+    self_ours = sum(e["self"] for e in ours.values())
+    self_torch = sum(a.self_cpu_time_total for a in expected.values())
+    assert self_ours == pytest.approx(self_torch, rel=0.01)
+    for name, avg in expected.items():
+        if avg.cpu_time_total > 50:  # µs; tiny ops are within rounding of the trace's 3 decimals
+            assert ours[name]["total"] == pytest.approx(avg.cpu_time_total, rel=0.01), name
+            assert ours[name]["self"] == pytest.approx(avg.self_cpu_time_total, rel=0.01,
+                                                       abs=1.0), name
+
+
+def test_flops_equal_torch_counts(profiled):
+    path, expected = profiled
+    ours, _ = _by_name(path)
+    counted = {key: avg.flops for key, avg in expected.items() if avg.flops}
+    assert {"aten::conv2d", "aten::addmm"} <= set(counted)
+    for name, value in counted.items():
+        assert ours[name]["flops"] == value, name
+
+
+def test_cpu_kernel_rows_hold_native_time_linked_to_ops(profiled):
+    path, _ = profiled
+    _, rows = _by_name(path)
+    kernels = {row.key: row for row in rows[Layer.KERNEL]}
+    conv = kernels["aten::mkldnn_convolution"]
+    assert conv.values["self"].value > 0
+    assert any(key.startswith("aten::conv2d ") for key in conv.links["framework"])
+
+
+def test_reader_streams_gzip_and_survives_truncation(tmp_path):
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"aten::op{i}", "ts": i, "dur": 1, "tid": 1,
+               "pid": 1, "args": {}} for i in range(3000)]
+    text = json.dumps({"schemaVersion": 1, "traceEvents": events}, indent=2)
+    gz = tmp_path / "t.json.gz"
+    gz.write_bytes(gzip.compress(text.encode()))
+    assert sum(1 for _ in TraceReader(gz)) == 3000
+    cut = tmp_path / "cut.json"
+    cut.write_text(text[: len(text) // 2])
+    reader = TraceReader(cut)
+    got = list(reader)
+    assert reader.truncated and 1000 < len(got) < 2000
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"foo": 1}')
+    with pytest.raises(TraceError):
+        list(TraceReader(bad))
