@@ -1,0 +1,9 @@
+"""A BERT-style encoder (token/position/segment embeddings, post-norm layers) trained as a masked LM.
+
+    python workloads/bert.py [--batch-size N --num-batches N --forward-only --dtype bfloat16 ...]
+"""
+
+import harness
+
+if __name__ == "__main__":
+    harness.main(default_model="bert")

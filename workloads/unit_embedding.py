@@ -1,0 +1,38 @@
+"""One-kernel unit: an Embedding lookup, forward and backward (GVProf's bert unit).
+
+A batch touches a few hundred of the vocabulary's rows, yet the dense weight gradient is
+written in full: most of what embedding_dense_backward writes is zeros ("single zeros").
+
+    python workloads/unit_embedding.py --iterations 20
+"""
+
+import argparse
+import time
+
+import torch
+
+try:
+    import perfstack
+except ImportError:  # pragma: no cover
+    perfstack = None
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--iterations", type=int, default=10)
+    p.add_argument("--vocab", type=int, default=30522)
+    p.add_argument("--dim", type=int, default=128)
+    p.add_argument("--tokens", type=int, default=512)
+    args = p.parse_args()
+    torch.manual_seed(0)
+    emb = torch.nn.Embedding(args.vocab, args.dim)
+    ids = torch.randint(0, args.vocab, (args.tokens,))
+    start = time.perf_counter()
+    for _ in range(args.iterations):
+        emb.zero_grad()
+        emb(ids).sum().backward()
+        if perfstack:
+            perfstack.step()
+    rate = args.iterations / (time.perf_counter() - start)
+    print(f"throughput: {rate:.2f} iterations/s")
+    if perfstack:
+        perfstack.report_metric("throughput", rate, "iterations/s")
