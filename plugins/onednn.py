@@ -4,10 +4,10 @@ It runs the workload with ``ONEDNN_VERBOSE=1`` (and the older names ``DNNL_VERBO
 ``MKLDNN_VERBOSE``) and parses the primitive lines the library prints on stdout, in every
 format torch has shipped:
 
-    mkldnn_verbose,exec,convolution,jit:avx512_common,forward_training,fsrc:nchw ...,0.24   (0.x)
-    dnnl_verbose,exec,cpu,convolution,jit:avx2,forward_training,src_f32::blocked...,0.03    (1.x-2.x)
-    onednn_verbose,exec,cpu,matmul,gemm:jit:f32,undef,src_f32::blocked:abc::f0 ...,39.1     (2.x-3.x)
-    onednn_verbose,v1,primitive,exec,cpu,convolution,jit:avx512_core,forward_training,...   (3.x)
+    mkldnn_verbose,exec,convolution,jit:avx512_common,forward_training,fsrc:nchw ...  (0.x)
+    dnnl_verbose,exec,cpu,convolution,jit:avx2,forward_training,src_f32::blocked...   (1.x-2.x)
+    onednn_verbose,exec,cpu,matmul,gemm:jit:f32,undef,src_f32::blocked:abc::f0 ...    (2.x-3.x)
+    onednn_verbose,v1,primitive,exec,cpu,convolution,jit:avx512_core,forward_training,... (3.x)
 
 (an optional timestamp field, ONEDNN_VERBOSE_TIMESTAMP=1, is skipped). Kernel rows are the
 primitives by kind, implementation, propagation and problem; two finding rules flag reference

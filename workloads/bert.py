@@ -1,4 +1,4 @@
-"""A BERT-style encoder (token/position/segment embeddings, post-norm layers) trained as a masked LM.
+"""A BERT-style encoder (token, position and segment embeddings) trained as a masked LM.
 
     python workloads/bert.py [--batch-size N --num-batches N --forward-only --dtype bfloat16 ...]
 """

@@ -1,6 +1,6 @@
-"""A deepwave-style 3-D acoustic wave propagation (ReplicationPad3d + Laplacian) with the velocity gradient.
+"""A deepwave-style 3-D wave propagation (ReplicationPad3d, Laplacian) and its velocity gradient.
 
-    python workloads/deepwave.py [--batch-size N --num-batches N --forward-only --dtype bfloat16 ...]
+    python workloads/deepwave.py [--grid N --time-steps N --num-batches N --forward-only ...]
 """
 
 import harness

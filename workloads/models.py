@@ -139,7 +139,8 @@ def cifar_cnn(classes: int = 100) -> nn.Module:
         return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout),
                              nn.ReLU(inplace=True), nn.MaxPool2d(2))
     return nn.Sequential(block(3, 32), block(32, 64), block(64, 128), nn.Flatten(),
-                         nn.Linear(128 * 4 * 4, 256), nn.ReLU(inplace=True), nn.Linear(256, classes))
+                         nn.Linear(128 * 4 * 4, 256), nn.ReLU(inplace=True),
+                         nn.Linear(256, classes))
 
 
 def build(name: str, args: Any, device: torch.device, dtype: torch.dtype) -> Spec:

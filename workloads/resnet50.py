@@ -1,6 +1,6 @@
-"""ResNet-50 (bottleneck blocks, plain torch) training on synthetic images; --image-size 224 for the real size.
+"""ResNet-50 (bottleneck blocks, plain torch) training on synthetic images.
 
-    python workloads/resnet50.py [--batch-size N --num-batches N --forward-only --dtype bfloat16 ...]
+    python workloads/resnet50.py [--image-size 224 --batch-size N --num-batches N --forward-only]
 """
 
 import harness
