@@ -19,7 +19,7 @@ from timing import print_table, time_commands
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = {
     "busy.py (0.2 s pure Python)": ROOT / "tests/workloads/busy.py",
-    "tiny_mlp.py --steps 50 (torch)": ROOT / "workloads/tiny_mlp.py",
+    "tiny_mlp.py --num-batches 50 (torch)": ROOT / "workloads/tiny_mlp.py",
 }
 
 
@@ -30,7 +30,7 @@ def main() -> None:
     py = sys.executable
     with tempfile.TemporaryDirectory() as tmp:
         for label, script in WORKLOADS.items():
-            extra = ["--steps", "50"] if "tiny_mlp" in label else []
+            extra = ["--num-batches", "50"] if "tiny_mlp" in label else []
             commands = {
                 f"python {script.name}": [py, str(script), *extra],
                 f"perfstack run --plugins resources {script.name}": [

@@ -176,13 +176,36 @@ class OneDnnBackend(Backend):
                    SOURCE, Better.LOWER),
             Metric("onednn_reference_time", ref_time, "s", "kernel", SOURCE, Better.LOWER),
         ]
-        notes = [line for line in info if line.startswith(("oneDNN", "DNNL", "cpu,isa", "Detected",
-                                                           "Intel MKL-DNN"))]
+        notes = [line.split(" (commit")[0] for line in info
+                 if line.startswith(("oneDNN", "DNNL", "cpu,isa", "Detected", "Intel MKL-DNN"))]
         if creates:
             notes.append(f"{len(creates)} primitives created (JIT-compiled) in "
                          f"{sum(p.time_ms for p in creates):.1f} ms")
         return Collected(rows={Layer.KERNEL: rows(primitives)}, metrics=metrics, notes=notes,
                          artifacts={"log": log})
+
+
+#: A finding when layout conversions take more than this share of oneDNN's time.
+REORDER_SHARE = 0.3
+
+
+def _reorders(kernel: list[Row]) -> list[Finding]:
+    total = sum(r.values["total"].value or 0 for r in kernel)
+    reorders = [r for r in kernel if r.attrs.get("kind") == "reorder"]
+    spent = sum(r.values["total"].value or 0 for r in reorders)
+    if not total or spent / total <= REORDER_SHARE:
+        return []
+    return [Finding(
+        rule="onednn.reorders",
+        title=f"{spent / total:.0%} of oneDNN's time is spent converting layouts (reorders)",
+        layer="kernel", severity="warning",
+        evidence=[f"{spent * 1e3:.1f} ms of {total * 1e3:.1f} ms in reorders"] + [
+            f"reorder {r.attrs['problem']}: {r.values['calls'].value} calls, "
+            f"{(r.values['total'].value or 0) * 1e3:.1f} ms" for r in reorders[:3]],
+        action=("tensors go back and forth between torch's layout and oneDNN's blocked one: "
+                "use channels_last (model.to(memory_format=torch.channels_last)) or a "
+                "framework that keeps weights prepacked (IPEX, torch.compile)"),
+        source=SOURCE)]
 
 
 #: The report's ISA words (environment.cpu.isa) -> the best oneDNN rank they allow, per dtype.
@@ -214,6 +237,7 @@ def perfstack_findings(report: Report) -> list[Finding]:
             action=("no optimized kernel fits this shape, layout or dtype here: try "
                     "channels_last, a dtype the CPU supports natively, or another shape"),
             source=SOURCE))
+    found += _reorders(kernel)
     cpu_isa = set(report.environment.get("cpu", {}).get("isa") or [])
     if not cpu_isa:
         return found

@@ -17,7 +17,8 @@ def _rows(report, layer):
 
 
 def test_training_loop_is_stepped_by_the_optimizer(perfstack, tmp_path):
-    result = perfstack("run", *ONCE, str(ROOT / "workloads/tiny_mlp.py"), "--", "--steps", "12")
+    result = perfstack("run", *ONCE, str(ROOT / "workloads/tiny_mlp.py"), "--",
+                       "--num-batches", "12")
     assert result.code == 0, result.stderr
     report = result.report()
     torch_backend = backend(report, "torch")
@@ -62,6 +63,25 @@ def test_stacks_link_ops_to_the_python_functions_that_called_them(perfstack):
     compute = next(k for k in python if k.startswith("compute (") and "torch_nostep.py:" in k)
     mm = next(r for k, r in _rows(report, "framework").items() if k.startswith("aten::mm "))
     assert mm["links"]["python"] == [compute]
+
+
+def test_memory_option_attributes_allocations_to_ops(perfstack):
+    result = perfstack("run", *ONCE, "--torch-memory", str(WORKLOADS / "torch_nostep.py"))
+    assert result.code == 0, result.stderr
+    framework = _rows(result.report(), "framework")
+    # Allocations belong to the innermost op, as torch's self memory does: mm's outputs.
+    mm = next(r for k, r in framework.items() if k.startswith("aten::mm "))
+    assert mm["values"]["self_alloc"] == {"value": 3 * 128 * 128 * 4, "unit": "B"}
+
+
+def test_only_rank_zero_is_profiled_under_distributed(perfstack):
+    result = perfstack("run", *ONCE, str(WORKLOADS / "torch_nostep.py"), env={"RANK": "1"})
+    assert result.code == 0, result.stderr
+    torch_backend = backend(result.report(), "torch")
+    assert "rank 1 is not profiled (--torch-ranks selects the ranks)" in torch_backend["notes"]
+    again = perfstack("run", *ONCE, "--torch-ranks", "all", str(WORKLOADS / "torch_nostep.py"),
+                      env={"RANK": "1"})
+    assert _rows(again.report(), "framework")
 
 
 def test_a_crash_before_the_profiler_saves_is_reported(perfstack):

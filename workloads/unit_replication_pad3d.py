@@ -1,9 +1,10 @@
-"""One-kernel unit: ReplicationPad3d forward and backward (GVProf's deepwave unit).
+"""One-kernel unit: ReplicationPad3d forward and backward on a wavefield (GVProf's deepwave unit).
 
-The backward of a replication pad accumulates the padded border back into the edge cells of a
-gradient that starts as zeros: a redundant-values pattern GVProf reports.
+Early in a deepwave propagation the wavefield is zero except near the source, so the pad copies
+mostly zeros forward and its backward writes mostly zeros: the redundant values GVProf reports
+for deepwave. ``--source-radius`` sets how much of the field is non-zero.
 
-    python workloads/unit_replication_pad3d.py --iterations 20
+    python workloads/unit_replication_pad3d.py --iterations 20 --size 48
 """
 
 import argparse
@@ -21,13 +22,18 @@ if __name__ == "__main__":
     p.add_argument("--iterations", type=int, default=10)
     p.add_argument("--size", type=int, default=48)
     p.add_argument("--pad", type=int, default=4)
+    p.add_argument("--source-radius", type=int, default=3)
     args = p.parse_args()
     torch.manual_seed(0)
     pad = torch.nn.ReplicationPad3d(args.pad)
-    x = torch.randn(2, 4, args.size, args.size, args.size, requires_grad=True)
+    field = torch.zeros(2, 4, args.size, args.size, args.size)
+    c, r = args.size // 2, args.source_radius
+    field[:, :, c - r:c + r, c - r:c + r, c - r:c + r] = torch.randn(2, 4, 2 * r, 2 * r, 2 * r)
+    field.requires_grad_(True)
     start = time.perf_counter()
     for _ in range(args.iterations):
-        pad(x).sum().backward()
+        field.grad = None
+        (pad(field) ** 2).sum().backward()  # an energy misfit, as full-waveform inversion uses
         if perfstack:
             perfstack.step()
     rate = args.iterations / (time.perf_counter() - start)

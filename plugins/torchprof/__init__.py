@@ -79,8 +79,13 @@ class TorchBackend(Backend):
         info = json.loads(sidecar.read_text("utf-8")) if sidecar.is_file() else {}
         traces = sorted(folder.glob("trace-*.json"), key=lambda p: int(p.stem.split("-")[1]))
         if not traces:
-            why = ("the profiler wrote no trace" if info else
-                   "the profiler never finished (the run ended before it could save)")
+            if info.get("rank_not_profiled") is not None:
+                why = (f"rank {info['rank_not_profiled']} is not profiled "
+                       "(--torch-ranks selects the ranks)")
+            elif info:
+                why = "the profiler wrote no trace"
+            else:
+                why = "the profiler never finished (the run ended before it could save)"
             return Collected(notes=[why])
         agg = TraceAggregate()
         for path in traces:

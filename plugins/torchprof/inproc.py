@@ -27,15 +27,23 @@ def _rank_selected(spec: str) -> bool:
     return rank in {part.strip() for part in spec.split(",")}
 
 
+def _write_sidecar(folder: str, info: dict[str, Any]) -> None:
+    tmp = os.path.join(folder, SIDECAR + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(info, fh)
+    os.replace(tmp, os.path.join(folder, SIDECAR))
+
+
 def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
     """Start torch.profiler in this process; return the function that stops it and saves."""
+    if not _rank_selected(str(options.get("ranks", "0"))):
+        _write_sidecar(folder, {"rank_not_profiled": os.environ.get("RANK"), "traces": []})
+        return None
     import torch
     from torch.profiler import ProfilerAction, ProfilerActivity, profile, schedule
 
     import perfstack
 
-    if not _rank_selected(str(options.get("ranks", "0"))):
-        return None
     activities = [ProfilerActivity.CPU]
     if torch.cuda.is_available():
         activities.append(ProfilerActivity.CUDA)
@@ -95,9 +103,6 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
                 "devices": [torch.cuda.get_device_name(i)
                             for i in range(torch.cuda.device_count())]
                 if torch.cuda.is_available() else []}
-        tmp = os.path.join(folder, SIDECAR + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(info, fh)
-        os.replace(tmp, os.path.join(folder, SIDECAR))
+        _write_sidecar(folder, info)
 
     return finish
