@@ -102,12 +102,12 @@ def main(argv: list[str]) -> None:
         perfstack._artifact_dir = folder
     finishers = _start_hooks(config.get("inprocess", []), folder or ".")
 
-    if as_module:
-        sys.argv = [target, *args]  # runpy replaces argv[0] with the module's path
-        sys.path[0] = os.getcwd()
+    sys.argv = [target, *args]  # for -m, runpy replaces argv[0] with the module's path
+    first = os.getcwd() if as_module else os.path.dirname(os.path.abspath(target))
+    if getattr(sys.flags, "safe_path", False):
+        sys.path.insert(0, first)  # started with -P: nothing to replace
     else:
-        sys.argv = [target, *args]
-        sys.path[0] = os.path.dirname(os.path.abspath(target))
+        sys.path[0] = first
     try:
         if as_module:
             runpy.run_module(target, run_name="__main__", alter_sys=True)

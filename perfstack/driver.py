@@ -42,6 +42,11 @@ from perfstack.report import (
 from perfstack.reportfile import schema_errors, write_json_atomic
 from perfstack.stats import summarize
 
+#: Start the bootstrap without the current folder on sys.path (Python 3.11+), so a folder
+#: named like one of perfstack's modules where the user stands cannot shadow the installed
+#: perfstack in the workload process; the bootstrap then puts the script's folder first.
+SAFE_PATH = ["-P"] if sys.version_info >= (3, 11) else []
+
 
 class Progress(Protocol):
     """Told what the driver is doing, for a progress display."""
@@ -129,7 +134,7 @@ class Session:
             "inprocess": [{"target": h.target, "options": h.options} for h in launch.inprocess],
         })
         target = ["-m", self.workload.target] if self.workload.module else [self.workload.target]
-        argv = [*launch.wrap, sys.executable, "-m", "perfstack.bootstrap", *target,
+        argv = [*launch.wrap, sys.executable, *SAFE_PATH, "-m", "perfstack.bootstrap", *target,
                 *self.workload.args]
         env = {**os.environ, **launch.env, CONFIG_ENV: str(config.resolve())}
         spec = ChildSpec(argv, env, os.getcwd(), folder, self.options.timeout_s,

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import WORKLOADS, backend
+from tests.conftest import WORKLOADS, Result, backend, perfstack_env
 
 FAST = ("--repeat", "2", "--warmup", "0", "--plugins", "resources")
 
@@ -65,6 +65,21 @@ def test_module_workload_runs_like_python_dash_m(perfstack, tmp_path):
     plain, profiled = (json.loads(line) for line in out.read_text().splitlines())
     assert profiled == plain and plain["argv"][1:] == ["a", "b"]
     assert result.report()["run"]["command"] == ["python", "-m", "pkgmod", "a", "b"]
+
+
+def test_a_perfstack_folder_where_the_user_stands_does_not_shadow_perfstack(perfstack, tmp_path):
+    shadow = tmp_path / "perfstack"
+    shadow.mkdir()
+    (shadow / "__init__.py").write_text("raise ImportError('the wrong perfstack')")
+    (shadow / "bootstrap.py").write_text("raise SystemExit('the wrong bootstrap ran')")
+    # The console script, as users run it (python -m perfstack would itself import the shadow).
+    script = Path(sys.executable).parent / "perfstack"
+    proc = subprocess.run([str(script), "run", "--plugins", "resources", "--repeat", "1",
+                           "--warmup", "0", str(WORKLOADS / "reports_metric.py")],
+                          cwd=tmp_path, capture_output=True, text=True, env=perfstack_env())
+    result = Result(proc.returncode, proc.stdout, proc.stderr, tmp_path)
+    assert result.code == 0, result.report()["run"]["runs"][0]["stderr_tail"]
+    assert any(m["name"] == "throughput" for m in result.report()["metrics"])
 
 
 def test_output_and_out_dir(perfstack, tmp_path):
