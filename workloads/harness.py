@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from models import MODELS, build
@@ -56,6 +56,23 @@ def parser(default_model: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--grid", type=int, default=24, help="deepwave grid points per side")
     p.add_argument("--time-steps", type=int, default=12, help="deepwave time steps")
     return p
+
+
+def repeat(step: Callable[[], object], iterations: int) -> float:
+    """Run ``step`` ``iterations`` times as steps; print and report iterations/s, return it.
+
+    The loop of the one-kernel units: each iteration is one perfstack step.
+    """
+    start = time.perf_counter()
+    for _ in range(iterations):
+        step()
+        if perfstack is not None:
+            perfstack.step()
+    rate = iterations / (time.perf_counter() - start)
+    print(f"throughput: {rate:.2f} iterations/s")
+    if perfstack is not None:
+        perfstack.report_metric("throughput", rate, "iterations/s", "higher")
+    return rate
 
 
 DEFAULT_BATCH = {"resnet50": 4, "bert": 8, "deepwave": 1, "cifar100": 32, "mlp": 64}

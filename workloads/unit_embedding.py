@@ -7,14 +7,9 @@ written in full: most of what embedding_dense_backward writes is zeros ("single 
 """
 
 import argparse
-import time
 
+import harness
 import torch
-
-try:
-    import perfstack
-except ImportError:  # pragma: no cover
-    perfstack = None
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__)
@@ -26,13 +21,9 @@ if __name__ == "__main__":
     torch.manual_seed(0)
     emb = torch.nn.Embedding(args.vocab, args.dim)
     ids = torch.randint(0, args.vocab, (args.tokens,))
-    start = time.perf_counter()
-    for _ in range(args.iterations):
+
+    def step() -> None:
         emb.zero_grad()
         emb(ids).sum().backward()
-        if perfstack:
-            perfstack.step()
-    rate = args.iterations / (time.perf_counter() - start)
-    print(f"throughput: {rate:.2f} iterations/s")
-    if perfstack:
-        perfstack.report_metric("throughput", rate, "iterations/s")
+
+    harness.repeat(step, args.iterations)

@@ -8,14 +8,9 @@ for deepwave. ``--source-radius`` sets how much of the field is non-zero.
 """
 
 import argparse
-import time
 
+import harness
 import torch
-
-try:
-    import perfstack
-except ImportError:  # pragma: no cover
-    perfstack = None
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__)
@@ -30,13 +25,9 @@ if __name__ == "__main__":
     c, r = args.size // 2, args.source_radius
     field[:, :, c - r:c + r, c - r:c + r, c - r:c + r] = torch.randn(2, 4, 2 * r, 2 * r, 2 * r)
     field.requires_grad_(True)
-    start = time.perf_counter()
-    for _ in range(args.iterations):
+
+    def step() -> None:
         field.grad = None
         (pad(field) ** 2).sum().backward()  # an energy misfit, as full-waveform inversion uses
-        if perfstack:
-            perfstack.step()
-    rate = args.iterations / (time.perf_counter() - start)
-    print(f"throughput: {rate:.2f} iterations/s")
-    if perfstack:
-        perfstack.report_metric("throughput", rate, "iterations/s")
+
+    harness.repeat(step, args.iterations)

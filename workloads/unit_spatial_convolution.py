@@ -4,14 +4,9 @@
 """
 
 import argparse
-import time
 
+import harness
 import torch
-
-try:
-    import perfstack
-except ImportError:  # pragma: no cover
-    perfstack = None
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__)
@@ -23,12 +18,4 @@ if __name__ == "__main__":
     torch.manual_seed(0)
     conv = torch.nn.Conv2d(args.channels, args.channels, 3, padding=1)
     x = torch.randn(args.batch_size, args.channels, args.size, args.size, requires_grad=True)
-    start = time.perf_counter()
-    for _ in range(args.iterations):
-        conv(x).sum().backward()
-        if perfstack:
-            perfstack.step()
-    rate = args.iterations / (time.perf_counter() - start)
-    print(f"throughput: {rate:.2f} iterations/s")
-    if perfstack:
-        perfstack.report_metric("throughput", rate, "iterations/s")
+    harness.repeat(lambda: conv(x).sum().backward(), args.iterations)
