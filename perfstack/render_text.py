@@ -111,19 +111,34 @@ def _backends(report: Report) -> RenderableType:
     return table
 
 
-def _rows_table(source: str, rows: list[Row], top: int) -> Table:
+def _rows_table(source: str, rows: list[Row], top: int) -> RenderableType:
     columns: list[str] = []
     for row in rows[:top]:
         columns += [name for name in row.values if name not in columns]
     columns = columns[:MAX_VALUE_COLUMNS]
     table = Table(title=Text(f"from {source} ({len(rows)} rows)"), title_justify="left")
-    table.add_column("name", overflow="fold", max_width=60)
+    table.add_column("name", no_wrap=True, overflow="ellipsis", max_width=70)
     for col in columns:
         table.add_column(Text(col), justify="right")
+    reasons: list[str] = []  # unknown values: the reason once, as a footnote, not in every cell
+
+    def cell(row: Row, col: str) -> Text:
+        q = row.values.get(col)
+        if q is None:
+            return Text("")
+        if q.value is None:
+            reason = q.reason or "unknown"
+            if reason not in reasons:
+                reasons.append(reason)
+            return Text(f"n/a [{reasons.index(reason) + 1}]", style="dim")
+        return Text(fmt_quantity(q))
+
     for row in rows[:top]:
-        table.add_row(Text(row.name), *(Text(fmt_quantity(row.values[c])) if c in row.values
-                                        else Text("") for c in columns))
-    return table
+        table.add_row(Text(row.name), *(cell(row, c) for c in columns))
+    if not reasons:
+        return table
+    notes = Text("".join(f"  [{i}] {r}\n" for i, r in enumerate(reasons, 1)), style="dim")
+    return Group(table, notes)
 
 
 def _layer(report: Report, layer: Layer, options: RenderOptions) -> RenderableType:

@@ -1,0 +1,305 @@
+"""Linux ``perf``: two backends, ``perf`` (perf stat: counters) and ``perftop`` (perf record).
+
+``perf`` wraps the workload in ``perf stat -x,`` with a default event set (``--perf-events``
+adds more). perf scales multiplexed counts itself; the share of time each counter ran is kept.
+A counter the machine cannot read (in most virtual machines: every hardware event) is recorded
+as not supported, with the reason, never as 0; derived metrics (IPC, miss rates, CPUs utilised)
+exist only when their inputs were counted.
+
+``perftop`` is the ``perf top`` view of one run: ``perf record -e cpu-clock -g``, then the
+hottest native symbols by shared object, grouped so a reader sees at once how much time is the
+interpreter, the framework, OpenMP, JIT code (oneDNN), the OS kernel, and the rest.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfstack import hookimpl
+from perfstack.backend import (
+    Availability,
+    Backend,
+    Collected,
+    Launch,
+    Option,
+    Outcome,
+    RunContext,
+)
+from perfstack.report import Better, Layer, Metric, Quantity, Row
+
+DEFAULT_EVENTS = ("cycles", "instructions", "branches", "branch-misses", "cache-references",
+                  "cache-misses", "L1-dcache-load-misses", "LLC-load-misses", "task-clock",
+                  "context-switches", "cpu-migrations", "page-faults")
+INSTALL_HINT = "install perf: apt-get install linux-perf (Debian) or linux-tools-$(uname -r)"
+
+
+@dataclass(frozen=True)
+class Counter:
+    """One line of ``perf stat -x,``: a count, or why there is none."""
+
+    event: str
+    value: float | None
+    unit: str
+    running: float | None  # % of the run the counter was scheduled (multiplexing)
+    reason: str | None = None
+
+
+def _vm() -> bool:
+    try:
+        return " hypervisor" in Path("/proc/cpuinfo").read_text("utf-8", errors="replace")
+    except OSError:
+        return False
+
+
+def _not_supported_reason() -> str:
+    if _vm():
+        return ("<not supported>: this is a virtual machine whose hypervisor does not expose "
+                "the CPU's performance counters")
+    return "<not supported>: the kernel or CPU offers no such counter here"
+
+
+def parse_stat(text: str, vm_reason: str | None = None) -> list[Counter]:
+    """Return the counters in ``perf stat -x,`` output (lines: value,unit,event,run,pct,...)."""
+    counters = []
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split(",")
+        if len(fields) < 5:
+            continue
+        raw, unit, event = fields[0], fields[1], fields[2]
+        running = _float(fields[4])
+        if raw.startswith("<not supported>"):
+            counters.append(Counter(event, None, unit, None,
+                                    vm_reason or "<not supported> on this machine"))
+        elif raw.startswith("<not counted>"):
+            counters.append(Counter(event, None, unit, None,
+                                    "<not counted>: never scheduled on a hardware counter "
+                                    "(too many events at once, or the counter is busy)"))
+        else:
+            value = _float(raw)
+            if value is not None:
+                counters.append(Counter(event, value, unit, running))
+    return counters
+
+
+def _float(text: str) -> float | None:
+    try:
+        return float(text.strip().rstrip("%"))
+    except ValueError:
+        return None
+
+
+def _quantity(c: Counter) -> Quantity:
+    if c.value is None:
+        return Quantity.unsupported("s" if c.unit == "msec" else "count", c.reason or "unknown")
+    if c.unit == "msec":
+        return Quantity(c.value / 1e3, "s")
+    if c.unit == "ns":
+        return Quantity(c.value / 1e9, "s")
+    return Quantity(c.value, c.unit or "count")
+
+
+def derived(counters: dict[str, Counter], wall_s: float | None) -> list[Metric]:
+    """Return IPC, miss rates and CPUs utilised, each only when its inputs were counted."""
+    def val(name: str) -> float | None:
+        c = counters.get(name) or counters.get(name + ":u")
+        return c.value if c is not None else None
+
+    out = []
+    pairs = (("ipc", "instructions", "cycles", "instructions per cycle", Better.HIGHER, 1.0),
+             ("branch_miss_rate", "branch-misses", "branches", "%", Better.LOWER, 100.0),
+             ("cache_miss_rate", "cache-misses", "cache-references", "%", Better.LOWER, 100.0),
+             ("llc_misses_per_kilo_instruction", "LLC-load-misses", "instructions", "MPKI",
+              Better.LOWER, 1000.0))
+    for name, num, den, unit, better, scale in pairs:
+        a, b = val(num), val(den)
+        if a is not None and b:
+            out.append(Metric(name, a / b * scale, unit, "hardware", "perf", better))
+    clock = val("task-clock")
+    if clock is not None and wall_s:
+        out.append(Metric("cpus_utilized", clock / 1e3 / wall_s, "cpus", "hardware", "perf",
+                          Better.NEITHER))
+    return out
+
+
+def _perf_works(args: list[str]) -> tuple[bool, str]:
+    try:
+        proc = subprocess.run(["perf", *args, "--", "true"], capture_output=True, text=True,
+                              timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, str(exc)
+    return proc.returncode == 0, proc.stderr.strip()
+
+
+def _availability(args: list[str]) -> Availability:
+    if shutil.which("perf") is None:
+        return Availability.no("no perf binary on PATH", INSTALL_HINT)
+    ok, err = _perf_works(args)
+    if ok:
+        return Availability.yes()
+    paranoid = Path("/proc/sys/kernel/perf_event_paranoid")
+    level = paranoid.read_text().strip() if paranoid.exists() else "?"
+    if "paranoid" in err or "Permission" in err or "permission" in err:
+        return Availability.no(
+            f"perf_event_paranoid={level} forbids profiling as this user",
+            "sudo sysctl kernel.perf_event_paranoid=1 (or grant CAP_PERFMON)")
+    return Availability.no(f"perf fails here: {err.splitlines()[-1] if err else 'no output'}",
+                           INSTALL_HINT)
+
+
+class PerfStatBackend(Backend):
+    """``perf stat``: hardware and software counters of one run (hardware layer)."""
+
+    name = "perf"
+    layers = (Layer.HARDWARE,)
+    description = "perf stat counters: cycles, instructions, caches, branches, task-clock..."
+    options = (Option("events", "extra events for perf stat, comma-separated", ""),)
+
+    def check(self) -> Availability:
+        """Available when ``perf stat -e task-clock`` works for this user."""
+        return _availability(["stat", "-e", "task-clock"])
+
+    def launch(self, ctx: RunContext) -> Launch:
+        """Wrap the workload in ``perf stat -x,``, writing to this run's folder."""
+        extra = [e.strip() for e in str(ctx.options.get("events") or "").split(",") if e.strip()]
+        events = ",".join(dict.fromkeys([*DEFAULT_EVENTS, *extra]))
+        out = ctx.artifact_dir / "perf-stat.csv"
+        return Launch(wrap=["perf", "stat", "-x,", "--no-big-num", "-o", str(out), "-e", events,
+                            "--"])
+
+    def collect(self, ctx: RunContext, outcome: Outcome | None) -> Collected:
+        """Parse the counters; unreadable ones keep their reason."""
+        out = ctx.artifact_dir / "perf-stat.csv"
+        if not out.is_file():
+            return Collected(notes=["perf stat wrote nothing (it did not finish)"])
+        counters = parse_stat(out.read_text("utf-8", errors="replace"), _not_supported_reason())
+        rows = []
+        metrics = []
+        for c in counters:
+            values = {"value": _quantity(c)}
+            if c.running is not None:
+                values["running"] = Quantity(c.running, "%")
+            rows.append(Row(f"perf.{c.event}", c.event, "perf", values,
+                            {"multiplexed": c.running is not None and c.running < 100}))
+            if c.value is not None:
+                q = _quantity(c)
+                metrics.append(Metric(f"perf_{c.event.replace('-', '_').replace(':', '_')}",
+                                      q.value, q.unit, "hardware", "perf", Better.LOWER))
+        wall = outcome.record.wall_s if outcome is not None else None
+        metrics += derived({c.event: c for c in counters}, wall)
+        missing = [c.event for c in counters if c.value is None]
+        notes = [f"not counted here: {', '.join(missing)}"] if missing else []
+        if any(c.running is not None and c.running < 100 for c in counters):
+            notes.append("some counters were multiplexed: perf scaled them by the time they ran")
+        return Collected(rows={Layer.HARDWARE: rows}, metrics=metrics, notes=notes,
+                         artifacts={"csv": out})
+
+
+#: Shared object -> the part of the stack it belongs to, first match wins.
+GROUPS = (
+    ("interpreter (libpython)", ("libpython", "python3")),
+    ("framework (libtorch, libc10)", ("libtorch", "libc10", "libshm", "_C.cpython")),
+    ("OpenMP runtime (spin/wait)", ("libgomp", "libiomp", "libomp")),
+    ("JIT code (oneDNN kernels)", ("[JIT]", "[unknown]", "//anon", "perf-")),
+    ("math libraries (MKL, oneDNN, BLAS)", ("libmkl", "libdnnl", "libmkldnn", "libopenblas",
+                                             "libblas", "libsleef")),
+    ("CUDA runtime and libraries", ("libcuda", "libcudart", "libcublas", "libcudnn", "libnccl")),
+    ("OS kernel", ("[kernel", "[vdso]", "[vsyscall]")),
+    ("C/C++ runtime", ("libc.so", "libc-", "libstdc++", "libm.so", "ld-linux", "libpthread")),
+)
+
+
+def group_of(dso: str) -> str:
+    """Return the stack part a shared object belongs to."""
+    for group, needles in GROUPS:
+        if any(n in dso for n in needles):
+            return group
+    return "other"
+
+
+def parse_report(text: str) -> list[tuple[float, int, list[str]]]:
+    """Return (percent, samples, [keys...]) from ``perf report -F overhead,sample,... -t TAB``."""
+    rows = []
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = [f.strip() for f in line.split("\t")]
+        if len(fields) < 3:
+            continue
+        pct, samples = _float(fields[0]), _float(fields[1])
+        if pct is not None and samples is not None:
+            rows.append((pct, int(samples), fields[2:]))
+    return rows
+
+
+class PerfTopBackend(Backend):
+    """``perf record``: the hottest native code of one run, by shared object (kernel layer)."""
+
+    name = "perftop"
+    layers = (Layer.KERNEL,)
+    description = "perf record -e cpu-clock: hot native symbols grouped by library (perf top)"
+    options = (Option("freq", "samples per second", 999, int),
+               Option("callgraph", "call graphs: fp, dwarf (large) or none", "fp",
+                      choices=("fp", "dwarf", "none")))
+
+    def check(self) -> Availability:
+        """Available when ``perf record -e cpu-clock`` works for this user."""
+        return _availability(["record", "-e", "cpu-clock", "-o", os.devnull])
+
+    def launch(self, ctx: RunContext) -> Launch:
+        """Wrap the workload in ``perf record``."""
+        graph = str(ctx.options.get("callgraph") or "fp")
+        argv = ["perf", "record", "-q", "-e", "cpu-clock", "-F",
+                str(ctx.options.get("freq") or 999), "-o", str(ctx.artifact_dir / "perf.data")]
+        if graph != "none":
+            argv += ["--call-graph", graph]
+        return Launch(wrap=[*argv, "--"])
+
+    def collect(self, ctx: RunContext, outcome: Outcome | None) -> Collected:
+        """Summarize perf.data by shared object and by symbol."""
+        data = ctx.artifact_dir / "perf.data"
+        if not data.is_file():
+            return Collected(notes=["perf record wrote no data"])
+        freq = float(ctx.options.get("freq") or 999)
+
+        def report(sort: str, fields: str) -> str:
+            return subprocess.run(
+                ["perf", "report", "-i", str(data), "--stdio", "--no-children", "-g", "none",
+                 "--sort", sort, "-F", fields, "-t", "\t", "--percent-limit", "0"],
+                capture_output=True, text=True, check=True, timeout=300).stdout
+
+        by_dso = parse_report(report("dso", "overhead,sample,dso"))
+        by_sym = parse_report(report("dso,sym", "overhead,sample,dso,sym"))
+        groups: dict[str, list[float]] = {}
+        for pct, samples, (dso, *_) in by_dso:
+            entry = groups.setdefault(group_of(dso), [0.0, 0.0])
+            entry[0] += pct
+            entry[1] += samples
+        rows = [Row(f"group:{g}", g, "perftop",
+                    {"share": Quantity(pct, "%"), "cpu_time": Quantity(samples / freq, "s")},
+                    {"kind": "library-group"})
+                for g, (pct, samples) in sorted(groups.items(), key=lambda kv: -kv[1][0])]
+        for pct, samples, keys in sorted(by_sym, key=lambda r: -r[0])[:50]:
+            dso, sym = keys[0], keys[1] if len(keys) > 1 else "?"
+            sym = sym.removeprefix("[.] ").removeprefix("[k] ")
+            rows.append(Row(f"{dso}:{sym}", f"{sym} ({dso})", "perftop",
+                            {"share": Quantity(pct, "%"), "cpu_time": Quantity(samples / freq,
+                                                                                "s")},
+                            {"kind": "symbol", "dso": dso, "group": group_of(dso)}))
+        metrics = [Metric(f"cpu_share_{g.split(' ')[0].lower()}", pct, "%", "kernel", "perftop",
+                          Better.NEITHER) for g, (pct, _) in groups.items()]
+        total = sum(s for _, s, _ in by_dso)
+        notes = [f"{total} samples at {freq:g} Hz of cpu-clock (all threads)"]
+        return Collected(rows={Layer.KERNEL: rows}, metrics=metrics, notes=notes,
+                         artifacts={"perf.data": data})
+
+
+@hookimpl
+def perfstack_backends() -> list[Backend]:
+    """Provide the perf and perftop backends."""
+    return [PerfStatBackend(), PerfTopBackend()]
