@@ -117,7 +117,7 @@ def _rows_table(source: str, rows: list[Row], top: int) -> RenderableType:
         columns += [name for name in row.values if name not in columns]
     columns = columns[:MAX_VALUE_COLUMNS]
     table = Table(title=Text(f"from {source} ({len(rows)} rows)"), title_justify="left")
-    table.add_column("name", no_wrap=True, overflow="ellipsis", max_width=70)
+    table.add_column("name", no_wrap=True, overflow="ellipsis", max_width=56)
     for col in columns:
         table.add_column(Text(col), justify="right")
     reasons: list[str] = []  # unknown values: the reason once, as a footnote, not in every cell

@@ -1,0 +1,252 @@
+"""The ``pyspy`` backend: py-spy sampling of the workload's Python stacks (Python layer).
+
+py-spy attaches to the workload's Python pid as soon as the bootstrap has written it. Two
+samplers run side by side in non-blocking mode (they read the process's memory without
+stopping it, so they can coexist and the workload is not paused): one records every sample,
+one only samples whose thread holds the GIL (``--gil``). Per thread, the GIL share is the ratio
+of the two at the same rate. With ``--pyspy-native`` the native frames below Python frames go
+to the kernel layer, linked to the Python function that called them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from perfstack import hookimpl
+from perfstack.backend import (
+    Attachment,
+    Availability,
+    Backend,
+    Collected,
+    Option,
+    Outcome,
+    RunContext,
+)
+from perfstack.report import Better, Layer, Metric, Quantity, Row
+
+SOURCE = "pyspy"
+
+
+def py_spy() -> str | None:
+    """Return the py-spy binary: beside this interpreter (its venv) first, then on PATH."""
+    local = Path(sys.executable).parent / "py-spy"
+    return str(local) if local.is_file() else shutil.which("py-spy")
+
+
+def _ptrace_scope() -> int | None:
+    try:
+        return int(Path("/proc/sys/kernel/yama/ptrace_scope").read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+class _Samplers:
+    """The running py-spy processes; stop() waits for them to write their profiles."""
+
+    def __init__(self, procs: list[subprocess.Popen[bytes]]) -> None:
+        self.procs = procs
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=30)  # py-spy stops and writes when the workload exits
+            except subprocess.TimeoutExpired:
+                proc.send_signal(signal.SIGINT)  # asks it to write what it has
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
+def frame_key(frame: dict[str, Any]) -> str:
+    """Return the Python-layer key of a speedscope frame: 'func (file:line)'."""
+    return f"{frame.get('name', '?')} ({frame.get('file', '?')}:{frame.get('line') or 0})"
+
+
+def _is_native(frame: dict[str, Any]) -> bool:
+    file = str(frame.get("file") or "")
+    return not file.endswith(".py") and not file.startswith("<")
+
+
+def _is_ours(frame: dict[str, Any]) -> bool:
+    # perfstack's bootstrap and the runpy calls it makes: not the workload's frames.
+    file = str(frame.get("file") or "")
+    return (file.endswith(("perfstack/bootstrap.py", "/runpy.py")) or file == "<frozen runpy>")
+
+
+def _thread_name(profile: dict[str, Any]) -> str:
+    return str(profile.get("name", "thread"))
+
+
+def read_profile(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Return (frames, profiles) of a speedscope file, or empty lists when there is none."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return [], []
+    data = json.loads(path.read_text("utf-8"))
+    return data["shared"]["frames"], data["profiles"]
+
+
+def _leaf_counts(frames: list[dict[str, Any]], profiles: list[dict[str, Any]]) -> Counter[str]:
+    leaves: Counter[str] = Counter()
+    for profile in profiles:
+        for stack in profile.get("samples", []):
+            python = [i for i in stack if not _is_native(frames[i]) and not _is_ours(frames[i])]
+            if python:
+                leaves[frame_key(frames[python[-1]])] += 1
+    return leaves
+
+
+def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
+              gil_frames: list[dict[str, Any]], gil_profiles: list[dict[str, Any]]) -> tuple[
+                  dict[Layer, list[Row]], list[Metric], list[str]]:
+    """Return Python rows (self/total samples and seconds), thread rows, native kernel rows.
+
+    ``gil_*`` is the GIL pass (samples whose thread held the GIL), or empty lists.
+    """
+    self_n: Counter[str] = Counter()
+    total_n: Counter[str] = Counter()
+    seconds: dict[str, float] = defaultdict(float)
+    threads: dict[str, dict[str, float]] = {}
+    where: dict[str, set[str]] = defaultdict(set)
+    native: dict[str, Counter[str]] = defaultdict(Counter)
+    native_n: Counter[str] = Counter()
+    all_samples = 0
+    for profile in profiles:
+        name = _thread_name(profile)
+        t = threads.setdefault(name, {"samples": 0, "seconds": 0.0})
+        for stack, weight in zip(profile.get("samples", []), profile.get("weights", []),
+                                 strict=False):
+            stack = [i for i in stack if not _is_ours(frames[i])]
+            all_samples += 1
+            t["samples"] += 1
+            t["seconds"] += weight
+            python = [i for i in stack if not _is_native(frames[i])]
+            if python:
+                leaf = frame_key(frames[python[-1]])
+                self_n[leaf] += 1
+                seconds[leaf] += weight
+                for key in {frame_key(frames[i]) for i in python}:
+                    total_n[key] += 1
+                    where[key].add(name)
+            below = stack[stack.index(python[-1]) + 1:] if python else stack
+            if below:  # native frames under the innermost Python frame
+                sym = frames[below[-1]]
+                nkey = f"{sym.get('name', '?')} ({sym.get('file', '?')})"
+                native_n[nkey] += 1
+                if python:
+                    native[nkey][frame_key(frames[python[-1]])] += 1
+    gil = {_thread_name(p): len(p.get("samples", [])) for p in gil_profiles}
+    gil_leaves = _leaf_counts(gil_frames, gil_profiles)
+    rows = []
+    for key, total in total_n.most_common():
+        func, _, rest = key.partition(" (")
+        file, _, line = rest.rstrip(")").rpartition(":")
+        values = {
+            "self": Quantity(self_n[key], "count"), "total": Quantity(total, "count"),
+            "self_time": Quantity(seconds[key], "s"),
+            "self_share": Quantity(100 * self_n[key] / all_samples, "%"),
+            "total_share": Quantity(100 * total / all_samples, "%")}
+        if gil_profiles and self_n[key]:
+            # Same rate, same run: GIL-holding samples of this function over all of its samples.
+            values["gil_share"] = Quantity(min(100.0, 100 * gil_leaves[key] / self_n[key]), "%")
+        rows.append(Row(key, key, SOURCE, values,
+            {"function": func, "file": file, "line": int(line) if line.isdigit() else None,
+             "threads": sorted(where[key])}))
+    rows.sort(key=lambda r: -(r.values["self"].value or 0))
+    for name, t in threads.items():
+        values = {"samples": Quantity(t["samples"], "count"),
+                  "time": Quantity(t["seconds"], "s")}
+        if gil_profiles:
+            values["gil_share"] = Quantity(min(100.0, 100 * gil.get(name, 0) / t["samples"]), "%")
+        rows.append(Row(f"thread:{name}", f"thread {name}", SOURCE, values, {"kind": "thread"}))
+    kernel = [Row(k, k, SOURCE, {"samples": Quantity(n, "count"),
+                                 "share": Quantity(100 * n / all_samples, "%")},
+                  {"kind": "native-frame"}, {"python": [c for c, _ in native[k].most_common(5)]})
+              for k, n in native_n.most_common(50)]
+    metrics = [Metric("pyspy_samples", all_samples, "count", "python", SOURCE, Better.NEITHER)]
+    notes = [f"{all_samples} samples in {len(threads)} threads"]
+    if gil_profiles and all_samples:
+        share = 100 * min(sum(gil.values()), all_samples) / all_samples
+        metrics.append(Metric("gil_held_share", share, "%", "python", SOURCE, Better.NEITHER))
+    elif not gil_profiles:
+        notes.append("no GIL pass: GIL share unknown")
+    return {Layer.PYTHON: rows, Layer.KERNEL: kernel}, metrics, notes
+
+
+class PySpyBackend(Backend):
+    """py-spy sampling: Python functions, threads, GIL share (Python layer)."""
+
+    name = "pyspy"
+    layers = (Layer.PYTHON, Layer.KERNEL)
+    description = "py-spy sampling: Python functions and threads, GIL share, native frames"
+    options = (
+        Option("rate", "samples per second", 250, int),
+        Option("native", "also sample native frames (C/C++ below Python)", flag=True),
+        Option("idle", "include idle (waiting) threads' samples", flag=True),
+        Option("subprocesses", "also sample the workload's child processes", flag=True),
+        Option("no_gil", "skip the GIL-share pass", flag=True),
+    )
+
+    def check(self) -> Availability:
+        """Available when py-spy is installed and this user may attach to another process."""
+        if py_spy() is None:
+            return Availability.no("py-spy is not installed", "pip install py-spy")
+        scope = _ptrace_scope()
+        if os.geteuid() != 0 and scope is not None and scope >= 1:
+            return Availability.no(
+                f"ptrace is refused: kernel.yama.ptrace_scope={scope} and not root",
+                "sudo sysctl kernel.yama.ptrace_scope=0, or run perfstack with CAP_SYS_PTRACE")
+        if scope == 3:
+            return Availability.no("ptrace is disabled: kernel.yama.ptrace_scope=3",
+                                   "a reboot with ptrace_scope below 3 is needed")
+        return Availability.yes()
+
+    def attach(self, ctx: RunContext, pid: int) -> Attachment:
+        """Start the samplers on the workload's pid."""
+        exe = py_spy() or "py-spy"
+        common = ["record", "--function", "--format", "speedscope", "--rate",
+                  str(ctx.options.get("rate") or 250), "--pid", str(pid)]
+        for flag in ("idle", "subprocesses"):
+            if ctx.options.get(flag):
+                common.append(f"--{flag}")
+        # Native stacks need py-spy to pause the process; the GIL pass only reads its memory.
+        main = ["--native"] if ctx.options.get("native") else ["--nonblocking"]
+        passes = [("profile.speedscope.json", main)]
+        if not ctx.options.get("no_gil"):
+            passes.append(("gil.speedscope.json", ["--nonblocking", "--gil"]))
+        procs = []
+        for name, extra in passes:
+            log = open(ctx.artifact_dir / f"{name}.log", "wb")  # noqa: SIM115 - owned by Popen
+            procs.append(subprocess.Popen(
+                [exe, *common, *extra, "-o", str(ctx.artifact_dir / name)],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
+        return _Samplers(procs)
+
+    def collect(self, ctx: RunContext, outcome: Outcome | None) -> Collected:
+        """Read both profiles into rows."""
+        frames, profiles = read_profile(ctx.artifact_dir / "profile.speedscope.json")
+        if not profiles:
+            log = ctx.artifact_dir / "profile.speedscope.json.log"
+            said = log.read_text("utf-8", errors="replace").strip() if log.exists() else ""
+            if outcome is not None and not outcome.record.exit.clean:
+                return Collected(notes=["py-spy wrote no profile: the workload ended first"])
+            raise RuntimeError(f"py-spy wrote no profile: {said.splitlines()[0] if said else ''}")
+        gil_frames, gil_profiles = read_profile(ctx.artifact_dir / "gil.speedscope.json")
+        rows, metrics, notes = summarize(frames, profiles, gil_frames, gil_profiles)
+        notes.append("sampling starts when the script starts; py-spy needs ~0.1 s to attach")
+        return Collected(rows=rows, metrics=metrics, notes=notes, artifacts={
+            "speedscope": ctx.artifact_dir / "profile.speedscope.json"})
+
+
+@hookimpl
+def perfstack_backends() -> list[Backend]:
+    """Provide the pyspy backend."""
+    return [PySpyBackend()]

@@ -1,0 +1,68 @@
+"""The py-spy backend on real py-spy runs: attribution accuracy, GIL share, native frames."""
+
+from __future__ import annotations
+
+import pytest
+from perfstack_plugins.pyspy import PySpyBackend, py_spy
+
+from tests.conftest import WORKLOADS, backend
+
+pytestmark = pytest.mark.skipif(py_spy() is None, reason="py-spy is not installed")
+RUN = ("run", "-q", "--repeat", "1", "--warmup", "0", "--plugins", "pyspy")
+
+
+def _python(report):
+    return {r["attrs"].get("function") or r["key"]: r for r in report["layers"]["python"]
+            if r["source"] == "pyspy"}
+
+
+def test_a_three_to_one_split_is_attributed_within_five_points(perfstack):
+    result = perfstack(*RUN, str(WORKLOADS / "split_3_to_1.py"))
+    assert result.code == 0, result.stderr
+    report = result.report()
+    assert backend(report, "pyspy")["status"] == "ok"
+    rows = _python(report)
+    big = rows["three_quarters"]["values"]["self"]["value"]
+    small = rows["one_quarter"]["values"]["self"]["value"]
+    assert big + small > 100, "too few samples to judge"
+    assert abs(100 * big / (big + small) - 75) <= 5
+    # perfstack's own bootstrap frames are not the workload's.
+    assert not any("bootstrap.py" in key for key in rows)
+    assert any(r["attrs"].get("kind") == "thread" for r in report["layers"]["python"])
+
+
+def test_gil_share_tells_python_from_native_work(perfstack):
+    result = perfstack(*RUN, str(WORKLOADS / "torch_matmul_loop.py"))
+    assert result.code == 0, result.stderr
+    report = result.report()
+    rows = _python(report)
+    # torch releases the GIL inside the product: the function runs mostly without it.
+    assert rows["multiply"]["values"]["gil_share"]["value"] < 50
+    overall = next(m for m in report["metrics"] if m["name"] == "gil_held_share")
+    assert 0 < overall["value"] <= 100 and overall["unit"] == "%"
+    pure = perfstack(*RUN, "-o", "pure.json", str(WORKLOADS / "split_3_to_1.py"))
+    pure_rows = _python(pure.report("pure.json"))
+    assert pure_rows["three_quarters"]["values"]["gil_share"]["value"] > 80
+
+
+def test_native_frames_go_to_the_kernel_layer_linked_to_python(perfstack):
+    result = perfstack(*RUN, "--pyspy-native", "--pyspy-no-gil",
+                       str(WORKLOADS / "torch_matmul_loop.py"))
+    assert result.code == 0, result.stderr
+    report = result.report()
+    native = [r for r in report["layers"]["kernel"] if r["source"] == "pyspy"]
+    assert native, "no native frames sampled"
+    assert any(any(k.startswith("multiply (") for k in r["links"].get("python", []))
+               for r in native)
+    assert "no GIL pass: GIL share unknown" in backend(report, "pyspy")["notes"]
+
+
+def test_refused_ptrace_is_unavailable_with_the_fix(monkeypatch):
+    import perfstack_plugins.pyspy as mod
+
+    monkeypatch.setattr(mod.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(mod, "_ptrace_scope", lambda: 1)
+    available = PySpyBackend().check()
+    assert not available.ok
+    assert "ptrace_scope=1" in (available.reason or "")
+    assert "CAP_SYS_PTRACE" in (available.fix or "")
