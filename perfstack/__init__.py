@@ -14,6 +14,8 @@ __version__ = "0.1.0"
 _artifact_dir: str | None = None
 #: Called by step(); in-process backends (the torch profiler) register here.
 _step_callbacks: list[Any] = []
+#: How many times step() was called; the bootstrap saves it (workload-steps.json) at exit.
+_steps = 0
 #: File (in the artifact folder) that report_metric() appends to.
 METRICS_FILE = "workload-metrics.jsonl"
 
@@ -25,6 +27,8 @@ def step() -> None:
     profile a representative window of steps (the torch backend's schedule). Training loops
     with a torch optimizer need not call it: optimizer steps are counted automatically.
     """
+    global _steps
+    _steps += 1
     for callback in _step_callbacks:
         callback()
 

@@ -31,6 +31,7 @@ CONFIG_ENV = "PERFSTACK_BOOTSTRAP"
 STACK_SIGNAL = signal.SIGUSR1
 FAULTHANDLER_FILE = "faulthandler.log"
 STARTED_FILE = "workload.json"
+STEPS_FILE = "workload-steps.json"
 HOOK_ERRORS_FILE = "inprocess-errors.log"
 
 
@@ -119,6 +120,11 @@ def main(argv: list[str]) -> None:
                 finish()
             except Exception:
                 _hook_failed(folder or ".", target)
+        if folder:
+            import perfstack
+
+            with open(os.path.join(folder, STEPS_FILE), "w", encoding="utf-8") as fh:
+                json.dump({"steps": perfstack._steps}, fh)
         if log is not None:
             log.flush()
 

@@ -113,8 +113,8 @@ def main(argv: Sequence[str] | None = None, default_model: str | None = None,
             opt.step()
         if use_gpu:
             torch.cuda.synchronize(device)
-        if perfstack is not None and args.forward_only:
-            perfstack.step()  # training loops are stepped by their optimizer
+        if perfstack is not None:
+            perfstack.step()  # one step per batch: profiler windows, joules per step
 
     for _ in range(args.num_warmup_batches):
         one_batch()

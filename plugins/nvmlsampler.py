@@ -1,0 +1,252 @@
+"""The ``nvml`` backend: GPU power, energy, utilisation, memory, clocks and temperature.
+
+A sampler thread in the driver polls NVML (the ``pynvml`` module of nvidia-ml-py) while the
+workload runs, every ``--nvml-period`` seconds (default 0.1 s, never below 0.02 s: NVML's
+power readings do not refresh faster). Each reading is guarded: a field this GPU or driver does
+not offer is recorded as unsupported with NVML's own message, never as 0. Energy comes from the
+total-energy counter where the GPU has one (Volta and later), else from integrating the power
+samples, and the metric's name says which. The timeline is kept as ``nvml-timeline.jsonl``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from perfstack import hookimpl
+from perfstack.backend import (
+    Attachment,
+    Availability,
+    Backend,
+    Collected,
+    Option,
+    Outcome,
+    RunContext,
+)
+from perfstack.report import Better, Layer, Metric, Quantity, Row
+
+SOURCE = "nvml"
+MIN_PERIOD = 0.02
+TIMELINE = "nvml-timeline.jsonl"
+#: Sample field -> (title, unit, better) for rows and metrics.
+FIELDS: dict[str, tuple[str, str, Better]] = {
+    "power_w": ("power (averaged by the driver)", "W", Better.LOWER),
+    "power_instant_w": ("power (instantaneous)", "W", Better.LOWER),
+    "util_gpu": ("GPU utilisation", "%", Better.HIGHER),
+    "util_mem": ("memory bandwidth utilisation", "%", Better.NEITHER),
+    "mem_used_b": ("memory used (all processes)", "B", Better.LOWER),
+    "proc_mem_b": ("memory used by the workload", "B", Better.LOWER),
+    "sm_clock_mhz": ("SM clock", "MHz", Better.NEITHER),
+    "mem_clock_mhz": ("memory clock", "MHz", Better.NEITHER),
+    "temp_c": ("temperature", "C", Better.LOWER),
+}
+FIELD_POWER_INSTANT = 186  # NVML_FI_DEV_POWER_INSTANT (recent drivers only)
+
+
+def _p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def energy(samples: list[dict[str, Any]]) -> tuple[float | None, str]:
+    """Return (joules, how): the energy counter's difference, else the integral of power."""
+    counter = [(s["t"], s["energy_j"]) for s in samples if s.get("energy_j") is not None]
+    if len(counter) >= 2:
+        return counter[-1][1] - counter[0][1], "counter"
+    power = [(s["t"], s["power_w"]) for s in samples if s.get("power_w") is not None]
+    if len(power) >= 2:
+        return sum((t2 - t1) * (p1 + p2) / 2 for (t1, p1), (t2, p2)
+                   in itertools.pairwise(power)), "integrated"
+    return None, "too few samples"
+
+
+def summarize(header: dict[str, Any], samples: list[dict[str, Any]],
+              steps: int | None) -> tuple[list[Row], list[Metric], list[str]]:
+    """Return hardware rows (mean, max, p95 per GPU and field), metrics, and notes."""
+    rows: list[Row] = []
+    metrics: list[Metric] = []
+    notes: list[str] = []
+    for gpu in header.get("gpus", []):
+        idx = gpu["index"]
+        mine = [s for s in samples if s.get("gpu") == idx]
+        unsupported = gpu.get("unsupported", {})
+        for field, (title, unit, better) in FIELDS.items():
+            values = [float(s[field]) for s in mine if s.get(field) is not None]
+            key = f"gpu{idx}.{field}"
+            if not values:
+                reason = unsupported.get(field, "no sample was taken")
+                rows.append(Row(key, f"GPU {idx} {title}", SOURCE,
+                                {"mean": Quantity.unsupported(unit, reason)}, {"gpu": gpu}))
+                continue
+            rows.append(Row(key, f"GPU {idx} {title}", SOURCE, {
+                "mean": Quantity(statistics.fmean(values), unit),
+                "max": Quantity(max(values), unit), "p95": Quantity(_p95(values), unit)},
+                {"gpu": gpu, "samples": len(values)}))
+            if field in ("power_w", "util_gpu", "proc_mem_b", "util_mem"):
+                metrics.append(Metric(f"gpu{idx}_{field}_mean", statistics.fmean(values), unit,
+                                      "hardware", SOURCE, better, samples=values))
+        joules, how = energy(mine)
+        if joules is not None:
+            name = f"gpu{idx}_energy" + ("" if how == "counter" else "_integrated")
+            metrics.append(Metric(name, joules, "J", "hardware", SOURCE, Better.LOWER))
+            rows.append(Row(f"gpu{idx}.energy", f"GPU {idx} energy ({how})", SOURCE,
+                            {"total": Quantity(joules, "J")}, {"gpu": gpu, "method": how}))
+            if steps:
+                metrics.append(Metric(f"gpu{idx}_joules_per_step", joules / steps, "J/step",
+                                      "hardware", SOURCE, Better.LOWER))
+            if how == "integrated":
+                notes.append(f"GPU {idx}: no energy counter; energy integrated from power samples")
+    if samples:
+        notes.append(f"{len(samples)} samples every {header.get('period_s', 0):g} s")
+    return rows, metrics, notes
+
+
+def _guard(read: Callable[[], Any], field: str, unsupported: dict[str, str]) -> Any:
+    try:
+        return read()
+    except Exception as exc:  # pynvml.NVMLError and friends: the field is not offered
+        unsupported.setdefault(field, f"not supported here: {exc}")
+        return None
+
+
+class _Sampler(threading.Thread):
+    """Polls every GPU until stopped; writes the timeline as it goes."""
+
+    def __init__(self, path: Path, period: float, pid: int) -> None:
+        super().__init__(name="perfstack-nvml", daemon=True)
+        self.path, self.period, self.pid = path, period, pid
+        self.halt = threading.Event()
+        self.error: str | None = None
+
+    def run(self) -> None:
+        import pynvml as nv
+
+        try:
+            handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(nv.nvmlDeviceGetCount())]
+            gpus: list[dict[str, Any]] = []
+            for i, h in enumerate(handles):
+                gpus.append({"index": i, "name": str(nv.nvmlDeviceGetName(h)),
+                             "driver": str(nv.nvmlSystemGetDriverVersion()), "unsupported": {}})
+            start = time.monotonic()
+            with open(self.path, "w", encoding="utf-8") as out:
+                out.write(json.dumps({"period_s": self.period, "gpus": gpus}) + "\n")
+                while not self.halt.is_set():
+                    now = time.monotonic() - start
+                    for gpu, h in zip(gpus, handles, strict=True):
+                        out.write(json.dumps(self._read(nv, h, gpu, now)) + "\n")
+                    out.flush()
+                    self.halt.wait(self.period)
+            # The header's list of unsupported fields is complete only now: rewrite it.
+            lines = self.path.read_text("utf-8").splitlines()
+            lines[0] = json.dumps({"period_s": self.period, "gpus": gpus})
+            self.path.write_text("\n".join(lines) + "\n", "utf-8")
+        except Exception as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+
+    def _read(self, nv: Any, h: Any, gpu: dict[str, Any], t: float) -> dict[str, Any]:
+        u = gpu["unsupported"]
+
+        def procs() -> int:
+            running = nv.nvmlDeviceGetComputeRunningProcesses(h)
+            return sum(p.usedGpuMemory or 0 for p in running if p.pid == self.pid)
+
+        def instant() -> float:
+            value = nv.nvmlDeviceGetFieldValues(h, [FIELD_POWER_INSTANT])[0]
+            if value.nvmlReturn != 0:
+                raise RuntimeError(f"field {FIELD_POWER_INSTANT} returned {value.nvmlReturn}")
+            return float(value.value.uiVal) / 1e3
+
+        util = _guard(lambda: nv.nvmlDeviceGetUtilizationRates(h), "util_gpu", u)
+        mem = _guard(lambda: nv.nvmlDeviceGetMemoryInfo(h), "mem_used_b", u)
+        energy_mj = _guard(lambda: nv.nvmlDeviceGetTotalEnergyConsumption(h), "energy_j", u)
+        power_mw = _guard(lambda: nv.nvmlDeviceGetPowerUsage(h), "power_w", u)
+        return {
+            "t": t, "gpu": gpu["index"],
+            "power_w": power_mw / 1e3 if power_mw is not None else None,
+            "power_instant_w": _guard(instant, "power_instant_w", u),
+            "energy_j": energy_mj / 1e3 if energy_mj is not None else None,
+            "util_gpu": util.gpu if util is not None else None,
+            "util_mem": util.memory if util is not None else None,
+            "mem_used_b": mem.used if mem is not None else None,
+            "proc_mem_b": _guard(procs, "proc_mem_b", u),
+            "sm_clock_mhz": _guard(lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),
+                                   "sm_clock_mhz", u),
+            "mem_clock_mhz": _guard(lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM),
+                                    "mem_clock_mhz", u),
+            "temp_c": _guard(lambda: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU),
+                             "temp_c", u),
+        }
+
+    def stop(self) -> None:
+        """Stop sampling and wait for the last write."""
+        self.halt.set()
+        self.join(timeout=10)
+
+
+class NvmlBackend(Backend):
+    """NVML sampling of every GPU while the workload runs (hardware layer)."""
+
+    name = "nvml"
+    layers = (Layer.HARDWARE,)
+    description = "NVML: GPU power, energy, utilisation, memory, clocks, temperature over time"
+    options = (Option("period", "seconds between samples (at least 0.02)", 0.1, float),)
+
+    def check(self) -> Availability:
+        """Available when nvidia-ml-py imports and NVML initializes (a driver and a GPU)."""
+        try:
+            import pynvml as nv
+        except ImportError:
+            return Availability.no("nvidia-ml-py is not installed", "pip install nvidia-ml-py")
+        try:
+            nv.nvmlInit()
+            count = nv.nvmlDeviceGetCount()
+        except Exception as exc:
+            return Availability.no(f"NVML cannot start: {exc} (no NVIDIA driver here)",
+                                   "install the NVIDIA driver; without an NVIDIA GPU there is "
+                                   "nothing for this backend to measure")
+        if count == 0:
+            return Availability.no("NVML sees no GPU", "check the driver and CUDA_VISIBLE_DEVICES")
+        return Availability.yes()
+
+    def attach(self, ctx: RunContext, pid: int) -> Attachment:
+        """Start the sampler thread for this run."""
+        period = max(MIN_PERIOD, float(ctx.options.get("period") or 0.1))
+        sampler = _Sampler(ctx.artifact_dir / TIMELINE, period, pid)
+        sampler.start()
+        return sampler
+
+    def collect(self, ctx: RunContext, outcome: Outcome | None) -> Collected:
+        """Summarize the timeline; joules per step when the workload marked steps."""
+        path = ctx.artifact_dir / TIMELINE
+        if not path.is_file():
+            return Collected(notes=["the sampler wrote nothing"])
+        lines = path.read_text("utf-8").splitlines()
+        header = json.loads(lines[0])
+        samples = [json.loads(line) for line in lines[1:] if line.strip()]
+        steps = _steps(outcome)
+        rows, metrics, notes = summarize(header, samples, steps)
+        return Collected(rows={Layer.HARDWARE: rows}, metrics=metrics, notes=notes,
+                         artifacts={"timeline": path})
+
+
+def _steps(outcome: Outcome | None) -> int | None:
+    if outcome is None:
+        return None
+    try:
+        data = json.loads((outcome.artifact_dir / "workload-steps.json").read_text("utf-8"))
+        return int(data["steps"]) or None
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+@hookimpl
+def perfstack_backends() -> list[Backend]:
+    """Provide the nvml backend."""
+    return [NvmlBackend()]
