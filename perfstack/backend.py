@@ -112,6 +112,7 @@ class Outcome:
     artifact_dir: Path
     workload_pid: int | None  # the Python process's pid (under a wrapper, not the child's)
     start_ns: int | None  # time.time_ns() when the workload script started, if it did
+    steps: int | None = None  # how many times the workload called perfstack.step(), if known
 
 
 @dataclass

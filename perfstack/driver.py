@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import perfstack
 from perfstack import environment
 from perfstack.backend import Collected, Launch, Outcome, RunContext, Workload
-from perfstack.bootstrap import CONFIG_ENV, HOOK_ERRORS_FILE
+from perfstack.bootstrap import CONFIG_ENV, HOOK_ERRORS_FILE, STEPS_FILE
 from perfstack.pluginmanager import BackendEntry, HookResult, Plugins
 from perfstack.process import ChildResult, ChildSpec, run_child
 from perfstack.report import (
@@ -146,7 +146,8 @@ class Session:
         self.progress.end(label, record.exit.describe())
         if record.exit.status == "interrupted":
             self.interrupted = True
-        return Outcome(record, folder, result.workload_pid, result.start_ns)
+        return Outcome(record, folder, result.workload_pid, result.start_ns,
+                       read_steps(folder))
 
     def _record(self, label: str, role: str, backend: str | None, argv: list[str],
                 result: ChildResult) -> RunRecord:
@@ -368,6 +369,15 @@ class Session:
                 if isinstance(item, Finding) and not schema_errors(item.to_dict(), "finding"):
                     found.append(item)
         return found
+
+
+def read_steps(folder: Path) -> int | None:
+    """Return how many steps the workload marked (saved by the bootstrap at exit), or None."""
+    try:
+        data = json.loads((folder / STEPS_FILE).read_text("utf-8"))
+        return int(data["steps"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def read_workload_metrics(folder: Path) -> list[dict[str, Any]]:

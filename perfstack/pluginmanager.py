@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import traceback
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -44,7 +44,6 @@ class PluginInfo:
     name: str
     package: str | None  # "dist-name version", None for the core's own plugins
     error: str | None = None  # the traceback when it could not be loaded
-    backends: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -105,8 +104,6 @@ class Plugins:
                     failures.append(HookResult(answer.plugin, None, problem))
                     continue
                 found[item.name] = BackendEntry(item, answer.plugin, self.package_of(answer.plugin))
-                if answer.plugin in self.infos:
-                    self.infos[answer.plugin].backends.append(item.name)
         return found, failures
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from perfstack.pluginmanager import hookimpl
 from perfstack.report import Finding, Report, RunRecord, Status
+from perfstack.stats import summarize
 
 #: Baseline relative standard deviation above which differences are hard to see.
 NOISE_LIMIT = 0.05
@@ -65,9 +66,8 @@ def _noise(report: Report) -> list[Finding]:
             evidence=[f"baseline wall time {samples[0]:.3f} s, n=1"],
             action="use --repeat 3 or more so overheads and diffs can be judged against noise",
             source="perfstack")]
-    mean = sum(samples) / len(samples)
-    spread = (sum((x - mean) ** 2 for x in samples) / (len(samples) - 1)) ** 0.5 / mean
-    if spread <= NOISE_LIMIT:
+    spread = summarize(samples).relative_stdev
+    if spread is None or spread <= NOISE_LIMIT:
         return []
     return [Finding(
         rule="run.noisy-baseline", title=f"the baseline varies by {spread:.0%} between runs",

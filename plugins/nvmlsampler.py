@@ -230,20 +230,10 @@ class NvmlBackend(Backend):
         lines = path.read_text("utf-8").splitlines()
         header = json.loads(lines[0])
         samples = [json.loads(line) for line in lines[1:] if line.strip()]
-        steps = _steps(outcome)
-        rows, metrics, notes = summarize(header, samples, steps)
+        steps = outcome.steps if outcome is not None else None
+        rows, metrics, notes = summarize(header, samples, steps or None)
         return Collected(rows={Layer.HARDWARE: rows}, metrics=metrics, notes=notes,
                          artifacts={"timeline": path})
-
-
-def _steps(outcome: Outcome | None) -> int | None:
-    if outcome is None:
-        return None
-    try:
-        data = json.loads((outcome.artifact_dir / "workload-steps.json").read_text("utf-8"))
-        return int(data["steps"]) or None
-    except (OSError, ValueError, KeyError):
-        return None
 
 
 @hookimpl

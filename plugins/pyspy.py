@@ -17,8 +17,9 @@ import signal
 import subprocess
 import sys
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from perfstack import hookimpl
 from perfstack.backend import (
@@ -51,8 +52,9 @@ def _ptrace_scope() -> int | None:
 class _Samplers:
     """The running py-spy processes; stop() waits for them to write their profiles."""
 
-    def __init__(self, procs: list[subprocess.Popen[bytes]]) -> None:
+    def __init__(self, procs: list[subprocess.Popen[bytes]], logs: Sequence[IO[bytes]]) -> None:
         self.procs = procs
+        self.logs = logs
 
     def stop(self) -> None:
         for proc in self.procs:
@@ -64,6 +66,8 @@ class _Samplers:
                     proc.wait(timeout=10)
                 except subprocess.TimeoutExpired:
                     proc.kill()
+        for log in self.logs:
+            log.close()
 
 
 def frame_key(frame: dict[str, Any]) -> str:
@@ -222,13 +226,14 @@ class PySpyBackend(Backend):
         passes = [("profile.speedscope.json", main)]
         if not ctx.options.get("no_gil"):
             passes.append(("gil.speedscope.json", ["--nonblocking", "--gil"]))
-        procs = []
+        procs, logs = [], []
         for name, extra in passes:
-            log = open(ctx.artifact_dir / f"{name}.log", "wb")  # noqa: SIM115 - owned by Popen
+            log = open(ctx.artifact_dir / f"{name}.log", "wb")  # noqa: SIM115 - closed by stop()
+            logs.append(log)
             procs.append(subprocess.Popen(
                 [exe, *common, *extra, "-o", str(ctx.artifact_dir / name)],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
-        return _Samplers(procs)
+        return _Samplers(procs, logs)
 
     def collect(self, ctx: RunContext, outcome: Outcome | None) -> Collected:
         """Read both profiles into rows."""

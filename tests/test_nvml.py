@@ -66,10 +66,10 @@ def test_unavailable_here_with_the_reason(perfstack):
     assert backend(report, "resources")["status"] == "ok"
 
 
-def test_the_workload_step_count_is_saved(perfstack, tmp_path):
+def test_the_workload_step_count_reaches_backends(perfstack, tmp_path):
+    from perfstack.driver import read_steps
+
     result = perfstack("run", "-q", "--repeat", "1", "--warmup", "0", "--plugins", "resources",
                        str(WORKLOADS / "reports_metric.py"))
     assert result.code == 0, result.stderr
-    steps = json.loads((tmp_path / ".perfstack/runs/latest/baseline-1/workload-steps.json")
-                       .read_text())
-    assert steps == {"steps": 5}
+    assert read_steps(tmp_path / ".perfstack/runs/latest/baseline-1") == 5

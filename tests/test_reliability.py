@@ -156,7 +156,7 @@ def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]  # no temporary left over
 
 
-def test_no_module_named_perfstack_leaks_into_a_plain_run():
+def test_the_bootstrap_imports_nothing_heavy_into_the_workload():
     # The bootstrap module itself must be importable without the driver's heavy modules.
     code = ("import sys, perfstack.bootstrap; bad = {'torch', 'rich', 'pluggy', 'jsonschema',"
             " 'pyperf'} & set(sys.modules); print(sorted(bad))")

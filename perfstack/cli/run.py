@@ -170,7 +170,7 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     if ns.out_dir is None:
         rundir.point_latest(run_dir)
     if not ns.quiet:
-        print_report(report, plugins, top=ns.top)
+        print_report(report, plugins, backends, top=ns.top)
     print(f"report: {report_path}  (artifacts: {run_dir})", file=sys.stderr)
     if not report.run.complete:
         print("perfstack: interrupted; the report above is partial", file=sys.stderr)

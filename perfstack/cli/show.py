@@ -7,13 +7,12 @@ from pathlib import Path
 
 from perfstack import errors
 from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, Parser
-from perfstack.pluginmanager import Plugins
+from perfstack.pluginmanager import BackendEntry, Plugins
 from perfstack.render import RenderOptions, renderers
 from perfstack.report import Layer, Report
 
 
-def _layer_providers(plugins: Plugins) -> dict[str, list[str]]:
-    backends, _ = plugins.backends()
+def _layer_providers(backends: dict[str, BackendEntry]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {layer.value: [] for layer in Layer}
     for name, entry in sorted(backends.items()):
         for layer in entry.backend.layers:
@@ -27,11 +26,12 @@ def _terminal_width() -> int:
     return max(80, min(shutil.get_terminal_size((110, 24)).columns, 160))
 
 
-def print_report(report: Report, plugins: Plugins, top: int = 10) -> None:
+def print_report(report: Report, plugins: Plugins, backends: dict[str, BackendEntry],
+                 top: int = 10) -> None:
     """Print the text rendering of ``report`` to stdout (colour when it is a terminal)."""
     text = renderers(plugins)["text"].render(report, RenderOptions(
         top=top, width=_terminal_width(), color=sys.stdout.isatty(),
-        layer_providers=_layer_providers(plugins)))
+        layer_providers=_layer_providers(backends)))
     sys.stdout.write(text)
     sys.stdout.flush()
 
@@ -69,7 +69,7 @@ def cmd_show(plugins: Plugins, argv: list[str]) -> int:
     to_terminal = ns.output is None and sys.stdout.isatty()
     text = renderer.render(report, RenderOptions(
         top=ns.top, width=_terminal_width() if to_terminal else 110, color=to_terminal,
-        layer_providers=_layer_providers(plugins)))
+        layer_providers=_layer_providers(plugins.backends()[0])))
     if ns.output is not None:
         from perfstack.reportfile import write_text_atomic
 
