@@ -92,6 +92,22 @@ class Workload:
         ]
 
 
+class ExtraRunner(Protocol):
+    """Runs the workload once more for a backend that needs several runs (a sweep)."""
+
+    def __call__(self, label: str, *, env: dict[str, str] | None = None,
+                 python: str | None = None) -> Outcome:
+        """Run the workload plainly (no profiler) and return how it went.
+
+        ``label`` names the run (unique within the backend; it becomes a folder under the
+        backend's own), ``env`` is added to the workload's environment, and ``python`` is
+        another interpreter to run it with (perfstack's bootstrap is made importable there;
+        the workload's own imports must be installed for that interpreter). The run is
+        recorded in the report with role ``extra``.
+        """
+        ...
+
+
 @dataclass
 class RunContext:
     """What a backend is told about the run it takes part in."""
@@ -102,6 +118,8 @@ class RunContext:
     options: dict[str, Any]  # this backend's options, by Option.name
     timeout_s: float | None
     baseline: list[Outcome] = field(default_factory=list)  # the baseline repeats, warm-ups excluded
+    #: Runs the workload again, for backends that compare several runs; set by the driver.
+    run_extra: ExtraRunner | None = None
 
 
 @dataclass

@@ -16,6 +16,7 @@ environment before the script runs. Keep imports here minimal: they land in the 
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import json
 import os
@@ -33,6 +34,49 @@ FAULTHANDLER_FILE = "faulthandler.log"
 STARTED_FILE = "workload.json"
 STEPS_FILE = "workload-steps.json"
 HOOK_ERRORS_FILE = "inprocess-errors.log"
+WORKLOAD_ENV_FILE = "workload-env.json"
+
+
+def torch_facts() -> dict[str, Any] | None:
+    """Return what the torch this process imported was built with and runs with, or None.
+
+    Read only when the workload imported torch itself (so it costs nothing otherwise):
+    version, CUDA/ROCm versions, the CPU capability torch dispatches to, its thread counts.
+    """
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    facts: dict[str, Any] = {}
+    readers: dict[str, Callable[[], Any]] = {
+        "version": lambda: str(torch.__version__),
+        "git_version": lambda: str(torch.version.git_version),
+        "debug": lambda: bool(torch.version.debug),
+        "cuda": lambda: torch.version.cuda,
+        "hip": lambda: torch.version.hip,
+        "cpu_capability": lambda: torch.backends.cpu.get_cpu_capability(),
+        "intra_op_threads": lambda: torch.get_num_threads(),
+        "inter_op_threads": lambda: torch.get_num_interop_threads(),
+        "mkldnn": lambda: bool(torch.backends.mkldnn.is_available()),
+        "openmp": lambda: bool(torch.backends.openmp.is_available()),
+        "mkl": lambda: bool(torch.backends.mkl.is_available()),
+        "cuda_available": lambda: bool(torch.cuda.is_available()),
+    }
+    for key, read in readers.items():
+        try:
+            facts[key] = read()
+        except Exception:  # a torch too old or too new for one of these: leave it out
+            continue
+    return facts
+
+
+def _write_workload_env(folder: str) -> None:
+    facts = {"torch": torch_facts()} if "torch" in sys.modules else {}
+    if hasattr(sys, "_is_gil_enabled"):
+        facts["gil_enabled"] = sys._is_gil_enabled()
+    tmp = os.path.join(folder, WORKLOAD_ENV_FILE + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(facts, fh, default=str)
+    os.replace(tmp, os.path.join(folder, WORKLOAD_ENV_FILE))
 
 
 def _write_started(folder: str) -> None:
@@ -125,6 +169,9 @@ def main(argv: list[str]) -> None:
 
             with open(os.path.join(folder, STEPS_FILE), "w", encoding="utf-8") as fh:
                 json.dump({"steps": perfstack._steps}, fh)
+            # Best effort: without it the report lacks the live torch facts, nothing more.
+            with contextlib.suppress(Exception):
+                _write_workload_env(folder)
         if log is not None:
             log.flush()
 

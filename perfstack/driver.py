@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import perfstack
 from perfstack import environment
 from perfstack.backend import Collected, Launch, Outcome, RunContext, Workload
-from perfstack.bootstrap import CONFIG_ENV, HOOK_ERRORS_FILE, STEPS_FILE
+from perfstack.bootstrap import CONFIG_ENV, HOOK_ERRORS_FILE, STEPS_FILE, WORKLOAD_ENV_FILE
 from perfstack.pluginmanager import BackendEntry, HookResult, Plugins
 from perfstack.process import ChildResult, ChildSpec, run_child
 from perfstack.report import (
@@ -125,7 +125,8 @@ class Session:
         return os.path.relpath(path, self.report_dir)
 
     def _run(self, label: str, role: str, backend: str | None, launch: Launch,
-             on_started: Callable[[int], None] | None = None) -> Outcome:
+             on_started: Callable[[int], None] | None = None,
+             python: str | None = None) -> Outcome:
         folder = self.run_dir / label
         folder.mkdir(parents=True, exist_ok=True)
         config = folder / "bootstrap.json"
@@ -134,9 +135,12 @@ class Session:
             "inprocess": [{"target": h.target, "options": h.options} for h in launch.inprocess],
         })
         target = ["-m", self.workload.target] if self.workload.module else [self.workload.target]
-        argv = [*launch.wrap, sys.executable, *SAFE_PATH, "-m", "perfstack.bootstrap", *target,
-                *self.workload.args]
+        argv = [*launch.wrap, python or sys.executable, *SAFE_PATH, "-m", "perfstack.bootstrap",
+                *target, *self.workload.args]
         env = {**os.environ, **launch.env, CONFIG_ENV: str(config.resolve())}
+        if python is not None and os.path.realpath(python) != os.path.realpath(sys.executable):
+            env["PYTHONPATH"] = os.pathsep.join(
+                p for p in (str(self._bootstrap_path()), launch.env.get("PYTHONPATH")) if p)
         spec = ChildSpec(argv, env, os.getcwd(), folder, self.options.timeout_s,
                          self.options.kill_grace_s)
         self.progress.begin(label)
@@ -148,6 +152,29 @@ class Session:
             self.interrupted = True
         return Outcome(record, folder, result.workload_pid, result.start_ns,
                        read_steps(folder))
+
+    def _bootstrap_path(self) -> Path:
+        """A folder holding only perfstack (a link), for another interpreter's sys.path.
+
+        perfstack's bootstrap and ``perfstack/__init__`` need nothing beyond the standard
+        library, so another interpreter (a free-threaded build) can run them; the rest of
+        this interpreter's site-packages must not leak into it.
+        """
+        shim = self.run_dir / ".interpreter-path"
+        link = shim / "perfstack"
+        if not link.exists():
+            shim.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(Path(perfstack.__file__).resolve().parent, target_is_directory=True)
+        return shim
+
+    def _extra_runner(self, backend: str) -> Callable[..., Outcome]:
+        def run_extra(label: str, *, env: dict[str, str] | None = None,
+                      python: str | None = None) -> Outcome:
+            if self.interrupted:
+                raise KeyboardInterrupt
+            return self._run(f"{backend}/{label}", "extra", backend, Launch(env=dict(env or {})),
+                             python=python)
+        return run_extra
 
     def _record(self, label: str, role: str, backend: str | None, argv: list[str],
                 result: ChildResult) -> RunRecord:
@@ -171,6 +198,7 @@ class Session:
             self._baseline()
         except KeyboardInterrupt:
             self.interrupted = True
+        env.update(self._workload_environment())
         for entry in self.selected:
             if self.interrupted:
                 self.results.append(self._result(entry, Status.SKIPPED,
@@ -215,6 +243,17 @@ class Session:
             elif isinstance(answer.result, dict):
                 env.update(answer.result)
         return env
+
+    def _workload_environment(self) -> dict[str, Any]:
+        """What the workload process itself saw (the torch it imported, its threads)."""
+        for outcome in self.baseline:
+            try:
+                facts = json.loads((outcome.artifact_dir / WORKLOAD_ENV_FILE).read_text("utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(facts, dict) and isinstance(facts.get("torch"), dict):
+                return {"torch": facts["torch"]}
+        return {}
 
     def _baseline(self) -> None:
         plan = [("warmup", i) for i in range(1, self.options.warmup + 1)]
@@ -279,7 +318,8 @@ class Session:
         folder.mkdir(parents=True, exist_ok=True)
         ctx = RunContext(backend.name, self.workload, folder,
                          self.options.backend_options.get(backend.name, {}),
-                         self.options.timeout_s, list(self.baseline))
+                         self.options.timeout_s, list(self.baseline),
+                         run_extra=self._extra_runner(backend.name))
         if not backend.own_run:
             return self._collect(entry, ctx, None)
         try:

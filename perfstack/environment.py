@@ -38,6 +38,8 @@ def _cpuinfo() -> dict[str, Any]:
     model = None
     flags: set[str] = set()
     sockets: set[str] = set()
+    cores: set[tuple[str, str]] = set()
+    socket = ""
     for line in text.splitlines():
         key, _, value = line.partition(":")
         key = key.strip()
@@ -46,12 +48,35 @@ def _cpuinfo() -> dict[str, Any]:
         elif key in ("flags", "Features") and not flags:
             flags = set(value.split())
         elif key == "physical id":
-            sockets.add(value.strip())
+            socket = value.strip()
+            sockets.add(socket)
+        elif key == "core id":
+            cores.add((socket, value.strip()))
     return {
         "model": model,
         "isa": [word for flag, word in ISA_FLAGS.items() if flag in flags],
         "sockets": len(sockets) or None,
+        "physical_cores": len(cores) or None,
+        "numa_nodes": _numa_nodes(),
     }
+
+
+def _numa_nodes() -> int | None:
+    try:
+        nodes = [p for p in Path("/sys/devices/system/node").iterdir()
+                 if p.name.startswith("node") and p.name[4:].isdigit()]
+    except OSError:
+        return None
+    return len(nodes) or None
+
+
+def _package_version(name: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def _read(path: str) -> str | None:
@@ -90,6 +115,10 @@ def capture() -> dict[str, Any]:
         "cpu": {**_cpuinfo(), "logical_cpus": os.cpu_count(),
                 "affinity": affinity},
         "threads": {name: os.environ[name] for name in THREAD_VARIABLES if name in os.environ},
+        # Installed, as pip sees it; what the workload really imported is added by the driver.
+        "packages": {name: version for name in ("torch", "numpy", "pyperf", "py-spy",
+                                                "nvidia-ml-py")
+                     if (version := _package_version(name)) is not None},
         "perf_event_paranoid": int(paranoid) if paranoid and paranoid.lstrip("-").isdigit()
         else None,
         "pyperf": _pyperf_metadata(),

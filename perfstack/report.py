@@ -236,7 +236,7 @@ class RunRecord:
     """One child process perfstack started: a warm-up, a baseline repeat or a backend run."""
 
     id: str
-    role: str  # "warmup" | "baseline" | "backend"
+    role: str  # "warmup" | "baseline" | "backend" | "extra" (a backend's further runs)
     backend: str | None
     argv: list[str]
     started: str  # ISO 8601, UTC

@@ -28,7 +28,9 @@ def _stack_top(record: RunRecord, lines: int = 6) -> list[str]:
 def _failures(report: Report) -> list[Finding]:
     out = []
     for kind in ("signalled", "exited", "timeout"):
-        bad = [r for r in report.run.runs if r.exit.status == kind and not r.exit.clean]
+        # A backend's extra runs (a sweep on another interpreter) are its own to judge.
+        bad = [r for r in report.run.runs
+               if r.exit.status == kind and not r.exit.clean and r.role != "extra"]
         if not bad:
             continue
         first = bad[0]

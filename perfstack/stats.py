@@ -45,3 +45,110 @@ def summarize(values: Sequence[float], name: str = "values") -> Summary:
         minimum=min(values),
         maximum=max(values),
     )
+
+
+#: Below this relative change of the medians, a difference is never called significant.
+MIN_EFFECT = 0.02
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Whether ``new`` differs from ``base`` by more than the noise, and how that was decided."""
+
+    change: float  # relative change of the medians: new / base - 1
+    significant: bool | None  # None: cannot be judged (a single sample on a side)
+    test: str  # "t-test (pyperf)", "Welch t-test", "Mann-Whitney U", or "none"
+    statistic: float | None
+    reason: str  # one line a reader can quote
+
+
+def _welch(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
+    import statistics
+
+    from pyperf._utils import tdist95conf_level
+
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    if va + vb == 0:
+        return (0.0 if statistics.mean(a) == statistics.mean(b) else float("inf")), 1.96
+    t = (statistics.mean(b) - statistics.mean(a)) / (va + vb) ** 0.5
+    df = (va + vb) ** 2 / ((va ** 2 / (len(a) - 1) if len(a) > 1 else 0)
+                           + (vb ** 2 / (len(b) - 1) if len(b) > 1 else 0) or 1e-300)
+    return t, tdist95conf_level(max(1, df))
+
+
+def _mann_whitney(a: Sequence[float], b: Sequence[float]) -> float:
+    """Return the normal-approximation z of the Mann-Whitney U test (ties averaged)."""
+    import math
+
+    pooled = sorted([(v, 0) for v in a] + [(v, 1) for v in b])
+    ranks = [0.0] * len(pooled)
+    i = 0
+    while i < len(pooled):
+        j = i
+        while j + 1 < len(pooled) and pooled[j + 1][0] == pooled[i][0]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[k] = (i + j) / 2 + 1
+        i = j + 1
+    n1, n2 = len(a), len(b)
+    r1 = sum(r for r, (_, side) in zip(ranks, pooled, strict=True) if side == 0)
+    u1 = r1 - n1 * (n1 + 1) / 2
+    mean = n1 * n2 / 2
+    sd = math.sqrt(n1 * n2 * (n1 + n2 + 1) / 12)
+    return (mean - u1) / sd if sd else 0.0
+
+
+def _skewed(values: Sequence[float]) -> bool:
+    import statistics
+
+    if len(values) < 8:
+        return False
+    mean, sd = statistics.mean(values), statistics.stdev(values)
+    if sd == 0:
+        return False
+    skew = sum(((v - mean) / sd) ** 3 for v in values) / len(values)
+    return abs(skew) > 1.0
+
+
+def compare(base: Sequence[float], new: Sequence[float],
+            min_effect: float = MIN_EFFECT) -> Comparison:
+    """Decide whether ``new`` differs from ``base`` beyond noise.
+
+    pyperf's two-sample t-test (95%, two-tailed) is the reference when both sides have the
+    same number of samples; Welch's t-test otherwise; the Mann-Whitney U test (normal
+    approximation, 95%) when either side is skewed and has at least 8 samples. A change of
+    the medians below ``min_effect`` is never significant, whatever the test says.
+    """
+    import statistics
+
+    if not base or not new:
+        raise ValueError("compare() needs samples on both sides")
+    mb, mn = statistics.median(base), statistics.median(new)
+    change = (mn / mb - 1) if mb else (0.0 if mn == mb else float("inf"))
+    if len(base) < 2 or len(new) < 2:
+        return Comparison(change, None, "none", None,
+                          f"one sample on a side (n={len(base)} vs {len(new)}): the noise is "
+                          "unknown, so the change cannot be judged; repeat the runs")
+    if _skewed(base) or _skewed(new):
+        z = _mann_whitney(base, new)
+        test, stat, passed = "Mann-Whitney U", z, abs(z) >= 1.96
+    elif len(base) == len(new):
+        from pyperf._utils import is_significant
+
+        try:
+            passed, t = is_significant(list(new), list(base))
+        except ZeroDivisionError:  # no spread on either side
+            passed, t = mb != mn, float("inf") if mb != mn else 0.0
+        test, stat = "t-test (pyperf)", t
+    else:
+        t, critical = _welch(base, new)
+        test, stat, passed = "Welch t-test", t, abs(t) >= critical
+    if passed and abs(change) < min_effect:
+        return Comparison(change, False, test, stat,
+                          f"{test} says different, but {100 * change:+.1f}% is below the "
+                          f"{100 * min_effect:.0f}% minimum effect")
+    if passed:
+        return Comparison(change, True, test, stat,
+                          f"{test}: significant at 95% (n={len(base)} vs {len(new)})")
+    return Comparison(change, False, test, stat,
+                      f"within noise ({test}, n={len(base)} vs {len(new)})")

@@ -18,6 +18,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from perfstack import hookimpl
 from perfstack.backend import (
@@ -303,3 +304,24 @@ class PerfTopBackend(Backend):
 def perfstack_backends() -> list[Backend]:
     """Provide the perf and perftop backends."""
     return [PerfStatBackend(), PerfTopBackend()]
+
+
+@hookimpl
+def perfstack_environment() -> dict[str, Any]:
+    """Add perf's version and whether hardware counters count here to the environment block."""
+    if shutil.which("perf") is None:
+        return {"perf": {"available": False, "reason": "no perf binary on PATH"}}
+    try:
+        version = subprocess.run(["perf", "--version"], capture_output=True, text=True,
+                                 timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        version = ""
+    software, _ = _perf_works(["stat", "-e", "task-clock"])
+    hardware, err = _perf_works(["stat", "-x,", "-e", "instructions"])
+    if hardware and "<not supported>" in err:
+        hardware = False
+    info: dict[str, Any] = {"available": software, "version": version or None,
+                            "hardware_counters": hardware}
+    if not hardware:
+        info["hardware_reason"] = _not_supported_reason()
+    return {"perf": info}

@@ -10,6 +10,7 @@ samples, and the metric's name says which. The timeline is kept as ``nvml-timeli
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
@@ -240,3 +241,42 @@ class NvmlBackend(Backend):
 def perfstack_backends() -> list[Backend]:
     """Provide the nvml backend."""
     return [NvmlBackend()]
+
+
+@hookimpl
+def perfstack_environment() -> dict[str, Any]:
+    """Add the NVIDIA driver and GPUs (or why NVML is not usable) to the environment block."""
+    try:
+        import pynvml as nv
+    except ImportError:
+        return {"nvml": {"available": False, "reason": "nvidia-ml-py is not installed"}}
+    try:
+        nv.nvmlInit()
+    except Exception as exc:
+        return {"nvml": {"available": False, "reason": f"NVML cannot start: {exc}"}}
+    info: dict[str, Any] = {"available": True, "gpus": []}
+    readers = {"driver": nv.nvmlSystemGetDriverVersion,
+               "cuda_driver": nv.nvmlSystemGetCudaDriverVersion_v2}
+    for key, read in readers.items():
+        try:
+            info[key] = str(read())
+        except Exception:
+            continue
+    try:
+        for i in range(nv.nvmlDeviceGetCount()):
+            handle = nv.nvmlDeviceGetHandleByIndex(i)
+            gpu: dict[str, Any] = {"index": i}
+            fields: dict[str, Callable[[Any], Any]] = {
+                "name": lambda h: str(nv.nvmlDeviceGetName(h)),
+                      "memory_total_mib": lambda h: nv.nvmlDeviceGetMemoryInfo(h).total >> 20,
+                      "power_limit_w": lambda h: nv.nvmlDeviceGetPowerManagementLimit(h) / 1e3}
+            for key, field in fields.items():
+                try:
+                    gpu[key] = field(handle)
+                except Exception:
+                    continue
+            info["gpus"].append(gpu)
+    finally:
+        with contextlib.suppress(Exception):
+            nv.nvmlShutdown()
+    return {"nvml": info}

@@ -78,3 +78,18 @@ def assert_one_line_error(result: Result, code: int) -> None:
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("perfstack: error: "), lines
     assert "Traceback" not in result.stderr
+
+
+@pytest.fixture(scope="session")
+def free_threaded_python() -> str:
+    """A free-threaded CPython 3.13 (built once per machine by scripts/build-free-threaded.sh).
+
+    The first call on a fresh machine downloads Debian's python3.13 source and builds it
+    (a few minutes on 2 cores); later calls reuse the cache and return at once.
+    """
+    proc = subprocess.run([str(ROOT / "scripts" / "build-free-threaded.sh")],
+                          capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    path = proc.stdout.strip().splitlines()[-1]
+    assert Path(path).is_file(), proc.stdout
+    return path

@@ -73,9 +73,12 @@ def _top_parser() -> Parser:
                         metavar="MODULE|no:NAME",
                         help="load the plugin module MODULE, or disable the plugin NAME with "
                         "no:NAME (repeatable), as pytest's -p")
-    parser.add_argument("command", nargs="?", choices=["run", "show", "validate", "plugins"],
-                        help="run: profile a workload; show: print a report; validate: check "
-                        "report files; plugins: list the backends and their availability")
+    commands = ["run", "sweep", "show", "validate", "plugins", "env"]
+    parser.add_argument("command", nargs="?", choices=commands,
+                        help="run: profile a workload; sweep: run it per setting of "
+                        "environment variables (thread counts); show: print a report; "
+                        "validate: check report files; plugins: list the backends and their "
+                        "availability; env: describe this machine")
     parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     return parser
 
@@ -131,6 +134,14 @@ def _dispatch(argv: list[str]) -> int:
         from perfstack.cli.run import cmd_run
 
         return cmd_run(plugins, top.rest)
+    if top.command == "sweep":
+        from perfstack.cli.sweep import cmd_sweep
+
+        return cmd_sweep(plugins, top.rest)
+    if top.command == "env":
+        from perfstack.cli.env import cmd_env
+
+        return cmd_env(plugins, top.rest)
     from perfstack.cli import show
 
     handler = {"show": show.cmd_show, "validate": show.cmd_validate,

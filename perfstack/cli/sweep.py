@@ -1,0 +1,134 @@
+"""``perfstack sweep``: one ``perfstack run`` per combination of environment settings."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import perfstack
+from perfstack import errors
+from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_INTERRUPTED, EXIT_OK, EXIT_WORKLOAD_FAILED
+from perfstack.pluginmanager import Plugins
+
+
+def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
+    """Run the workload per setting; write each report and the sweep file; print the table."""
+    from rich.console import Console
+
+    from perfstack import rundir, sweep
+    from perfstack.cli.progress import QuietProgress, TerminalProgress
+    from perfstack.cli.run import _backend_options, _select, _split, _workload, build_parser
+    from perfstack.driver import RunOptions, Session
+    from perfstack.reportfile import save_report, write_json_atomic
+
+    backends, _ = plugins.backends()
+    own, workload_args = _split(argv)
+    parser = build_parser(backends)
+    parser.prog = "perfstack sweep"
+    parser.description = ("Run the workload (and the chosen backends; default: resources) "
+                          "once per combination of --env settings; each gets an ordinary "
+                          "report, and sweep.json compares them.")
+    parser.epilog = ("example: perfstack sweep --env OMP_NUM_THREADS=1,2 "
+                     "--env KMP_BLOCKTIME=0,1 workloads/resnet50.py")
+    parser.add_argument("--env", dest="sweep_env", action="append", default=[],
+                        metavar="NAME=V1,V2", help="a variable and its values (repeatable)")
+    ns = parser.parse_args(own)
+    settings = sweep.parse_settings(ns.sweep_env)
+    workload = _workload(ns, workload_args)
+    if ns.plugins is None:
+        ns.plugins = "resources" if "resources" in backends else None
+    selected = _select(ns, backends) if ns.plugins else []
+    if ns.output is not None:
+        rundir.check_writable(ns.output)
+    base = rundir.use_out_dir(ns.out_dir) if ns.out_dir is not None else \
+        rundir.new_run_dir(DEFAULT_RUNS_DIR)
+    sweep_path: Path = ns.output if ns.output is not None else base / "sweep.json"
+    err = Console(stderr=True, highlight=False)
+    entries: list[dict[str, Any]] = []
+    interrupted = False
+    combos = sweep.combinations(settings)
+    for i, env in enumerate(combos, 1):
+        label = ", ".join(f"{k}={v}" for k, v in env.items())
+        err.print(f"[bold]setting {i}/{len(combos)}[/bold]: {label}")
+        run_dir = base / sweep.slug(env)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        progress = TerminalProgress(err) if err.is_terminal else QuietProgress()
+        options = RunOptions(repeat=ns.repeat, warmup=ns.warmup, timeout_s=ns.timeout,
+                             kill_grace_s=ns.kill_grace,
+                             backend_options=_backend_options(ns, selected))
+        report_path = run_dir / "report.json"
+        with sweep.environment(env):
+            session = Session(workload, selected, plugins, run_dir,
+                              report_path.parent.resolve(), options, progress)
+            report = session.execute()
+        save_report(report, report_path)
+        rel = str(Path(report_path).resolve().relative_to(sweep_path.parent.resolve())) \
+            if report_path.resolve().is_relative_to(sweep_path.parent.resolve()) \
+            else str(report_path.resolve())
+        entries.append(sweep.summarize_setting(env, report, rel))
+        if not report.run.complete:
+            interrupted = True
+            break
+    doc = {
+        "schema": sweep.SWEEP_SCHEMA, "version": sweep.SWEEP_VERSION,
+        "perfstack_version": perfstack.__version__,
+        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": workload.command(), "variables": [{"name": n, "values": v}
+                                                     for n, v in settings],
+        "complete": not interrupted, "settings": entries, "best": sweep.best_of(entries),
+    }
+    write_json_atomic(sweep_path, doc)
+    if ns.out_dir is None:
+        rundir.point_latest(base)
+    if not ns.quiet:
+        sys.stdout.write(render(doc))
+    print(f"sweep: {sweep_path}  (reports: {base})", file=sys.stderr)
+    if interrupted:
+        return EXIT_INTERRUPTED
+    if any(e["status"] != "ok" for e in entries):
+        return EXIT_WORKLOAD_FAILED
+    return EXIT_OK
+
+
+def render(doc: dict[str, Any]) -> str:
+    """Return the sweep as a plain table, the best setting and the warnings."""
+    lines = [f"sweep of {' '.join(doc['command'])}", ""]
+    rows = []
+    for e in doc["settings"]:
+        m = e.get("measure")
+        value = (f"{m['median']:.4g} {m['unit']}".strip() + f"  ±{m['spread_pct']:.1f}% "
+                 f"(n={len(m['samples'])}, {m['name']})") if m else e.get("reason", "n/a")
+        setting = ", ".join(f"{k}={v}" for k, v in e["env"].items())
+        rows.append((setting, e["status"], value, e.get("warning", "")))
+    width = max(len(r[0]) for r in rows) if rows else 10
+    for setting, status, value, warning in rows:
+        lines.append(f"  {setting:<{width}}  {status:<6}  {value}")
+        if warning:
+            lines.append(f"  {'':<{width}}  warning: {warning}")
+    best = doc.get("best")
+    lines.append("")
+    if best:
+        setting = ", ".join(f"{k}={v}" for k, v in best["env"].items())
+        verdict = ""
+        if "runner_up" in best:
+            runner = ", ".join(f"{k}={v}" for k, v in best["runner_up"].items())
+            verdict = (f"; {100 * best['change_vs_runner_up']:+.1f}% vs {runner}: "
+                       f"{best['reason']}")
+        lines.append(f"best: {setting} ({best['median']:.4g} {best['unit']}){verdict}")
+    else:
+        lines.append("best: none could be chosen (no setting measured cleanly)")
+    return "\n".join(lines) + "\n"
+
+
+def load_sweep(path: Path) -> dict[str, Any]:
+    """Read a sweep file; one clear error when it is not one."""
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise errors.NotAReport(f"{path}: not a sweep file ({exc})") from None
+    if not isinstance(data, dict) or data.get("schema") != "perfstack-sweep":
+        raise errors.NotAReport(f"{path}: not a perfstack sweep file")
+    return data

@@ -1,0 +1,204 @@
+"""``perfstack sweep``: the workload under each combination of environment settings.
+
+The Intel seed's tune shim tries a single thread, one socket and all cores; here the user
+names the variables and values (``--env OMP_NUM_THREADS=1,2 --env KMP_BLOCKTIME=0,1``) and
+every combination gets an ordinary ``perfstack run`` with its own report. The sweep file
+(``sweep.json``, schema ``schemas/sweep.schema.json``) links those reports and holds, per
+setting, the measure (the workload's own throughput when it reports or prints one, else the
+wall time) with its spread, the best setting and whether it beats the runner-up beyond noise,
+and oversubscription warnings.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import statistics
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from perfstack import errors
+from perfstack.report import Report
+from perfstack.stats import compare
+
+SWEEP_SCHEMA = "perfstack-sweep"
+SWEEP_VERSION = 1
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: Variables whose value is a thread count per process.
+THREAD_COUNT_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                          "PERFSTACK_THREADS")
+
+
+def parse_settings(specs: list[str]) -> list[tuple[str, list[str]]]:
+    """Parse ``--env NAME=v1,v2`` arguments; raise UsageError with one line when malformed."""
+    out: list[tuple[str, list[str]]] = []
+    for spec in specs:
+        name, eq, values = spec.partition("=")
+        name = name.strip()
+        if not eq or not _NAME.match(name):
+            raise errors.UsageError(f"--env takes NAME=VALUE[,VALUE...], got {spec!r}")
+        parts = [v.strip() for v in values.split(",")]
+        if not parts or any(v == "" for v in parts):
+            raise errors.UsageError(f"--env {name}: empty value in {values!r}")
+        if name in (n for n, _ in out):
+            raise errors.UsageError(f"--env {name} given twice; list its values once: "
+                                    f"{name}=a,b")
+        out.append((name, list(dict.fromkeys(parts))))
+    if not out:
+        raise errors.UsageError("perfstack sweep needs at least one --env NAME=v1,v2")
+    return out
+
+
+def combinations(settings: list[tuple[str, list[str]]]) -> list[dict[str, str]]:
+    """Return every combination of the settings, in the order given."""
+    names = [n for n, _ in settings]
+    return [dict(zip(names, values, strict=True))
+            for values in itertools.product(*(v for _, v in settings))]
+
+
+def slug(env: dict[str, str]) -> str:
+    """Return a folder name for one setting: 'OMP_NUM_THREADS-1_KMP_BLOCKTIME-0'."""
+    text = "_".join(f"{k}-{v}" for k, v in env.items())
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)[:150]
+
+
+@contextmanager
+def environment(env: dict[str, str]) -> Iterator[None]:
+    """Set ``env`` in os.environ for the duration (the driver passes it to every run)."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@dataclass
+class Measure:
+    """What a setting is judged by."""
+
+    name: str
+    unit: str
+    better: str  # "higher" | "lower"
+    samples: list[float] = field(default_factory=list)
+
+
+def measure_of(report: Report) -> Measure | None:
+    """Return the workload's throughput (reported or printed), else the baseline wall time."""
+    workload = [m for m in report.metrics if m.source == "workload" and m.samples
+                and m.better.value in ("higher", "lower")]
+    chosen = next((m for m in workload if m.name == "throughput"), None) or \
+        next(iter(workload), None)
+    if chosen is None:
+        printed = _printed_throughput(report)
+        if printed is not None:
+            return printed
+        chosen = next((m for m in report.metrics if m.name == "wall_time" and m.samples), None)
+    if chosen is None or not chosen.samples:
+        return None
+    return Measure(chosen.name, chosen.unit, chosen.better.value, list(chosen.samples))
+
+
+_PRINTED = re.compile(r"throughput[:=]?\s*([0-9][0-9.,]*)\s*([A-Za-z/]*)", re.IGNORECASE)
+
+
+def _printed_throughput(report: Report) -> Measure | None:
+    values, unit = [], ""
+    for run in report.run.runs:
+        if run.role != "baseline" or not run.exit.clean:
+            continue
+        found = _PRINTED.findall(run.stdout_tail or "")
+        if found:
+            number, unit = found[-1]
+            try:
+                values.append(float(number.replace(",", "")))
+            except ValueError:
+                continue
+    return Measure("throughput (printed)", unit, "higher", values) if values else None
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def oversubscription(env: dict[str, str], report: Report | None,
+                     processes: int = 1) -> str | None:
+    """Return a warning when threads x processes exceed the usable cores, else None.
+
+    Thread counts come from the setting itself (OMP_NUM_THREADS and kin) and from what torch
+    said it uses in the run (its intra-op threads, recorded in the report's environment).
+    """
+    cores = _cores()
+    counts = {k: int(v) for k, v in env.items() if k in THREAD_COUNT_VARIABLES and v.isdigit()}
+    torch = (report.environment.get("torch") or {}) if report is not None else {}
+    intra = torch.get("intra_op_threads") if isinstance(torch, dict) else None
+    if isinstance(intra, int):
+        counts["torch intra-op threads"] = intra
+    per_process = max(counts.values(), default=0)
+    if "PERFSTACK_THREADS" in counts and isinstance(intra, int):
+        per_process = counts["PERFSTACK_THREADS"] * intra  # Python threads x torch's pool
+    if per_process * processes > cores:
+        what = ", ".join(f"{k}={v}" for k, v in counts.items())
+        return (f"oversubscribed: {what} x {processes} process(es) = {per_process * processes} "
+                f"threads on {cores} usable cores")
+    return None
+
+
+def summarize_setting(env: dict[str, str], report: Report | None, report_path: str | None,
+                      failure: str | None = None) -> dict[str, Any]:
+    """Return the sweep entry of one setting."""
+    entry: dict[str, Any] = {"env": env, "report": report_path, "status": "ok"}
+    if failure is not None or report is None:
+        entry["status"] = "failed"
+        entry["reason"] = failure or "no report"
+        return entry
+    if any(not r.exit.clean for r in report.run.runs if r.role in ("baseline", "warmup")):
+        entry["status"] = "failed"
+        entry["reason"] = "the workload did not finish cleanly"
+    measure = measure_of(report)
+    if measure is None or not measure.samples:
+        entry["measure"] = None
+        entry["reason"] = entry.get("reason") or "no throughput and no wall time measured"
+    else:
+        med = statistics.median(measure.samples)
+        entry["measure"] = {
+            "name": measure.name, "unit": measure.unit, "better": measure.better,
+            "median": med, "samples": measure.samples,
+            "spread_pct": (100 * (max(measure.samples) - min(measure.samples)) / med
+                           if med else None),
+        }
+    warning = oversubscription(env, report)
+    if warning:
+        entry["warning"] = warning
+    return entry
+
+
+def best_of(entries: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Return the best setting and whether it beats the runner-up beyond noise."""
+    scored = [e for e in entries if e["status"] == "ok" and e.get("measure")]
+    names = {e["measure"]["name"] for e in scored}
+    if not scored or len(names) != 1:
+        return None
+    higher = scored[0]["measure"]["better"] == "higher"
+    ranked = sorted(scored, key=lambda e: e["measure"]["median"], reverse=higher)
+    best = ranked[0]
+    out: dict[str, Any] = {"env": best["env"], "median": best["measure"]["median"],
+                           "unit": best["measure"]["unit"], "measure": best["measure"]["name"]}
+    if len(ranked) > 1:
+        runner = ranked[1]
+        result = compare(runner["measure"]["samples"], best["measure"]["samples"])
+        out["runner_up"] = runner["env"]
+        out["change_vs_runner_up"] = result.change
+        out["significant"] = result.significant
+        out["reason"] = result.reason
+    return out

@@ -1,0 +1,394 @@
+"""The ``gil`` backend: is the GIL what limits this workload, and would free-threading help?
+
+Three measurements, one backend (opt-in: it runs the workload many times):
+
+1. GIL pressure in one run under the current interpreter, at the highest thread count: a
+   probe thread inside the workload measures how long a thread waits to get the GIL back
+   (``probe.py``), and, where py-spy can attach, per-thread shares of samples holding the GIL.
+2. A thread sweep: the workload again at 1, 2, ... threads (``PERFSTACK_THREADS``), repeated
+   and interleaved, under the current interpreter and under a free-threaded one with
+   ``PYTHON_GIL=0`` (``--gil-python PATH``, else found on PATH or in perfstack's cache). The
+   measure is the workload's own ``throughput`` metric, else its wall time.
+3. A verdict: GIL-bound, I/O-bound, scales (native code releases the GIL), or no scaling.
+
+py-spy cannot sample free-threaded builds yet, so the free-threaded side is timing only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from perfstack import hookimpl, interpreters
+from perfstack.backend import (
+    Attachment,
+    Availability,
+    Backend,
+    Collected,
+    InProcessHook,
+    Launch,
+    Option,
+    Outcome,
+    RunContext,
+)
+from perfstack.driver import read_workload_metrics
+from perfstack.report import Better, Finding, Layer, Metric, Quantity, Row
+
+from ..pyspy import PySpyBackend, read_profile, summarize
+from .probe import FILE as PROBE_FILE
+
+SOURCE = "gil"
+THREADS_ENV = "PERFSTACK_THREADS"
+#: Below this share of the ideal extra speed-up, more threads are "not helping".
+GIL_BOUND_GAIN = 0.3
+#: At or above this parallel efficiency, the workload "scales".
+SCALES_EFFICIENCY = 0.6
+
+
+def default_thread_counts() -> list[int]:
+    """Return 1, 2, 4, ... up to the CPUs this process may use, and that count itself."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    counts, n = [], 1
+    while n < cores:
+        counts.append(n)
+        n *= 2
+    return [*counts, cores] if cores > 1 else [1, 2]
+
+
+def parse_thread_counts(text: str | None) -> list[int]:
+    """Parse ``--gil-threads 1,2,4``; an empty value means the default counts."""
+    if not text:
+        return default_thread_counts()
+    try:
+        counts = sorted({int(part) for part in str(text).split(",") if part.strip()})
+    except ValueError:
+        raise ValueError(f"--gil-threads takes counts like 1,2,4, got {text!r}") from None
+    if not counts or counts[0] < 1:
+        raise ValueError(f"--gil-threads takes positive counts, got {text!r}")
+    return counts if counts[0] == 1 else [1, *counts]
+
+
+@dataclass
+class Series:
+    """The sweep of one interpreter: a measure per thread count, from repeated runs."""
+
+    label: str
+    free_threaded: bool
+    measure: str  # "throughput <unit>" or "wall time"
+    values: dict[int, list[float]] = field(default_factory=dict)  # higher is better
+    cpu: dict[int, list[float]] = field(default_factory=dict)  # CPUs busy per wall second
+    failure: str | None = None
+
+    def median(self, n: int) -> float | None:
+        """Return the median of the measure at ``n`` threads, or None when none ran."""
+        values = self.values.get(n)
+        return statistics.median(values) if values else None
+
+    def speedup(self, n: int) -> float | None:
+        """Return the measure at ``n`` threads over the measure at one thread."""
+        one, at = self.median(1), self.median(n)
+        return at / one if one and at is not None else None
+
+
+def _measure_of(outcome: Outcome) -> tuple[float | None, str, float | None]:
+    """Return (value where higher is better, what it is, CPU utilisation) for one run."""
+    metrics = {m["name"]: m for m in read_workload_metrics(outcome.artifact_dir)}
+    cpu = metrics.get("cpu_utilisation", {}).get("value")
+    record = outcome.record
+    if cpu is None and record.wall_s:
+        cpu = (record.rusage.get("user_s", 0.0) + record.rusage.get("system_s", 0.0)) \
+            / record.wall_s
+    if "throughput" in metrics:
+        m = metrics["throughput"]
+        if m["better"] == "lower":
+            return (1 / m["value"] if m["value"] else None), f"1/throughput {m['unit']}", cpu
+        return m["value"], f"throughput {m['unit']}".strip(), cpu
+    if record.wall_s:
+        return 1 / record.wall_s, "1/wall time (start-up included)", cpu
+    return None, "wall time", cpu
+
+
+def _failure(outcome: Outcome) -> str:
+    tail = [line for line in (outcome.record.stderr_tail or "").splitlines() if line.strip()]
+    last = tail[-1].strip() if tail else ""
+    return f"{outcome.record.exit.describe()}" + (f": {last[:200]}" if last else "")
+
+
+def sweep(ctx: RunContext, counts: list[int], repeat: int,
+          interpreters_: list[tuple[str | None, str, bool]]) -> list[Series]:
+    """Run the workload per interpreter and thread count, ``repeat`` times, interleaved."""
+    assert ctx.run_extra is not None
+    series = [Series(label, ft, "") for _, label, ft in interpreters_]
+    for r in range(1, repeat + 1):
+        for (python, _, ft), s in zip(interpreters_, series, strict=True):
+            if s.failure is not None:
+                continue
+            for n in counts:
+                env = {THREADS_ENV: str(n)}
+                if ft:
+                    env["PYTHON_GIL"] = "0"
+                tag = "free-threaded" if ft else "current"
+                outcome = ctx.run_extra(f"{tag}-t{n}-r{r}", env=env, python=python)
+                if not outcome.record.exit.clean:
+                    s.failure = _failure(outcome)
+                    break
+                value, measure, cpu = _measure_of(outcome)
+                if value is None:
+                    continue
+                s.measure = measure
+                s.values.setdefault(n, []).append(value)
+                if cpu is not None:
+                    s.cpu.setdefault(n, []).append(cpu)
+    return series
+
+
+def _probe(ctx: RunContext) -> tuple[list[Metric], list[str]]:
+    path = ctx.artifact_dir / PROBE_FILE
+    if not path.is_file():
+        return [Metric("gil_wait", None, "ms", "python", SOURCE, Better.LOWER,
+                       reason="the GIL probe wrote nothing (the workload ended early)")], []
+    data = json.loads(path.read_text("utf-8"))
+    delays = data.get("delays_s") or []
+    quiet = statistics.median(data.get("quiet_s") or [0.0])
+    if not delays:
+        return [Metric("gil_wait", None, "ms", "python", SOURCE, Better.LOWER,
+                       reason="the workload ended before the probe woke up once")], []
+    waits = sorted(max(0.0, d - quiet) for d in delays)
+    p95 = waits[min(len(waits) - 1, int(0.95 * len(waits)))]
+    share = 100 * sum(waits) / max(data["duration_s"], 1e-9)
+    metrics = [
+        Metric("gil_wait", statistics.median(waits) * 1e3, "ms", "python", SOURCE, Better.LOWER,
+               samples=[w * 1e3 for w in waits[:: max(1, len(waits) // 200)]]),
+        Metric("gil_wait_p95", p95 * 1e3, "ms", "python", SOURCE, Better.LOWER),
+        Metric("gil_wait_share", share, "%", "python", SOURCE, Better.LOWER),
+    ]
+    notes = [f"GIL probe: {len(delays)} wake-ups; a thread that wants the GIL waits "
+             f"{statistics.median(waits) * 1e3:.2f} ms median, {p95 * 1e3:.2f} ms p95 "
+             f"(switch interval {data['switch_interval_s'] * 1e3:.1f} ms; OS wake-up "
+             f"latency {quiet * 1e6:.0f} us subtracted)"]
+    return metrics, notes
+
+
+def gil_busy_share(profiles: list[dict[str, Any]], gil_profiles: list[dict[str, Any]]) -> float:
+    """Return the % of the run in which some thread held the GIL, from py-spy's two passes.
+
+    Both passes sample at the same rate, idle threads included, so the longest-lived thread's
+    sample count stands for the whole run; GIL-holding samples of all threads add up (only one
+    thread holds the GIL at a time).
+    """
+    def ours(p: dict[str, Any]) -> bool:
+        return "perfstack-gil-probe" in str(p.get("name", ""))
+
+    longest = max((len(p.get("samples", [])) for p in profiles if not ours(p)), default=0)
+    held = sum(len(p.get("samples", [])) for p in gil_profiles if not ours(p))
+    return min(100.0, 100 * held / longest) if longest else 0.0
+
+
+def _sweep_rows(series: list[Series], counts: list[int]) -> list[Row]:
+    rows = []
+    for s in series:
+        for n in counts:
+            values = s.values.get(n)
+            if not values:
+                continue
+            speedup = s.speedup(n)
+            row_values: dict[str, Quantity] = {
+                "threads": Quantity(n, "count"),
+                "measure": Quantity(s.median(n), s.measure),
+                "runs": Quantity(len(values), "count"),
+                "spread": Quantity(100 * (max(values) - min(values)) / statistics.median(values),
+                                   "%"),
+                "speedup": Quantity(speedup, "x") if speedup is not None else Quantity(
+                    None, "x", "no one-thread run to compare with"),
+            }
+            if speedup is not None:
+                row_values["efficiency"] = Quantity(100 * speedup / n, "%")
+            if s.cpu.get(n):
+                row_values["cpu_utilisation"] = Quantity(statistics.median(s.cpu[n]), "cpus")
+            rows.append(Row(f"sweep:{s.label}:{n}", f"{s.label}, {n} thread(s)", SOURCE,
+                            row_values, {"kind": "thread-sweep", "interpreter": s.label,
+                                         "free_threaded": s.free_threaded}))
+    return rows
+
+
+def verdict(current: Series, free: Series | None, counts: list[int],
+            held_share: float | None) -> Finding:
+    """Return the verdict finding from the sweeps (and the sampled GIL share, if any)."""
+    n = max(c for c in counts if current.values.get(c)) if current.values else 1
+    gain = current.speedup(n)
+    evidence = [f"{current.label}: {n} threads give {gain:.2f}x of 1 thread "
+                f"({current.measure}, median of {len(current.values.get(n, []))} runs)"
+                if gain is not None else f"{current.label}: no speed-up could be computed"]
+    if held_share is not None:
+        evidence.append(f"py-spy: some thread held the GIL {held_share:.0f}% of the run "
+                        "(start-up and imports included)")
+    ft_text = ""
+    if free is not None:
+        ft_gain = free.speedup(n)
+        if ft_gain is not None:
+            ft_text = f", {ft_gain:.1f}x free-threaded"
+            evidence.append(f"{free.label} (PYTHON_GIL=0): {n} threads give {ft_gain:.2f}x "
+                            "(timing only: py-spy cannot sample free-threaded builds yet)")
+            one, ft_one = current.median(1), free.median(1)
+            if one and ft_one:
+                evidence.append(f"one thread on {free.label} runs at {ft_one / one:.2f}x the "
+                                f"speed of {current.label} (the single-thread cost of the "
+                                "free-threaded build, and of the version difference)")
+        elif free.failure:
+            evidence.append(f"{free.label}: the workload failed: {free.failure}")
+    cpu = statistics.median(current.cpu[n]) if current.cpu.get(n) else None
+    if cpu is not None:
+        evidence.append(f"CPU use at {n} threads: {cpu:.2f} CPUs busy per wall second")
+    headline = (f"{n} threads give {gain:.2f}x on {current.label}{ft_text}"
+                if gain is not None else "")
+    if gain is None or n == 1:
+        return Finding("gil.unknown", "the thread sweep could not be judged", "python", "info",
+                       evidence, "check that the workload runs with PERFSTACK_THREADS set", SOURCE)
+    efficiency = gain / n
+    if gain < 1 + GIL_BOUND_GAIN * (n - 1) and (held_share is None or held_share >= 50):
+        return Finding(
+            "gil.bound", f"GIL-bound: {headline}", "python", "warning", evidence,
+            "the threads take turns holding the GIL: use processes (multiprocessing, "
+            "concurrent.futures.ProcessPoolExecutor), move the hot loop into native code that "
+            "releases the GIL (torch, NumPy), or run on a free-threaded Python"
+            + (" (measured above)" if ft_text else " (--gil-python PATH)"), SOURCE)
+    if efficiency >= SCALES_EFFICIENCY:
+        if cpu is not None and cpu < 0.5 * n:
+            return Finding(
+                "gil.io-bound", f"I/O-bound, not GIL-bound: {headline}", "python", "info",
+                evidence, "threads spend their time waiting on I/O with the GIL released; more "
+                "threads (or asyncio) raise throughput until the other side saturates", SOURCE)
+        return Finding(
+            "gil.releases", f"not GIL-bound, native code releases the GIL: {headline}",
+            "python", "info", evidence, "threads already run in parallel; keep per-thread "
+            "library threads (torch.set_num_threads) x Python threads within the cores", SOURCE)
+    return Finding(
+        "gil.limited", f"threads help only partly: {headline}", "python", "warning", evidence,
+        "something serializes the threads: the GIL in part of the work, a lock, memory "
+        "bandwidth, or library thread pools oversubscribing the cores", SOURCE)
+
+
+class GilBackend(Backend):
+    """GIL pressure, a thread sweep under the current and a free-threaded Python, a verdict."""
+
+    name = "gil"
+    layers = (Layer.PYTHON,)
+    description = ("GIL pressure (probe + py-spy), thread sweep on this and a free-threaded "
+                   "Python, verdict")
+    opt_in = True
+    options = (
+        Option("threads", "thread counts to sweep, e.g. 1,2,4 (default: 1, 2, 4... up to the "
+               "usable CPUs)", ""),
+        Option("repeat", "runs per thread count and interpreter", 3, int),
+        Option("python", "a free-threaded interpreter to compare with (default: python3.13t or "
+               "python3.14t on PATH, or the one scripts/build-free-threaded.sh built)", ""),
+        Option("no_free_threaded", "do not look for a free-threaded interpreter", flag=True),
+        Option("no_pyspy", "do not sample GIL holding with py-spy", flag=True),
+    )
+
+    def check(self) -> Availability:
+        """Always available: the sweep needs only the workload; py-spy is optional."""
+        return Availability.yes()
+
+    def launch(self, ctx: RunContext) -> Launch:
+        """Its own run: the highest thread count, with the GIL probe inside the workload."""
+        counts = parse_thread_counts(ctx.options.get("threads"))
+        return Launch(env={THREADS_ENV: str(max(counts))},
+                      inprocess=[InProcessHook(f"{__name__}.probe:start")])
+
+    def attach(self, ctx: RunContext, pid: int) -> Attachment | None:
+        """Sample GIL holding per thread with py-spy, where it can attach."""
+        spy = PySpyBackend()
+        if ctx.options.get("no_pyspy") or not spy.check().ok:
+            return None
+        return spy.attach(RunContext(ctx.backend, ctx.workload, ctx.artifact_dir,
+                                     {"rate": 200, "idle": True}, ctx.timeout_s), pid)
+
+    def _free_threaded(self, ctx: RunContext) -> tuple[interpreters.Interpreter | None, str]:
+        given = ctx.options.get("python")
+        if given:
+            info = interpreters.describe(str(given))
+            if info is None:
+                return None, f"--gil-python {given} does not run"
+            if not info.free_threaded or info.gil_enabled:
+                return None, (f"--gil-python {given} is {info.label}, not a free-threaded "
+                              "build (sys._is_gil_enabled() is True with PYTHON_GIL=0)")
+            return info, f"free-threaded: {info.label} ({given})"
+        if ctx.options.get("no_free_threaded"):
+            return None, "free-threaded comparison switched off (--gil-no-free-threaded)"
+        found = interpreters.find_free_threaded()
+        if not found:
+            return None, ("no free-threaded interpreter found (python3.13t/python3.14t on PATH "
+                          "or perfstack's cache): scripts/build-free-threaded.sh builds one, "
+                          "or pass --gil-python PATH")
+        return found[0], f"free-threaded: {found[0].label} ({found[0].path}), found"
+
+    def collect(self, ctx: RunContext, outcome: Outcome | None) -> Collected:
+        """Read the probe and py-spy, run the sweep, and give the verdict."""
+        counts = parse_thread_counts(ctx.options.get("threads"))
+        repeat = max(1, int(ctx.options.get("repeat") or 3))
+        metrics, notes = _probe(ctx)
+        rows: list[Row] = []
+        held: float | None = None
+        frames, profiles = read_profile(ctx.artifact_dir / "profile.speedscope.json")
+        gil_frames, gil_profiles = read_profile(ctx.artifact_dir / "gil.speedscope.json")
+        if profiles and gil_profiles:
+            spy_rows, _, _ = summarize(frames, profiles, gil_frames, gil_profiles)
+            for row in spy_rows[Layer.PYTHON]:
+                if row.attrs.get("kind") == "thread" and "perfstack-gil-probe" not in row.key:
+                    rows.append(Row(f"gil-{row.key}", row.name, SOURCE, row.values, row.attrs))
+            held = gil_busy_share(profiles, gil_profiles)
+            metrics.append(Metric("gil_busy_share", held, "%", "python", SOURCE, Better.NEITHER))
+            notes.append("py-spy samples include idle threads: a thread's GIL share is of its "
+                         "whole life, waiting included; gil_busy_share is the share of the run "
+                         "in which some thread held the GIL")
+        else:
+            notes.append("no py-spy samples: GIL holding per thread unknown (py-spy missing, "
+                         "refused, or --gil-no-pyspy)")
+        current = interpreters.describe(sys.executable)
+        plan: list[tuple[str | None, str, bool]] = [
+            (None, current.label if current else "current Python", False)]
+        free, said = self._free_threaded(ctx)
+        notes.append(said)
+        if free is not None:
+            plan.append((free.path, free.label, True))
+        series = sweep(ctx, counts, repeat, plan)
+        rows += _sweep_rows(series, counts)
+        for s in series:
+            if s.failure:
+                notes.append(f"{s.label}: the workload failed, sweep stopped: {s.failure}")
+            top = max((n for n in counts if s.values.get(n)), default=None)
+            if top is None or top == 1:
+                continue
+            suffix = "_free_threaded" if s.free_threaded else ""
+            gain = s.speedup(top)
+            metrics.append(Metric(f"thread_speedup{suffix}", gain, "x", "run", SOURCE,
+                                  Better.HIGHER))
+            metrics.append(Metric(f"parallel_efficiency{suffix}",
+                                  100 * gain / top if gain is not None else None, "%", "run",
+                                  SOURCE, Better.HIGHER,
+                                  reason=None if gain is not None else "no one-thread run"))
+        free_series = series[1] if len(series) > 1 else None
+        if free_series is not None:
+            one, ft_one = series[0].median(1), free_series.median(1)
+            if one and ft_one:
+                metrics.append(Metric("free_threaded_single_thread_speed", ft_one / one, "x",
+                                      "run", SOURCE, Better.HIGHER))
+        findings = [verdict(series[0], free_series, counts, held)]
+        notes.append(f"thread sweep {counts} x {repeat} runs per interpreter, interleaved; "
+                     f"measure: {series[0].measure or 'none'}")
+        return Collected(rows={Layer.PYTHON: rows}, metrics=metrics, findings=findings,
+                         notes=notes, artifacts={"probe": ctx.artifact_dir / PROBE_FILE})
+
+
+@hookimpl
+def perfstack_backends() -> list[Backend]:
+    """Provide the gil backend."""
+    return [GilBackend()]

@@ -1,0 +1,69 @@
+"""perfstack env (the platform check), and the environment block every report carries."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.conftest import WORKLOADS, Result
+
+
+def test_env_json_describes_this_machine(perfstack: Callable[..., Result],
+                                         free_threaded_python: str) -> None:
+    """CPU, ISA words, torch's own capability and build, profilers, free-threaded Pythons."""
+    result = perfstack("env", "--json", timeout=300)
+    assert result.code == 0, result.stderr
+    env = json.loads(result.stdout)
+    cpu = env["cpu"]
+    assert cpu["logical_cpus"] >= 1 and cpu["physical_cores"] >= 1 and cpu["sockets"] >= 1
+    flags = Path("/proc/cpuinfo").read_text()
+    if " avx2 " in flags:
+        assert "AVX2" in cpu["isa"]
+    torch = env["torch"]
+    assert torch["available"] and torch["version"].startswith("2.")
+    assert torch["cpu_capability"] in ("DEFAULT", "AVX2", "AVX512", "ZVECTOR", "VSX", "NEON")
+    assert torch["build_settings"]["USE_MKLDNN"] in ("ON", "OFF", "1", "0")
+    assert torch["intra_op_threads"] >= 1
+    # This machine: perf without hardware counters, py-spy allowed, no NVIDIA driver.
+    assert env["perf"]["available"] is True
+    assert env["perf"]["hardware_counters"] is False and env["perf"]["hardware_reason"]
+    assert env["nvml"]["available"] is False and "NVML" in env["nvml"]["reason"]
+    assert env["backends"]["pyspy"]["available"] is True
+    assert env["backends"]["nvml"]["fix"]
+    assert free_threaded_python in [i["path"] for i in env["free_threaded_interpreters"]]
+    assert env["system"]["available"] and env["system"]["state"]
+    assert env["noise_advice"]
+
+
+def test_env_text_reads_like_a_platform_check(perfstack: Callable[..., Result]) -> None:
+    """The text form names the sections and the ISA in plain words; -o writes a file."""
+    result = perfstack("env", "--no-system", "-o", "env.txt", timeout=300)
+    assert result.code == 0, result.stderr
+    text = (result.cwd / "env.txt").read_text()
+    for heading in ("Python", "CPU", "torch", "Thread settings", "Profilers"):
+        assert f"\n{heading}\n" in f"\n{text}"
+    assert "uses ISA" in text and "backend pyspy" in text
+
+
+def test_every_report_carries_the_workload_torch_and_thread_settings(
+        perfstack: Callable[..., Result]) -> None:
+    """The torch the workload imported, and the thread variables it ran with, are recorded."""
+    result = perfstack("run", "--plugins", "resources", "--repeat", "1", "--warmup", "0", "-q",
+                       str(WORKLOADS / "torch_matmul_loop.py"),
+                       env={"OMP_NUM_THREADS": "1"})
+    assert result.code == 0, result.stderr
+    env = result.report()["environment"]
+    assert env["torch"]["version"].startswith("2.")
+    assert env["torch"]["intra_op_threads"] == 1
+    assert env["threads"]["OMP_NUM_THREADS"] == "1"
+    assert env["packages"]["torch"] == env["torch"]["version"].split("+")[0] or \
+        env["packages"]["torch"] == env["torch"]["version"]
+    assert "physical_cores" in env["cpu"] and "perf" in env and "nvml" in env
+
+
+def test_env_bad_output_path_is_one_line(perfstack: Callable[..., Result]) -> None:
+    """An output path under a plain file: exit 7, one line."""
+    result = perfstack("env", "--no-torch", "--no-system", "-o", "/dev/null/env.txt")
+    assert result.code == 7, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1

@@ -1,0 +1,121 @@
+"""The gil backend: GIL pressure, thread sweeps on CPython and free-threaded CPython, verdicts.
+
+Each verdict is asserted on the workload made for it: pure-Python threads are GIL-bound
+(and scale on the free-threaded build), socket waits are I/O-bound, torch matmuls release
+the GIL. The free-threaded interpreter is a real CPython 3.13t built from source.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from perfstack_plugins.gil import Series, parse_thread_counts, verdict
+
+from perfstack.interpreters import describe
+from tests.conftest import ROOT, Result, backend
+
+GIL_WORKLOADS = ROOT / "workloads"
+
+
+def _run(perfstack: Callable[..., Result], workload: str, *extra: str) -> dict[str, Any]:
+    result = perfstack("run", "--plugins", "gil", "--repeat", "1", "--warmup", "0", "-q",
+                       *extra, str(GIL_WORKLOADS / workload), timeout=600)
+    assert result.code == 0, result.stderr
+    return result.report()
+
+
+def _metrics(report: dict[str, Any]) -> dict[str, float]:
+    return {m["name"]: m["value"] for m in report["metrics"] if m["source"] == "gil"}
+
+
+def _verdict(report: dict[str, Any]) -> dict[str, Any]:
+    found = [f for f in report["findings"] if f["rule"].startswith("gil.")]
+    assert len(found) == 1, report["findings"]
+    return found[0]
+
+
+def test_free_threaded_build_runs_without_the_gil(free_threaded_python: str) -> None:
+    """The interpreter the build script makes is free-threaded and really runs GIL-free."""
+    info = describe(free_threaded_python)
+    assert info is not None and info.free_threaded and not info.gil_enabled
+    assert info.version.startswith("3.13")
+
+
+def test_pure_python_threads_are_gil_bound_and_scale_free_threaded(
+        perfstack: Callable[..., Result], free_threaded_python: str) -> None:
+    """gil_cpu: ~1x with 2 threads on CPython 3.11, clearly more on 3.13t; GIL waits seen."""
+    report = _run(perfstack, "gil_cpu.py", "--gil-python", free_threaded_python)
+    found = _verdict(report)
+    assert found["rule"] == "gil.bound", found
+    assert "free-threaded" in found["title"]
+    m = _metrics(report)
+    assert m["thread_speedup"] < 1.3
+    assert m["thread_speedup_free_threaded"] > 1.4
+    assert m["free_threaded_single_thread_speed"] > 0  # the cost is measured, not assumed
+    assert m["gil_wait"] > 1.0  # ms: a thread that wants the GIL waits for the switch interval
+    assert m["gil_busy_share"] > 60
+    rows = [r for r in report["layers"]["python"] if r["attrs"].get("kind") == "thread-sweep"]
+    assert {(r["attrs"]["free_threaded"], r["values"]["threads"]["value"]) for r in rows} == {
+        (False, 1), (False, 2), (True, 1), (True, 2)}
+    notes = " ".join(backend(report, "gil")["notes"])
+    assert "CPython 3.13" in notes
+    assert any("py-spy cannot sample free-threaded" in e for e in found["evidence"])
+
+
+def test_socket_waits_are_io_bound(perfstack: Callable[..., Result],
+                                   free_threaded_python: str) -> None:
+    """gil_io: scales on both interpreters while the CPU stays idle; the GIL is rarely held."""
+    report = _run(perfstack, "gil_io.py", "--gil-python", free_threaded_python)
+    found = _verdict(report)
+    assert found["rule"] == "gil.io-bound", found
+    m = _metrics(report)
+    assert m["thread_speedup"] > 1.6
+    assert m["thread_speedup_free_threaded"] > 1.6
+    assert m["gil_wait"] < 1.0
+
+
+def test_torch_ops_release_the_gil(perfstack: Callable[..., Result],
+                                   free_threaded_python: str) -> None:
+    """gil_torch: scales on CPython 3.11 (ops run without the GIL) with the CPUs busy; the
+    free-threaded interpreter has no torch, and the report says so instead of failing."""
+    report = _run(perfstack, "gil_torch.py", "--gil-python", free_threaded_python)
+    found = _verdict(report)
+    assert found["rule"] == "gil.releases", found
+    assert _metrics(report)["thread_speedup"] > 1.5
+    assert any("No module named 'torch'" in e for e in found["evidence"])
+    assert not [f for f in report["findings"] if f["rule"] in ("run.exited", "run.crashed")]
+
+
+def test_a_non_free_threaded_python_is_refused_with_a_reason(
+        perfstack: Callable[..., Result]) -> None:
+    """--gil-python pointing at a GIL build: the sweep runs on the current Python only."""
+    report = _run(perfstack, "gil_io.py", "--gil-python", sys.executable, "--gil-repeat", "1")
+    notes = " ".join(backend(report, "gil")["notes"])
+    assert "not a free-threaded build" in notes
+    assert "thread_speedup_free_threaded" not in _metrics(report)
+
+
+def test_thread_counts() -> None:
+    """1 is always swept (speed-ups are relative to it); bad lists raise."""
+    assert parse_thread_counts("2,4") == [1, 2, 4]
+    assert parse_thread_counts("4,1,2,2") == [1, 2, 4]
+    assert parse_thread_counts("")[0] == 1
+    for bad in ("a,b", "0,1"):
+        with pytest.raises(ValueError):
+            parse_thread_counts(bad)
+
+
+def test_verdict_thresholds() -> None:
+    """No scaling with the GIL mostly held is GIL-bound; partial scaling is 'limited'."""
+    flat = Series("CPython 3.11", False, "throughput", {1: [100.0], 2: [101.0]},
+                  {2: [1.0]})
+    assert verdict(flat, None, [1, 2], held_share=95).rule == "gil.bound"
+    partial = Series("CPython 3.11", False, "throughput", {1: [100.0], 4: [200.0]},
+                     {4: [2.0]})
+    assert verdict(partial, None, [1, 4], held_share=20).rule == "gil.limited"
+    scaling = Series("CPython 3.11", False, "throughput", {1: [100.0], 2: [190.0]},
+                     {2: [0.1]})
+    assert verdict(scaling, None, [1, 2], held_share=5).rule == "gil.io-bound"

@@ -1,0 +1,82 @@
+"""perfstack sweep: one ordinary report per setting, the best setting, oversubscription."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import jsonschema
+
+from perfstack.reportfile import read_json, schema_errors
+from perfstack.sweep import combinations, oversubscription, parse_settings, slug
+from tests.conftest import ROOT, WORKLOADS, Result, assert_one_line_error
+
+
+def _sweep_schema() -> dict[str, object]:
+    loaded: dict[str, object] = json.loads((ROOT / "schemas" / "sweep.schema.json").read_text())
+    return loaded
+
+
+def test_sweep_finds_two_threads_best_and_warns_of_oversubscription(
+        perfstack: Callable[..., Result]) -> None:
+    """On 2 cores, 2 OpenMP threads beat 1 beyond noise; 4 threads are flagged."""
+    result = perfstack("sweep", "--env", "OMP_NUM_THREADS=1,2,4", "--repeat", "3",
+                       "--warmup", "0", "-o", "sweep.json", str(WORKLOADS / "omp_matmul.py"),
+                       timeout=300)
+    assert result.code == 0, result.stderr
+    doc = json.loads((result.cwd / "sweep.json").read_text())
+    jsonschema.validate(doc, _sweep_schema())
+    by_threads = {e["env"]["OMP_NUM_THREADS"]: e for e in doc["settings"]}
+    assert set(by_threads) == {"1", "2", "4"}
+    for entry in doc["settings"]:
+        assert entry["status"] == "ok"
+        assert entry["measure"]["name"] == "throughput"
+        assert len(entry["measure"]["samples"]) == 3
+        report = read_json(result.cwd / entry["report"])  # an ordinary, valid report
+        assert schema_errors(report) == []
+        assert report["environment"]["threads"]["OMP_NUM_THREADS"] == entry["env"][
+            "OMP_NUM_THREADS"]
+    one, two = by_threads["1"]["measure"]["median"], by_threads["2"]["measure"]["median"]
+    assert two > 1.4 * one, (one, two)
+    assert doc["best"]["env"]["OMP_NUM_THREADS"] in ("2", "4")  # 2 and 4 are within noise
+    assert "warning" not in by_threads["2"]
+    assert "oversubscribed" in by_threads["4"]["warning"]
+    assert "best: OMP_NUM_THREADS=" in result.stdout
+
+
+def test_sweep_bad_settings_are_one_line_errors(perfstack: Callable[..., Result]) -> None:
+    """Malformed --env, or none at all: exit 2, one line, nothing written."""
+    script = str(WORKLOADS / "busy.py")
+    for args in (["--env", "OMP_NUM_THREADS"], ["--env", "1X=2"], ["--env", "A=1,,2"], [],
+                 ["--env", "A=1", "--env", "A=2"]):
+        result = perfstack("sweep", *args, script)
+        assert_one_line_error(result, 2)
+        assert not (result.cwd / ".perfstack").exists()
+
+
+def test_settings_combine_in_order() -> None:
+    """Every combination, first variable slowest; folder names are safe."""
+    settings = parse_settings(["OMP_NUM_THREADS=1,2", "KMP_BLOCKTIME=0,1"])
+    combos = combinations(settings)
+    assert combos == [{"OMP_NUM_THREADS": "1", "KMP_BLOCKTIME": "0"},
+                      {"OMP_NUM_THREADS": "1", "KMP_BLOCKTIME": "1"},
+                      {"OMP_NUM_THREADS": "2", "KMP_BLOCKTIME": "0"},
+                      {"OMP_NUM_THREADS": "2", "KMP_BLOCKTIME": "1"}]
+    assert slug({"A": "x/y z"}) == "A-x_y_z"
+
+
+def test_oversubscription_counts_python_threads_times_torch_threads(tmp_path: Path) -> None:
+    """PERFSTACK_THREADS x torch's intra-op pool above the cores is oversubscription."""
+    import os
+
+    from perfstack.report import Report, RunInfo
+
+    cores = len(os.sched_getaffinity(0))
+    report = Report(run=RunInfo(command=["python"], cwd="/", started="", duration_s=0,
+                                perfstack_version="0", repeat=1, warmup=0, timeout_s=None,
+                                complete=True, runs=[]),
+                    environment={"torch": {"intra_op_threads": cores}}, backends=[])
+    assert oversubscription({"PERFSTACK_THREADS": "1"}, report) is None
+    warning = oversubscription({"PERFSTACK_THREADS": "2"}, report)
+    assert warning is not None and f"= {2 * cores} threads on {cores}" in warning
