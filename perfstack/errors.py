@@ -36,7 +36,9 @@ class UnsupportedVersion(PerfstackError):
         self.version = version
         super().__init__(
             f"{path}: report schema version {version!r} is not supported "
-            f"(this perfstack reads version {supported}); upgrade perfstack to read it"
+            f"(this perfstack reads versions 1 to {supported}); "
+            + ("upgrade perfstack to read it" if isinstance(version, int) and version > supported
+               else "it is not a version perfstack ever wrote")
         )
 
 

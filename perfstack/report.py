@@ -11,7 +11,7 @@ from enum import Enum
 from typing import Any
 
 SCHEMA_NAME = "perfstack/report"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class Layer(str, Enum):

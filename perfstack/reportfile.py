@@ -70,24 +70,47 @@ def read_json(path: Path) -> Any:
         raise NotAReport(f"{path}: not valid JSON ({exc})") from None
 
 
-def check_report_data(data: Any, path: str) -> None:
-    """Raise NotAReport or UnsupportedVersion unless ``data`` is a valid current report."""
+def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    # Version 2 added the run role "extra" (a backend's further runs, such as the gil
+    # backend's thread sweep) and more environment facts; every v1 report is a valid v2 one.
+    return {**data, "version": 2}
+
+
+#: Migrations from each older schema version to the next; applied in order on read.
+MIGRATIONS = {1: _v1_to_v2}
+
+
+def migrate(data: dict[str, Any], path: str) -> dict[str, Any]:
+    """Return ``data`` migrated to the current schema version, or raise UnsupportedVersion."""
+    version = data.get("version")
+    if version == SCHEMA_VERSION:
+        return data
+    if not isinstance(version, int) or isinstance(version, bool) or version > SCHEMA_VERSION \
+            or version not in MIGRATIONS:
+        raise UnsupportedVersion(path, version, SCHEMA_VERSION)
+    while data.get("version") != SCHEMA_VERSION:
+        data = MIGRATIONS[data["version"]](data)
+    return data
+
+
+def check_report_data(data: Any, path: str) -> dict[str, Any]:
+    """Return ``data`` migrated to the current version; raise NotAReport or UnsupportedVersion
+    unless it is a valid report."""
     if not isinstance(data, dict) or data.get("schema") != SCHEMA_NAME:
         found = data.get("schema") if isinstance(data, dict) else type(data).__name__
         raise NotAReport(f"{path}: not a perfstack report (schema is {found!r})")
-    if data.get("version") != SCHEMA_VERSION:
-        raise UnsupportedVersion(path, data.get("version"), SCHEMA_VERSION)
-    errors = schema_errors(data)
+    migrated = migrate(dict(data), path)
+    errors = schema_errors(migrated)
     if errors:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise NotAReport(f"{path}: does not match the report schema: {errors[0]}{more}")
+    return migrated
 
 
 def load_report(path: Path) -> Report:
     """Return the report stored in ``path``, checked against the schema and its version."""
     data = read_json(path)
-    check_report_data(data, str(path))
-    return Report.from_dict(data)
+    return Report.from_dict(check_report_data(data, str(path)))
 
 
 def write_atomic(path: Path, data: bytes) -> None:

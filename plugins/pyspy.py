@@ -86,6 +86,18 @@ def _is_ours(frame: dict[str, Any]) -> bool:
     return (file.endswith(("perfstack/bootstrap.py", "/runpy.py")) or file == "<frozen runpy>")
 
 
+def _stable_thread_name(name: str, seen: dict[str, int]) -> str:
+    """Return a thread's key part that is the same in every run: its Python name.
+
+    py-spy names a thread 'Thread 8730 "MainThread"'; the native id changes every run, so
+    rows are keyed by the quoted Python name, numbered when several threads share it.
+    """
+    quoted = name.split('"')
+    base = quoted[1] if len(quoted) >= 3 and quoted[1] else name
+    seen[base] = seen.get(base, 0) + 1
+    return base if seen[base] == 1 else f"{base}#{seen[base]}"
+
+
 def _thread_name(profile: dict[str, Any]) -> str:
     return str(profile.get("name", "thread"))
 
@@ -165,12 +177,14 @@ def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
             {"function": func, "file": file, "line": int(line) if line.isdigit() else None,
              "threads": sorted(where[key])}))
     rows.sort(key=lambda r: -(r.values["self"].value or 0))
+    seen: dict[str, int] = {}
     for name, t in threads.items():
         values = {"samples": Quantity(t["samples"], "count"),
                   "time": Quantity(t["seconds"], "s")}
         if gil_profiles:
             values["gil_share"] = Quantity(min(100.0, 100 * gil.get(name, 0) / t["samples"]), "%")
-        rows.append(Row(f"thread:{name}", f"thread {name}", SOURCE, values, {"kind": "thread"}))
+        rows.append(Row(f"thread:{_stable_thread_name(name, seen)}", f"thread {name}", SOURCE,
+                        values, {"kind": "thread"}))
     kernel = [Row(k, k, SOURCE, {"samples": Quantity(n, "count"),
                                  "share": Quantity(100 * n / all_samples, "%")},
                   {"kind": "native-frame"}, {"python": [c for c, _ in native[k].most_common(5)]})

@@ -73,12 +73,12 @@ def _top_parser() -> Parser:
                         metavar="MODULE|no:NAME",
                         help="load the plugin module MODULE, or disable the plugin NAME with "
                         "no:NAME (repeatable), as pytest's -p")
-    commands = ["run", "sweep", "show", "validate", "plugins", "env"]
+    commands = ["run", "sweep", "show", "diff", "validate", "plugins", "env"]
     parser.add_argument("command", nargs="?", choices=commands,
                         help="run: profile a workload; sweep: run it per setting of "
                         "environment variables (thread counts); show: print a report; "
-                        "validate: check report files; plugins: list the backends and their "
-                        "availability; env: describe this machine")
+                        "diff: compare two reports; validate: check report files; plugins: "
+                        "list the backends and their availability; env: describe this machine")
     parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     return parser
 
@@ -138,6 +138,10 @@ def _dispatch(argv: list[str]) -> int:
         from perfstack.cli.sweep import cmd_sweep
 
         return cmd_sweep(plugins, top.rest)
+    if top.command == "diff":
+        from perfstack.cli.diff import cmd_diff
+
+        return cmd_diff(plugins, top.rest)
     if top.command == "env":
         from perfstack.cli.env import cmd_env
 

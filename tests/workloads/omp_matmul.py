@@ -6,8 +6,9 @@ interference from other processes on a shared machine.
 
 import time
 
-import perfstack
 import torch
+
+import perfstack
 
 if __name__ == "__main__":
     a = torch.randn(1024, 1024)

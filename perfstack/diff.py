@@ -1,0 +1,267 @@
+"""What changed between two reports, in which layer, and whether it is more than noise.
+
+Order of the answer: environment differences first (a different torch, CPU or thread setting
+explains most differences), then metrics matched by name and source, judged with a proper
+test where both sides have repeated samples (``perfstack.stats.compare``), then rows matched
+by key in every layer, sorted by the time they moved. Rows are single measurements (one
+profiled run per backend): they are judged against the run-to-run noise of the wall time,
+and the output says so.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from perfstack.report import Better, Layer, Metric, Report, Row
+from perfstack.stats import MIN_EFFECT, compare
+
+#: Environment facts that change performance, as (label, path in the environment block).
+ENV_FACTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Python", ("python", "version")),
+    ("Python implementation", ("python", "implementation")),
+    ("GIL enabled", ("python", "gil_enabled")),
+    ("torch version", ("torch", "version")),
+    ("torch build (git)", ("torch", "git_version")),
+    ("torch debug build", ("torch", "debug")),
+    ("torch CUDA", ("torch", "cuda")),
+    ("torch CPU capability", ("torch", "cpu_capability")),
+    ("torch intra-op threads", ("torch", "intra_op_threads")),
+    ("torch inter-op threads", ("torch", "inter_op_threads")),
+    ("CPU model", ("cpu", "model")),
+    ("CPU ISA", ("cpu", "isa")),
+    ("logical CPUs", ("cpu", "logical_cpus")),
+    ("usable CPUs", ("cpu", "affinity")),
+    ("sockets", ("cpu", "sockets")),
+    ("thread settings", ("threads",)),
+    ("OS release", ("os", "release")),
+    ("NVIDIA driver", ("nvml", "driver")),
+    ("GPUs", ("nvml", "gpus")),
+    ("installed packages", ("packages",)),
+)
+
+#: Rows that total other rows (a thread's samples): listed after the rows they sum.
+AGGREGATE_KINDS = ("thread", "thread-sweep")
+
+#: Row values that are times, in the order a row's "time" is chosen.
+TIME_FIELDS = ("self", "self_time", "total", "time", "cpu_time", "median", "mean")
+
+
+@dataclass
+class EnvChange:
+    """One environment fact that differs."""
+
+    what: str
+    base: Any
+    new: Any
+
+
+@dataclass
+class MetricChange:
+    """A metric on either side, and the verdict."""
+
+    name: str
+    source: str
+    layer: str
+    unit: str
+    better: str
+    base: float | None
+    new: float | None
+    change: float | None  # relative: new / base - 1
+    verdict: str  # regression | improvement | changed | within noise | cannot judge |
+    #               appeared | vanished | unknown
+    reason: str
+    test: str | None = None
+    statistic: float | None = None  # the test's statistic (t, or z for Mann-Whitney)
+    n_base: int = 0
+    n_new: int = 0
+
+
+@dataclass
+class RowChange:
+    """A row on either side: the value it is compared by, and how it moved."""
+
+    layer: str
+    source: str
+    key: str
+    name: str
+    by: str  # the row value compared: "self", "time", "median"...
+    unit: str
+    base: float | None
+    new: float | None
+    delta: float | None
+    change: float | None
+    status: str  # changed | appeared | vanished
+    beyond_noise: bool | None
+    aggregate: bool  # a total of other rows (a thread), ranked after them
+    links: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class Diff:
+    """The whole comparison."""
+
+    base: str
+    new: str
+    environment: list[EnvChange]
+    metrics: list[MetricChange]
+    rows: dict[str, list[RowChange]]
+    row_noise: float | None  # relative run-to-run noise the rows are judged against
+    row_noise_reason: str
+
+    def regressions(self, threshold: float) -> list[MetricChange]:
+        """Return metrics that got significantly worse by more than ``threshold`` (0.05=5%)."""
+        return [m for m in self.metrics if m.verdict == "regression" and m.change is not None
+                and abs(m.change) > threshold]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form (``perfstack diff --format json``)."""
+        return {
+            "schema": "perfstack/diff", "version": 1, "base": self.base, "new": self.new,
+            "environment": [asdict(e) for e in self.environment],
+            "metrics": [asdict(m) for m in self.metrics],
+            "rows": {layer: [asdict(r) for r in rows] for layer, rows in self.rows.items()},
+            "row_noise": self.row_noise, "row_noise_reason": self.row_noise_reason,
+        }
+
+
+def _get(env: dict[str, Any], path: tuple[str, ...]) -> Any:
+    node: Any = env
+    for part in path:
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def environment_changes(base: Report, new: Report) -> list[EnvChange]:
+    """Return the environment facts that differ (one missing on a side is not a difference)."""
+    out = []
+    for label, path in ENV_FACTS:
+        a, b = _get(base.environment, path), _get(new.environment, path)
+        if a is None or b is None or a == b:
+            continue
+        if isinstance(a, dict) and isinstance(b, dict):
+            keys = sorted(set(a) | set(b))
+            a = {k: a.get(k) for k in keys if a.get(k) != b.get(k)}
+            b = {k: b.get(k) for k in keys if k in a}
+        out.append(EnvChange(label, a, b))
+    return out
+
+
+def _metric_change(a: Metric | None, b: Metric | None) -> MetricChange:
+    ref = b or a
+    assert ref is not None
+    change = MetricChange(ref.name, ref.source, ref.layer, ref.unit, ref.better.value,
+                          a.value if a else None, b.value if b else None, None, "", "",
+                          n_base=len(a.samples or []) if a else 0,
+                          n_new=len(b.samples or []) if b else 0)
+    if a is None:
+        change.verdict, change.reason = "appeared", "only in the new report"
+        return change
+    if b is None:
+        change.verdict, change.reason = "vanished", "only in the base report"
+        return change
+    if a.value is None or b.value is None:
+        change.verdict = "unknown"
+        change.reason = "; ".join(r for r in (a.reason, b.reason) if r) or "a value is unknown"
+        return change
+    change.change = (b.value / a.value - 1) if a.value else None
+    base_samples = a.samples or [a.value]
+    new_samples = b.samples or [b.value]
+    result = compare(base_samples, new_samples)
+    change.test = result.test
+    change.statistic = result.statistic
+    change.reason = result.reason
+    if result.significant is None:
+        change.verdict = "cannot judge"
+    elif not result.significant:
+        change.verdict = "within noise"
+    elif ref.better == Better.NEITHER:
+        change.verdict = "changed"
+    else:
+        worse = (b.value > a.value) == (ref.better == Better.LOWER)
+        change.verdict = "regression" if worse else "improvement"
+    return change
+
+
+def metric_changes(base: Report, new: Report) -> list[MetricChange]:
+    """Return every metric of either report, matched by (name, source), judged."""
+    def index(report: Report) -> dict[tuple[str, str], Metric]:
+        return {(m.name, m.source): m for m in report.metrics}
+
+    a, b = index(base), index(new)
+    keys = list(dict.fromkeys([*a, *b]))
+    changes = [_metric_change(a.get(k), b.get(k)) for k in keys]
+    order = {"regression": 0, "improvement": 1, "changed": 2, "within noise": 3,
+             "cannot judge": 4, "unknown": 5, "appeared": 6, "vanished": 7}
+    changes.sort(key=lambda c: (order.get(c.verdict, 9), -abs(c.change or 0.0)))
+    return changes
+
+
+def _row_value(row: Row) -> tuple[str, str, float | None]:
+    for name in TIME_FIELDS:
+        q = row.values.get(name)
+        if q is not None and q.unit == "s":
+            return name, q.unit, q.value
+    for name, q in row.values.items():
+        if isinstance(q.value, (int, float)):
+            return name, q.unit, q.value
+    return "", "", None
+
+
+def _noise(base: Report, new: Report) -> tuple[float | None, str]:
+    rel = []
+    for report in (base, new):
+        wall = next((m for m in report.metrics if m.name == "wall_time" and m.samples), None)
+        if wall and len(wall.samples or []) >= 2:
+            samples = wall.samples or []
+            rel.append(statistics.stdev(samples) / statistics.mean(samples))
+    if not rel:
+        return None, ("rows are single measurements and neither report has repeated baseline "
+                      "runs: their changes cannot be judged against noise (use --repeat 3+)")
+    noise = max(rel)
+    return noise, (f"rows are single measurements (one profiled run per backend): a change "
+                   f"counts as beyond noise above {100 * max(MIN_EFFECT * 2.5, 3 * noise):.1f}% "
+                   f"(3x the run-to-run noise of the wall time, ±{100 * noise:.1f}%, at least "
+                   f"{100 * MIN_EFFECT * 2.5:.0f}%)")
+
+
+def row_changes(base: Report, new: Report, noise: float | None) -> dict[str, list[RowChange]]:
+    """Return, per layer, every row of either report matched by (source, key), largest move
+    first (seconds moved for time rows, then the rest by relative change; totals such as a
+    thread's come after the rows they sum)."""
+    out: dict[str, list[RowChange]] = {}
+    threshold = max(MIN_EFFECT * 2.5, 3 * noise) if noise is not None else None
+    for layer in Layer:
+        a = {(r.source, r.key): r for r in base.layers.get(layer, [])}
+        b = {(r.source, r.key): r for r in new.layers.get(layer, [])}
+        changes = []
+        for key in dict.fromkeys([*a, *b]):
+            ra, rb = a.get(key), b.get(key)
+            ref = rb or ra
+            assert ref is not None
+            field_name, unit, _ = _row_value(ref)
+            va = ra.values[field_name].value if ra and field_name in ra.values else None
+            vb = rb.values[field_name].value if rb and field_name in rb.values else None
+            status = "appeared" if ra is None else "vanished" if rb is None else "changed"
+            delta = (vb - va) if va is not None and vb is not None else None
+            rel = (vb / va - 1) if va and vb is not None else None
+            beyond = None if threshold is None or rel is None else abs(rel) > threshold
+            changes.append(RowChange(layer.value, ref.source, ref.key, ref.name, field_name,
+                                     unit, va, vb, delta, rel, status, beyond,
+                                     ref.attrs.get("kind") in AGGREGATE_KINDS, ref.links))
+        changes.sort(key=lambda c: (
+            c.aggregate, c.unit != "s",
+            -abs(c.delta if c.delta is not None else (c.new or c.base or 0.0))
+            if c.unit == "s" else -abs(c.change or 0.0)))
+        out[layer.value] = changes
+    return out
+
+
+def diff(base: Report, new: Report, base_name: str = "base", new_name: str = "new") -> Diff:
+    """Compare two reports."""
+    noise, why = _noise(base, new)
+    return Diff(base_name, new_name, environment_changes(base, new), metric_changes(base, new),
+                row_changes(base, new, noise), noise, why)

@@ -1,0 +1,183 @@
+"""perfstack diff: environment first, metrics judged against noise, rows by the time they moved.
+
+Statistical honesty on real runs: the same workload twice (A/A) gives nothing significant at
+the gate; the workload with 30% more matrix products in one function (A/B) is caught, and the
+diff names that function, its op and the metric. pyperf's compare_to agrees on the same data.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from perfstack.reportfile import read_json
+from tests.conftest import ROOT, WORKLOADS, Result, assert_one_line_error, perfstack_env
+
+AB = WORKLOADS / "ab_work.py"
+
+
+def _cli(cwd: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "perfstack", *args], cwd=cwd,
+                          env=perfstack_env(), capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Three real runs: A, A again, and B (--slow), each with torch and py-spy, 5 repeats."""
+    cwd = tmp_path_factory.mktemp("ab")
+    out = {}
+    for name, extra in (("a1", []), ("a2", []), ("b", ["--slow"])):
+        proc = _cli(cwd, "run", "--plugins", "torch,pyspy", "--repeat", "5", "-q", "-o",
+                    f"{name}.json", str(AB), "--", *extra)
+        assert proc.returncode == 0, proc.stderr
+        out[name] = cwd / f"{name}.json"
+    return out
+
+
+def _diff_json(cwd: Path, a: Path, b: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    proc = _cli(cwd, "diff", str(a), str(b), "--format", "json", *extra)
+    assert proc.returncode in (0, 1), proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def test_a_a_reports_nothing_significant_at_the_gate(runs: dict[str, Path]) -> None:
+    """The same workload twice: exit 0 under --fail-on-regression 5%, no env difference."""
+    code, data = _diff_json(runs["a1"].parent, runs["a1"], runs["a2"],
+                            "--fail-on-regression", "5%")
+    assert code == 0, [m for m in data["metrics"] if m["verdict"] == "regression"]
+    assert data["gate"]["regressions"] == []
+    assert data["environment"] == []
+    judged = [m for m in data["metrics"] if m["n_base"] >= 2 and m["n_new"] >= 2]
+    assert judged, "the baseline metrics must be judged with a test"
+    for m in judged:
+        assert m["verdict"] in ("within noise", "regression", "improvement", "changed")
+        if m["verdict"] in ("regression", "improvement"):
+            assert abs(m["change"]) <= 0.05, m  # never beyond the gate on A/A
+
+
+def test_a_b_names_the_function_the_op_and_the_metric(runs: dict[str, Path]) -> None:
+    """30% more matmuls in matmul_block: throughput regresses significantly (exit 1), and the
+    function and aten::mm lead their layers, beyond noise."""
+    code, data = _diff_json(runs["a1"].parent, runs["a1"], runs["b"],
+                            "--fail-on-regression", "5%")
+    assert code == 1
+    assert "throughput" in data["gate"]["regressions"]
+    throughput = next(m for m in data["metrics"] if m["name"] == "throughput")
+    assert throughput["verdict"] == "regression" and throughput["change"] < -0.08
+    assert throughput["test"] == "t-test (pyperf)"
+    python = [r for r in data["rows"]["python"] if r["source"] == "pyspy"]
+    # Interpreter start-up (torch's import, compiled afresh: PYTHONDONTWRITEBYTECODE=1 here)
+    # moves by chance too; among the workload's own functions matmul_block leads, and it is
+    # among the top rows overall.
+    ours = [r for r in python if "ab_work.py" in r["key"]]
+    assert "matmul_block" in ours[0]["name"], [r["name"] for r in ours[:3]]
+    assert ours[0] in python[:3], [r["name"] for r in python[:3]]
+    assert ours[0]["delta"] > 0 and ours[0]["beyond_noise"] is True
+    framework = [r for r in data["rows"]["framework"] if r["source"] == "torch"]
+    assert framework[0]["name"].startswith("aten::mm"), [r["name"] for r in framework[:3]]
+    assert framework[0]["change"] > 0.15 and framework[0]["beyond_noise"] is True
+    text = _cli(runs["a1"].parent, "diff", str(runs["a1"]), str(runs["b"]),
+                "--fail-on-regression", "5").stdout
+    assert "FAIL" in text and "throughput" in text and "matmul_block" in text
+    assert "aten::mm" in text
+
+
+def test_environment_differences_come_first(runs: dict[str, Path], tmp_path: Path) -> None:
+    """Another torch and thread setting in the new report: said at the top, before metrics."""
+    data = read_json(runs["a2"])
+    data["environment"]["torch"]["version"] = "2.99.0"
+    data["environment"]["threads"] = {"OMP_NUM_THREADS": "1"}
+    changed = tmp_path / "changed.json"
+    changed.write_text(json.dumps(data))
+    proc = _cli(tmp_path, "diff", str(runs["a1"]), str(changed))
+    assert proc.returncode == 0, proc.stderr
+    head = proc.stdout.split("Metrics")[0]
+    assert "ENVIRONMENT DIFFERS" in head and "torch version" in head and "2.99.0" in head
+    assert "OMP_NUM_THREADS" in head
+
+
+def test_pyperf_compare_to_agrees(runs: dict[str, Path], tmp_path: Path) -> None:
+    """The exported baseline gives pyperf compare_to the same verdicts as ours."""
+    for name in ("a1", "a2", "b"):
+        proc = _cli(tmp_path, "show", str(runs[name]), "--format", "pyperf", "-o",
+                    f"{name}.pyperf.json")
+        assert proc.returncode == 0, proc.stderr
+    for other in ("a2", "b"):
+        _, ours = _diff_json(tmp_path, runs["a1"], runs[other])
+        for bench in ("wall_time", "throughput"):
+            pyperf = subprocess.run(
+                [sys.executable, "-m", "pyperf", "compare_to", "-v", "--min-speed", "2", "-b", bench,
+                 "a1.pyperf.json", f"{other}.pyperf.json"], cwd=tmp_path, capture_output=True,
+                text=True, timeout=60)
+            assert pyperf.returncode == 0, pyperf.stderr
+            assert "ignificant" in pyperf.stdout, pyperf.stdout
+            theirs = "Not significant" not in pyperf.stdout
+            metric = next(m for m in ours["metrics"] if m["name"] == bench)
+            ours_sig = metric["verdict"] in ("regression", "improvement", "changed")
+            assert ours_sig == theirs, (other, bench, metric, pyperf.stdout)
+            t = re.search(r"t=(-?[0-9.]+)", pyperf.stdout)
+            if t:
+                assert abs(abs(float(t.group(1))) - abs(_t_of(ours, bench))) < 0.01
+
+
+def _t_of(data: dict[str, Any], name: str) -> float:
+    metric = next(m for m in data["metrics"] if m["name"] == name)
+    return float(metric["statistic"])
+
+
+def test_old_schema_is_migrated_and_future_ones_refused(runs: dict[str, Path],
+                                                        tmp_path: Path) -> None:
+    """A real version-1 report diffs against a current one; version 99 is one line, exit 5."""
+    old = ROOT / "tests" / "fixtures" / "reports" / "v1-busy.json"
+    assert read_json(old)["version"] == 1
+    proc = _cli(tmp_path, "diff", str(old), str(runs["a1"]))
+    assert proc.returncode == 0, proc.stderr
+    assert "wall_time" in proc.stdout
+    future = tmp_path / "future.json"
+    future.write_text(json.dumps({**read_json(runs["a1"]), "version": 99}))
+    proc = _cli(tmp_path, "diff", str(runs["a1"]), str(future))
+    assert proc.returncode == 5 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "upgrade perfstack" in proc.stderr
+
+
+def test_markdown_for_a_pull_request(runs: dict[str, Path]) -> None:
+    """Markdown: a heading, the gate verdict and pipe tables with escaped cells."""
+    proc = _cli(runs["a1"].parent, "diff", str(runs["a1"]), str(runs["b"]), "--format",
+                "markdown", "--fail-on-regression", "5%")
+    assert proc.returncode == 1
+    assert proc.stdout.startswith("## perfstack diff")
+    assert "**FAIL**" in proc.stdout and "| metric | layer |" in proc.stdout
+    for line in proc.stdout.splitlines():
+        if line.startswith("| "):
+            assert "<" not in line  # escaped: op names like aten::mm[<shape>] cannot inject
+
+
+def test_bad_diff_input_is_one_line(perfstack: Callable[..., Result]) -> None:
+    """One report, no runs to default to, a missing file, a non-report, a bad percentage."""
+    assert_one_line_error(perfstack("diff", "only-one.json"), 2)
+    assert_one_line_error(perfstack("diff"), 3)
+    assert_one_line_error(perfstack("diff", "a.json", "b.json"), 3)
+    assert_one_line_error(perfstack("diff", str(ROOT / "pyproject.toml"),
+                                    str(ROOT / "pyproject.toml")), 4)
+    old = str(ROOT / "tests" / "fixtures" / "reports" / "v1-busy.json")
+    assert_one_line_error(perfstack("diff", old, old, "--fail-on-regression", "lots"), 2)
+
+
+def test_no_arguments_compares_the_two_newest_runs(perfstack: Callable[..., Result]) -> None:
+    """`perfstack diff` alone: the two newest runs in .perfstack/runs, older first."""
+    for _ in range(2):
+        assert perfstack("run", "--plugins", "resources", "--repeat", "2", "--warmup", "0",
+                         "-q", str(WORKLOADS / "busy.py")).code == 0
+    result = perfstack("diff")
+    assert result.code == 0, result.stderr
+    runs = sorted(p.name for p in (result.cwd / ".perfstack" / "runs").iterdir()
+                  if not p.is_symlink())
+    assert f"{runs[0]}/report.json -> " in result.stdout
+    assert f"{runs[1]}/report.json" in result.stdout
