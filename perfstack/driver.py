@@ -80,6 +80,7 @@ class RunOptions:
     warmup: int = 1
     timeout_s: float | None = None
     kill_grace_s: float = 5.0
+    collect_timeout_s: float | None = 600.0  # a backend's collect() longer than this fails it
     backend_options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
@@ -368,8 +369,11 @@ class Session:
         if outcome is not None and not outcome.record.exit.clean:
             result.reason = f"the workload ended with {outcome.record.exit.describe()}"
         try:
-            collected = backend.collect(ctx, outcome)
+            collected = call_with_timeout(lambda: backend.collect(ctx, outcome),
+                                          self.options.collect_timeout_s)
             problems = _malformed(collected)
+        except CollectTimeout as exc:
+            errors = [*(errors or []), str(exc)]
         except Exception:
             errors = [*(errors or []), "collect() raised:\n" + traceback.format_exc()]
         else:
@@ -409,6 +413,41 @@ class Session:
                 if isinstance(item, Finding) and not schema_errors(item.to_dict(), "finding"):
                     found.append(item)
         return found
+
+
+class CollectTimeout(Exception):
+    """A backend's collect() did not return in time."""
+
+
+def call_with_timeout(func: Callable[[], Collected], timeout_s: float | None) -> Collected:
+    """Return ``func()``, or raise CollectTimeout when it takes longer than ``timeout_s``.
+
+    The call runs in a daemon thread: a plugin stuck in its collect step cannot be killed from
+    Python, but it no longer holds the session; the thread is abandoned and dies with the
+    process. KeyboardInterrupt still reaches the caller while it waits.
+    """
+    if timeout_s is None:
+        return func()
+    import threading
+
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = func()
+        except BaseException as exc:  # handed to the caller's thread below
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="perfstack-collect", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if thread.is_alive():
+        raise CollectTimeout(f"collect() did not finish within {timeout_s:g} s (--collect-"
+                             "timeout); it was abandoned and its results are missing")
+    if "error" in box:
+        raise box["error"]
+    result: Collected = box["result"]
+    return result
 
 
 def read_steps(folder: Path) -> int | None:

@@ -23,8 +23,13 @@ if TYPE_CHECKING:
     from perfstack.render import Renderer
     from perfstack.report import Finding, Report
 
-#: Bumped when a hook's signature or contract changes incompatibly.
+#: Bumped when a hook's signature or contract changes incompatibly. A plugin says which
+#: version it was written for with a module attribute ``PERFSTACK_HOOK_VERSION = 1``; perfstack
+#: loads plugins written for MIN_HOOK_VERSION up to HOOK_VERSION and refuses others with one
+#: line. A plugin without the attribute is taken to be written for the current version.
 HOOK_VERSION = 1
+#: The oldest hook version this perfstack still loads.
+MIN_HOOK_VERSION = 1
 
 hookspec = pluggy.HookspecMarker("perfstack")
 

@@ -47,11 +47,19 @@ def _diff_json(cwd: Path, a: Path, b: Path, *extra: str) -> tuple[int, dict[str,
     return proc.returncode, json.loads(proc.stdout)
 
 
+#: The gate both tests use. Two perfstack sessions minutes apart on this 2-vCPU VM drift more
+#: than one session's repeats vary: an A/A pair once showed wall time +6.7%, significant by
+#: the t-test (start-up, mostly torch's import, is most of it). A gate must sit above the A/A
+#: drift of the machine it runs on; docs/ci.md says so.
+GATE = "10%"
+
+
 def test_a_a_reports_nothing_significant_at_the_gate(runs: dict[str, Path]) -> None:
-    """The same workload twice: exit 0 under --fail-on-regression 5%, no env difference."""
+    """The same workload twice: exit 0 under the gate, no environment difference."""
     code, data = _diff_json(runs["a1"].parent, runs["a1"], runs["a2"],
-                            "--fail-on-regression", "5%")
-    assert code == 0, [m for m in data["metrics"] if m["verdict"] == "regression"]
+                            "--fail-on-regression", GATE)
+    assert code == 0, [(m["name"], m["change"], m["reason"]) for m in data["metrics"]
+                       if m["verdict"] == "regression"]
     assert data["gate"]["regressions"] == []
     assert data["environment"] == []
     judged = [m for m in data["metrics"] if m["n_base"] >= 2 and m["n_new"] >= 2]
@@ -59,18 +67,18 @@ def test_a_a_reports_nothing_significant_at_the_gate(runs: dict[str, Path]) -> N
     for m in judged:
         assert m["verdict"] in ("within noise", "regression", "improvement", "changed")
         if m["verdict"] in ("regression", "improvement"):
-            assert abs(m["change"]) <= 0.05, m  # never beyond the gate on A/A
+            assert abs(m["change"]) <= 0.10, m  # never beyond the gate on A/A
 
 
 def test_a_b_names_the_function_the_op_and_the_metric(runs: dict[str, Path]) -> None:
     """30% more matmuls in matmul_block: throughput regresses significantly (exit 1), and the
     function and aten::mm lead their layers, beyond noise."""
     code, data = _diff_json(runs["a1"].parent, runs["a1"], runs["b"],
-                            "--fail-on-regression", "5%")
+                            "--fail-on-regression", GATE)
     assert code == 1
     assert "throughput" in data["gate"]["regressions"]
     throughput = next(m for m in data["metrics"] if m["name"] == "throughput")
-    assert throughput["verdict"] == "regression" and throughput["change"] < -0.08
+    assert throughput["verdict"] == "regression" and throughput["change"] < -0.10
     assert throughput["test"] == "t-test (pyperf)"
     python = [r for r in data["rows"]["python"] if r["source"] == "pyspy"]
     # Interpreter start-up (torch's import, compiled afresh: PYTHONDONTWRITEBYTECODE=1 here)
@@ -84,7 +92,7 @@ def test_a_b_names_the_function_the_op_and_the_metric(runs: dict[str, Path]) -> 
     assert framework[0]["name"].startswith("aten::mm"), [r["name"] for r in framework[:3]]
     assert framework[0]["change"] > 0.15 and framework[0]["beyond_noise"] is True
     text = _cli(runs["a1"].parent, "diff", str(runs["a1"]), str(runs["b"]),
-                "--fail-on-regression", "5").stdout
+                "--fail-on-regression", GATE).stdout
     assert "FAIL" in text and "throughput" in text and "matmul_block" in text
     assert "aten::mm" in text
 
@@ -113,9 +121,9 @@ def test_pyperf_compare_to_agrees(runs: dict[str, Path], tmp_path: Path) -> None
         _, ours = _diff_json(tmp_path, runs["a1"], runs[other])
         for bench in ("wall_time", "throughput"):
             pyperf = subprocess.run(
-                [sys.executable, "-m", "pyperf", "compare_to", "-v", "--min-speed", "2", "-b", bench,
-                 "a1.pyperf.json", f"{other}.pyperf.json"], cwd=tmp_path, capture_output=True,
-                text=True, timeout=60)
+                [sys.executable, "-m", "pyperf", "compare_to", "-v", "--min-speed", "2",
+                 "-b", bench, "a1.pyperf.json", f"{other}.pyperf.json"], cwd=tmp_path,
+                capture_output=True, text=True, timeout=60)
             assert pyperf.returncode == 0, pyperf.stderr
             assert "ignificant" in pyperf.stdout, pyperf.stdout
             theirs = "Not significant" not in pyperf.stdout

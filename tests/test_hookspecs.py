@@ -41,3 +41,11 @@ def test_backend_protocol_is_documented():
 
     for method in ("check", "launch", "attach", "collect"):
         assert inspect.getdoc(getattr(Backend, method)), method
+
+
+def test_plugin_guide_matches_the_hookspecs():
+    """docs/plugins.md carries the hook reference generated from these docstrings, verbatim."""
+    from perfstack.hookdoc import hook_reference
+
+    guide = (Path(__file__).parent.parent / "docs" / "plugins.md").read_text()
+    assert hook_reference() in guide, "run: python -m perfstack.hookdoc --write"

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from perfstack import hookimpl
 from perfstack.backend import Backend
 from perfstack.pluginmanager import load_plugins
 from perfstack.report import Layer
+from tests.conftest import WORKLOADS, Result, backend
 
 
 class _Named(Backend):
@@ -100,3 +102,35 @@ def test_environment_hook_reaches_the_report(tmp_path, monkeypatch):
     assert report.environment["cpu"]["logical_cpus"] >= 1
     assert "python_version" in report.environment["pyperf"]
     assert schema_errors(report.to_dict()) == []
+
+
+def test_plugins_for_other_hook_versions_are_refused_in_one_line(
+        perfstack: Callable[..., Result]) -> None:
+    """An old hook version, a hook this perfstack lacks, or an argument it does not pass:
+    each plugin is refused with one line naming the version; the rest keeps working."""
+    expected = {"old_hooks": "written for perfstack hook version 0",
+                "unknown_hook": "perfstack_collect_gpu_counters, which is not a hook",
+                "renamed_hook": "written for another perfstack hook version"}
+    for module, words in expected.items():
+        result = perfstack("-p", f"tests.testplugins.{module}", "plugins",
+                           env={"COLUMNS": "300"})
+        assert result.code == 0, result.stderr
+        broken = [line for line in result.stdout.splitlines() if "is broken" in line]
+        assert len(broken) == 1 and words in broken[0], result.stdout
+        assert "Traceback" not in result.stdout + result.stderr
+    result = perfstack("-p", "tests.testplugins.old_hooks", "run", "--plugins", "resources",
+                       "--repeat", "1", "--warmup", "0", "-q", str(WORKLOADS / "busy.py"))
+    assert result.code == 0, result.stderr
+
+
+def test_a_collect_step_that_hangs_is_bounded(perfstack: Callable[..., Result]) -> None:
+    """A plugin stuck in collect() fails after --collect-timeout; the others are intact."""
+    result = perfstack("-p", "tests.testplugins.stuck", "run", "--plugins", "stuck,resources",
+                       "--collect-timeout", "2", "--repeat", "1", "--warmup", "0", "-q",
+                       str(WORKLOADS / "busy.py"), timeout=60)
+    assert result.code == 0, result.stderr
+    report = result.report()
+    stuck = backend(report, "stuck")
+    assert stuck["status"] == "failed" and "did not finish within 2 s" in stuck["reason"]
+    assert backend(report, "resources")["status"] == "ok"
+    assert any(r["source"] == "resources" for r in report["layers"]["hardware"])

@@ -54,7 +54,8 @@ def run(name: str, items: int, work: Callable[[int], object], threads: int | Non
     elapsed = time.perf_counter() - start
     cpu = time.process_time() - cpu_start
     rate = items / elapsed
-    print(f"{name}: {items} items on {threads} thread(s) in {elapsed:.3f} s: {rate:.1f} items/s")
+    print(f"{name}: {items} items on {threads} thread(s) in {elapsed:.3f} s")
+    print(f"throughput: {rate:.1f} items/s")
     if perfstack is not None:
         perfstack.report_metric("throughput", rate, "items/s", "higher")
         perfstack.report_metric("cpu_utilisation", cpu / elapsed, "cpus", "neither")

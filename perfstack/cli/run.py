@@ -70,6 +70,9 @@ def build_parser(backends: dict[str, BackendEntry]) -> Parser:
                         help="stop any single run after S seconds (default: no limit)")
     parser.add_argument("--kill-grace", type=_seconds, default=5.0, metavar="S",
                         help="after a timeout, seconds between SIGTERM and SIGKILL (default: 5)")
+    parser.add_argument("--collect-timeout", type=_seconds, default=600.0, metavar="S",
+                        help="a backend whose collect step takes longer fails, and the others "
+                        "go on (default: 600)")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE",
                         help="report path (default: report.json in the run folder; .gz compresses)")
     parser.add_argument("--out-dir", type=Path, metavar="DIR",
@@ -161,7 +164,7 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     err = Console(stderr=True, highlight=False)
     progress = TerminalProgress(err) if err.is_terminal else QuietProgress()
     options = RunOptions(repeat=ns.repeat, warmup=ns.warmup, timeout_s=ns.timeout,
-                         kill_grace_s=ns.kill_grace,
+                         kill_grace_s=ns.kill_grace, collect_timeout_s=ns.collect_timeout,
                          backend_options=_backend_options(ns, selected))
     session = Session(workload, selected, plugins, run_dir, report_path.parent.resolve(),
                       options, progress, plugin_failures=failures if ns.plugins is None else [])

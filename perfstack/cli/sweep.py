@@ -58,6 +58,7 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
         progress = TerminalProgress(err) if err.is_terminal else QuietProgress()
         options = RunOptions(repeat=ns.repeat, warmup=ns.warmup, timeout_s=ns.timeout,
                              kill_grace_s=ns.kill_grace,
+                             collect_timeout_s=ns.collect_timeout,
                              backend_options=_backend_options(ns, selected))
         report_path = run_dir / "report.json"
         with sweep.environment(env):
