@@ -16,6 +16,8 @@ _artifact_dir: str | None = None
 _step_callbacks: list[Any] = []
 #: How many times step() was called; the bootstrap saves it (workload-steps.json) at exit.
 _steps = 0
+#: time.perf_counter() at each step() (the first 100,000), for per-step times across ranks.
+_step_times: list[float] = []
 #: File (in the artifact folder) that report_metric() appends to.
 METRICS_FILE = "workload-metrics.jsonl"
 
@@ -29,6 +31,10 @@ def step() -> None:
     """
     global _steps
     _steps += 1
+    if _artifact_dir is not None and len(_step_times) < 100_000:
+        import time
+
+        _step_times.append(time.perf_counter())
     for callback in _step_callbacks:
         callback()
 

@@ -162,6 +162,11 @@ class Backend:
     #: Opt-in analyses (heavy, or changing what they measure) run only when named in --plugins.
     opt_in: ClassVar[bool] = False
     options: ClassVar[tuple[Option, ...]] = ()
+    #: Under torchrun (``--nproc-per-node``): True when the backend's output is per workload
+    #: process (in-process hooks, attaching to a pid), so it is attached and collected once per
+    #: selected rank, in that rank's folder; False for tools that see the whole job at once
+    #: (a command wrapper such as ``perf stat``, the job's stdout, a GPU-wide sampler).
+    per_rank: ClassVar[bool] = True
 
     def check(self) -> Availability:
         """Return whether this backend can run on this machine. Must be quick and safe."""

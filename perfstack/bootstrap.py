@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
+import itertools
 import json
 import os
 import runpy
@@ -133,6 +134,10 @@ def main(argv: list[str]) -> None:
         with open(config_path, encoding="utf-8") as fh:
             config = json.load(fh)
     folder = config.get("artifact_dir")
+    if folder and os.environ.get("RANK") is not None and os.environ.get("WORLD_SIZE", "1") != "1":
+        # Under torchrun each rank is its own workload process with its own folder.
+        folder = os.path.join(folder, f"rank-{os.environ['RANK']}")
+        os.makedirs(folder, exist_ok=True)
     log: IO[str] | None = None
     if folder:
         # Kept open for the life of the process: faulthandler writes to its descriptor.
@@ -168,7 +173,9 @@ def main(argv: list[str]) -> None:
             import perfstack
 
             with open(os.path.join(folder, STEPS_FILE), "w", encoding="utf-8") as fh:
-                json.dump({"steps": perfstack._steps}, fh)
+                times = perfstack._step_times
+                json.dump({"steps": perfstack._steps,
+                           "step_times_s": [b - a for a, b in itertools.pairwise(times)]}, fh)
             # Best effort: without it the report lacks the live torch facts, nothing more.
             with contextlib.suppress(Exception):
                 _write_workload_env(folder)

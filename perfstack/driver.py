@@ -16,7 +16,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
@@ -26,7 +26,7 @@ from perfstack import environment
 from perfstack.backend import Collected, Launch, Outcome, RunContext, Workload
 from perfstack.bootstrap import CONFIG_ENV, HOOK_ERRORS_FILE, STEPS_FILE, WORKLOAD_ENV_FILE
 from perfstack.pluginmanager import BackendEntry, HookResult, Plugins
-from perfstack.process import ChildResult, ChildSpec, run_child
+from perfstack.process import ChildResult, ChildSpec, read_started, run_child
 from perfstack.report import (
     BackendResult,
     Better,
@@ -81,7 +81,30 @@ class RunOptions:
     timeout_s: float | None = None
     kill_grace_s: float = 5.0
     collect_timeout_s: float | None = 600.0  # a backend's collect() longer than this fails it
+    #: Launch through torchrun with this many processes per node (None: a plain process).
+    nproc_per_node: int | None = None
+    ranks: str = "0"  # which ranks per-rank backends profile: "0", "all", "0,3"
+    torchrun_args: list[str] = field(default_factory=list)  # passed through (rendezvous...)
     backend_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def selected_ranks(spec: str, world: int) -> list[int]:
+    """Return the ranks ``--ranks`` names ("0", "all", "0,3"), within the job's size."""
+    if spec.strip() == "all":
+        return list(range(world))
+    ranks = sorted({int(p) for p in spec.split(",") if p.strip()})
+    return [r for r in ranks if 0 <= r < world]
+
+
+def rank_dir(folder: Path, rank: int) -> Path:
+    """Return the folder of one rank's workload process inside a run folder."""
+    return folder / f"rank-{rank}"
+
+
+def primary_dir(folder: Path) -> Path:
+    """Return where the workload's own files are: rank 0's folder under torchrun."""
+    first = rank_dir(folder, 0)
+    return first if first.is_dir() else folder
 
 
 def _status_of(exit_status: str, clean: bool) -> Status:
@@ -127,7 +150,8 @@ class Session:
 
     def _run(self, label: str, role: str, backend: str | None, launch: Launch,
              on_started: Callable[[int], None] | None = None,
-             python: str | None = None) -> Outcome:
+             python: str | None = None,
+             on_rank_started: Callable[[int, Path, int], None] | None = None) -> Outcome:
         folder = self.run_dir / label
         folder.mkdir(parents=True, exist_ok=True)
         config = folder / "bootstrap.json"
@@ -136,8 +160,16 @@ class Session:
             "inprocess": [{"target": h.target, "options": h.options} for h in launch.inprocess],
         })
         target = ["-m", self.workload.target] if self.workload.module else [self.workload.target]
-        argv = [*launch.wrap, python or sys.executable, *SAFE_PATH, "-m", "perfstack.bootstrap",
-                *target, *self.workload.args]
+        nproc = self.options.nproc_per_node
+        if nproc:
+            # torchrun starts each rank as `python -m perfstack.bootstrap SCRIPT ARGS`.
+            rendezvous = self.options.torchrun_args or ["--standalone"]
+            argv = [*launch.wrap, python or sys.executable, "-m", "torch.distributed.run",
+                    f"--nproc-per-node={nproc}", *rendezvous, "-m", "perfstack.bootstrap",
+                    *target, *self.workload.args]
+        else:
+            argv = [*launch.wrap, python or sys.executable, *SAFE_PATH, "-m",
+                    "perfstack.bootstrap", *target, *self.workload.args]
         env = {**os.environ, **launch.env, CONFIG_ENV: str(config.resolve())}
         if python is not None and os.path.realpath(python) != os.path.realpath(sys.executable):
             env["PYTHONPATH"] = os.pathsep.join(
@@ -145,14 +177,40 @@ class Session:
         spec = ChildSpec(argv, env, os.getcwd(), folder, self.options.timeout_s,
                          self.options.kill_grace_s)
         self.progress.begin(label)
-        result = run_child(spec, on_started=on_started, on_tick=self.progress.tick)
+        on_tick: Callable[[float], None] = self.progress.tick
+        if nproc and on_rank_started is not None:
+            on_tick = self._rank_watcher(folder, on_rank_started)
+        result = run_child(spec, on_started=None if nproc else on_started, on_tick=on_tick)
+        if nproc and on_rank_started is not None:
+            on_tick(0.0)  # ranks that started between the last tick and the end
         record = self._record(label, role, backend, argv, result)
         self.records.append(record)
         self.progress.end(label, record.exit.describe())
         if record.exit.status == "interrupted":
             self.interrupted = True
+        if nproc:
+            started = read_started(rank_dir(folder, 0))
+            pid, start_ns = started if started else (None, None)
+            return Outcome(record, folder, pid, start_ns, read_steps(rank_dir(folder, 0)))
         return Outcome(record, folder, result.workload_pid, result.start_ns,
                        read_steps(folder))
+
+    def _rank_watcher(self, folder: Path,
+                      on_rank_started: Callable[[int, Path, int], None]) -> Callable[[float], None]:
+        """Return an on_tick callback that reports each rank's pid once it has started."""
+        seen: set[int] = set()
+        world = self.options.nproc_per_node or 1
+
+        def tick(elapsed: float) -> None:
+            self.progress.tick(elapsed)
+            for rank in range(world):
+                if rank in seen:
+                    continue
+                found = read_started(rank_dir(folder, rank))
+                if found is not None:
+                    seen.add(rank)
+                    on_rank_started(rank, rank_dir(folder, rank), found[0])
+        return tick
 
     def _bootstrap_path(self) -> Path:
         """A folder holding only perfstack (a link), for another interpreter's sys.path.
@@ -200,6 +258,10 @@ class Session:
         except KeyboardInterrupt:
             self.interrupted = True
         env.update(self._workload_environment())
+        if self.options.nproc_per_node:
+            env["distributed"] = {"nproc_per_node": self.options.nproc_per_node,
+                                  "profiled_ranks": self._ranks(),
+                                  "torchrun_args": self.options.torchrun_args or ["--standalone"]}
         for entry in self.selected:
             if self.interrupted:
                 self.results.append(self._result(entry, Status.SKIPPED,
@@ -233,6 +295,12 @@ class Session:
             report.metrics.extend(collected.metrics)
             report.findings.extend(collected.findings)
         report.metrics[:0] = [self._wall_metric(), *self._workload_metrics()]
+        if self.options.nproc_per_node:
+            from perfstack.distributed import cross_rank
+
+            metrics, findings = cross_rank(report, self.baseline, self.options.nproc_per_node)
+            report.metrics.extend(metrics)
+            report.findings.extend(findings)
         report.findings.extend(self._findings(report))
         return report
 
@@ -249,7 +317,8 @@ class Session:
         """What the workload process itself saw (the torch it imported, its threads)."""
         for outcome in self.baseline:
             try:
-                facts = json.loads((outcome.artifact_dir / WORKLOAD_ENV_FILE).read_text("utf-8"))
+                facts = json.loads((primary_dir(outcome.artifact_dir) / WORKLOAD_ENV_FILE)
+                                   .read_text("utf-8"))
             except (OSError, ValueError):
                 continue
             if isinstance(facts, dict) and isinstance(facts.get("torch"), dict):
@@ -287,7 +356,7 @@ class Session:
             if not outcome.record.exit.clean:
                 continue
             last: dict[str, dict[str, Any]] = {}
-            for entry in read_workload_metrics(outcome.artifact_dir):
+            for entry in read_workload_metrics(primary_dir(outcome.artifact_dir)):
                 last[entry["name"]] = entry  # a metric reported twice in one run: the last wins
             for name, entry in last.items():
                 series.setdefault(name, []).append(entry)
@@ -331,25 +400,60 @@ class Session:
         attachments: list[Any] = []
         errors: list[str] = []
 
-        def on_started(pid: int) -> None:
+        def on_started(pid: int, where: RunContext = ctx) -> None:
             try:
-                handle = backend.attach(ctx, pid)
+                handle = backend.attach(where, pid)
             except Exception:
                 errors.append("attach() raised:\n" + traceback.format_exc())
                 return
             if handle is not None:
                 attachments.append(handle)
 
-        outcome = self._run(backend.name, "backend", backend.name, launch, on_started)
+        ranks = self._ranks()
+
+        def on_rank_started(rank: int, where: Path, pid: int) -> None:
+            if backend.per_rank and rank in ranks:
+                on_started(pid, replace(ctx, artifact_dir=where))
+            elif not backend.per_rank and ranks and rank == ranks[0]:
+                on_started(pid)
+
+        outcome = self._run(backend.name, "backend", backend.name, launch, on_started,
+                            on_rank_started=on_rank_started)
         for handle in attachments:
             try:
                 handle.stop()
             except Exception:
                 errors.append("stopping its attachment raised:\n" + traceback.format_exc())
-        hook_errors = folder / HOOK_ERRORS_FILE
-        if hook_errors.exists():
-            errors.append(hook_errors.read_text("utf-8", errors="replace"))
+        for where in [folder, *(rank_dir(folder, r) for r in ranks)]:
+            hook_errors = where / HOOK_ERRORS_FILE
+            if hook_errors.exists():
+                errors.append(hook_errors.read_text("utf-8", errors="replace"))
         return self._collect(entry, ctx, outcome, errors)
+
+    def _ranks(self) -> list[int]:
+        nproc = self.options.nproc_per_node
+        return selected_ranks(self.options.ranks, nproc) if nproc else []
+
+    def _collect_ranks(self, backend: Any, ctx: RunContext, outcome: Outcome | None) -> Collected:
+        """Collect once, or once per selected rank (relabelled) for per-rank backends."""
+        if outcome is None or not self.options.nproc_per_node or not backend.per_rank:
+            result: Collected = backend.collect(ctx, outcome)
+            return result
+        ranks = self._ranks()
+        merged = Collected()
+        for rank in ranks:
+            where = rank_dir(outcome.artifact_dir, rank)
+            if not where.is_dir():
+                merged.notes.append(f"rank {rank}: its process never started")
+                continue
+            started = read_started(where)
+            part = backend.collect(replace(ctx, artifact_dir=where), Outcome(
+                outcome.record, where, started[0] if started else None,
+                started[1] if started else None, read_steps(where)))
+            _merge_rank(merged, part, rank, prefix=len(ranks) > 1)
+        merged.notes.append(f"ranks {', '.join(map(str, ranks))} of "
+                            f"{self.options.nproc_per_node} profiled (--ranks)")
+        return merged
 
     def _collect(self, entry: BackendEntry, ctx: RunContext, outcome: Outcome | None,
                  errors: list[str] | None = None) -> BackendResult:
@@ -369,7 +473,7 @@ class Session:
         if outcome is not None and not outcome.record.exit.clean:
             result.reason = f"the workload ended with {outcome.record.exit.describe()}"
         try:
-            collected = call_with_timeout(lambda: backend.collect(ctx, outcome),
+            collected = call_with_timeout(lambda: self._collect_ranks(backend, ctx, outcome),
                                           self.options.collect_timeout_s)
             problems = _malformed(collected)
         except CollectTimeout as exc:
@@ -413,6 +517,31 @@ class Session:
                 if isinstance(item, Finding) and not schema_errors(item.to_dict(), "finding"):
                     found.append(item)
         return found
+
+
+def _merge_rank(merged: Collected, part: Collected, rank: int, prefix: bool) -> None:
+    """Add one rank's records to ``merged``; with several ranks, keys and names say the rank."""
+    def key(k: str) -> str:
+        return f"rank{rank}:{k}" if prefix else k
+
+    for layer, rows in part.rows.items():
+        for row in rows:
+            row.attrs["rank"] = rank
+            if prefix:
+                row.key, row.name = key(row.key), f"[rank {rank}] {row.name}"
+                row.links = {k: [key(v) for v in vs] for k, vs in row.links.items()}
+        merged.rows.setdefault(layer, []).extend(rows)
+    for metric in part.metrics:
+        if prefix:
+            metric.name = f"{metric.name}[rank{rank}]"
+        merged.metrics.append(metric)
+    for finding in part.findings:
+        if prefix:
+            finding.title = f"[rank {rank}] {finding.title}"
+        merged.findings.append(finding)
+    for label, path in part.artifacts.items():
+        merged.artifacts[f"{label}.rank{rank}" if prefix else label] = path
+    merged.notes += [f"rank {rank}: {note}" if prefix else note for note in part.notes]
 
 
 class CollectTimeout(Exception):

@@ -157,6 +157,7 @@ class PerfStatBackend(Backend):
     """``perf stat``: hardware and software counters of one run (hardware layer)."""
 
     name = "perf"
+    per_rank = False  # sees the whole torchrun job at once
     layers = (Layer.HARDWARE,)
     description = "perf stat counters: cycles, instructions, caches, branches, task-clock..."
     options = (Option("events", "extra events for perf stat, comma-separated", ""),)
@@ -242,6 +243,7 @@ class PerfTopBackend(Backend):
     """``perf record``: the hottest native code of one run, by shared object (kernel layer)."""
 
     name = "perftop"
+    per_rank = False  # sees the whole torchrun job at once
     layers = (Layer.KERNEL,)
     description = "perf record -e cpu-clock: hot native symbols grouped by library (perf top)"
     options = (Option("freq", "samples per second", 999, int),

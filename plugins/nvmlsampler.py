@@ -195,6 +195,7 @@ class NvmlBackend(Backend):
     """NVML sampling of every GPU while the workload runs (hardware layer)."""
 
     name = "nvml"
+    per_rank = False  # sees the whole torchrun job at once
     layers = (Layer.HARDWARE,)
     description = "NVML: GPU power, energy, utilisation, memory, clocks, temperature over time"
     options = (Option("period", "seconds between samples (at least 0.02)", 0.1, float),)

@@ -146,6 +146,7 @@ class OneDnnBackend(Backend):
     """oneDNN's own account of every primitive it ran (kernel layer)."""
 
     name = "onednn"
+    per_rank = False  # sees the whole torchrun job at once
     layers = (Layer.KERNEL,)
     description = "oneDNN primitives (MKLDNN_VERBOSE): implementation, ISA, shapes, time"
 

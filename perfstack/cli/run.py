@@ -73,6 +73,16 @@ def build_parser(backends: dict[str, BackendEntry]) -> Parser:
     parser.add_argument("--collect-timeout", type=_seconds, default=600.0, metavar="S",
                         help="a backend whose collect step takes longer fails, and the others "
                         "go on (default: 600)")
+    dist = parser.add_argument_group("distributed (torchrun)")
+    dist.add_argument("--nproc-per-node", type=_positive_int(1), metavar="N",
+                      help="launch the workload through torchrun (torch.distributed.run) with N "
+                      "processes; each rank gets its own folder and report rows")
+    dist.add_argument("--ranks", default="0", metavar="0|all|0,3",
+                      help="ranks the per-rank backends profile (default: 0); also the torch "
+                      "backend's --torch-ranks unless that is given")
+    dist.add_argument("--torchrun-args", default="", metavar="'ARGS'",
+                      help="more torchrun options, e.g. '--nnodes 2 --rdzv-backend c10d "
+                      "--rdzv-endpoint host:29400' (default: --standalone)")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE",
                         help="report path (default: report.json in the run folder; .gz compresses)")
     parser.add_argument("--out-dir", type=Path, metavar="DIR",
@@ -139,6 +149,30 @@ def _backend_options(ns: argparse.Namespace, selected: list[BackendEntry]) -> di
     return out
 
 
+def _distributed(ns: argparse.Namespace, own: list[str],
+                 backends: dict[str, BackendEntry]) -> dict[str, Any]:
+    """Return the torchrun options of RunOptions; check --ranks; pass it on to torch."""
+    import shlex
+
+    if ns.nproc_per_node is None:
+        if ns.ranks != "0" or ns.torchrun_args:
+            raise errors.UsageError("--ranks and --torchrun-args need --nproc-per-node")
+        return {}
+    spec = ns.ranks.strip()
+    if spec != "all" and not all(p.strip().isdigit() for p in spec.split(",")):
+        raise errors.UsageError(f"--ranks takes 0, all, or a list like 0,3; got {ns.ranks!r}")
+    if spec != "all" and any(int(p) >= ns.nproc_per_node for p in spec.split(",")):
+        raise errors.UsageError(f"--ranks {spec}: the job has ranks 0 to "
+                                f"{ns.nproc_per_node - 1}")
+    try:
+        extra = shlex.split(ns.torchrun_args)
+    except ValueError as exc:
+        raise errors.UsageError(f"--torchrun-args: {exc}") from None
+    if "torch" in backends and not any(a.startswith("--torch-ranks") for a in own):
+        setattr(ns, _option_dest("torch", "ranks"), spec)
+    return {"nproc_per_node": ns.nproc_per_node, "ranks": spec, "torchrun_args": extra}
+
+
 def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     """Profile a workload; write the report; print it unless --quiet."""
     from rich.console import Console
@@ -163,9 +197,10 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     report_path: Path = ns.output if ns.output is not None else run_dir / "report.json"
     err = Console(stderr=True, highlight=False)
     progress = TerminalProgress(err) if err.is_terminal else QuietProgress()
+    distributed = _distributed(ns, own, backends)  # may set the torch backend's ranks
     options = RunOptions(repeat=ns.repeat, warmup=ns.warmup, timeout_s=ns.timeout,
                          kill_grace_s=ns.kill_grace, collect_timeout_s=ns.collect_timeout,
-                         backend_options=_backend_options(ns, selected))
+                         backend_options=_backend_options(ns, selected), **distributed)
     session = Session(workload, selected, plugins, run_dir, report_path.parent.resolve(),
                       options, progress, plugin_failures=failures if ns.plugins is None else [])
     report = session.execute()
