@@ -3,9 +3,10 @@ every all_reduce: rank 1 is the straggler."""
 
 import os
 
-import perfstack
 import torch
 import torch.distributed as dist
+
+import perfstack
 
 if __name__ == "__main__":
     dist.init_process_group("gloo")
