@@ -96,6 +96,8 @@ class RowChange:
     beyond_noise: bool | None
     aggregate: bool  # a total of other rows (a thread), ranked after them
     links: dict[str, list[str]] = field(default_factory=dict)
+    #: counted values (calls, samples) on both sides: exact where times are noisy
+    counts: dict[str, list[float | None]] = field(default_factory=dict)
 
 
 @dataclass
@@ -249,9 +251,13 @@ def row_changes(base: Report, new: Report, noise: float | None) -> dict[str, lis
             delta = (vb - va) if va is not None and vb is not None else None
             rel = (vb / va - 1) if va and vb is not None else None
             beyond = None if threshold is None or rel is None else abs(rel) > threshold
+            counts = {name: [ra.values[name].value if ra and name in ra.values else None,
+                             rb.values[name].value if rb and name in rb.values else None]
+                      for name, q in ref.values.items() if q.unit == "count"}
             changes.append(RowChange(layer.value, ref.source, ref.key, ref.name, field_name,
                                      unit, va, vb, delta, rel, status, beyond,
-                                     ref.attrs.get("kind") in AGGREGATE_KINDS, ref.links))
+                                     ref.attrs.get("kind") in AGGREGATE_KINDS, ref.links,
+                                     counts))
         changes.sort(key=lambda c: (
             c.aggregate, c.unit != "s",
             -abs(c.delta if c.delta is not None else (c.new or c.base or 0.0))

@@ -37,6 +37,9 @@ def _row_cells(r: RowChange) -> list[str]:
     judged = {True: "beyond noise", False: "within noise", None: "cannot judge"}[r.beyond_noise]
     if r.status != "changed":
         judged = r.status
+    calls = r.counts.get("calls")
+    if calls and None not in calls and calls[0] != calls[1]:
+        judged += f"; calls {calls[0]:,.0f} -> {calls[1]:,.0f}"
     return [r.name[:70], r.source, r.by, _val(r.base, r.unit), _val(r.new, r.unit), moved,
             _pct(r.change), judged]
 
