@@ -17,6 +17,7 @@ def test_cifar100_on_two_ranks_gives_per_rank_rows(perfstack: Callable[..., Resu
     their own folders; rows say their rank; collectives are visible; throughput from rank 0."""
     result = perfstack("run", "--nproc-per-node", "2", "--ranks", "all", "--plugins",
                        "torch,pyspy,resources", "--repeat", "1", "--warmup", "0", "-q",
+                       "--timeout", "150",
                        str(ROOT / "workloads" / "cifar100.py"), "--", "--num-batches", "8",
                        timeout=300)
     assert result.code == 0, result.stderr
@@ -43,9 +44,9 @@ def test_cifar100_on_two_ranks_gives_per_rank_rows(perfstack: Callable[..., Resu
 
 
 def test_a_straggler_is_named(perfstack: Callable[..., Result]) -> None:
-    """Rank 1 does 3x the work: rank 0 waits in all_reduce, and the finding names rank 1."""
+    """Rank 1 does 5x the work: rank 0 waits in all_reduce, and the finding names rank 1."""
     result = perfstack("run", "--nproc-per-node", "2", "--ranks", "all", "--plugins", "torch",
-                       "--repeat", "1", "--warmup", "0", "-q",
+                       "--repeat", "1", "--warmup", "0", "-q", "--timeout", "150",
                        str(WORKLOADS / "ddp_straggler.py"), timeout=300)
     assert result.code == 0, result.stderr
     report = result.report()

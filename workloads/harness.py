@@ -126,6 +126,15 @@ def main(argv: Sequence[str] | None = None, default_model: str | None = None,
     if world > 1:
         import torch.distributed as dist
 
+        # torch 2.13 can deadlock when DDP's Reducer (the last owner of the gloo process
+        # group) is freed while a gloo worker thread still destroys a finished work item: the
+        # main thread holds the GIL and waits for the group's mutex, the worker holds the mutex
+        # and waits for the GIL (seen under the torch profiler, whose thread-local state holds
+        # Python objects). So: wait for every rank, give the workers time (sleep releases the
+        # GIL) to drop their finished work, then free the model while nothing is pending.
+        dist.barrier()
+        time.sleep(0.2)
+        del model, opt
         dist.destroy_process_group()
     if rank == 0:
         mode = "inference" if args.forward_only else "training"
