@@ -6,6 +6,7 @@ imports it, and ``perfstack --help`` must start fast. Public names are loaded on
 
 from __future__ import annotations
 
+from time import perf_counter as _perf_counter
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -32,9 +33,7 @@ def step() -> None:
     global _steps
     _steps += 1
     if _artifact_dir is not None and len(_step_times) < 100_000:
-        import time
-
-        _step_times.append(time.perf_counter())
+        _step_times.append(_perf_counter())
     for callback in _step_callbacks:
         callback()
 

@@ -10,12 +10,11 @@ and the output says so.
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from perfstack.report import Better, Layer, Metric, Report, Row
-from perfstack.stats import MIN_EFFECT, compare
+from perfstack.stats import MIN_EFFECT, compare, summarize
 
 #: Environment facts that change performance, as (label, path in the environment block).
 ENV_FACTS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -217,9 +216,9 @@ def _noise(base: Report, new: Report) -> tuple[float | None, str]:
     rel = []
     for report in (base, new):
         wall = next((m for m in report.metrics if m.name == "wall_time" and m.samples), None)
-        if wall and len(wall.samples or []) >= 2:
-            samples = wall.samples or []
-            rel.append(statistics.stdev(samples) / statistics.mean(samples))
+        spread = summarize(wall.samples).relative_stdev if wall and wall.samples else None
+        if spread is not None:
+            rel.append(spread)
     if not rel:
         return None, ("rows are single measurements and neither report has repeated baseline "
                       "runs: their changes cannot be judged against noise (use --repeat 3+)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from perfstack.diff import Diff, MetricChange, RowChange
+from perfstack.render import markdown_escape as escape
 from perfstack.units import fmt_value as fmt
 
 VERDICT_MARK = {"regression": "REGRESSION", "improvement": "improvement", "changed": "changed",
@@ -83,32 +84,27 @@ def _columns(table: list[list[str]]) -> list[str]:
             for row in table]
 
 
-def _md_escape(text: str) -> str:
-    return (text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
-            .replace(">", "&gt;").replace("\n", " "))
-
-
 def _md_table(table: list[list[str]]) -> list[str]:
     head, *rows = table
-    lines = ["| " + " | ".join(_md_escape(c) for c in head) + " |",
+    lines = ["| " + " | ".join(escape(c) for c in head) + " |",
              "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(_md_escape(c) for c in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(escape(c) for c in row) + " |" for row in rows]
     return lines
 
 
 def render_markdown(d: Diff, top: int = 10, threshold: float | None = None) -> str:
     """Return the diff as GitHub-flavoured markdown."""
-    out = [f"## perfstack diff: `{_md_escape(d.base)}` → `{_md_escape(d.new)}`", ""]
+    out = [f"## perfstack diff: {escape(d.base)} → {escape(d.new)}", ""]
     if threshold is not None:
         bad = d.regressions(threshold)
         out += [f"**{'FAIL' if bad else 'pass'}**: "
-                + (", ".join(f"`{_md_escape(m.name)}` {_pct(m.change)}" for m in bad)
+                + (", ".join(f"{escape(m.name)} {_pct(m.change)}" for m in bad)
                    if bad else "no significant regression")
                 + f" (gate: {100 * threshold:g}%)", ""]
     if d.environment:
         out += ["> **The environments differ** — this explains most differences:", ">"]
-        out += [f"> - {_md_escape(e.what)}: `{_md_escape(_short(e.base))}` → "
-                f"`{_md_escape(_short(e.new))}`" for e in d.environment]
+        out += [f"> - {escape(e.what)}: {escape(_short(e.base))} → "
+                f"{escape(_short(e.new))}" for e in d.environment]
         out.append("")
     out += ["### Metrics", ""]
     out += _md_table([["metric", "layer", "source", "base", "new", "change", "verdict", "why"]]
@@ -117,5 +113,5 @@ def render_markdown(d: Diff, top: int = 10, threshold: float | None = None) -> s
         out += ["", f"### {layer.capitalize()}: rows that moved most", ""]
         out += _md_table([["row", "source", "by", "base", "new", "moved", "change", "judged"]]
                          + [_row_cells(r) for r in rows])
-    out += ["", f"_{_md_escape(d.row_noise_reason)}_"]
+    out += ["", f"_{escape(d.row_noise_reason)}_"]
     return "\n".join(out) + "\n"

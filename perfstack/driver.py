@@ -305,13 +305,7 @@ class Session:
         return report
 
     def _environment(self) -> dict[str, Any]:
-        env = environment.capture()
-        for answer in self.plugins.call_each("perfstack_environment"):
-            if answer.error is not None:
-                env.setdefault("plugin_errors", {})[answer.plugin] = answer.error
-            elif isinstance(answer.result, dict):
-                env.update(answer.result)
-        return env
+        return environment.capture_with_plugins(self.plugins)
 
     def _workload_environment(self) -> dict[str, Any]:
         """What the workload process itself saw (the torch it imported, its threads)."""

@@ -101,12 +101,7 @@ def _noise_advice(env: dict[str, Any], system: dict[str, Any]) -> list[str]:
 
 def gather(plugins: Plugins, with_torch: bool = True, with_system: bool = True) -> dict[str, Any]:
     """Return the full platform description ``perfstack env`` prints."""
-    env = environment.capture()
-    for answer in plugins.call_each("perfstack_environment"):
-        if answer.error is not None:
-            env.setdefault("plugin_errors", {})[answer.plugin] = answer.error
-        elif isinstance(answer.result, dict):
-            env.update(answer.result)
+    env = environment.capture_with_plugins(plugins)
     if with_torch:
         env["torch"] = torch_details()
     backends = {}

@@ -11,7 +11,10 @@ import os
 import platform
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from perfstack.pluginmanager import Plugins
 
 #: Environment variables that change how fast numerical code runs.
 THREAD_VARIABLES = (
@@ -94,6 +97,20 @@ def _pyperf_metadata() -> dict[str, Any]:
     for key in ("mem_max_rss", "mem_peak_pagefile_usage"):  # the driver's own, not the workload's
         meta.pop(key, None)
     return {k: v if isinstance(v, (int, float, str)) else str(v) for k, v in meta.items()}
+
+
+def capture_with_plugins(plugins: Plugins) -> dict[str, Any]:
+    """Return the core block plus each plugin's ``perfstack_environment`` facts.
+
+    A plugin whose hook raises is recorded under ``plugin_errors``, not lost.
+    """
+    env = capture()
+    for answer in plugins.call_each("perfstack_environment"):
+        if answer.error is not None:
+            env.setdefault("plugin_errors", {})[answer.plugin] = answer.error
+        elif isinstance(answer.result, dict):
+            env.update(answer.result)
+    return env
 
 
 def capture() -> dict[str, Any]:

@@ -34,6 +34,17 @@ class Renderer:
         raise NotImplementedError  # abstract: every renderer defines it
 
 
+def markdown_escape(text: object) -> str:
+    """Return ``text`` safe in a markdown line or table cell: no HTML, pipes or emphasis.
+
+    Workload-derived strings (function and op names, paths) go through this, so a name such
+    as ``<script>`` or ``a|b`` is shown as text and cannot break a table.
+    """
+    return (str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
+            .replace(">", "&gt;").replace("`", "\\`").replace("*", "\\*").replace("_", "\\_")
+            .replace("[", "\\[").replace("]", "\\]").replace("\r", " ").replace("\n", " "))
+
+
 def renderers(plugins: Plugins) -> dict[str, Renderer]:
     """Return every renderer by name; a later plugin's renderer replaces an earlier one's."""
     found: dict[str, Renderer] = {}

@@ -10,18 +10,12 @@ from __future__ import annotations
 
 from perfstack.pluginmanager import hookimpl
 from perfstack.render import Renderer, RenderOptions
+from perfstack.render import markdown_escape as escape
 from perfstack.render_text import LAYER_TITLES, _environment_line
 from perfstack.report import Layer, Report, Row
 from perfstack.units import fmt_quantity, fmt_seconds, fmt_value
 
 SEVERITY_MARK = {"critical": "🔴 critical", "warning": "🟠 warning", "info": "🔵 info"}
-
-
-def escape(text: object) -> str:
-    """Return ``text`` safe inside a markdown table cell or line (no HTML, no pipes)."""
-    return (str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
-            .replace(">", "&gt;").replace("`", "\\`").replace("*", "\\*").replace("_", "\\_")
-            .replace("[", "\\[").replace("]", "\\]").replace("\r", " ").replace("\n", " "))
 
 
 def _table(head: list[str], rows: list[list[str]]) -> list[str]:
@@ -48,7 +42,7 @@ class MarkdownRenderer(Renderer):
         """Return the report as markdown."""
         run = report.run
         wall = next((m for m in report.metrics if m.name == "wall_time"), None)
-        out = [f"## perfstack: `{escape(' '.join(run.command))}`", "",
+        out = [f"## perfstack: {escape(' '.join(run.command))}", "",
                f"{escape(_environment_line(report.environment))}  ",
                f"perfstack {escape(run.perfstack_version)} · {escape(run.started)} · "
                f"baseline {fmt_value(wall.value, 's', wall.reason) if wall else 'n/a'} "
@@ -59,7 +53,7 @@ class MarkdownRenderer(Renderer):
             out.append("No findings.")
         for f in report.findings:
             out.append(f"- **{SEVERITY_MARK.get(f.severity, f.severity)}** "
-                       f"{escape(f.title)} (`{escape(f.rule)}`, {escape(f.layer)})  ")
+                       f"{escape(f.title)} ({escape(f.rule)}, {escape(f.layer)})  ")
             out += [f"  {escape(e)}  " for e in f.evidence]
             out.append(f"  → {escape(f.action)}")
         out += ["", "### Backends", ""]

@@ -155,7 +155,7 @@ def oversubscription(env: dict[str, str], report: Report | None,
 
 
 def summarize_setting(env: dict[str, str], report: Report | None, report_path: str | None,
-                      failure: str | None = None) -> dict[str, Any]:
+                      failure: str | None = None, processes: int = 1) -> dict[str, Any]:
     """Return the sweep entry of one setting."""
     entry: dict[str, Any] = {"env": env, "report": report_path, "status": "ok"}
     if failure is not None or report is None:
@@ -177,7 +177,7 @@ def summarize_setting(env: dict[str, str], report: Report | None, report_path: s
             "spread_pct": (100 * (max(measure.samples) - min(measure.samples)) / med
                            if med else None),
         }
-    warning = oversubscription(env, report)
+    warning = oversubscription(env, report, processes)
     if warning:
         entry["warning"] = warning
     return entry

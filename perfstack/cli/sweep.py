@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
+import os
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import perfstack
-from perfstack import errors
 from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_INTERRUPTED, EXIT_OK, EXIT_WORKLOAD_FAILED
 from perfstack.pluginmanager import Plugins
 
@@ -20,7 +19,14 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
 
     from perfstack import rundir, sweep
     from perfstack.cli.progress import QuietProgress, TerminalProgress
-    from perfstack.cli.run import _backend_options, _select, _split, _workload, build_parser
+    from perfstack.cli.run import (
+        _backend_options,
+        _distributed,
+        _select,
+        _split,
+        _workload,
+        build_parser,
+    )
     from perfstack.driver import RunOptions, Session
     from perfstack.reportfile import save_report, write_json_atomic
 
@@ -41,6 +47,7 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
     if ns.plugins is None:
         ns.plugins = "resources" if "resources" in backends else None
     selected = _select(ns, backends) if ns.plugins else []
+    distributed = _distributed(ns, own, backends)
     if ns.output is not None:
         rundir.check_writable(ns.output)
     base = rundir.use_out_dir(ns.out_dir) if ns.out_dir is not None else \
@@ -59,17 +66,16 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
         options = RunOptions(repeat=ns.repeat, warmup=ns.warmup, timeout_s=ns.timeout,
                              kill_grace_s=ns.kill_grace,
                              collect_timeout_s=ns.collect_timeout,
-                             backend_options=_backend_options(ns, selected))
+                             backend_options=_backend_options(ns, selected), **distributed)
         report_path = run_dir / "report.json"
         with sweep.environment(env):
             session = Session(workload, selected, plugins, run_dir,
                               report_path.parent.resolve(), options, progress)
             report = session.execute()
         save_report(report, report_path)
-        rel = str(Path(report_path).resolve().relative_to(sweep_path.parent.resolve())) \
-            if report_path.resolve().is_relative_to(sweep_path.parent.resolve()) \
-            else str(report_path.resolve())
-        entries.append(sweep.summarize_setting(env, report, rel))
+        rel = os.path.relpath(report_path.resolve(), sweep_path.parent.resolve())
+        entries.append(sweep.summarize_setting(env, report, rel,
+                                               processes=ns.nproc_per_node or 1))
         if not report.run.complete:
             interrupted = True
             break
@@ -123,13 +129,3 @@ def render(doc: dict[str, Any]) -> str:
         lines.append("best: none could be chosen (no setting measured cleanly)")
     return "\n".join(lines) + "\n"
 
-
-def load_sweep(path: Path) -> dict[str, Any]:
-    """Read a sweep file; one clear error when it is not one."""
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError) as exc:
-        raise errors.NotAReport(f"{path}: not a sweep file ({exc})") from None
-    if not isinstance(data, dict) or data.get("schema") != "perfstack-sweep":
-        raise errors.NotAReport(f"{path}: not a perfstack sweep file")
-    return data

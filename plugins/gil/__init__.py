@@ -35,7 +35,6 @@ from perfstack.backend import (
     Outcome,
     RunContext,
 )
-from perfstack.driver import read_workload_metrics
 from perfstack.report import Better, Finding, Layer, Metric, Quantity, Row
 
 from ..pyspy import PySpyBackend, read_profile, summarize
@@ -99,6 +98,8 @@ class Series:
 
 def _measure_of(outcome: Outcome) -> tuple[float | None, str, float | None]:
     """Return (value where higher is better, what it is, CPU utilisation) for one run."""
+    from perfstack.driver import read_workload_metrics  # not at import: plugins load at start-up
+
     metrics = {m["name"]: m for m in read_workload_metrics(outcome.artifact_dir)}
     cpu = metrics.get("cpu_utilisation", {}).get("value")
     record = outcome.record
