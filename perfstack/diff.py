@@ -75,6 +75,9 @@ class MetricChange:
     statistic: float | None = None  # the test's statistic (t, or z for Mann-Whitney)
     n_base: int = 0
     n_new: int = 0
+    #: "runs" when both sides' samples are independent runs; else the samples are the steps or
+    #: intervals of one run per side, judged against the run-to-run noise and never gated
+    samples_of: str = "runs"
 
 
 @dataclass
@@ -112,9 +115,12 @@ class Diff:
     row_noise_reason: str
 
     def regressions(self, threshold: float) -> list[MetricChange]:
-        """Return metrics that got significantly worse by more than ``threshold`` (0.05=5%)."""
+        """Return metrics that got significantly worse by more than ``threshold`` (0.05=5%).
+
+        Only metrics measured over repeated runs count: a metric sampled within one run per side
+        (per-step times under a profiler, sampler intervals) says nothing about the next run."""
         return [m for m in self.metrics if m.verdict == "regression" and m.change is not None
-                and abs(m.change) > threshold]
+                and abs(m.change) > threshold and m.samples_of == "runs"]
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form (``perfstack diff --format json``)."""
@@ -151,7 +157,11 @@ def environment_changes(base: Report, new: Report) -> list[EnvChange]:
     return out
 
 
-def _metric_change(a: Metric | None, b: Metric | None) -> MetricChange:
+def _one_run_threshold(noise: float) -> float:
+    return max(MIN_EFFECT * 2.5, 3 * noise)
+
+
+def _metric_change(a: Metric | None, b: Metric | None, noise: float | None) -> MetricChange:
     ref = b or a
     assert ref is not None
     change = MetricChange(ref.name, ref.source, ref.layer, ref.unit, ref.better.value,
@@ -175,9 +185,27 @@ def _metric_change(a: Metric | None, b: Metric | None) -> MetricChange:
     change.test = result.test
     change.statistic = result.statistic
     change.reason = result.reason
-    if result.significant is None:
+    significant = result.significant
+    one_run = a.samples_of if a.samples_of != "runs" else b.samples_of
+    if one_run != "runs" and a.samples and b.samples:
+        # The samples share one run's conditions: their spread is not the run-to-run noise,
+        # and a t-test on them would call any shift between two runs significant.
+        change.samples_of = one_run
+        if noise is None:
+            significant = None
+            change.reason = (f"{one_run} of one run per side, and no repeated baseline runs to "
+                             f"tell the run-to-run noise (use --repeat 3+)")
+        else:
+            limit = _one_run_threshold(noise)
+            beyond = change.change is not None and abs(change.change) > limit
+            significant = bool(result.significant) and beyond
+            change.reason = (f"{one_run} of one run per side: beyond noise only above "
+                             f"{100 * limit:.1f}% (3x the wall time's run-to-run noise, at "
+                             f"least {100 * MIN_EFFECT * 2.5:.0f}%) and by {result.test}; "
+                             f"not gated")
+    if significant is None:
         change.verdict = "cannot judge"
-    elif not result.significant:
+    elif not significant:
         change.verdict = "within noise"
     elif ref.better == Better.NEITHER:
         change.verdict = "changed"
@@ -187,14 +215,18 @@ def _metric_change(a: Metric | None, b: Metric | None) -> MetricChange:
     return change
 
 
-def metric_changes(base: Report, new: Report) -> list[MetricChange]:
-    """Return every metric of either report, matched by (name, source), judged."""
+def metric_changes(base: Report, new: Report,
+                   noise: float | None = None) -> list[MetricChange]:
+    """Return every metric of either report, matched by (name, source), judged.
+
+    ``noise`` is the relative run-to-run noise (see ``_noise``) that metrics sampled within
+    one run are judged against."""
     def index(report: Report) -> dict[tuple[str, str], Metric]:
         return {(m.name, m.source): m for m in report.metrics}
 
     a, b = index(base), index(new)
     keys = list(dict.fromkeys([*a, *b]))
-    changes = [_metric_change(a.get(k), b.get(k)) for k in keys]
+    changes = [_metric_change(a.get(k), b.get(k), noise) for k in keys]
     order = {"regression": 0, "improvement": 1, "changed": 2, "within noise": 3,
              "cannot judge": 4, "unknown": 5, "appeared": 6, "vanished": 7}
     changes.sort(key=lambda c: (order.get(c.verdict, 9), -abs(c.change or 0.0)))
@@ -224,7 +256,7 @@ def _noise(base: Report, new: Report) -> tuple[float | None, str]:
                       "runs: their changes cannot be judged against noise (use --repeat 3+)")
     noise = max(rel)
     return noise, (f"rows are single measurements (one profiled run per backend): a change "
-                   f"counts as beyond noise above {100 * max(MIN_EFFECT * 2.5, 3 * noise):.1f}% "
+                   f"counts as beyond noise above {100 * _one_run_threshold(noise):.1f}% "
                    f"(3x the run-to-run noise of the wall time, ±{100 * noise:.1f}%, at least "
                    f"{100 * MIN_EFFECT * 2.5:.0f}%)")
 
@@ -234,7 +266,7 @@ def row_changes(base: Report, new: Report, noise: float | None) -> dict[str, lis
     first (seconds moved for time rows, then the rest by relative change; totals such as a
     thread's come after the rows they sum)."""
     out: dict[str, list[RowChange]] = {}
-    threshold = max(MIN_EFFECT * 2.5, 3 * noise) if noise is not None else None
+    threshold = _one_run_threshold(noise) if noise is not None else None
     for layer in Layer:
         a = {(r.source, r.key): r for r in base.layers.get(layer, [])}
         b = {(r.source, r.key): r for r in new.layers.get(layer, [])}
@@ -268,5 +300,6 @@ def row_changes(base: Report, new: Report, noise: float | None) -> dict[str, lis
 def diff(base: Report, new: Report, base_name: str = "base", new_name: str = "new") -> Diff:
     """Compare two reports."""
     noise, why = _noise(base, new)
-    return Diff(base_name, new_name, environment_changes(base, new), metric_changes(base, new),
+    return Diff(base_name, new_name, environment_changes(base, new),
+                metric_changes(base, new, noise),
                 row_changes(base, new, noise), noise, why)

@@ -64,7 +64,8 @@ def cross_rank(report: Report, baseline: list[Outcome], world: int) -> tuple[
         if samples:
             medians[rank] = statistics.median(samples)
             metrics.append(Metric(f"step_time[rank{rank}]", medians[rank], "s", "run",
-                                  "perfstack", Better.LOWER, samples=samples[:1000]))
+                                  "perfstack", Better.LOWER, samples=samples[:1000],
+                                  samples_of="steps"))
         else:
             metrics.append(Metric(f"step_time[rank{rank}]", None, "s", "run", "perfstack",
                                   Better.LOWER, reason="this rank marked no steps "

@@ -128,6 +128,10 @@ class Metric:
     better: Better
     samples: list[float] | None = None  # repeated measurements, for significance tests
     reason: str | None = None  # why value is None
+    #: what one sample is: "runs" (independent runs of the workload, the default) or "steps" /
+    #: "intervals" of one run. Samples from one run share that run's conditions, so ``diff``
+    #: judges them against the run-to-run noise, not against their own spread.
+    samples_of: str = "runs"
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form."""
@@ -143,6 +147,8 @@ class Metric:
             out["samples"] = self.samples
         if self.reason is not None:
             out["reason"] = self.reason
+        if self.samples_of != "runs":
+            out["samples_of"] = self.samples_of
         return out
 
     @classmethod
@@ -157,6 +163,7 @@ class Metric:
             better=Better(data["better"]),
             samples=data.get("samples"),
             reason=data.get("reason"),
+            samples_of=data.get("samples_of", "runs"),
         )
 
 

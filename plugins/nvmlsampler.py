@@ -92,7 +92,8 @@ def summarize(header: dict[str, Any], samples: list[dict[str, Any]],
                 {"gpu": gpu, "samples": len(values)}))
             if field in ("power_w", "util_gpu", "proc_mem_b", "util_mem"):
                 metrics.append(Metric(f"gpu{idx}_{field}_mean", statistics.fmean(values), unit,
-                                      "hardware", SOURCE, better, samples=values))
+                                      "hardware", SOURCE, better, samples=values,
+                                      samples_of="intervals"))
         joules, how = energy(mine)
         if joules is not None:
             name = f"gpu{idx}_energy" + ("" if how == "counter" else "_integrated")
