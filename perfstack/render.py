@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 class RenderOptions:
     """How much to show and how: independent of argparse."""
 
-    top: int = 10  # rows per layer and source
+    top: int = 10  # rows per layer and source; functions, and children each, in the drill-down
+    depth: int = 3  # drill-down: 1 functions, 2 + their torch ops, 3 + the ops' kernels
     width: int = 110
     color: bool = False
     #: layer -> installed backends that feed it, to say what would fill an empty layer

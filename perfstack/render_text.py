@@ -14,7 +14,9 @@ from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
+from rich.tree import Tree
 
+from perfstack.budget import drill_down, hardware_beside, time_budget
 from perfstack.pluginmanager import hookimpl
 from perfstack.render import Renderer, RenderOptions
 from perfstack.report import Layer, Report, Row, Status
@@ -163,6 +165,53 @@ def _layer(report: Report, layer: Layer, options: RenderOptions) -> RenderableTy
     return Group(title, *tables, Text(""))
 
 
+def _bar(share: float, width: int = 20) -> str:
+    filled = max(0, min(width, round(share / 100 * width)))
+    return "█" * filled + "·" * (width - filled)
+
+
+def _budget(report: Report) -> RenderableType:
+    budget = time_budget(report)
+    if not budget.lines:
+        return Text("Where the time goes: no backend measured a time budget "
+                    "(pyspy and perftop do)\n", style="dim")
+    wall = f" of {fmt_seconds(budget.wall_s)} wall time" if budget.wall_s else ""
+    table = Table(title=f"Where the time goes{wall}", title_justify="left")
+    for col, justify in (("part", "left"), ("layer", "left"), ("share", "right"),
+                         ("seconds", "right"), ("", "left"), ("measured by", "left")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for line in budget.lines:
+        table.add_row(Text(("  └ " if line.depth else "") + line.title), Text(line.layer),
+                      Text(f"{line.share:.1f}%"),
+                      Text(fmt_seconds(line.seconds) if line.seconds is not None else "-"),
+                      Text(_bar(line.share)), Text(line.source))
+    notes = [Text(f"  {n}", style="dim") for n in budget.notes]
+    return Group(table, *notes, Text(""))
+
+
+def _tree(report: Report, options: RenderOptions) -> RenderableType:
+    nodes, notes = drill_down(report, top=options.top, depth=options.depth)
+    if not nodes:
+        return Text("")
+    beside = hardware_beside(report)
+    label = Text("Drill-down: top Python functions → torch ops → kernels", style="bold")
+    if beside:
+        label.append("\n  hardware: " + "; ".join(beside), style="")
+    tree = Tree(label)
+
+    def add(parent: Tree, node: Any) -> None:
+        text = Text(node.label)
+        text.append(f"  {node.figures}", style="dim")
+        text.append(f"  [{node.source}]", style="dim")
+        branch = parent.add(text)
+        for child in node.children:
+            add(branch, child)
+
+    for node in nodes:
+        add(tree, node)
+    return Group(tree, *[Text(f"  {n}", style="dim") for n in notes], Text(""))
+
+
 def _metrics(report: Report) -> RenderableType:
     table = Table(title="Metrics", title_justify="left")
     for col in ("metric", "value", "layer", "source", "better", "n"):
@@ -206,6 +255,8 @@ class TextRenderer(Renderer):
         console.print(_header(report))
         console.print(_backends(report))
         console.print()
+        console.print(_budget(report))
+        console.print(_tree(report, options))
         for layer in Layer:
             console.print(_layer(report, layer, options))
         console.print(_metrics(report))

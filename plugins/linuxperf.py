@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -224,6 +225,50 @@ def group_of(dso: str) -> str:
     return "other"
 
 
+#: Symbols of compute loops inside framework libraries (MKL is linked into libtorch_cpu).
+KERNEL_SYMBOLS = ("mkl_", "gemm", "dnnl", "mkldnn", "_kernel", "Vectorized", "::vec::",
+                  "sleef", "Sleef", "cpu_kernel", "basic_loop", "loop_2d", "at::native::AVX",
+                  "at::native::DEFAULT", "cublas", "cudnn")
+
+#: The time budget's split of CPU time outside the interpreter: stack group -> part.
+SPLIT_PARTS = {
+    "framework (libtorch, libc10)": "framework",
+    "OpenMP runtime (spin/wait)": "openmp",
+    "JIT code (oneDNN kernels)": "kernels",
+    "math libraries (MKL, oneDNN, BLAS)": "kernels",
+    "CUDA runtime and libraries": "framework",
+    "OS kernel": "os",
+    "C/C++ runtime": "runtime",
+}
+
+
+def split_part(dso: str, sym: str) -> str | None:
+    """Return the budget part of a sampled symbol: None for the interpreter, else framework,
+    kernels, openmp, os, runtime or other. A compute loop inside libtorch is a kernel."""
+    group = group_of(dso)
+    if group.startswith("interpreter"):
+        return None
+    part = SPLIT_PARTS.get(group, "other")
+    if part == "framework" and any(k in sym for k in KERNEL_SYMBOLS):
+        return "kernels"
+    return part
+
+
+def split_metrics(by_sym: list[tuple[float, int, list[str]]]) -> list[Metric]:
+    """``split.<part>``: how the CPU time outside the interpreter divides (% of it)."""
+    parts: dict[str, int] = defaultdict(int)
+    for _, samples, keys in by_sym:
+        sym = keys[1].removeprefix("[.] ").removeprefix("[k] ") if len(keys) > 1 else ""
+        part = split_part(keys[0], sym)
+        if part is not None:
+            parts[part] += samples
+    total = sum(parts.values())
+    if not total:
+        return []
+    return [Metric(f"split.{part}", 100 * n / total, "%", "kernel", "perftop", Better.NEITHER)
+            for part, n in sorted(parts.items(), key=lambda kv: -kv[1])]
+
+
 def parse_report(text: str) -> list[tuple[float, int, list[str]]]:
     """Return (percent, samples, [keys...]) from ``perf report -F overhead,sample,... -t TAB``."""
     rows = []
@@ -296,6 +341,7 @@ class PerfTopBackend(Backend):
                             {"kind": "symbol", "dso": dso, "group": group_of(dso)}))
         metrics = [Metric(f"cpu_share_{g.split(' ')[0].lower()}", pct, "%", "kernel", "perftop",
                           Better.NEITHER) for g, (pct, _) in groups.items()]
+        metrics += split_metrics(by_sym)
         total = sum(s for _, s, _ in by_dso)
         notes = [f"{total} samples at {freq:g} Hz of cpu-clock (all threads)"]
         return Collected(rows={Layer.KERNEL: rows}, metrics=metrics, notes=notes,

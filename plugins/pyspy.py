@@ -120,6 +120,68 @@ def _leaf_counts(frames: list[dict[str, Any]], profiles: list[dict[str, Any]]) -
     return leaves
 
 
+def _is_import(frame: dict[str, Any]) -> bool:
+    return str(frame.get("file") or "").startswith("<frozen importlib")
+
+
+def _main_profile(profiles: list[dict[str, Any]]) -> dict[str, Any] | None:
+    main = [p for p in profiles if '"MainThread"' in _thread_name(p)]
+    if main:
+        return main[0]
+    return max(profiles, key=lambda p: len(p.get("samples", [])), default=None)
+
+
+def _main_leaves(frames: list[dict[str, Any]], profiles: list[dict[str, Any]]) -> tuple[
+        Counter[str], dict[str, float], float]:
+    """Main thread: samples and seconds per innermost Python function outside imports, and
+    the seconds of start-up and shutdown: importing (any importlib frame on the stack), and
+    the interpreter's own set-up and teardown (no frame of the workload on the stack)."""
+    counts: Counter[str] = Counter()
+    seconds: dict[str, float] = defaultdict(float)
+    importing = 0.0
+    profile = _main_profile(profiles)
+    if profile is None:
+        return counts, seconds, importing
+    for stack, weight in zip(profile.get("samples", []), profile.get("weights", []),
+                             strict=False):
+        python = [i for i in stack if not _is_native(frames[i]) and not _is_ours(frames[i])]
+        if not python or any(_is_import(frames[i]) for i in stack):
+            # Importing, or no frame of the workload's yet (set-up) or any more (teardown).
+            importing += weight
+            continue
+        leaf = frame_key(frames[python[-1]])
+        counts[leaf] += 1
+        seconds[leaf] += weight
+    return counts, seconds, importing
+
+
+def time_budget(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
+                gil_frames: list[dict[str, Any]], gil_profiles: list[dict[str, Any]],
+                wall_s: float) -> list[Metric]:
+    """Split the main thread's wall time: ``budget.startup`` (imports, the interpreter's set-up
+    and teardown), ``budget.interpreter``
+    (Python code running with the GIL held), ``budget.native`` (the GIL released: torch ops
+    and other native code called from Python) and ``budget.idle`` (not sampled: sleeping,
+    I/O, locks, the GIL wanted, and py-spy's attach), each as a share of ``wall_s``.
+
+    Whether a sample held the GIL comes from the GIL pass, a second sampler at the same rate:
+    per innermost function, the ratio of its GIL-pass samples to its main-pass samples.
+    """
+    counts, seconds, importing = _main_leaves(frames, profiles)
+    gil_counts, _, _ = _main_leaves(gil_frames, gil_profiles)
+    interpreter = sum(seconds[k] * min(1.0, gil_counts[k] / counts[k]) for k in counts)
+    active = sum(seconds.values())
+    idle = max(0.0, wall_s - importing - active)
+    # Nonblocking sampling can sum a little past the wall time: scale to it, never beyond.
+    scale = min(1.0, wall_s / max(importing + active, 1e-9))
+    parts = (("startup", importing * scale, "python"),
+             ("interpreter", interpreter * scale, "python"),
+             ("native", (active - interpreter) * scale, "framework"),
+             ("idle", idle, "run"))
+    return [Metric(f"budget.{name}", 100 * value / wall_s, "%", layer, SOURCE, Better.NEITHER)
+            for name, value, layer in parts]
+
+
 def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
               gil_frames: list[dict[str, Any]], gil_profiles: list[dict[str, Any]]) -> tuple[
                   dict[Layer, list[Row]], list[Metric], list[str]]:
@@ -261,6 +323,13 @@ class PySpyBackend(Backend):
         gil_frames, gil_profiles = read_profile(ctx.artifact_dir / "gil.speedscope.json")
         rows, metrics, notes = summarize(frames, profiles, gil_frames, gil_profiles)
         notes.append("sampling starts when the script starts; py-spy needs ~0.1 s to attach")
+        wall = outcome.record.wall_s if outcome is not None else None
+        if ctx.options.get("idle"):
+            notes.append("no time budget with --pyspy-idle: idle samples cannot be told apart")
+        elif not gil_profiles:
+            notes.append("no time budget without the GIL pass (--pyspy-no-gil)")
+        elif wall:
+            metrics += time_budget(frames, profiles, gil_frames, gil_profiles, wall)
         return Collected(rows=rows, metrics=metrics, notes=notes, artifacts={
             "speedscope": ctx.artifact_dir / "profile.speedscope.json"})
 

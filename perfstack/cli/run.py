@@ -91,6 +91,8 @@ def build_parser(backends: dict[str, BackendEntry]) -> Parser:
                         help="do not print the report at the end")
     parser.add_argument("--top", type=_positive_int(1), default=10, metavar="N",
                         help="rows per layer in the printed report (default: 10)")
+    parser.add_argument("--depth", type=int, choices=(1, 2, 3), default=3,
+                        help="drill-down depth: 1 functions, 2 + torch ops, 3 + kernels")
     for name, entry in sorted(backends.items()):
         if not entry.backend.options:
             continue
@@ -208,7 +210,7 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     if ns.out_dir is None:
         rundir.point_latest(run_dir)
     if not ns.quiet:
-        print_report(report, plugins, backends, top=ns.top)
+        print_report(report, plugins, backends, top=ns.top, depth=ns.depth)
     print(f"report: {report_path}  (artifacts: {run_dir})", file=sys.stderr)
     if not report.run.complete:
         print("perfstack: interrupted; the report above is partial", file=sys.stderr)

@@ -27,10 +27,10 @@ def _terminal_width() -> int:
 
 
 def print_report(report: Report, plugins: Plugins, backends: dict[str, BackendEntry],
-                 top: int = 10) -> None:
+                 top: int = 10, depth: int = 3) -> None:
     """Print the text rendering of ``report`` to stdout (colour when it is a terminal)."""
     text = renderers(plugins)["text"].render(report, RenderOptions(
-        top=top, width=_terminal_width(), color=sys.stdout.isatty(),
+        top=top, depth=depth, width=_terminal_width(), color=sys.stdout.isatty(),
         layer_providers=_layer_providers(backends)))
     sys.stdout.write(text)
     sys.stdout.flush()
@@ -59,16 +59,22 @@ def cmd_show(plugins: Plugins, argv: list[str]) -> int:
                         help="output format (default: text)")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE",
                         help="write to FILE instead of stdout")
-    parser.add_argument("--top", type=int, default=10, metavar="N", help="rows per layer")
+    parser.add_argument("--top", type=int, default=10, metavar="N",
+                        help="rows per layer; functions (and ops, kernels each) in the drill-down")
+    parser.add_argument("--depth", type=int, default=3, metavar="N",
+                        help="drill-down depth: 1 functions, 2 + torch ops, 3 + kernels")
     ns = parser.parse_args(argv)
     if ns.top < 1:
         raise errors.UsageError(f"--top must be at least 1, got {ns.top}")
+    if not 1 <= ns.depth <= 3:
+        raise errors.UsageError(f"--depth must be 1, 2 or 3, got {ns.depth}")
     path = ns.report if ns.report is not None else _default_report()
     report = load_report(path)
     renderer = available[ns.format]
     to_terminal = ns.output is None and sys.stdout.isatty()
     text = renderer.render(report, RenderOptions(
-        top=ns.top, width=_terminal_width() if to_terminal else 110, color=to_terminal,
+        top=ns.top, depth=ns.depth, width=_terminal_width() if to_terminal else 110,
+        color=to_terminal,
         layer_providers=_layer_providers(plugins.backends()[0])))
     if ns.output is not None:
         from perfstack.reportfile import write_text_atomic

@@ -166,9 +166,12 @@ def _probe(ctx: RunContext) -> tuple[list[Metric], list[str]]:
     share = 100 * sum(waits) / max(data["duration_s"], 1e-9)
     metrics = [
         Metric("gil_wait", statistics.median(waits) * 1e3, "ms", "python", SOURCE, Better.LOWER,
-               samples=[w * 1e3 for w in waits[:: max(1, len(waits) // 200)]]),
+               samples=[w * 1e3 for w in waits[:: max(1, len(waits) // 200)]],
+               samples_of="intervals"),
         Metric("gil_wait_p95", p95 * 1e3, "ms", "python", SOURCE, Better.LOWER),
         Metric("gil_wait_share", share, "%", "python", SOURCE, Better.LOWER),
+        # The same figure for the time budget: the probe's waits as a share of its run.
+        Metric("budget.gil_wait", min(100.0, share), "%", "python", SOURCE, Better.NEITHER),
     ]
     notes = [f"GIL probe: {len(delays)} wake-ups; a thread that wants the GIL waits "
              f"{statistics.median(waits) * 1e3:.2f} ms median, {p95 * 1e3:.2f} ms p95 "

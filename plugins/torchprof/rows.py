@@ -98,10 +98,15 @@ def summarize(agg: TraceAggregate, with_flops: bool = True, stepped: bool = True
     if steps:
         ordered = sorted(steps)
         metrics.insert(0, Metric("torch_step_time", ordered[len(ordered) // 2], "s", "framework",
-                                 SOURCE, Better.LOWER, samples=steps))
+                                 SOURCE, Better.LOWER, samples=steps, samples_of="steps"))
     if agg.kernels:
         metrics.append(Metric("torch_device_time", device_total * US, "s", "kernel", SOURCE,
                               Better.LOWER))
+        if steps:
+            # Kernel time over the profiled steps' wall time: how busy the device kept.
+            busy = min(100.0, 100 * device_total * US / sum(steps))
+            metrics.append(Metric("budget.gpu_kernels", busy, "%", "kernel", SOURCE,
+                                  Better.NEITHER))
     notes = [f"{len(steps)} profiled steps" if steps else "no steps: the whole run was profiled"]
     if agg.truncated:
         notes.append(f"trace cut short (the run ended while writing it): {agg.truncated}")

@@ -1,0 +1,91 @@
+"""The time budget and the drill-down on real runs: a workload with a known split.
+
+``split_60_40.py`` spends about 60% of its loop in a pure-Python function and 40% in torch
+matmuls called from another function, and prints what it timed itself. The budget (py-spy's
+wall-time split, perf record's split of the native part) must agree within 5 points per layer
+with that truth, taken from the same profiled run.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from perfstack_plugins.pyspy import py_spy
+
+from perfstack.budget import drill_down, time_budget
+from perfstack.report import Report
+from tests.conftest import WORKLOADS, backend
+
+pytestmark = pytest.mark.skipif(py_spy() is None, reason="py-spy is not installed")
+SPLIT = WORKLOADS / "split_60_40.py"
+TRUTH = re.compile(r"python ([\d.]+) s, torch ([\d.]+) s")
+
+
+def _truth(report: dict[str, Any], backend_name: str) -> tuple[float, float]:
+    """(python %, torch %) of the wall time of the named backend's run, as it timed itself."""
+    run = next(r for r in report["run"]["runs"] if r["backend"] == backend_name)
+    found = TRUTH.search(run["stdout_tail"])
+    assert found, run["stdout_tail"]
+    return (100 * float(found[1]) / run["wall_s"], 100 * float(found[2]) / run["wall_s"])
+
+
+def _metric(report: dict[str, Any], name: str) -> float:
+    return float(next(m["value"] for m in report["metrics"] if m["name"] == name))
+
+
+def test_known_split_is_attributed_within_five_points_per_layer(perfstack):
+    result = perfstack("run", "--repeat", "1", "--warmup", "0", "--plugins", "pyspy,perftop",
+                       "--top", "3", str(SPLIT), "--", "--steps", "60", timeout=240)
+    assert result.code == 0, result.stderr
+    report = result.report()
+    assert backend(report, "pyspy")["status"] == "ok"
+    python, torch = _truth(report, "pyspy")
+    assert 40 < python < 80 and 15 < torch < 50, (python, torch)  # the split is as built
+    interpreter = _metric(report, "budget.interpreter")
+    native = _metric(report, "budget.native")
+    assert abs(interpreter - python) <= 5, (interpreter, python)
+    assert abs(native - torch) <= 5, (native, torch)
+    parts = sum(_metric(report, f"budget.{p}") for p in ("startup", "interpreter", "native",
+                                                          "idle"))
+    assert abs(parts - 100) < 0.5, parts
+    # perf record splits the native part: the matmuls are MKL's sgemm, a kernel.
+    budget = time_budget(Report.from_dict(report))
+    assert budget.share("kernels") is not None and budget.share("framework") is not None
+    assert budget.share("kernels") > budget.share("framework")
+    subs = [ln.share for ln in budget.lines if ln.depth == 1]
+    assert abs(sum(subs) - native) < 0.5
+    # The terminal report shows the budget with who measured each part, and the tree.
+    assert "Where the time goes" in result.stdout
+    assert "pyspy + perftop" in result.stdout
+    assert "pure_python" in result.stdout and "GIL held" in result.stdout
+
+
+def test_drill_down_links_functions_ops_and_kernels(perfstack):
+    result = perfstack("run", "--repeat", "1", "--warmup", "0", "--plugins", "torch,pyspy",
+                       "--torch-stack", "-q", str(SPLIT), "--", "--steps", "12",
+                       "--step-ms", "40", timeout=240)
+    assert result.code == 0, result.stderr
+    report = Report.from_dict(result.report())
+    nodes, notes = drill_down(report, top=3, depth=3)
+    assert notes == []
+    by_name = {n.label.split(" (")[0]: n for n in nodes}
+    assert "pure_python" in by_name and "torch_matmuls" in by_name
+    assert by_name["pure_python"].children == []  # no torch op under pure Python
+    ops = [c.label for c in by_name["torch_matmuls"].children]
+    assert any(op.startswith("aten::mm ") for op in ops), ops
+    mm = next(c for c in by_name["torch_matmuls"].children if c.label.startswith("aten::mm "))
+    assert any(k.label == "aten::mm" for k in mm.children), mm.children
+    shallow, _ = drill_down(report, top=1, depth=1)
+    assert len(shallow) == 1 and shallow[0].children == []
+    # The same through the command line: --depth 1 shows no ops.
+    shown = perfstack("show", "--depth", "1", "--top", "2")
+    assert shown.code == 0, shown.stderr
+    tree = shown.stdout[shown.stdout.index("Drill-down"):shown.stdout.index("Python:")]
+    assert "aten::mm" not in tree and "torch_matmuls" in tree
+    deep = perfstack("show", "--depth", "3", "--top", "2")
+    tree = deep.stdout[deep.stdout.index("Drill-down"):deep.stdout.index("Python:")]
+    assert "aten::mm" in tree
+    bad = perfstack("show", "--depth", "7")
+    assert bad.code == 2 and "--depth" in bad.stderr
