@@ -1,8 +1,11 @@
-"""The core's own finding rules: what went wrong with the run itself.
+"""The core's own finding rules: what went wrong with the run itself, and where the time went.
 
-These look only at the run records and the backend table (never at a particular backend),
-so they hold for every workload: a crash or a hang, a baseline too noisy to judge overheads
-and differences, and a backend that slowed the workload so much its timings are suspect.
+These look only at the run records, the backend table, the environment and the time budget's
+metric convention (``budget.*``, ``split.*``; see perfstack.budget), never at a particular
+backend, so they hold for every workload: a crash or a hang, a baseline too noisy to judge
+overheads and differences, a backend that slowed the workload so much its timings are suspect,
+a run bound by the interpreter or by framework dispatch, a main thread that mostly waits, an
+idle device, and more threads than CPUs.
 """
 
 from __future__ import annotations
@@ -98,7 +101,120 @@ def _overheads(report: Report) -> list[Finding]:
     return out
 
 
+#: Interpreter share of the wall time (%) from which a run is Python-bound.
+PYTHON_BOUND = 50.0
+#: Share of the wall time (%) the main thread may wait before it is a finding.
+WAITING_LIMIT = 25.0
+#: Device busy share (%) below which the GPU is starved.
+DEVICE_BUSY_LIMIT = 50.0
+
+
+def _share(report: Report, name: str) -> tuple[float, str] | None:
+    m = report.metric(name)
+    if m is None or m.value is None:
+        return None
+    return float(m.value), m.source
+
+
+def _time_rules(report: Report) -> list[Finding]:
+    out = []
+    interp, native = _share(report, "budget.interpreter"), _share(report, "budget.native")
+    if interp is not None and interp[0] >= PYTHON_BOUND:
+        out.append(Finding(
+            rule="time.python-bound",
+            title=f"Python-bound: the interpreter runs {interp[0]:.0f}% of the wall time",
+            layer="python", severity="warning",
+            evidence=[f"{interp[0]:.1f}% of the main thread's wall time in Python code holding "
+                      f"the GIL (budget.interpreter, from {interp[1]})",
+                      *([f"{native[0]:.1f}% in native code (torch ops and the like)"]
+                        if native else [])],
+            action=("the top functions of the drill-down are where it goes: move their loops "
+                    "into tensor ops, batch the work, or torch.compile the model"),
+            source="perfstack"))
+    framework, kernels = _share(report, "split.framework"), _share(report, "split.kernels")
+    if (framework is not None and kernels is not None and native is not None
+            and native[0] >= 10 and framework[0] > kernels[0]):
+        out.append(Finding(
+            rule="time.dispatch-bound",
+            title=(f"framework overhead outweighs compute: {framework[0]:.0f}% of native CPU "
+                   f"time in dispatch and bookkeeping, {kernels[0]:.0f}% in kernels"),
+            layer="framework", severity="warning",
+            evidence=[f"split.framework {framework[0]:.1f}%, split.kernels {kernels[0]:.1f}% "
+                      f"of the CPU time outside the interpreter (from {framework[1]})",
+                      f"native code is {native[0]:.1f}% of the wall time"],
+            action=("the ops are too small for their overhead: batch them, fuse them "
+                    "(torch.compile), or use larger tensors per call"),
+            source="perfstack"))
+    idle = _share(report, "budget.idle")
+    wall = report.metric("wall_time")
+    idle_s = idle[0] / 100 * float(wall.value) if idle and wall and wall.value else None
+    # A sampler's own attach (~0.2 s) reads as waiting: short runs need more than a share.
+    if idle is not None and idle[0] >= WAITING_LIMIT and (idle_s is None or idle_s >= 0.5):
+        out.append(Finding(
+            rule="time.waiting",
+            title=f"the main thread waits {idle[0]:.0f}% of the wall time",
+            layer="run", severity="warning",
+            evidence=[f"{idle[0]:.1f}% of the wall time with no sample of running code on the "
+                      f"main thread (budget.idle, from {idle[1]}): sleep, I/O, locks, the GIL, "
+                      "device synchronisation"],
+            action=("if it waits for data, load it in worker processes (DataLoader "
+                    "num_workers, pin_memory, prefetch); py-spy --pyspy-idle shows where it "
+                    "blocks"),
+            source="perfstack"))
+    busy = _share(report, "budget.gpu_kernels")
+    if busy is not None and busy[0] < DEVICE_BUSY_LIMIT:
+        out.append(Finding(
+            rule="time.device-idle",
+            title=f"the GPU is busy only {busy[0]:.0f}% of the profiled steps",
+            layer="kernel", severity="warning",
+            evidence=[f"kernel time over step time {busy[0]:.1f}% (budget.gpu_kernels, from "
+                      f"{busy[1]})"],
+            action=("the host does not feed the device fast enough: look at the Python and "
+                    "data-loading time between kernels, larger batches, CUDA graphs"),
+            source="perfstack"))
+    return out
+
+
+def _usable_cpus(env: dict[str, object]) -> int | None:
+    cpu = env.get("cpu")
+    if not isinstance(cpu, dict):
+        return None
+    affinity = cpu.get("affinity")
+    if isinstance(affinity, list) and affinity:
+        return len(affinity)
+    logical = cpu.get("logical_cpus")
+    return logical if isinstance(logical, int) else None
+
+
+def _oversubscription(report: Report) -> list[Finding]:
+    cpus = _usable_cpus(report.environment)
+    torch = report.environment.get("torch")
+    if cpus is None or not isinstance(torch, dict):
+        return []
+    threads = torch.get("intra_op_threads")
+    if not isinstance(threads, int):
+        return []
+    ranks = sum(1 for m in report.metrics if m.name.startswith("step_time[rank")) or 1
+    if threads * ranks <= cpus:
+        return []
+    evidence = [f"torch intra-op threads {threads} x {ranks} process"
+                f"{'es' if ranks > 1 else ''} = {threads * ranks} on {cpus} usable CPUs"]
+    spin = _share(report, "split.openmp")
+    if spin is not None:
+        evidence.append(f"the OpenMP pool spins or waits {spin[0]:.1f}% of the native CPU "
+                        f"time (split.openmp, from {spin[1]})")
+    return [Finding(
+        rule="threads.oversubscribed",
+        title=f"{threads * ranks} compute threads on {cpus} CPUs",
+        layer="hardware", severity="warning", evidence=evidence,
+        action=(f"set OMP_NUM_THREADS (or torch.set_num_threads) to {max(1, cpus // ranks)} "
+                "per process; 'perfstack sweep --env OMP_NUM_THREADS=...' finds the best"),
+        source="perfstack")]
+
+
 @hookimpl
 def perfstack_findings(report: Report) -> list[Finding]:
-    """Return findings about crashes, hangs, baseline noise and backend overhead."""
-    return [*_failures(report), *_noise(report), *_overheads(report)]
+    """Return findings about crashes, hangs, baseline noise, backend overhead, the time
+    budget (Python-bound, dispatch-bound, waiting, idle device) and oversubscribed threads."""
+    return [*_failures(report), *_noise(report), *_overheads(report), *_time_rules(report),
+            *_oversubscription(report)]

@@ -31,7 +31,7 @@ from perfstack.backend import (
     Outcome,
     RunContext,
 )
-from perfstack.report import Better, Layer, Metric, Quantity, Row
+from perfstack.report import Better, Finding, Layer, Metric, Quantity, Report, Row
 
 DEFAULT_EVENTS = ("cycles", "instructions", "branches", "branch-misses", "cache-references",
                   "cache-misses", "L1-dcache-load-misses", "LLC-load-misses", "task-clock",
@@ -346,6 +346,30 @@ class PerfTopBackend(Backend):
         notes = [f"{total} samples at {freq:g} Hz of cpu-clock (all threads)"]
         return Collected(rows={Layer.KERNEL: rows}, metrics=metrics, notes=notes,
                          artifacts={"perf.data": data})
+
+
+#: Instructions per cycle below which a CPU-bound run is stalled (memory, branches).
+LOW_IPC = 1.0
+
+
+@hookimpl
+def perfstack_findings(report: Report) -> list[Finding]:
+    """Flag a low IPC where the hardware counters counted."""
+    ipc = next((m for m in report.metrics if m.name == "ipc" and m.source == "perf"), None)
+    if ipc is None or ipc.value is None or ipc.value >= LOW_IPC:
+        return []
+    evidence = [f"{ipc.value:.2f} instructions per cycle over the whole run (perf stat)"]
+    for name in ("cache_miss_rate", "llc_misses_per_kilo_instruction", "branch_miss_rate"):
+        m = next((x for x in report.metrics if x.name == name), None)
+        if m is not None and m.value is not None:
+            evidence.append(f"{name} {m.value:.2f} {m.unit}")
+    return [Finding(
+        rule="hardware.low-ipc", title=f"low IPC: {ipc.value:.2f} instructions per cycle",
+        layer="hardware", severity="warning", evidence=evidence,
+        action=("the CPU waits on memory or mispredicted branches: look at the cache miss "
+                "rates, the data layout (channels_last, contiguous tensors) and the batch size; "
+                "perftop shows which code stalls"),
+        source="perf")]
 
 
 @hookimpl

@@ -31,7 +31,7 @@ from perfstack.backend import (
     Outcome,
     RunContext,
 )
-from perfstack.report import Better, Layer, Metric, Quantity, Row
+from perfstack.report import Better, Finding, Layer, Metric, Quantity, Report, Row
 
 SOURCE = "nvml"
 MIN_PERIOD = 0.02
@@ -136,6 +136,8 @@ class _Sampler(threading.Thread):
             for i, h in enumerate(handles):
                 gpus.append({"index": i, "name": str(nv.nvmlDeviceGetName(h)),
                              "driver": str(nv.nvmlSystemGetDriverVersion()), "unsupported": {}})
+                with contextlib.suppress(Exception):  # not every board reports its limit
+                    gpus[-1]["power_limit_w"] = nv.nvmlDeviceGetPowerManagementLimit(h) / 1e3
             start = time.monotonic()
             with open(self.path, "w", encoding="utf-8") as out:
                 out.write(json.dumps({"period_s": self.period, "gpus": gpus}) + "\n")
@@ -237,6 +239,51 @@ class NvmlBackend(Backend):
         rows, metrics, notes = summarize(header, samples, steps or None)
         return Collected(rows={Layer.HARDWARE: rows}, metrics=metrics, notes=notes,
                          artifacts={"timeline": path})
+
+
+#: Mean GPU utilisation (%) below which the device is starved.
+LOW_UTIL = 50.0
+#: Mean power draw as a share of the power limit below which the device is lightly loaded.
+LOW_POWER_SHARE = 0.3
+
+
+@hookimpl
+def perfstack_findings(report: Report) -> list[Finding]:
+    """Flag a GPU whose mean utilisation or power draw is low while the workload ran."""
+    found = []
+    for row in report.layers.get(Layer.HARDWARE, []):
+        if row.source != SOURCE or not row.key.endswith((".util_gpu", ".power_w")):
+            continue
+        mean = row.values.get("mean")
+        if mean is None or mean.value is None:
+            continue
+        gpu = row.attrs.get("gpu") or {}
+        label = f"GPU {gpu.get('index', '?')} ({gpu.get('name', 'unknown')})"
+        if row.key.endswith(".util_gpu") and mean.value < LOW_UTIL:
+            found.append(Finding(
+                rule="gpu.low-utilisation",
+                title=f"{label} was busy {mean.value:.0f}% of the time on average",
+                layer="hardware", severity="warning",
+                evidence=[f"NVML utilisation mean {mean.value:.1f}%, p95 "
+                          f"{row.values['p95'].value:.1f}% over {row.attrs.get('samples')} "
+                          "samples"],
+                action=("the host does not keep the GPU fed: data loading, Python overhead "
+                        "between kernels, synchronisation (.item(), .cpu()); larger batches or "
+                        "CUDA graphs help"),
+                source=SOURCE))
+        limit = gpu.get("power_limit_w")
+        if row.key.endswith(".power_w") and isinstance(limit, (int, float)) and limit > 0 \
+                and mean.value < LOW_POWER_SHARE * limit:
+            found.append(Finding(
+                rule="gpu.low-power",
+                title=f"{label} drew {mean.value:.0f} W of its {limit:.0f} W limit on average",
+                layer="hardware", severity="info",
+                evidence=[f"NVML power mean {mean.value:.1f} W, max "
+                          f"{row.values['max'].value:.1f} W, limit {limit:.0f} W"],
+                action=("the device is lightly loaded: kernels too small or too few to use "
+                        "its SMs; batch more work per kernel"),
+                source=SOURCE))
+    return found
 
 
 @hookimpl

@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,7 +32,7 @@ from perfstack.backend import (
     Outcome,
     RunContext,
 )
-from perfstack.report import Better, Layer, Metric, Quantity, Row
+from perfstack.report import Better, Finding, Layer, Metric, Quantity, Report, Row
 
 SOURCE = "pyspy"
 
@@ -157,7 +158,7 @@ def _main_leaves(frames: list[dict[str, Any]], profiles: list[dict[str, Any]]) -
 
 def time_budget(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
                 gil_frames: list[dict[str, Any]], gil_profiles: list[dict[str, Any]],
-                wall_s: float) -> list[Metric]:
+                wall_s: float, unsampled_start_s: float = 0.0) -> list[Metric]:
     """Split the main thread's wall time: ``budget.startup`` (imports, the interpreter's set-up
     and teardown), ``budget.interpreter``
     (Python code running with the GIL held), ``budget.native`` (the GIL released: torch ops
@@ -166,11 +167,15 @@ def time_budget(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
 
     Whether a sample held the GIL comes from the GIL pass, a second sampler at the same rate:
     per innermost function, the ratio of its GIL-pass samples to its main-pass samples.
+    ``unsampled_start_s`` (the workload ran before py-spy was started) counts as start-up;
+    py-spy's own attach after that (~0.1-0.2 s) cannot be told from waiting.
     """
     counts, seconds, importing = _main_leaves(frames, profiles)
     gil_counts, _, _ = _main_leaves(gil_frames, gil_profiles)
     interpreter = sum(seconds[k] * min(1.0, gil_counts[k] / counts[k]) for k in counts)
     active = sum(seconds.values())
+    unsampled_start_s = max(0.0, min(unsampled_start_s, wall_s - importing - active))
+    importing += unsampled_start_s
     idle = max(0.0, wall_s - importing - active)
     # Nonblocking sampling can sum a little past the wall time: scale to it, never beyond.
     scale = min(1.0, wall_s / max(importing + active, 1e-9))
@@ -303,6 +308,10 @@ class PySpyBackend(Backend):
         if not ctx.options.get("no_gil"):
             passes.append(("gil.speedscope.json", ["--nonblocking", "--gil"]))
         procs, logs = [], []
+        # When sampling began, against the bootstrap's start (workload.json): the time before
+        # it is start-up the sampler did not see, not waiting.
+        (ctx.artifact_dir / "pyspy-spawn.json").write_text(
+            json.dumps({"spawn_ns": time.time_ns()}), "utf-8")
         for name, extra in passes:
             log = open(ctx.artifact_dir / f"{name}.log", "wb")  # noqa: SIM115 - closed by stop()
             logs.append(log)
@@ -329,9 +338,55 @@ class PySpyBackend(Backend):
         elif not gil_profiles:
             notes.append("no time budget without the GIL pass (--pyspy-no-gil)")
         elif wall:
-            metrics += time_budget(frames, profiles, gil_frames, gil_profiles, wall)
+            metrics += time_budget(frames, profiles, gil_frames, gil_profiles, wall,
+                                   _unsampled_start(ctx.artifact_dir, outcome))
+            notes.append("time budget: the time before py-spy started counts as start-up; "
+                         "its attach (~0.1-0.2 s) counts as waiting")
         return Collected(rows=rows, metrics=metrics, notes=notes, artifacts={
             "speedscope": ctx.artifact_dir / "profile.speedscope.json"})
+
+
+#: Share of samples (%) under torch's data-loading code from which loading is the bottleneck.
+DATA_LOADING_SHARE = 20.0
+
+
+@hookimpl
+def perfstack_findings(report: Report) -> list[Finding]:
+    """Flag a run whose samples are mostly inside torch's data loading (DataLoader, datasets,
+    collate) in the main process."""
+    rows = [r for r in report.layers.get(Layer.PYTHON, [])
+            if r.source == SOURCE and "torch/utils/data/" in str(r.attrs.get("file", ""))]
+    share = max((float(r.values["total_share"].value or 0.0) for r in rows
+                 if "total_share" in r.values), default=0.0)
+    if share < DATA_LOADING_SHARE:
+        return []
+    top = max(rows, key=lambda r: float(r.values["total_share"].value or 0.0))
+    return [Finding(
+        rule="python.data-loading",
+        title=f"data loading: {share:.0f}% of the samples are inside torch's DataLoader",
+        layer="python", severity="warning",
+        evidence=[f"{top.name}: {share:.1f}% of all samples (inclusive)"],
+        action=("load in worker processes (DataLoader(num_workers=N, pin_memory=True, "
+                "persistent_workers=True)), make __getitem__ cheaper, or prefetch"),
+        source=SOURCE)]
+
+
+def _unsampled_start(folder: Path, outcome: Outcome | None) -> float:
+    """Seconds from the workload's start to py-spy's spawn: the run record's start (the
+    driver's, ms precision) against the time attach() wrote."""
+    try:
+        spawn = json.loads((folder / "pyspy-spawn.json").read_text("utf-8"))["spawn_ns"] / 1e9
+    except (OSError, ValueError, KeyError):
+        return 0.0
+    if outcome is None:
+        return 0.0
+    from datetime import datetime
+
+    try:
+        started = datetime.fromisoformat(outcome.record.started).timestamp()
+    except (TypeError, ValueError):
+        return 0.0
+    return max(0.0, float(spawn) - started)
 
 
 @hookimpl

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from perfstack import hookimpl
 from perfstack.backend import Availability, Backend, Collected, Outcome, RunContext
-from perfstack.report import Better, Layer, Metric, Quantity, Row
+from perfstack.report import Better, Finding, Layer, Metric, Quantity, Report, Row
 
 # rusage field -> (metric name, row title, unit, better)
 COUNTERS: dict[str, tuple[str, str, str, Better]] = {
@@ -96,3 +96,46 @@ def _metric(name: str, unit: str, better: Better, values: Sequence[float]) -> Me
 def perfstack_backends() -> list[Backend]:
     """Provide the resources backend."""
     return [ResourcesBackend()]
+
+
+#: Minor page faults per second of wall time from which the process churns its memory: each
+#: costs the kernel a microsecond or more, so 100k/s is over 10% of a CPU.
+MINOR_FAULT_RATE = 100_000.0
+#: Major page faults (read from disk) per second that make a run I/O-bound on paging.
+MAJOR_FAULT_RATE = 20.0
+
+
+@hookimpl
+def perfstack_findings(report: Report) -> list[Finding]:
+    """Flag a high page-fault rate over the baseline runs."""
+    wall = report.metric("wall_time")
+    if wall is None or not wall.value:
+        return []
+    found = []
+    minor, major = report.metric("page_faults_minor"), report.metric("page_faults_major")
+    if minor is not None and minor.value is not None:
+        rate = minor.value / wall.value
+        if rate >= MINOR_FAULT_RATE:
+            found.append(Finding(
+                rule="memory.page-faults",
+                title=f"high page-fault rate: {rate / 1e3:.0f}k minor faults per second",
+                layer="hardware", severity="warning",
+                evidence=[f"{minor.value:,.0f} minor page faults in a {wall.value:.2f} s run "
+                          f"(baseline median, from {minor.source})"],
+                action=("memory is returned to the OS and touched again: keep tensors and "
+                        "buffers alive across steps, or use a caching allocator (jemalloc, "
+                        "tcmalloc via LD_PRELOAD) or MALLOC_TRIM_THRESHOLD_/MALLOC_MMAP_"
+                        "THRESHOLD_ for glibc"),
+                source="resources"))
+    if major is not None and major.value is not None:
+        rate = major.value / wall.value
+        if rate >= MAJOR_FAULT_RATE:
+            found.append(Finding(
+                rule="memory.major-faults",
+                title=f"{rate:.0f} major page faults per second: the run waits on paging",
+                layer="hardware", severity="warning",
+                evidence=[f"{major.value:,.0f} major page faults in {wall.value:.2f} s"],
+                action="the working set does not fit in memory, or files are read by mmap "
+                       "cold: add memory, shrink the batch, or preload the data",
+                source="resources"))
+    return found

@@ -23,7 +23,7 @@ from perfstack.backend import (
     Outcome,
     RunContext,
 )
-from perfstack.report import Layer
+from perfstack.report import Finding, Layer, Report
 
 INPROC = "perfstack_plugins.torchprof.inproc:start"
 
@@ -99,6 +99,42 @@ class TorchBackend(Backend):
         artifacts: dict[str, Path] = {
             ("trace" if i == 0 else f"trace-{i}"): p for i, p in enumerate(traces)}
         return Collected(rows=rows, metrics=metrics, artifacts=artifacts, notes=notes)
+
+
+#: Mean CPU time per op (s) below which ops are small enough for dispatch to dominate.
+SMALL_OP_S = 20e-6
+#: Ops per step from which their count, not their size, sets the step time.
+MANY_OPS = 100
+
+
+@hookimpl
+def perfstack_findings(report: Report) -> list[Finding]:
+    """Flag steps made of many small ops: the Python and dispatch overhead between them
+    outweighs the work in them."""
+    step = next((m for m in report.metrics if m.name == "torch_step_time"), None)
+    calls = next((m for m in report.metrics if m.name == "torch_op_calls"), None)
+    spent = next((m for m in report.metrics if m.name == "torch_ops_self_time"), None)
+    if step is None or not step.samples or calls is None or spent is None \
+            or not calls.value or spent.value is None:
+        return []
+    steps, step_total = len(step.samples), sum(step.samples)
+    per_step = calls.value / steps
+    mean_op = spent.value / calls.value
+    in_ops = spent.value / step_total if step_total else 0.0
+    if per_step < MANY_OPS or mean_op >= SMALL_OP_S:
+        return []
+    return [Finding(
+        rule="torch.small-ops",
+        title=(f"Python-overhead-bound: {per_step:.0f} ops per step averaging "
+               f"{mean_op * 1e6:.1f} µs of CPU time each"),
+        layer="framework", severity="warning",
+        evidence=[f"{calls.value:,.0f} op calls in {steps} profiled steps; their own CPU time "
+                  f"is {100 * in_ops:.0f}% of the step time ({spent.value * 1e3:.1f} ms of "
+                  f"{step_total * 1e3:.1f} ms, profiler overhead included): per op, dispatch "
+                  "and the Python that issues it cost as much as the work"],
+        action=("fuse the small ops (torch.compile, vectorised formulations over a loop of "
+                "ops), batch more work per call, or use CUDA graphs on a GPU"),
+        source="torch")]
 
 
 @hookimpl

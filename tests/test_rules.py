@@ -1,0 +1,120 @@
+"""The finding rules: each on a real run of the workload that does what it is for, and the
+rules whose inputs this machine cannot produce (hardware counters, a GPU) on a recorded report
+with those figures set."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from perfstack_plugins.pyspy import py_spy
+
+from perfstack.pluginmanager import load_plugins
+from perfstack.report import Better, Layer, Metric, Quantity, Report, Row
+from perfstack.reportfile import load_report
+from tests.conftest import ROOT, WORKLOADS
+
+ZOO = WORKLOADS / "rules_zoo.py"
+FAST = ("run", "--repeat", "1", "--warmup", "0", "-q")
+
+
+def _rules(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f["rule"]: f for f in report["findings"]}
+
+
+def _zoo(perfstack: Any, mode: str, plugins: str) -> dict[str, dict[str, Any]]:
+    result = perfstack(*FAST, "--plugins", plugins, str(ZOO), "--", "--mode", mode,
+                       timeout=180)
+    assert result.code == 0, result.stderr
+    return _rules(result.report())
+
+
+@pytest.mark.skipif(py_spy() is None, reason="py-spy is not installed")
+def test_python_bound(perfstack):
+    result = perfstack(*FAST, "--plugins", "pyspy", str(WORKLOADS / "split_3_to_1.py"))
+    found = _rules(result.report())
+    assert "time.python-bound" in found, found
+    assert found["time.python-bound"]["layer"] == "python"
+    assert any("budget.interpreter" in e for e in found["time.python-bound"]["evidence"])
+
+
+def test_many_small_ops_are_dispatch_bound(perfstack):
+    found = _zoo(perfstack, "tiny-ops", "torch,pyspy,perftop")
+    assert "torch.small-ops" in found, found
+    assert "time.dispatch-bound" in found, found  # perf: libtorch outside kernels dominates
+    assert found["time.dispatch-bound"]["severity"] == "warning"
+
+
+@pytest.mark.skipif(py_spy() is None, reason="py-spy is not installed")
+def test_waiting_main_thread(perfstack):
+    found = _zoo(perfstack, "sleepy", "pyspy")
+    assert "time.waiting" in found, found
+    assert "time.python-bound" not in found
+
+
+def test_oversubscribed_threads(perfstack):
+    found = _zoo(perfstack, "threads", "resources")
+    assert "threads.oversubscribed" in found, found
+    assert "OMP_NUM_THREADS" in found["threads.oversubscribed"]["action"]
+
+
+def test_page_fault_rate(perfstack):
+    found = _zoo(perfstack, "faults", "resources")
+    assert "memory.page-faults" in found, found
+
+
+@pytest.mark.skipif(py_spy() is None, reason="py-spy is not installed")
+def test_data_loading_in_the_main_process(perfstack):
+    found = _zoo(perfstack, "loader", "pyspy")
+    assert "python.data-loading" in found, found
+    assert "num_workers" in found["python.data-loading"]["action"]
+
+
+def test_quiet_runs_raise_none_of_them(perfstack):
+    """The 60/40 workload is none of these things."""
+    result = perfstack(*FAST, "--plugins", "resources,pyspy", str(WORKLOADS / "split_60_40.py"),
+                       "--", "--steps", "20", "--step-ms", "50", timeout=180)
+    found = _rules(result.report())
+    for rule in ("time.waiting", "threads.oversubscribed", "memory.page-faults",
+                 "python.data-loading", "torch.small-ops", "time.dispatch-bound"):
+        assert rule not in found, found[rule]
+
+
+def _recorded(metrics: list[Metric], hardware: list[Row] | None = None) -> Report:
+    """The recorded real report (tests/fixtures) with the figures a rule reads set."""
+    report = load_report(ROOT / "tests/fixtures/reports/v1-busy.json")
+    report.metrics = metrics
+    report.layers[Layer.HARDWARE] = hardware or []
+    return report
+
+
+def _findings(report: Report) -> dict[str, Any]:
+    plugins = load_plugins()
+    return {f.rule: f for answer in plugins.call_each("perfstack_findings", report=report)
+            for f in (answer.result or [])}
+
+
+def test_low_ipc_where_counted():
+    low = _recorded([Metric("ipc", 0.45, "instructions per cycle", "hardware", "perf",
+                            Better.HIGHER),
+                     Metric("cache_miss_rate", 31.0, "%", "hardware", "perf", Better.LOWER)])
+    found = _findings(low)
+    assert "hardware.low-ipc" in found
+    assert any("cache_miss_rate" in e for e in found["hardware.low-ipc"].evidence)
+    assert "hardware.low-ipc" not in _findings(_recorded([Metric(
+        "ipc", 2.1, "instructions per cycle", "hardware", "perf", Better.HIGHER)]))
+    assert "hardware.low-ipc" not in _findings(_recorded([]))  # not counted: no finding
+
+
+def test_low_gpu_utilisation_and_power_and_idle_device():
+    gpu = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "power_limit_w": 700.0}
+    rows = [Row("gpu0.util_gpu", "GPU 0 utilisation", "nvml",
+                {"mean": Quantity(23.0, "%"), "max": Quantity(60.0, "%"),
+                 "p95": Quantity(55.0, "%")}, {"gpu": gpu, "samples": 40}),
+            Row("gpu0.power_w", "GPU 0 power", "nvml",
+                {"mean": Quantity(120.0, "W"), "max": Quantity(180.0, "W"),
+                 "p95": Quantity(170.0, "W")}, {"gpu": gpu, "samples": 40})]
+    found = _findings(_recorded(
+        [Metric("budget.gpu_kernels", 31.0, "%", "kernel", "torch", Better.NEITHER)], rows))
+    assert {"gpu.low-utilisation", "gpu.low-power", "time.device-idle"} <= set(found), found
+    assert "700 W" in found["gpu.low-power"].title
