@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
@@ -20,6 +21,8 @@ class RenderOptions:
     color: bool = False
     #: layer -> installed backends that feed it, to say what would fill an empty layer
     layer_providers: dict[str, list[str]] = field(default_factory=dict)
+    #: the folder of the report file: its artifact paths are relative to it
+    report_dir: Path | None = None
 
 
 class Renderer:

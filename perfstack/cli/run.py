@@ -91,6 +91,9 @@ def build_parser(backends: dict[str, BackendEntry]) -> Parser:
                         help="do not print the report at the end")
     parser.add_argument("--top", type=_positive_int(1), default=10, metavar="N",
                         help="rows per layer in the printed report (default: 10)")
+    parser.add_argument("--html", nargs="?", const=True, default=None, metavar="FILE",
+                        help="also write the HTML report (default: report.html beside the "
+                             "report)")
     parser.add_argument("--depth", type=int, choices=(1, 2, 3), default=3,
                         help="drill-down depth: 1 functions, 2 + torch ops, 3 + kernels")
     for name, entry in sorted(backends.items()):
@@ -175,6 +178,19 @@ def _distributed(ns: argparse.Namespace, own: list[str],
     return {"nproc_per_node": ns.nproc_per_node, "ranks": spec, "torchrun_args": extra}
 
 
+def _write_html(plugins: Plugins, report: Any, report_path: Path, html_path: Path, top: int,
+                depth: int) -> None:
+    from perfstack.render import RenderOptions, renderers
+    from perfstack.reportfile import write_text_atomic
+
+    found = renderers(plugins).get("html")
+    if found is None:
+        raise errors.UsageError("--html: no html renderer is installed (is the html plugin "
+                                "disabled?)")
+    write_text_atomic(html_path, found.render(report, RenderOptions(
+        top=top, depth=depth, report_dir=report_path.parent.resolve())))
+
+
 def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     """Profile a workload; write the report; print it unless --quiet."""
     from rich.console import Console
@@ -212,6 +228,10 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     if not ns.quiet:
         print_report(report, plugins, backends, top=ns.top, depth=ns.depth)
     print(f"report: {report_path}  (artifacts: {run_dir})", file=sys.stderr)
+    if ns.html is not None:
+        html_path = (report_path.with_suffix(".html") if ns.html is True else Path(ns.html))
+        _write_html(plugins, report, report_path, html_path, ns.top, ns.depth)
+        print(f"html: {html_path}", file=sys.stderr)
     if not report.run.complete:
         print("perfstack: interrupted; the report above is partial", file=sys.stderr)
         return EXIT_INTERRUPTED

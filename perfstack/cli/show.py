@@ -74,7 +74,7 @@ def cmd_show(plugins: Plugins, argv: list[str]) -> int:
     to_terminal = ns.output is None and sys.stdout.isatty()
     text = renderer.render(report, RenderOptions(
         top=ns.top, depth=ns.depth, width=_terminal_width() if to_terminal else 110,
-        color=to_terminal,
+        color=to_terminal, report_dir=path.parent.resolve(),
         layer_providers=_layer_providers(plugins.backends()[0])))
     if ns.output is not None:
         from perfstack.reportfile import write_text_atomic

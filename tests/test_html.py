@@ -1,0 +1,131 @@
+"""The HTML report in a real browser, and the merged Perfetto trace, on a real run of a
+workload whose op and function names are markup (``<script>``, pipes, markdown, a link).
+
+Chromium is Debian's package, installed by ``scripts/install-chromium.sh`` (the session
+fixture runs it); the page is opened headless from the file, offline.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from tests.conftest import ROOT, WORKLOADS, Result, perfstack_env
+
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-extensions")
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """A headless Chromium (Debian's package, installed once per machine when root)."""
+    proc = subprocess.run([str(ROOT / "scripts" / "install-chromium.sh")], capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="module")
+def markup_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real run (torch, py-spy) of the markup workload with --html; its report's path."""
+    cwd = tmp_path_factory.mktemp("html")
+    proc = subprocess.run(
+        [sys.executable, "-m", "perfstack", "run", "--plugins", "torch,pyspy", "--repeat", "1",
+         "--warmup", "0", "-q", "--html", "-o", "report.json", str(WORKLOADS / "markup_names.py")],
+        cwd=cwd, env=perfstack_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "html: report.html" in proc.stderr
+    return cwd / "report.json"
+
+
+def _browser(chromium: str, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([chromium, *FLAGS, f"--user-data-dir={profile}", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_html_is_self_contained_and_escaped(markup_run: Path) -> None:
+    page = markup_run.with_suffix(".html").read_text("utf-8")
+    assert page.count("<script") == 1  # ours only: the workload's <script> is text
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
+    # Nothing is fetched: no external scripts, styles, images or fonts.
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
+    assert "@import" not in page and "url(" not in page
+    assert page.index('id="findings"') < page.index('id="backends"') < page.index('id="metrics"')
+
+
+def test_html_renders_in_chromium(markup_run: Path, chromium: str, tmp_path: Path) -> None:
+    page = markup_run.with_suffix(".html")
+    dom = _browser(chromium, tmp_path / "p1", "--enable-logging=stderr", "--v=0",
+                   "--virtual-time-budget=3000", "--dump-dom", page.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    body = re.search(r"<body[^>]*>", dom.stdout)
+    assert body, dom.stdout[:500]
+    assert 'data-ready="1"' in body[0], body[0]
+    assert "data-errors" not in body[0], body[0]
+    charts = int(re.search(r'data-charts="(\d+)"', body[0])[1])  # type: ignore[index]
+    assert charts >= 4, body[0]  # budget, top ops, top functions, flame graph
+    console = [ln for ln in dom.stderr.splitlines() if "CONSOLE" in ln]
+    assert not [ln for ln in console if re.search(r"error|uncaught", ln, re.I)], console
+    for element in ('id="budget-chart"', 'id="top-ops"', 'id="top-functions"',
+                    'id="flamegraph"', 'id="findings"', 'id="backends"', 'id="drill-down"'):
+        assert element in dom.stdout, element
+    # The browser's DOM holds the workload's name as text, never as an element.
+    assert "<script>alert" not in dom.stdout and "&lt;script&gt;alert" in dom.stdout
+
+    shot = tmp_path / "shot.png"
+    got = _browser(chromium, tmp_path / "p2", "--window-size=1280,2400",
+                   f"--screenshot={shot}", page.as_uri())
+    assert got.returncode == 0 and shot.is_file(), got.stderr[-2000:]
+    image = Image.open(shot).convert("RGB")
+    colours = {c: n for n, c in image.getcolors(maxcolors=1 << 24) or []}
+    total = image.width * image.height
+    inked = sum(n for c, n in colours.items() if sum(c) < 720)  # anything but near-white
+    assert len(colours) > 50, "a blank page"
+    assert inked / total > 0.05, f"only {inked / total:.1%} of the page is drawn"
+    # The budget bar's python (blue) and native (orange) parts are painted.
+    assert any(abs(r - 0x4E) < 8 and abs(g - 0x79) < 8 and abs(b - 0xA7) < 8
+               for (r, g, b) in colours), "no python-layer colour on the page"
+
+
+def _trace(perfstack: Any, report: Path) -> dict[str, Any]:
+    result: Result = perfstack("show", str(report), "--format", "perfetto", "-o",
+                               str(report.parent / "trace.json"))
+    assert result.code == 0, result.stderr
+    data: dict[str, Any] = json.loads((report.parent / "trace.json").read_text("utf-8"))
+    return data
+
+
+def test_perfetto_trace_has_a_process_per_backend_aligned_at_start(
+        markup_run: Path, perfstack: Any) -> None:
+    trace = _trace(perfstack, markup_run)
+    events = trace["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in events
+             if e["ph"] == "M" and e["name"] == "process_name"}
+    assert any(n.startswith("torch run") for n in names.values()), names
+    assert any(n.startswith("pyspy run") for n in names.values()), names
+    torch_pid = next(p for p, n in names.items() if n.startswith("torch run"))
+    spy_pid = next(p for p, n in names.items() if n.startswith("pyspy run"))
+    report = json.loads(markup_run.read_text("utf-8"))
+    walls = {r["backend"]: r["wall_s"] for r in report["run"]["runs"] if r["backend"]}
+    ops = [e for e in events if e["pid"] == torch_pid and e.get("cat") == "cpu_op"]
+    assert any(e["name"] == "aten::tanh" for e in ops)
+    assert any(e["name"].startswith("<script>") for e in events if e["pid"] == torch_pid)
+    for e in ops:  # within the torch run, measured from its workload's start
+        assert 0 <= e["ts"] <= walls["torch"] * 1e6, e
+    begins = Counter((e["tid"], e["name"]) for e in events
+                     if e["pid"] == spy_pid and e["ph"] == "B")
+    ends = Counter((e["tid"], e["name"]) for e in events if e["pid"] == spy_pid and e["ph"] == "E")
+    assert begins and begins == ends  # every py-spy slice is closed
+    assert any(name.startswith("spin (") for _, name in begins)
+    spy_ts = [e["ts"] for e in events if e["pid"] == spy_pid and "ts" in e]
+    assert min(spy_ts) >= 0 and max(spy_ts) <= walls["pyspy"] * 1e6
+    assert trace["metadata"]["backends"] == ["torch", "pyspy"]
