@@ -328,6 +328,12 @@ class PySpyBackend(Backend):
             said = log.read_text("utf-8", errors="replace").strip() if log.exists() else ""
             if outcome is not None and not outcome.record.exit.clean:
                 return Collected(notes=["py-spy wrote no profile: the workload ended first"])
+            wall = outcome.record.wall_s if outcome is not None else None
+            if wall is not None and wall < 1.0 and "process" in said:
+                # py-spy needs ~0.1-0.3 s to attach: a shorter run can end before it does.
+                return Collected(notes=[f"the workload ended after {wall:.2f} s, before py-spy "
+                                        "could attach: nothing was sampled; profile a longer "
+                                        "run"])
             raise RuntimeError(f"py-spy wrote no profile: {said.splitlines()[0] if said else ''}")
         gil_frames, gil_profiles = read_profile(ctx.artifact_dir / "gil.speedscope.json")
         rows, metrics, notes = summarize(frames, profiles, gil_frames, gil_profiles)

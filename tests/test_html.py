@@ -8,6 +8,7 @@ fixture runs it); the page is opened headless from the file, offline.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -129,3 +130,27 @@ def test_perfetto_trace_has_a_process_per_backend_aligned_at_start(
     spy_ts = [e["ts"] for e in events if e["pid"] == spy_pid and "ts" in e]
     assert min(spy_ts) >= 0 and max(spy_ts) <= walls["pyspy"] * 1e6
     assert trace["metadata"]["backends"] == ["torch", "pyspy"]
+
+
+@pytest.mark.skipif(not os.environ.get("PERFSTACK_TRACE_PROCESSOR"),
+                    reason="Perfetto's trace_processor_shell is not on this machine: the "
+                    "perfetto package downloads it at run time, which these machines cannot; "
+                    "set PERFSTACK_TRACE_PROCESSOR to a local binary to run this check")
+def test_perfetto_trace_loads_in_perfettos_trace_processor(markup_run: Path,
+                                                          perfstack: Any) -> None:
+    """Where a trace_processor_shell exists: the merged trace loads, with the torch and py-spy
+    process groups, their threads' slices, and the workload's ops among them."""
+    from perfetto.trace_processor import TraceProcessor, TraceProcessorConfig
+
+    _trace(perfstack, markup_run)
+    config = TraceProcessorConfig(bin_path=os.environ["PERFSTACK_TRACE_PROCESSOR"])
+    tp = TraceProcessor(trace=str(markup_run.parent / "trace.json"), config=config)
+    try:
+        processes = {r.name for r in tp.query("select name from process")}
+        assert any(str(n).startswith("torch run") for n in processes), processes
+        assert any(str(n).startswith("pyspy run") for n in processes), processes
+        slices = {r.name for r in tp.query("select distinct name from slice")}
+        assert "aten::tanh" in slices
+        assert any(str(n).startswith("spin (") for n in slices)
+    finally:
+        tp.close()

@@ -66,3 +66,14 @@ def test_refused_ptrace_is_unavailable_with_the_fix(monkeypatch):
     assert not available.ok
     assert "ptrace_scope=1" in (available.reason or "")
     assert "CAP_SYS_PTRACE" in (available.fix or "")
+
+
+def test_a_run_too_short_to_attach_to_says_so(perfstack):
+    """busy.py ends in ~0.1 s, before py-spy can attach: a note, not a failed backend."""
+    result = perfstack(*RUN, str(WORKLOADS / "busy.py"))
+    assert result.code == 0, result.stderr
+    entry = backend(result.report(), "pyspy")
+    assert entry["status"] == "ok", entry
+    if not any("before py-spy could attach" in n for n in entry["notes"]):
+        # py-spy was quick enough this time: then it sampled something.
+        assert any("samples in" in n for n in entry["notes"]), entry["notes"]

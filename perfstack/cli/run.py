@@ -208,6 +208,8 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     selected = _select(ns, backends)
     if ns.output is not None:
         rundir.check_writable(ns.output)
+    if isinstance(ns.html, str):
+        rundir.check_writable(Path(ns.html))
     if ns.out_dir is not None:
         run_dir = rundir.use_out_dir(ns.out_dir)
     else:
