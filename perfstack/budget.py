@@ -154,11 +154,14 @@ def _fmt_s(seconds: float) -> str:
 
 
 def _function_rows(report: Report) -> list[Row]:
-    """Python functions by their own sampled time (the sampler's rows first)."""
+    """Python functions by their own sampled time, without the ones that ran mostly inside an
+    import (start-up, already a line of the budget): the work is what the tree is about."""
     rows = [r for r in report.layers.get(Layer.PYTHON, [])
-            if r.attrs.get("kind") is None and "self_time" in r.values]
+            if r.attrs.get("kind") is None and "self_time" in r.values
+            and float(r.attrs.get("import_share") or 0.0) < 50.0]
     rows.sort(key=lambda r: -_time_value(r))
-    return [r for r in rows if not str(r.attrs.get("file", "")).startswith("<frozen")]
+    return [r for r in rows if _time_value(r) > 0
+            and not str(r.attrs.get("file", "")).startswith("<frozen")]
 
 
 def _split_key(key: str) -> tuple[str, str, str]:

@@ -103,6 +103,9 @@ def _overheads(report: Report) -> list[Finding]:
 
 #: Interpreter share of the wall time (%) from which a run is Python-bound.
 PYTHON_BOUND = 50.0
+#: Framework CPU time over kernel CPU time from which dispatch, not compute, dominates (a
+#: margin, so two nearly equal shares do not flip the finding from run to run).
+DISPATCH_RATIO = 1.5
 #: Share of the wall time (%) the main thread may wait before it is a finding.
 WAITING_LIMIT = 25.0
 #: Device busy share (%) below which the GPU is starved.
@@ -133,7 +136,7 @@ def _time_rules(report: Report) -> list[Finding]:
             source="perfstack"))
     framework, kernels = _share(report, "split.framework"), _share(report, "split.kernels")
     if (framework is not None and kernels is not None and native is not None
-            and native[0] >= 10 and framework[0] > kernels[0]):
+            and native[0] >= 10 and framework[0] > DISPATCH_RATIO * kernels[0]):
         out.append(Finding(
             rule="time.dispatch-bound",
             title=(f"framework overhead outweighs compute: {framework[0]:.0f}% of native CPU "

@@ -201,6 +201,7 @@ def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
     where: dict[str, set[str]] = defaultdict(set)
     native: dict[str, Counter[str]] = defaultdict(Counter)
     native_n: Counter[str] = Counter()
+    importing_n: Counter[str] = Counter()  # a function's own samples taken inside an import
     all_samples = 0
     for profile in profiles:
         name = _thread_name(profile)
@@ -215,6 +216,8 @@ def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
             if python:
                 leaf = frame_key(frames[python[-1]])
                 self_n[leaf] += 1
+                if any(_is_import(frames[i]) for i in stack):
+                    importing_n[leaf] += 1
                 seconds[leaf] += weight
                 for key in {frame_key(frames[i]) for i in python}:
                     total_n[key] += 1
@@ -240,9 +243,12 @@ def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
         if gil_profiles and self_n[key]:
             # Same rate, same run: GIL-holding samples of this function over all of its samples.
             values["gil_share"] = Quantity(min(100.0, 100 * gil_leaves[key] / self_n[key]), "%")
-        rows.append(Row(key, key, SOURCE, values,
-            {"function": func, "file": file, "line": int(line) if line.isdigit() else None,
-             "threads": sorted(where[key])}))
+        attrs: dict[str, Any] = {"function": func, "file": file,
+                                 "line": int(line) if line.isdigit() else None,
+                                 "threads": sorted(where[key])}
+        if self_n[key]:
+            attrs["import_share"] = round(100 * importing_n[key] / self_n[key], 1)
+        rows.append(Row(key, key, SOURCE, values, attrs))
     rows.sort(key=lambda r: -(r.values["self"].value or 0))
     seen: dict[str, int] = {}
     for name, t in threads.items():
