@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from perfstack.report import Layer, Metric, Report, Row
+from perfstack.units import fmt_seconds, fmt_value
 
 #: part -> (title, layer), in the order the budget lists them.
 PARTS: dict[str, tuple[str, str]] = {
@@ -147,12 +148,6 @@ def _time_value(row: Row) -> float:
     return 0.0
 
 
-def _fmt_s(seconds: float) -> str:
-    from perfstack.units import fmt_seconds
-
-    return fmt_seconds(seconds)
-
-
 def _function_rows(report: Report) -> list[Row]:
     """Python functions by their own sampled time, without the ones that ran mostly inside an
     import (start-up, already a line of the budget): the work is what the tree is about."""
@@ -216,7 +211,7 @@ def _function_figures(row: Row) -> str:
     parts = []
     t, share = row.values.get("self_time"), row.values.get("self_share")
     if t is not None and t.value is not None:
-        parts.append(_fmt_s(float(t.value)))
+        parts.append(fmt_seconds(float(t.value)))
     if share is not None and share.value is not None:
         parts.append(f"{share.value:.1f}% of samples")
     gil = row.values.get("gil_share")
@@ -232,7 +227,7 @@ def _op_figures(row: Row) -> str:
     for name in ("total", "self", "device"):
         q = row.values.get(name)
         if q is not None and q.value is not None and q.unit == "s":
-            parts.append(f"{name} {_fmt_s(float(q.value))}")
+            parts.append(f"{name} {fmt_seconds(float(q.value))}")
             break
     calls = row.values.get("calls")
     if calls is not None and calls.value is not None:
@@ -244,7 +239,7 @@ def _kernel_figures(row: Row) -> str:
     for name in ("self", "time", "device", "total"):
         q = row.values.get(name)
         if q is not None and q.value is not None and q.unit == "s":
-            return _fmt_s(float(q.value))
+            return fmt_seconds(float(q.value))
     q = row.values.get("samples")
     return f"{int(q.value)} samples" if q is not None and q.value is not None else ""
 
@@ -281,8 +276,6 @@ def hardware_beside(report: Report) -> list[str]:
     wanted = (("cpu_utilisation", "CPU use"), ("cpus_utilized", "CPUs busy"),
               ("ipc", "IPC"), ("perf_ipc", "IPC"))
     seen = set()
-    from perfstack.units import fmt_value
-
     for name, title in wanted:
         m = next((x for x in report.metrics if x.name == name), None)
         if m is None or title in seen:
@@ -290,6 +283,12 @@ def hardware_beside(report: Report) -> list[str]:
         seen.add(title)
         shown = fmt_value(m.value, m.unit) if m.value is not None else f"n/a ({m.reason})"
         out.append(f"{title} {shown} ({m.source})")
+    if "IPC" not in seen:  # not derived: say why when the counter could not count
+        row = next((r for r in report.layers.get(Layer.HARDWARE, [])
+                    if r.key.endswith("instructions") and "value" in r.values
+                    and r.values["value"].value is None), None)
+        if row is not None:
+            out.append(f"IPC n/a ({row.values['value'].reason}) ({row.source})")
     for m in report.metrics:
         if m.name.startswith("gpu") and m.name.endswith(("_util_gpu_mean", "_power_w_mean")):
             out.append(f"{m.name.removesuffix('_mean')} {fmt_value(m.value, m.unit)} "

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from perfstack_plugins.pyspy import py_spy
 
+from perfstack.budget import hardware_beside
 from perfstack.pluginmanager import load_plugins
 from perfstack.report import Better, Layer, Metric, Quantity, Report, Row
 from perfstack.reportfile import load_report
@@ -104,7 +105,11 @@ def test_low_ipc_where_counted():
     assert any("cache_miss_rate" in e for e in found["hardware.low-ipc"].evidence)
     assert "hardware.low-ipc" not in _findings(_recorded([Metric(
         "ipc", 2.1, "instructions per cycle", "hardware", "perf", Better.HIGHER)]))
-    assert "hardware.low-ipc" not in _findings(_recorded([]))  # not counted: no finding
+    uncounted = _recorded([], [Row("perf.instructions", "instructions", "perf", {
+        "value": Quantity.unsupported("count", "<not supported>: a virtual machine")})])
+    assert "hardware.low-ipc" not in _findings(uncounted)  # not counted: no finding...
+    assert any(line.startswith("IPC n/a (<not supported>")  # ...and the report says why
+               for line in hardware_beside(uncounted))
 
 
 def test_low_gpu_utilisation_and_power_and_idle_device():
