@@ -232,3 +232,18 @@ def test_no_arguments_compares_the_two_newest_runs(perfstack: Callable[..., Resu
                   if not p.is_symlink())
     assert f"{runs[0]}/report.json -> " in result.stdout
     assert f"{runs[1]}/report.json" in result.stdout
+
+
+def test_minimum_effect_is_pyperfs_when_pyperfs_test_decides() -> None:
+    """CI once saw pyperf compare_to call an A/A throughput change significant (means -2.9%)
+    where we said 'below the 2% minimum effect' (medians -1.8%): with pyperf's t-test the
+    minimum effect is measured as pyperf measures it, on the means."""
+    from perfstack.stats import compare
+
+    base = [65.0, 65.2, 65.1, 66.0, 68.0]
+    new = [64.0, 64.1, 63.9, 64.0, 64.2]
+    result = compare(base, new)
+    assert result.test == "t-test (pyperf)"
+    assert abs(result.change) < 0.02  # the medians moved less than 2%...
+    assert result.significant, result.reason  # ...the means 2.8%, as pyperf --min-speed 2 sees
+    assert not compare(base, [65.1, 65.0, 65.2, 65.1, 65.3]).significant
