@@ -274,7 +274,7 @@ def hardware_beside(report: Report) -> list[str]:
     """The hardware picture next to the tree: CPU use, IPC, GPU utilisation and power."""
     out = []
     wanted = (("cpu_utilisation", "CPU use"), ("cpus_utilized", "CPUs busy"),
-              ("ipc", "IPC"), ("perf_ipc", "IPC"))
+              ("ipc", "IPC"))
     seen = set()
     for name, title in wanted:
         m = next((x for x in report.metrics if x.name == name), None)

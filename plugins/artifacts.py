@@ -1,8 +1,8 @@
 """Reading the built-in backends' artifacts back for the HTML report and the merged trace.
 
 A report names its artifacts relative to the report file's folder; these helpers resolve them
-and read py-spy's speedscope profile (stacks, per thread, in sample order), torch.profiler's
-Chrome trace, and the NVML sampler's JSON lines. Each returns nothing when the file is gone:
+and read py-spy's speedscope profile (stacks, per thread, in sample order) and the NVML
+sampler's JSON lines. Each returns nothing when the file is gone:
 a report moved without its run folder still renders, without those parts.
 """
 
@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from perfstack.report import Report
+
+from .pyspy import frame_key, is_ours, read_profile
 
 
 def artifact(report: Report, base: Path | None, backend: str, label: str) -> Path | None:
@@ -35,32 +37,19 @@ class Stacks:
     threads: dict[str, list[tuple[list[str], float]]]
 
 
-def _is_ours(file: str) -> bool:
-    return file.endswith(("perfstack/bootstrap.py", "/runpy.py")) or file == "<frozen runpy>"
-
-
 def read_speedscope(path: Path) -> Stacks:
-    """Read a py-spy speedscope file into stacks of 'func (file:line)' labels."""
-    data = json.loads(path.read_text("utf-8"))
-    frames = data["shared"]["frames"]
-    labels = [f"{f.get('name', '?')} ({f.get('file', '?')}:{f.get('line') or 0})"
-              for f in frames]
-    ours = [_is_ours(str(f.get("file") or "")) for f in frames]
+    """Read a py-spy speedscope file into stacks of the Python layer's keys, perfstack's own
+    bootstrap frames left out (the pyspy backend's reader and keys, so the two agree)."""
+    frames, profiles = read_profile(path)
+    labels = [frame_key(f) for f in frames]
+    ours = [is_ours(f) for f in frames]
     threads: dict[str, list[tuple[list[str], float]]] = {}
-    for profile in data.get("profiles", []):
-        name = str(profile.get("name", "thread"))
-        rows = threads.setdefault(name, [])
+    for profile in profiles:
+        rows = threads.setdefault(str(profile.get("name", "thread")), [])
         for stack, weight in zip(profile.get("samples", []), profile.get("weights", []),
                                  strict=False):
             rows.append(([labels[i] for i in stack if not ours[i]], float(weight)))
     return Stacks(threads)
-
-
-def read_chrome_trace(path: Path) -> list[dict[str, Any]]:
-    """Return the trace events of a Chrome trace JSON (object or bare list form)."""
-    data = json.loads(path.read_text("utf-8", errors="replace"))
-    events = data.get("traceEvents", []) if isinstance(data, dict) else data
-    return [e for e in events if isinstance(e, dict)]
 
 
 def read_nvml(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -153,9 +153,10 @@ def _budget(report: Report) -> str:
     bar = [f'<svg class="chart" id="budget-chart" width="{width}" height="34" role="img" '
            'aria-label="time budget">']
     for line in budget.lines:
-        if line.depth or line.part in ("gil_wait", "gpu_kernels") or (line.seconds is None \
-                and budget.wall_s is not None):
-            continue
+        if line.depth or line.part in ("gil_wait", "gpu_kernels"):
+            continue  # subdivisions, and parts running beside the main thread
+        if line.seconds is None and budget.wall_s is not None:
+            continue  # a share of native CPU time (no wall-time split measured), not of wall
         w = width * line.share / 100
         bar.append(f'<rect x="{x:.1f}" y="2" width="{w:.1f}" height="30" '
                    f'fill="{LAYER_COLOURS.get(line.layer, "#999")}" stroke="#fff">'

@@ -19,6 +19,7 @@ import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -81,8 +82,9 @@ def _is_native(frame: dict[str, Any]) -> bool:
     return not file.endswith(".py") and not file.startswith("<")
 
 
-def _is_ours(frame: dict[str, Any]) -> bool:
-    # perfstack's bootstrap and the runpy calls it makes: not the workload's frames.
+def is_ours(frame: dict[str, Any]) -> bool:
+    """Whether a frame is perfstack's bootstrap or the runpy calls it makes, not the
+    workload's."""
     file = str(frame.get("file") or "")
     return (file.endswith(("perfstack/bootstrap.py", "/runpy.py")) or file == "<frozen runpy>")
 
@@ -115,7 +117,7 @@ def _leaf_counts(frames: list[dict[str, Any]], profiles: list[dict[str, Any]]) -
     leaves: Counter[str] = Counter()
     for profile in profiles:
         for stack in profile.get("samples", []):
-            python = [i for i in stack if not _is_native(frames[i]) and not _is_ours(frames[i])]
+            python = [i for i in stack if not _is_native(frames[i]) and not is_ours(frames[i])]
             if python:
                 leaves[frame_key(frames[python[-1]])] += 1
     return leaves
@@ -145,7 +147,7 @@ def _main_leaves(frames: list[dict[str, Any]], profiles: list[dict[str, Any]]) -
         return counts, seconds, importing
     for stack, weight in zip(profile.get("samples", []), profile.get("weights", []),
                              strict=False):
-        python = [i for i in stack if not _is_native(frames[i]) and not _is_ours(frames[i])]
+        python = [i for i in stack if not _is_native(frames[i]) and not is_ours(frames[i])]
         if not python or any(_is_import(frames[i]) for i in stack):
             # Importing, or no frame of the workload's yet (set-up) or any more (teardown).
             importing += weight
@@ -208,7 +210,7 @@ def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
         t = threads.setdefault(name, {"samples": 0, "seconds": 0.0})
         for stack, weight in zip(profile.get("samples", []), profile.get("weights", []),
                                  strict=False):
-            stack = [i for i in stack if not _is_ours(frames[i])]
+            stack = [i for i in stack if not is_ours(frames[i])]
             all_samples += 1
             t["samples"] += 1
             t["seconds"] += weight
@@ -392,8 +394,6 @@ def _unsampled_start(folder: Path, outcome: Outcome | None) -> float:
         return 0.0
     if outcome is None:
         return 0.0
-    from datetime import datetime
-
     try:
         started = datetime.fromisoformat(outcome.record.started).timestamp()
     except (TypeError, ValueError):
