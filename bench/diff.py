@@ -38,7 +38,7 @@ def make_reports(folder: Path) -> tuple[Path, Path]:
 
 def main() -> None:
     """Print load-only and load+diff medians and their ratio."""
-    from perfstack.diff import diff
+    from perfstack.analysis.diff import diff
     from perfstack.diff_render import render_text
     from perfstack.reportfile import load_report
 

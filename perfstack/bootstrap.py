@@ -8,7 +8,8 @@ without perfstack:
 - SIGUSR1 dumps every thread's stack to the same file (the driver sends it at a timeout);
 - SIGTERM raises SystemExit, so in-process profilers get to write their output;
 - a small JSON file with the pid and start time, for backends that attach to the pid;
-- the in-process hooks a backend asked for (``module:function``), started before the script.
+- the in-process hooks a backend asked for (``module:function``), started before the script;
+- the machine-speed probe (``perfstack.probe``), timed before the script and after it.
 
 Configuration comes in a JSON file named by PERFSTACK_BOOTSTRAP, removed from the
 environment before the script runs. Keep imports here minimal: they land in the workload.
@@ -87,6 +88,20 @@ def _write_started(folder: str) -> None:
     os.replace(tmp, os.path.join(folder, STARTED_FILE))
 
 
+def _probe() -> dict[str, float]:
+    from perfstack import probe
+
+    return probe.measure()
+
+
+def _write_probe(folder: str, probes: dict[str, Any]) -> None:
+    from perfstack.probe import PROBE_FILE
+
+    with contextlib.suppress(OSError), open(os.path.join(folder, PROBE_FILE), "w",
+                                            encoding="utf-8") as fh:
+        json.dump(probes, fh)
+
+
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
@@ -150,6 +165,13 @@ def main(argv: list[str]) -> None:
         import perfstack
 
         perfstack._artifact_dir = folder
+    probes: dict[str, Any] = {}
+    scheduled: tuple[float, float] | None = None
+    if folder and config.get("probe"):
+        probes["start"] = _probe()
+        from perfstack.probe import scheduler_times
+
+        scheduled = scheduler_times()
     finishers = _start_hooks(config.get("inprocess", []), folder or ".")
 
     sys.argv = [target, *args]  # for -m, runpy replaces argv[0] with the module's path
@@ -164,6 +186,15 @@ def main(argv: list[str]) -> None:
         else:
             runpy.run_path(target, run_name="__main__")
     finally:
+        if probes:
+            from perfstack.probe import scheduler_times
+
+            now = scheduler_times()
+            if scheduled is not None and now is not None:
+                probes["sched"] = {"cpu_s": now[0] - scheduled[0],
+                                   "wait_s": now[1] - scheduled[1]}
+            probes["end"] = _probe()
+            _write_probe(folder or ".", probes)
         for target, finish in reversed(finishers):
             try:
                 finish()

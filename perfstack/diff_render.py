@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfstack.diff import Diff, MetricChange, RowChange
+from perfstack.analysis.diff import Diff, MetricChange, RowChange
 from perfstack.render import markdown_escape as escape
 from perfstack.units import fmt_value as fmt
 
@@ -57,6 +57,7 @@ def render_text(d: Diff, top: int = 10, threshold: float | None = None) -> str:
         out += [f"  {e.what}: {_short(e.base)} -> {_short(e.new)}" for e in d.environment]
     else:
         out.append("environment: same interpreter, torch, CPU, threads and GPUs")
+    out.append("machine: " + d.machine.describe())
     out += ["", "Metrics"]
     table = [["metric", "layer", "source", "base", "new", "change", "verdict", "why"]]
     table += [_metric_cells(m) for m in d.metrics]
@@ -106,6 +107,7 @@ def render_markdown(d: Diff, top: int = 10, threshold: float | None = None) -> s
         out += [f"> - {escape(e.what)}: {escape(_short(e.base))} → "
                 f"{escape(_short(e.new))}" for e in d.environment]
         out.append("")
+    out += [f"_machine: {escape(d.machine.describe())}_", ""]
     out += ["### Metrics", ""]
     out += _md_table([["metric", "layer", "source", "base", "new", "change", "verdict", "why"]]
                      + [_metric_cells(m) for m in d.metrics])

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 import perfstack
 from perfstack import environment
+from perfstack.analysis.stats import summarize
 from perfstack.backend import Collected, Launch, Outcome, RunContext, Workload
 from perfstack.bootstrap import CONFIG_ENV, HOOK_ERRORS_FILE, STEPS_FILE, WORKLOAD_ENV_FILE
 from perfstack.pluginmanager import BackendEntry, HookResult, Plugins
@@ -34,13 +35,13 @@ from perfstack.report import (
     Layer,
     Metric,
     Overhead,
+    Quantity,
     Report,
     RunInfo,
     RunRecord,
     Status,
 )
 from perfstack.reportfile import schema_errors, write_json_atomic
-from perfstack.stats import summarize
 
 #: Start the bootstrap without the current folder on sys.path (Python 3.11+), so a folder
 #: named like one of perfstack's modules where the user stands cannot shadow the installed
@@ -128,8 +129,10 @@ class Session:
         options: RunOptions,
         progress: Progress | None = None,
         plugin_failures: list[HookResult] | None = None,
+        cwd: str | None = None,
     ) -> None:
         self.workload = workload
+        self.cwd = cwd or os.getcwd()  # where the workload runs
         self.selected = selected
         self.plugins = plugins
         self.run_dir = run_dir
@@ -142,6 +145,9 @@ class Session:
         self.results: list[BackendResult] = []
         self.collected: dict[str, Collected] = {}
         self.interrupted = False
+        self._started = ""
+        self._begin = 0.0
+        self._env: dict[str, Any] = {}
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -158,6 +164,7 @@ class Session:
         write_json_atomic(config, {
             "artifact_dir": str(folder.resolve()),
             "inprocess": [{"target": h.target, "options": h.options} for h in launch.inprocess],
+            "probe": role != "extra",
         })
         target = ["-m", self.workload.target] if self.workload.module else [self.workload.target]
         nproc = self.options.nproc_per_node
@@ -174,8 +181,9 @@ class Session:
         if python is not None and os.path.realpath(python) != os.path.realpath(sys.executable):
             env["PYTHONPATH"] = os.pathsep.join(
                 p for p in (str(self._bootstrap_path()), launch.env.get("PYTHONPATH")) if p)
-        spec = ChildSpec(argv, env, os.getcwd(), folder, self.options.timeout_s,
-                         self.options.kill_grace_s)
+        spec = ChildSpec(argv, env, self.cwd, folder, self.options.timeout_s,
+                         self.options.kill_grace_s,
+                         count_instructions=role in ("warmup", "baseline"))
         self.progress.begin(label)
         on_tick: Callable[[float], None] = self.progress.tick
         if nproc and on_rank_started is not None:
@@ -184,6 +192,10 @@ class Session:
         if nproc and on_rank_started is not None:
             on_tick(0.0)  # ranks that started between the last tick and the end
         record = self._record(label, role, backend, argv, result)
+        record.probe = read_probe(rank_dir(folder, 0) if nproc else folder)
+        if spec.count_instructions:
+            record.instructions = Quantity(result.instructions, "count",
+                                           result.instructions_reason)
         self.records.append(record)
         self.progress.end(label, record.exit.describe())
         if record.exit.status == "interrupted":
@@ -250,29 +262,55 @@ class Session:
 
     def execute(self) -> Report:
         """Run the baseline and every selected backend; return the report."""
-        started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        begin = time.perf_counter()
-        env = self._environment()
+        self.begin()
         try:
             self._baseline()
         except KeyboardInterrupt:
             self.interrupted = True
+        for entry in self.selected:
+            self.run_backend(entry)
+        return self.finish()
+
+    # -- the steps of a session, for drivers that interleave two (perfstack ab) -------------
+
+    def begin(self) -> None:
+        """Note the start and capture the machine's environment: before any run."""
+        self._started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self._begin = time.perf_counter()
+        self._env = self._environment()
+
+    def baseline_run(self, role: str, index: int) -> bool:
+        """Run the workload once with no profiler (``role`` warmup or baseline); return
+        whether the baseline should go on (False after an unclean run or an interruption)."""
+        outcome = self._run(f"{role}-{index}", role, None, Launch())
+        if self.interrupted:
+            return False
+        if role == "baseline":
+            self.baseline.append(outcome)
+        # A workload that crashes or hangs will do it again: don't repeat it.
+        return outcome.record.exit.clean
+
+    def run_backend(self, entry: BackendEntry) -> None:
+        """Run one backend (or record why it was skipped)."""
+        if self.interrupted:
+            self.results.append(self._result(entry, Status.SKIPPED,
+                                             reason="not run: the session was interrupted"))
+            return
+        try:
+            self.results.append(self._backend(entry))
+        except KeyboardInterrupt:
+            self.interrupted = True
+            self.results.append(self._result(entry, Status.INTERRUPTED,
+                                             reason="interrupted while collecting"))
+
+    def finish(self) -> Report:
+        """Assemble the report of everything run so far."""
+        env = self._env
         env.update(self._workload_environment())
         if self.options.nproc_per_node:
             env["distributed"] = {"nproc_per_node": self.options.nproc_per_node,
                                   "profiled_ranks": self._ranks(),
                                   "torchrun_args": self.options.torchrun_args or ["--standalone"]}
-        for entry in self.selected:
-            if self.interrupted:
-                self.results.append(self._result(entry, Status.SKIPPED,
-                                                 reason="not run: the session was interrupted"))
-                continue
-            try:
-                self.results.append(self._backend(entry))
-            except KeyboardInterrupt:
-                self.interrupted = True
-                self.results.append(self._result(entry, Status.INTERRUPTED,
-                                                 reason="interrupted while collecting"))
         for failure in self.plugin_failures:
             self.results.append(BackendResult(
                 name=failure.plugin, status=Status.FAILED, layers=[],
@@ -281,8 +319,9 @@ class Session:
                 traceback=failure.error))
         report = Report(
             run=RunInfo(
-                command=self.workload.command(), cwd=os.getcwd(), started=started,
-                duration_s=time.perf_counter() - begin, perfstack_version=perfstack.__version__,
+                command=self.workload.command(), cwd=self.cwd, started=self._started,
+                duration_s=time.perf_counter() - self._begin,
+                perfstack_version=perfstack.__version__,
                 repeat=self.options.repeat, warmup=self.options.warmup,
                 timeout_s=self.options.timeout_s, complete=not self.interrupted,
                 runs=self.records),
@@ -294,7 +333,8 @@ class Session:
                 report.layers[layer].extend(rows)
             report.metrics.extend(collected.metrics)
             report.findings.extend(collected.findings)
-        report.metrics[:0] = [self._wall_metric(), *self._workload_metrics()]
+        report.metrics[:0] = [self._wall_metric(), *self._instruction_metric(),
+                              *self._workload_metrics()]
         if self.options.nproc_per_node:
             from perfstack.distributed import cross_rank
 
@@ -323,13 +363,8 @@ class Session:
         plan = [("warmup", i) for i in range(1, self.options.warmup + 1)]
         plan += [("baseline", i) for i in range(1, self.options.repeat + 1)]
         for role, i in plan:
-            outcome = self._run(f"{role}-{i}", role, None, Launch())
-            if self.interrupted:
+            if not self.baseline_run(role, i):
                 return
-            if role == "baseline":
-                self.baseline.append(outcome)
-            if not outcome.record.exit.clean:
-                return  # a workload that crashes or hangs will do it again: don't repeat it
 
     def _clean_baseline_walls(self) -> list[float]:
         return [o.record.wall_s for o in self.baseline
@@ -342,6 +377,16 @@ class Session:
                           reason="no baseline run finished cleanly")
         return Metric("wall_time", summarize(walls).median, "s", "run", "baseline",
                       Better.LOWER, samples=walls)
+
+    def _instruction_metric(self) -> list[Metric]:
+        """The baseline's instruction counts, when the machine counted them in every run."""
+        counts = [o.record.instructions.value for o in self.baseline
+                  if o.record.exit.clean and o.record.instructions is not None]
+        if not counts or any(c is None for c in counts):
+            return []
+        values = [float(c) for c in counts if c is not None]
+        return [Metric("instructions", summarize(values).median, "count", "hardware",
+                       "baseline", Better.LOWER, samples=values)]
 
     def _workload_metrics(self) -> list[Metric]:
         """Return what the workload reported with perfstack.report_metric, across the baseline."""
@@ -580,6 +625,26 @@ def read_steps(folder: Path) -> int | None:
         return int(data["steps"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def read_probe(folder: Path) -> dict[str, dict[str, float]] | None:
+    """Return the machine-speed probe the bootstrap timed in this run, or None."""
+    from perfstack.probe import PROBE_FILE
+
+    try:
+        data = json.loads((folder / PROBE_FILE).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    out: dict[str, dict[str, float]] = {}
+    fields = {"start": ("python_s", "native_s"), "end": ("python_s", "native_s"),
+              "sched": ("cpu_s", "wait_s")}
+    for part, names in fields.items():
+        values = data.get(part) if isinstance(data, dict) else None
+        if isinstance(values, dict) and all(
+                isinstance(values.get(k), (int, float)) and math.isfinite(values[k])
+                and values[k] >= 0 for k in names):
+            out[part] = {k: float(values[k]) for k in names}
+    return out if "start" in out or "end" in out else None
 
 
 def read_workload_metrics(folder: Path) -> list[dict[str, Any]]:

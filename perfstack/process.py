@@ -39,6 +39,8 @@ class ChildSpec:
     artifact_dir: Path
     timeout_s: float | None = None
     kill_grace_s: float = 5.0  # after SIGTERM, before SIGKILL: time for profilers to flush
+    #: count the user-space instructions of the child and all it starts (perfstack.counters)
+    count_instructions: bool = False
 
 
 @dataclass
@@ -56,6 +58,8 @@ class ChildResult:
     stderr: Path | None = None
     stdout_tail: str | None = None
     stderr_tail: str | None = None
+    instructions: int | None = None
+    instructions_reason: str | None = None  # why they were not counted, when asked for
 
 
 def tail(path: Path, lines: int = TAIL_LINES, limit: int = 8192) -> str | None:
@@ -163,6 +167,8 @@ def run_child(
             err.write(f"perfstack: cannot start {spec.argv[0]}: {exc}\n".encode())
             return ChildResult(started, None, ExitInfo("not_started"), stdout=stdout_path,
                                stderr=stderr_path)
+    counter, counter_reason = _instruction_counter(proc.pid) if spec.count_instructions else (
+        None, None)
     waiter = _Waiter(proc.pid)
     waiter.start()
     state = _Supervision(spec, proc.pid, on_started)
@@ -185,6 +191,14 @@ def run_child(
     proc.returncode = waiter.status  # tell Popen the child is reaped
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)  # anything the workload left behind in its group
+    instructions = None
+    if counter is not None:
+        try:
+            instructions = counter.read()
+        except OSError as exc:
+            counter_reason = f"the instruction counter could not be read ({exc.strerror})"
+        finally:
+            counter.close()
     return ChildResult(
         started=started,
         wall_s=waiter.end - begin,
@@ -197,7 +211,19 @@ def run_child(
         stderr=stderr_path,
         stdout_tail=tail(stdout_path),
         stderr_tail=tail(stderr_path),
+        instructions=instructions,
+        instructions_reason=counter_reason,
     )
+
+
+def _instruction_counter(pid: int) -> tuple[Any, str | None]:
+    """Open an instruction counter on the child, or return why there is none."""
+    from perfstack.counters import CounterUnavailable, open_counter
+
+    try:
+        return open_counter(pid), None
+    except CounterUnavailable as exc:
+        return None, str(exc)
 
 
 class _Supervision:
@@ -256,7 +282,7 @@ def _exit_info(status: int, stop_reason: str | None) -> ExitInfo:
 def _ours(line: str) -> bool:
     # Frames of the bootstrap and of the runpy calls it makes: not the workload's stack.
     return ("<frozen runpy>" in line or f"perfstack{os.sep}bootstrap.py" in line
-            or f"{os.sep}runpy.py" in line)
+            or f"perfstack{os.sep}probe.py" in line or f"{os.sep}runpy.py" in line)
 
 
 def _read_stack(folder: Path) -> str | None:

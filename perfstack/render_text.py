@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from perfstack.budget import drill_down, hardware_beside, time_budget
+from perfstack.analysis.budget import drill_down, hardware_beside, time_budget
 from perfstack.pluginmanager import hookimpl
 from perfstack.render import Renderer, RenderOptions
 from perfstack.report import Layer, Report, Row, Status

@@ -11,7 +11,7 @@ from enum import Enum
 from typing import Any
 
 SCHEMA_NAME = "perfstack/report"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 class Layer(str, Enum):
@@ -255,10 +255,16 @@ class RunRecord:
     python_stack: str | None = None  # faulthandler's dump after a crash or at a timeout
     stdout_tail: str | None = None  # the last lines the workload printed
     stderr_tail: str | None = None
+    #: the machine-speed probe timed in the workload's process: {"start": {"python_s": ..,
+    #: "native_s": ..}, "end": {...}} (perfstack.probe); None when it did not run
+    probe: dict[str, dict[str, float]] | None = None
+    #: user-space instructions the workload's processes retired (perfstack.counters); None
+    #: when not asked for, a value of None with the reason when the machine cannot count them
+    instructions: Quantity | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form."""
-        return {
+        out: dict[str, Any] = {
             "id": self.id,
             "role": self.role,
             "backend": self.backend,
@@ -273,6 +279,11 @@ class RunRecord:
             "stdout_tail": self.stdout_tail,
             "stderr_tail": self.stderr_tail,
         }
+        if self.probe is not None:
+            out["probe"] = self.probe
+        if self.instructions is not None:
+            out["instructions"] = self.instructions.to_dict()
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRecord:
@@ -280,6 +291,8 @@ class RunRecord:
         fields: dict[str, Any] = {k: data.get(k) for k in cls.__dataclass_fields__}
         fields["exit"] = ExitInfo.from_dict(data["exit"])
         fields["rusage"] = dict(data.get("rusage") or {})
+        if data.get("instructions") is not None:
+            fields["instructions"] = Quantity.from_dict(data["instructions"])
         return cls(**fields)
 
 
@@ -368,10 +381,13 @@ class RunInfo:
     timeout_s: float | None
     complete: bool  # False when the session was interrupted
     runs: list[RunRecord] = field(default_factory=list)
+    #: set by ``perfstack ab``: {"id": the A/B session, "side": "base" | "new"}. The two
+    #: sides' baseline runs were interleaved, so their i-th samples form a pair.
+    pairing: dict[str, str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form."""
-        return {
+        out: dict[str, Any] = {
             "command": self.command,
             "cwd": self.cwd,
             "started": self.started,
@@ -383,6 +399,9 @@ class RunInfo:
             "complete": self.complete,
             "runs": [r.to_dict() for r in self.runs],
         }
+        if self.pairing is not None:
+            out["pairing"] = self.pairing
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunInfo:

@@ -76,8 +76,14 @@ def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "version": 2}
 
 
+def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    # Version 3 added the machine-speed probe of each run and the pairing of `perfstack ab`
+    # reports, both optional: a v2 report is a v3 one without them.
+    return {**data, "version": 3}
+
+
 #: Migrations from each older schema version to the next; applied in order on read.
-MIGRATIONS = {1: _v1_to_v2}
+MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def migrate(data: dict[str, Any], path: str) -> dict[str, Any]:

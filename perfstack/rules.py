@@ -1,7 +1,7 @@
 """The core's own finding rules: what went wrong with the run itself, and where the time went.
 
 These look only at the run records, the backend table, the environment and the time budget's
-metric convention (``budget.*``, ``split.*``; see perfstack.budget), never at a particular
+metric convention (``budget.*``, ``split.*``; see perfstack.analysis.budget), never at a particular
 backend, so they hold for every workload: a crash or a hang, a baseline too noisy to judge
 overheads and differences, a backend that slowed the workload so much its timings are suspect,
 a run bound by the interpreter or by framework dispatch, a main thread that mostly waits, an
@@ -10,9 +10,9 @@ idle device, and more threads than CPUs.
 
 from __future__ import annotations
 
+from perfstack.analysis.stats import summarize
 from perfstack.pluginmanager import hookimpl
 from perfstack.report import Finding, Report, RunRecord, Status
-from perfstack.stats import summarize
 
 #: Baseline relative standard deviation above which differences are hard to see.
 NOISE_LIMIT = 0.05

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfstack import errors
+from perfstack.analysis.stats import compare
 from perfstack.report import Report
-from perfstack.stats import compare
 
 SWEEP_SCHEMA = "perfstack-sweep"
 SWEEP_VERSION = 1

@@ -17,7 +17,7 @@ import html
 from typing import Any
 
 from perfstack import hookimpl
-from perfstack.budget import drill_down, hardware_beside, time_budget
+from perfstack.analysis.budget import drill_down, hardware_beside, time_budget
 from perfstack.render import Renderer, RenderOptions
 from perfstack.report import Layer, Report, Row
 from perfstack.units import fmt_quantity, fmt_seconds, fmt_value

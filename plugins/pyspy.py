@@ -83,10 +83,11 @@ def _is_native(frame: dict[str, Any]) -> bool:
 
 
 def is_ours(frame: dict[str, Any]) -> bool:
-    """Whether a frame is perfstack's bootstrap or the runpy calls it makes, not the
-    workload's."""
+    """Whether a frame is perfstack's bootstrap, its machine-speed probe or the runpy calls it
+    makes, not the workload's."""
     file = str(frame.get("file") or "")
-    return (file.endswith(("perfstack/bootstrap.py", "/runpy.py")) or file == "<frozen runpy>")
+    return (file.endswith(("perfstack/bootstrap.py", "perfstack/probe.py", "/runpy.py"))
+            or file == "<frozen runpy>")
 
 
 def _stable_thread_name(name: str, seen: dict[str, int]) -> str:

@@ -25,10 +25,14 @@ COUNTERS: dict[str, tuple[str, str, str, Better]] = {
     "major_faults": ("page_faults_major", "major page faults (I/O)", "count", Better.LOWER),
     "voluntary_switches": ("context_switches_voluntary",
                            "voluntary context switches (waits)", "count", Better.LOWER),
+    # Preemptions count the other programs that wanted the CPUs as much as the workload.
     "involuntary_switches": ("context_switches_involuntary",
-                             "involuntary context switches (preempted)", "count", Better.LOWER),
-    "block_in": ("block_input_ops", "block input operations", "count", Better.LOWER),
-    "block_out": ("block_output_ops", "block output operations", "count", Better.LOWER),
+                             "involuntary context switches (preempted)", "count",
+                             Better.NEITHER),
+    # Block I/O is mostly the page cache's and writeback's doing, for the whole machine: shown
+    # and compared, never gated.
+    "block_in": ("block_input_ops", "block input operations", "count", Better.NEITHER),
+    "block_out": ("block_output_ops", "block output operations", "count", Better.NEITHER),
 }
 
 

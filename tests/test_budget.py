@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from perfstack_plugins.pyspy import py_spy
 
-from perfstack.budget import drill_down, time_budget
+from perfstack.analysis.budget import drill_down, time_budget
 from perfstack.report import Report
 from tests.conftest import WORKLOADS, backend
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from perfstack_plugins.pyspy import py_spy
 
-from perfstack.budget import hardware_beside
+from perfstack.analysis.budget import hardware_beside
 from perfstack.pluginmanager import load_plugins
 from perfstack.report import Better, Layer, Metric, Quantity, Report, Row
 from perfstack.reportfile import load_report

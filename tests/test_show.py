@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from perfstack.report import SCHEMA_VERSION
 from tests.conftest import WORKLOADS
 
 ONCE = ("--repeat", "1", "--warmup", "0")
@@ -55,4 +56,4 @@ def test_a_plugin_adds_a_format(perfstack, ran):
 def test_validate(perfstack, ran):
     result = perfstack("validate", ".perfstack/runs/latest/report.json")
     assert result.code == 0, result.stderr
-    assert "valid perfstack/report v1" in result.stdout
+    assert f"valid perfstack/report v{SCHEMA_VERSION}" in result.stdout

@@ -73,9 +73,10 @@ def _top_parser() -> Parser:
                         metavar="MODULE|no:NAME",
                         help="load the plugin module MODULE, or disable the plugin NAME with "
                         "no:NAME (repeatable), as pytest's -p")
-    commands = ["run", "sweep", "show", "diff", "validate", "plugins", "env"]
+    commands = ["run", "ab", "sweep", "show", "diff", "validate", "plugins", "env"]
     parser.add_argument("command", nargs="?", choices=commands,
-                        help="run: profile a workload; sweep: run it per setting of "
+                        help="run: profile a workload; ab: compare two versions of it, runs "
+                        "interleaved; sweep: run it per setting of "
                         "environment variables (thread counts); show: print a report; "
                         "diff: compare two reports; validate: check report files; plugins: "
                         "list the backends and their availability; env: describe this machine")
@@ -134,6 +135,10 @@ def _dispatch(argv: list[str]) -> int:
         from perfstack.cli.run import cmd_run
 
         return cmd_run(plugins, top.rest)
+    if top.command == "ab":
+        from perfstack.cli.ab import cmd_ab
+
+        return cmd_ab(plugins, top.rest)
     if top.command == "sweep":
         from perfstack.cli.sweep import cmd_sweep
 

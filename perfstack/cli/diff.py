@@ -6,15 +6,20 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from perfstack import errors
+from perfstack.analysis.drift import SESSION_NOISE
 from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, Parser
+
+if TYPE_CHECKING:
+    from perfstack.analysis.diff import Diff
 from perfstack.pluginmanager import Plugins
 
 EXIT_REGRESSION = 1
 
 
-def _percent(text: str) -> float:
+def percent(text: str) -> float:
     try:
         value = float(text.strip().rstrip("%"))
     except ValueError:
@@ -37,9 +42,8 @@ def latest_two(base: Path = DEFAULT_RUNS_DIR) -> tuple[Path, Path]:
 
 def cmd_diff(plugins: Plugins, argv: list[str]) -> int:
     """Compare two reports; exit 1 with --fail-on-regression when a metric regressed."""
-    from perfstack.diff import diff
-    from perfstack.diff_render import render_markdown, render_text
-    from perfstack.reportfile import load_report, write_text_atomic
+    from perfstack.analysis.diff import diff
+    from perfstack.reportfile import load_report
 
     parser = Parser(prog="perfstack diff", description="Compare two reports: environment "
                     "differences first, then metrics (judged against noise) and rows in "
@@ -48,9 +52,13 @@ def cmd_diff(plugins: Plugins, argv: list[str]) -> int:
     parser.add_argument("reports", nargs="*", type=Path, metavar="REPORT",
                         help="BASE and NEW (default: the two newest runs in the run folder)")
     parser.add_argument("--format", choices=["text", "markdown", "json"], default="text")
-    parser.add_argument("--fail-on-regression", type=_percent, metavar="PCT",
+    parser.add_argument("--fail-on-regression", type=percent, metavar="PCT",
                         help="exit 1 when a metric that must not get worse regressed "
                         "significantly by more than PCT (e.g. 5%%)")
+    parser.add_argument("--session-noise", type=percent, default=SESSION_NOISE, metavar="PCT",
+                        help="between-session noise of this machine: changes within it are not "
+                        "called changes when the reports come from separate sessions "
+                        f"(default: {100 * SESSION_NOISE:g}%%; measure yours with an A/A pair)")
     parser.add_argument("--top", type=int, default=10, metavar="N",
                         help="rows per layer (default: 10)")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE",
@@ -63,21 +71,26 @@ def cmd_diff(plugins: Plugins, argv: list[str]) -> int:
         raise errors.UsageError(f"--top must be at least 1, got {args.top}")
     base_path, new_path = args.reports if args.reports else latest_two()
     base, new = load_report(base_path), load_report(new_path)
-    result = diff(base, new, str(base_path), str(new_path))
-    threshold = args.fail_on_regression
-    if args.format == "json":
-        data = result.to_dict()
-        if threshold is not None:
-            data["gate"] = {"threshold": threshold,
-                            "regressions": [m.name for m in result.regressions(threshold)]}
-        text = json.dumps(data, indent=1) + "\n"
-    elif args.format == "markdown":
-        text = render_markdown(result, args.top, threshold)
+    result = diff(base, new, str(base_path), str(new_path), session_noise=args.session_noise)
+    return emit(result, args.format, args.top, args.fail_on_regression, args.output)
+
+
+def emit(result: Diff, fmt: str, top: int, threshold: float | None,
+         output: Path | None) -> int:
+    """Write a diff in ``fmt`` to ``output`` (stdout when None); return the exit code: 1 when
+    ``threshold`` is set and a metric regressed beyond it."""
+    from perfstack.diff_render import render_markdown, render_text
+    from perfstack.reportfile import write_text_atomic
+
+    if fmt == "json":
+        text = json.dumps(result.to_dict(threshold), indent=1) + "\n"
+    elif fmt == "markdown":
+        text = render_markdown(result, top, threshold)
     else:
-        text = render_text(result, args.top, threshold)
-    if args.output is not None:
-        write_text_atomic(args.output, text)
-        print(f"wrote {args.output}", file=sys.stderr)
+        text = render_text(result, top, threshold)
+    if output is not None:
+        write_text_atomic(output, text)
+        print(f"wrote {output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
     if threshold is not None and result.regressions(threshold):

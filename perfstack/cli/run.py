@@ -48,16 +48,9 @@ def _option_dest(backend: str, name: str) -> str:
     return f"backend_opt::{backend}::{name}"
 
 
-def build_parser(backends: dict[str, BackendEntry]) -> Parser:
-    """Return the parser of ``perfstack run``, with every backend's own options."""
-    parser = Parser(
-        prog="perfstack run",
-        description="Run the workload once with no profiler (the baseline, --repeat times) and "
-        "once per backend, then write one layered report. Workload arguments go after --.",
-        epilog="example: perfstack run --plugins resources workloads/tiny_mlp.py -- --steps 20",
-    )
-    parser.add_argument("script", nargs="?", help="the workload script")
-    parser.add_argument("-m", dest="module", metavar="MODULE", help="run a module, as python -m")
+def add_session_options(parser: Parser, backends: dict[str, BackendEntry]) -> None:
+    """Add the options of a profiling session (shared by run and ab): backends, repeats,
+    time limits and every backend's own options."""
     parser.add_argument("--plugins", metavar="A,B",
                         help="backends to run (default: every one available here, except "
                         "opt-in analyses); "
@@ -73,6 +66,30 @@ def build_parser(backends: dict[str, BackendEntry]) -> Parser:
     parser.add_argument("--collect-timeout", type=_seconds, default=600.0, metavar="S",
                         help="a backend whose collect step takes longer fails, and the others "
                         "go on (default: 600)")
+    for name, entry in sorted(backends.items()):
+        if not entry.backend.options:
+            continue
+        group = parser.add_argument_group(f"{name} backend options")
+        for opt in entry.backend.options:
+            flag = f"--{name}-{opt.name.replace('_', '-')}"
+            dest = _option_dest(name, opt.name)
+            if opt.flag:
+                group.add_argument(flag, dest=dest, action="store_true", help=opt.help)
+            else:
+                group.add_argument(flag, dest=dest, type=opt.type, default=opt.default,
+                                   choices=opt.choices, help=opt.help)
+
+
+def build_parser(backends: dict[str, BackendEntry]) -> Parser:
+    """Return the parser of ``perfstack run``, with every backend's own options."""
+    parser = Parser(
+        prog="perfstack run",
+        description="Run the workload once with no profiler (the baseline, --repeat times) and "
+        "once per backend, then write one layered report. Workload arguments go after --.",
+        epilog="example: perfstack run --plugins resources workloads/tiny_mlp.py -- --steps 20",
+    )
+    parser.add_argument("script", nargs="?", help="the workload script")
+    parser.add_argument("-m", dest="module", metavar="MODULE", help="run a module, as python -m")
     dist = parser.add_argument_group("distributed (torchrun)")
     dist.add_argument("--nproc-per-node", type=_positive_int(1), metavar="N",
                       help="launch the workload through torchrun (torch.distributed.run) with N "
@@ -96,22 +113,12 @@ def build_parser(backends: dict[str, BackendEntry]) -> Parser:
                              "report)")
     parser.add_argument("--depth", type=int, choices=(1, 2, 3), default=3,
                         help="drill-down depth: 1 functions, 2 + torch ops, 3 + kernels")
-    for name, entry in sorted(backends.items()):
-        if not entry.backend.options:
-            continue
-        group = parser.add_argument_group(f"{name} backend options")
-        for opt in entry.backend.options:
-            flag = f"--{name}-{opt.name.replace('_', '-')}"
-            dest = _option_dest(name, opt.name)
-            if opt.flag:
-                group.add_argument(flag, dest=dest, action="store_true", help=opt.help)
-            else:
-                group.add_argument(flag, dest=dest, type=opt.type, default=opt.default,
-                                   choices=opt.choices, help=opt.help)
+    add_session_options(parser, backends)
     return parser
 
 
-def _split(argv: list[str]) -> tuple[list[str], list[str]]:
+def split_workload_args(argv: list[str]) -> tuple[list[str], list[str]]:
+    """Return (perfstack's arguments, the workload's): the workload's come after ``--``."""
     if "--" in argv:
         at = argv.index("--")
         return argv[:at], argv[at + 1:]
@@ -134,7 +141,9 @@ def _workload(ns: argparse.Namespace, args: list[str]) -> Workload:
     return Workload(ns.script, args)
 
 
-def _select(ns: argparse.Namespace, backends: dict[str, BackendEntry]) -> list[BackendEntry]:
+def select_backends(ns: argparse.Namespace,
+                    backends: dict[str, BackendEntry]) -> list[BackendEntry]:
+    """Return the backends --plugins names (default: every one that is not opt-in)."""
     if ns.plugins is None:
         return [backends[name] for name in sorted(backends) if not backends[name].backend.opt_in]
     names = [n.strip() for n in ns.plugins.split(",") if n.strip()]
@@ -146,7 +155,8 @@ def _select(ns: argparse.Namespace, backends: dict[str, BackendEntry]) -> list[B
     return [backends[name] for name in dict.fromkeys(names)]
 
 
-def _backend_options(ns: argparse.Namespace, selected: list[BackendEntry]) -> dict[str, Any]:
+def backend_options(ns: argparse.Namespace, selected: list[BackendEntry]) -> dict[str, Any]:
+    """Return each selected backend's options, by backend name, as parsed."""
     out: dict[str, dict[str, Any]] = {}
     for entry in selected:
         name = entry.backend.name
@@ -202,10 +212,10 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     from perfstack.reportfile import save_report
 
     backends, failures = plugins.backends()
-    own, workload_args = _split(argv)
+    own, workload_args = split_workload_args(argv)
     ns = build_parser(backends).parse_args(own)
     workload = _workload(ns, workload_args)
-    selected = _select(ns, backends)
+    selected = select_backends(ns, backends)
     if ns.output is not None:
         rundir.check_writable(ns.output)
     if isinstance(ns.html, str):
@@ -220,7 +230,7 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     distributed = _distributed(ns, own, backends)  # may set the torch backend's ranks
     options = RunOptions(repeat=ns.repeat, warmup=ns.warmup, timeout_s=ns.timeout,
                          kill_grace_s=ns.kill_grace, collect_timeout_s=ns.collect_timeout,
-                         backend_options=_backend_options(ns, selected), **distributed)
+                         backend_options=backend_options(ns, selected), **distributed)
     session = Session(workload, selected, plugins, run_dir, report_path.parent.resolve(),
                       options, progress, plugin_failures=failures if ns.plugins is None else [])
     report = session.execute()

@@ -88,6 +88,7 @@ def cmd_show(plugins: Plugins, argv: list[str]) -> int:
 
 def cmd_validate(plugins: Plugins, argv: list[str]) -> int:
     """Check report files against the schema; the first invalid one sets the exit code."""
+    from perfstack.report import SCHEMA_VERSION
     from perfstack.reportfile import load_report
 
     parser = Parser(prog="perfstack validate",
@@ -97,7 +98,8 @@ def cmd_validate(plugins: Plugins, argv: list[str]) -> int:
     for path in ns.reports:
         report = load_report(path)
         rows = sum(len(rows) for rows in report.layers.values())
-        print(f"{path}: valid perfstack/report v1: {len(report.backends)} backends, {rows} rows, "
+        print(f"{path}: valid perfstack/report v{SCHEMA_VERSION}: {len(report.backends)} "
+              f"backends, {rows} rows, "
               f"{len(report.metrics)} metrics, {len(report.findings)} findings")
     return EXIT_OK
 

@@ -20,18 +20,18 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
     from perfstack import rundir, sweep
     from perfstack.cli.progress import QuietProgress, TerminalProgress
     from perfstack.cli.run import (
-        _backend_options,
         _distributed,
-        _select,
-        _split,
         _workload,
+        backend_options,
         build_parser,
+        select_backends,
+        split_workload_args,
     )
     from perfstack.driver import RunOptions, Session
     from perfstack.reportfile import save_report, write_json_atomic
 
     backends, _ = plugins.backends()
-    own, workload_args = _split(argv)
+    own, workload_args = split_workload_args(argv)
     parser = build_parser(backends)
     parser.prog = "perfstack sweep"
     parser.description = ("Run the workload (and the chosen backends; default: resources) "
@@ -46,7 +46,7 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
     workload = _workload(ns, workload_args)
     if ns.plugins is None:
         ns.plugins = "resources" if "resources" in backends else None
-    selected = _select(ns, backends) if ns.plugins else []
+    selected = select_backends(ns, backends) if ns.plugins else []
     distributed = _distributed(ns, own, backends)
     if ns.output is not None:
         rundir.check_writable(ns.output)
@@ -66,7 +66,7 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
         options = RunOptions(repeat=ns.repeat, warmup=ns.warmup, timeout_s=ns.timeout,
                              kill_grace_s=ns.kill_grace,
                              collect_timeout_s=ns.collect_timeout,
-                             backend_options=_backend_options(ns, selected), **distributed)
+                             backend_options=backend_options(ns, selected), **distributed)
         report_path = run_dir / "report.json"
         with sweep.environment(env):
             session = Session(workload, selected, plugins, run_dir,

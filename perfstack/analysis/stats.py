@@ -159,3 +159,55 @@ def compare(base: Sequence[float], new: Sequence[float],
                           f"{test}: significant at 95% (n={len(base)} vs {len(new)})")
     return Comparison(change, False, test, stat,
                       f"within noise ({test}, n={len(base)} vs {len(new)})")
+
+
+#: Below this change, a paired (interleaved A/B) difference is never significant.
+PAIRED_MIN_EFFECT = 0.02
+
+
+def compare_paired(base: Sequence[float], new: Sequence[float],
+                   min_effect: float = PAIRED_MIN_EFFECT) -> Comparison:
+    """Decide whether ``new`` differs from ``base`` when their i-th samples were taken side by
+    side (``perfstack ab``): a paired t-test (95%, two-tailed) on the log of each pair's ratio,
+    so machine drift that hit both runs of a pair cancels. ``change`` is the geometric mean of
+    the ratios minus one. Values that are not all positive are compared as differences.
+
+    The machine's probe is not used as a covariate here: tried as one (analysis of covariance
+    on the log probe), it turned one A/A comparison in 20 into a "change" on this VM, where the
+    plain paired test called none of 60 (docs/performance.md).
+    """
+    import math
+    import statistics
+
+    from pyperf._utils import tdist95conf_level
+
+    if len(base) != len(new):
+        raise ValueError("compare_paired() needs as many samples on both sides")
+    n = len(base)
+    if n < 2:
+        return Comparison(0.0 if n == 0 else (new[0] / base[0] - 1 if base[0] else 0.0), None,
+                          "none", None, f"{n} pair(s): the noise is unknown, so the change "
+                          "cannot be judged; repeat the runs")
+    test = "paired t-test"
+    if all(v > 0 for v in (*base, *new)):
+        diffs = [math.log(b / a) for a, b in zip(base, new, strict=True)]
+        change = math.exp(statistics.fmean(diffs)) - 1
+    else:
+        diffs = [b - a for a, b in zip(base, new, strict=True)]
+        scale = statistics.median(base)
+        change = statistics.fmean(diffs) / scale if scale else 0.0
+    spread = statistics.stdev(diffs)
+    mean = statistics.fmean(diffs)
+    if spread == 0:
+        t = 0.0 if mean == 0 else math.copysign(float("inf"), mean)
+    else:
+        t = mean / (spread / math.sqrt(n))
+    passed = abs(t) >= tdist95conf_level(n - 1)
+    pairs = f"{n} interleaved pairs"
+    if passed and abs(change) < min_effect:
+        return Comparison(change, False, test, t,
+                          f"{test} says different, but {100 * abs(change):.1f}% is below the "
+                          f"{100 * min_effect:.0f}% minimum effect ({pairs})")
+    if passed:
+        return Comparison(change, True, test, t, f"{test}: significant at 95% ({pairs})")
+    return Comparison(change, False, test, t, f"within noise ({test}, {pairs})")

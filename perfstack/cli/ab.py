@@ -1,0 +1,113 @@
+"""``perfstack ab``: compare two versions of a workload in one session, runs interleaved."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from perfstack import errors
+from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_INTERRUPTED, EXIT_WORKLOAD_FAILED, Parser
+from perfstack.pluginmanager import Plugins
+
+DEFAULT_PAIRS = 7
+
+
+def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
+    """Run two scripts (or one at two revisions) interleaved; print their diff; exit as diff."""
+    from rich.console import Console
+
+    from perfstack import ab, rundir
+    from perfstack.analysis.diff import diff
+    from perfstack.backend import Workload
+    from perfstack.cli.diff import emit, percent
+    from perfstack.cli.progress import QuietProgress, TerminalProgress
+    from perfstack.cli.run import (
+        add_session_options,
+        backend_options,
+        select_backends,
+        split_workload_args,
+    )
+    from perfstack.driver import RunOptions, Session
+    from perfstack.reportfile import save_report
+
+    backends, failures = plugins.backends()
+    own, workload_args = split_workload_args(argv)
+    parser = Parser(
+        prog="perfstack ab",
+        description="Compare two versions of a workload on a noisy machine: their baseline runs "
+        "interleaved in one session (A B B A ...) and judged with a paired test, then each "
+        "side's backends once. Prints the diff; both reports stay in the run folder.",
+        epilog="examples: perfstack ab old.py new.py -- --steps 50 | "
+        "perfstack ab --rev main --rev HEAD train.py --fail-on-regression 5%")
+    parser.add_argument("scripts", nargs="+", metavar="SCRIPT",
+                        help="BASE.py NEW.py, or with --rev one script")
+    parser.add_argument("--rev", action="append", default=[], metavar="REV",
+                        help="a git revision (twice: BASE then NEW) to check the script's "
+                        "repository out at, in temporary worktrees")
+    parser.add_argument("--format", choices=["text", "markdown", "json"], default="text")
+    parser.add_argument("--fail-on-regression", type=percent, metavar="PCT",
+                        help="exit 1 when a metric regressed significantly by more than PCT")
+    parser.add_argument("--top", type=int, default=10, metavar="N",
+                        help="rows per layer in the diff (default: 10)")
+    parser.add_argument("-o", "--output", type=Path, metavar="FILE",
+                        help="write the diff to FILE instead of stdout")
+    parser.add_argument("--out-dir", type=Path, metavar="DIR",
+                        help=f"run folder (default: {DEFAULT_RUNS_DIR}/<timestamp>); the two "
+                        "reports are base/report.json and new/report.json in it")
+    add_session_options(parser, backends)
+    parser.set_defaults(repeat=DEFAULT_PAIRS)
+    ns = parser.parse_args(own)
+    if ns.rev and (len(ns.rev) != 2 or len(ns.scripts) != 1):
+        raise errors.UsageError("--rev takes two revisions (BASE and NEW) and one script")
+    if not ns.rev and len(ns.scripts) != 2:
+        raise errors.UsageError("name two scripts (BASE.py NEW.py), or one script with "
+                                "--rev BASE --rev NEW")
+    if ns.top < 1:
+        raise errors.UsageError(f"--top must be at least 1, got {ns.top}")
+    selected = select_backends(ns, backends)
+    if ns.output is not None:
+        rundir.check_writable(ns.output)
+    for script in ns.scripts:
+        if not Path(script).is_file():
+            raise errors.InputNotFound(f"{script}: no such file")
+    run_dir = (rundir.use_out_dir(ns.out_dir) if ns.out_dir is not None
+               else rundir.new_run_dir(DEFAULT_RUNS_DIR))
+    err = Console(stderr=True, highlight=False)
+    options = RunOptions(repeat=ns.repeat, warmup=ns.warmup, timeout_s=ns.timeout,
+                         kill_grace_s=ns.kill_grace, collect_timeout_s=ns.collect_timeout,
+                         backend_options=backend_options(ns, selected))
+
+    def session(side: str, checkout: ab.Checkout) -> Session:
+        folder = run_dir / side
+        folder.mkdir(parents=True, exist_ok=True)
+        progress = TerminalProgress(err) if err.is_terminal else QuietProgress()
+        return Session(Workload(str(checkout.script), workload_args), selected, plugins,
+                       folder, folder.resolve(), options, progress,
+                       plugin_failures=failures if ns.plugins is None else [],
+                       cwd=str(checkout.cwd))
+
+    if ns.rev:
+        with ab.revisions(Path(ns.scripts[0]), (ns.rev[0], ns.rev[1])) as (one, two):
+            labels = (one.label, two.label)
+            reports = ab.run_interleaved(session("base", one), session("new", two),
+                                         ns.repeat, ns.warmup)
+    else:
+        here = Path.cwd()
+        labels = (ns.scripts[0], ns.scripts[1])
+        reports = ab.run_interleaved(
+            session("base", ab.Checkout(ns.scripts[0], Path(ns.scripts[0]), here)),
+            session("new", ab.Checkout(ns.scripts[1], Path(ns.scripts[1]), here)),
+            ns.repeat, ns.warmup)
+    for side, report in zip(ab.SIDES, reports, strict=True):
+        save_report(report, run_dir / side / "report.json")
+    print(f"reports: {run_dir / 'base' / 'report.json'} and {run_dir / 'new' / 'report.json'}",
+          file=sys.stderr)
+    code = emit(diff(*reports, labels[0], labels[1]), ns.format, ns.top,
+                ns.fail_on_regression, ns.output)
+    if not all(r.run.complete for r in reports):
+        print("perfstack: interrupted; the comparison above is partial", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if any(not rec.exit.clean for r in reports for rec in r.run.runs if rec.role != "extra"):
+        print("perfstack: the workload did not finish cleanly in every run", file=sys.stderr)
+        return EXIT_WORKLOAD_FAILED
+    return code
