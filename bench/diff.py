@@ -39,7 +39,7 @@ def make_reports(folder: Path) -> tuple[Path, Path]:
 def main() -> None:
     """Print load-only and load+diff medians and their ratio."""
     from perfstack.analysis.diff import diff
-    from perfstack.diff_render import render_text
+    from perfstack.render.diff import render_text
     from perfstack.reportfile import load_report
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -6,6 +6,7 @@ imports it, and ``perfstack --help`` must start fast. Public names are loaded on
 
 from __future__ import annotations
 
+import os
 from time import perf_counter as _perf_counter
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,17 @@ def step() -> None:
         callback()
 
 
+def load(path: str | os.PathLike[str]) -> Report:
+    """Return the report stored in ``path`` (``.json`` or ``.json.gz``), checked against the
+    schema: for notebooks. ``report.records("python")`` gives a layer's rows as plain dicts,
+    ``report.dataframe("python")`` as a pandas DataFrame when pandas is installed."""
+    from pathlib import Path
+
+    from perfstack.reportfile import load_report
+
+    return load_report(Path(path))
+
+
 def report_metric(name: str, value: float, unit: str = "", better: str = "higher") -> None:
     """Report a figure the workload measured itself, such as throughput in samples/s.
 
@@ -48,7 +60,6 @@ def report_metric(name: str, value: float, unit: str = "", better: str = "higher
     if _artifact_dir is None:
         return
     import json
-    import os
 
     line = json.dumps({"name": name, "value": float(value), "unit": unit, "better": better})
     with open(os.path.join(_artifact_dir, METRICS_FILE), "a", encoding="utf-8") as fh:
@@ -96,6 +107,7 @@ __all__ = [
     "Workload",
     "__version__",
     "hookimpl",
+    "load",
     "report_metric",
     "step",
 ]

@@ -97,22 +97,29 @@ def repository_of(path: Path) -> Path:
                          "of the repository that holds the script)") from None
 
 
-@contextlib.contextmanager
-def revisions(script: Path, revs: tuple[str, str]) -> Iterator[tuple[Checkout, Checkout]]:
-    """Check the repository holding ``script`` out at both revisions, in temporary worktrees
-    outside the user's tree, and yield where the script is in each; remove them afterwards."""
+def resolve_revisions(script: Path, revs: tuple[str, str]) -> tuple[Path, list[str]]:
+    """Return the repository holding ``script`` and the commit of each revision; a missing
+    script, a folder outside git or an unknown revision is one clear error."""
     if not script.is_file():
         raise InputNotFound(f"{script}: no such file")
     repo = repository_of(script.resolve())
-    inside = script.resolve().relative_to(repo)
-    here = Path(os.getcwd()).resolve()
-    cwd_inside = here.relative_to(repo) if here.is_relative_to(repo) else None
     commits = []
     for rev in revs:
         try:
             commits.append(_git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"))
         except UsageError:
             raise UsageError(f"--rev {rev}: not a revision of {repo}") from None
+    return repo, commits
+
+
+@contextlib.contextmanager
+def revisions(script: Path, revs: tuple[str, str]) -> Iterator[tuple[Checkout, Checkout]]:
+    """Check the repository holding ``script`` out at both revisions, in temporary worktrees
+    outside the user's tree, and yield where the script is in each; remove them afterwards."""
+    repo, commits = resolve_revisions(script, revs)
+    inside = script.resolve().relative_to(repo)
+    here = Path(os.getcwd()).resolve()
+    cwd_inside = here.relative_to(repo) if here.is_relative_to(repo) else None
     with tempfile.TemporaryDirectory(prefix="perfstack-ab-") as tmp:
         trees: list[Path] = []
         try:

@@ -142,6 +142,12 @@ class Collected:
     findings: list[Finding] = field(default_factory=list)
     artifacts: dict[str, Path] = field(default_factory=dict)  # label -> file it wrote
     notes: list[str] = field(default_factory=list)  # caveats a reader should see
+    #: set when some of what the backend measures could not be measured here (the backend's
+    #: status becomes ``partial``): one line saying what is missing and why
+    partial: str | None = None
+    #: set when the run gave the backend nothing to report (status ``empty``, shown as
+    #: "nothing to report"): one line saying why, e.g. no oneDNN primitive ran
+    empty: str | None = None
 
 
 class Attachment(Protocol):

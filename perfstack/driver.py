@@ -40,6 +40,7 @@ from perfstack.report import (
     RunInfo,
     RunRecord,
     Status,
+    order_findings,
 )
 from perfstack.reportfile import schema_errors, write_json_atomic
 
@@ -342,6 +343,7 @@ class Session:
             report.metrics.extend(metrics)
             report.findings.extend(findings)
         report.findings.extend(self._findings(report))
+        report.findings[:] = order_findings(report.findings)  # as every format shows them
         return report
 
     def _environment(self) -> dict[str, Any]:
@@ -525,6 +527,12 @@ class Session:
             else:
                 self.collected[backend.name] = collected
                 result.notes.extend(collected.notes)
+                if result.status is Status.OK and collected.empty:
+                    result.status, result.reason = Status.EMPTY, collected.empty
+                elif result.status is Status.OK and collected.partial:
+                    result.status, result.reason = Status.PARTIAL, collected.partial
+                else:  # a crashed or stopped run keeps its status; what it lacked is a note
+                    result.notes.extend(n for n in (collected.empty, collected.partial) if n)
                 result.artifacts = {k: self._rel(p) for k, p in collected.artifacts.items()}
         if errors:
             result.status = Status.FAILED

@@ -34,8 +34,8 @@ PLUGINS_ENV = "PERFSTACK_PLUGINS"
 
 #: The core's own plugins (findings about the run itself, the terminal renderer). They are
 #: not backends: nothing in the core names a backend.
-CORE_PLUGINS = ("perfstack.rules", "perfstack.render_text", "perfstack.render_pyperf",
-                "perfstack.render_markdown")
+CORE_PLUGINS = ("perfstack.rules", "perfstack.render.text", "perfstack.render.pyperf",
+                "perfstack.render.markdown")
 
 
 @dataclass

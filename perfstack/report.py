@@ -31,6 +31,8 @@ class Status(str, Enum):
     """What happened to one backend."""
 
     OK = "ok"
+    PARTIAL = "partial"  # ran, but some of what it measures could not be measured here
+    EMPTY = "empty"  # ran, and the run gave it nothing to report (no oneDNN primitive ran)
     UNAVAILABLE = "unavailable"  # cannot run on this machine; reason and fix say why
     FAILED = "failed"  # the backend's own code raised or produced malformed records
     CRASHED = "crashed"  # the workload died (signal or non-zero exit) under this backend
@@ -132,6 +134,14 @@ class Metric:
     #: "intervals" of one run. Samples from one run share that run's conditions, so ``diff``
     #: judges them against the run-to-run noise, not against their own spread.
     samples_of: str = "runs"
+    #: a detail: left out of the report's default view (``show --full`` lists it), still
+    #: compared by diff
+    detail: bool = False
+    #: what exactly the figure counts, in one line: its one definition, shown with it
+    description: str | None = None
+    #: figures of different backends that measure related things share a group (e.g.
+    #: "interpreter"); the report shows them together, each with its description
+    group: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form."""
@@ -149,6 +159,12 @@ class Metric:
             out["reason"] = self.reason
         if self.samples_of != "runs":
             out["samples_of"] = self.samples_of
+        if self.detail:
+            out["detail"] = True
+        if self.description is not None:
+            out["description"] = self.description
+        if self.group is not None:
+            out["group"] = self.group
         return out
 
     @classmethod
@@ -164,7 +180,23 @@ class Metric:
             samples=data.get("samples"),
             reason=data.get("reason"),
             samples_of=data.get("samples_of", "runs"),
+            detail=bool(data.get("detail", False)),
+            description=data.get("description"),
+            group=data.get("group"),
         )
+
+
+SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+#: Findings about how well the run could be measured (noise, a profiler's overhead) come after
+#: the findings about the workload itself, at the same severity.
+MEASUREMENT_RULES = ("run.noisy-baseline", "run.single-baseline", "run.high-overhead")
+
+
+def order_findings(findings: list[Finding]) -> list[Finding]:
+    """Return findings in the order a report shows them: the most severe first, and at one
+    severity the workload's own before the ones about measuring it (stable otherwise)."""
+    return sorted(findings, key=lambda f: (SEVERITY_ORDER.get(f.severity, 3),
+                                           f.rule in MEASUREMENT_RULES))
 
 
 @dataclass
@@ -433,6 +465,35 @@ class Report:
     def run_record(self, run_id: str) -> RunRecord | None:
         """Return the run with this id, or None."""
         return next((r for r in self.run.runs if r.id == run_id), None)
+
+    def records(self, layer: Layer | str) -> list[dict[str, Any]]:
+        """Return one layer's rows as flat records, for a notebook: ``key``, ``name``,
+        ``source``, each value by its name (None when unknown) with ``<name>_unit`` beside
+        it, and the attrs (prefixed ``attr_``)."""
+        out = []
+        for row in self.layers[Layer(layer)]:
+            record: dict[str, Any] = {"key": row.key, "name": row.name, "source": row.source}
+            for name, q in row.values.items():
+                record[name] = q.value
+                record[f"{name}_unit"] = q.unit
+            for name, value in row.attrs.items():
+                record[f"attr_{name}"] = value
+            out.append(record)
+        return out
+
+    def dataframe(self, layer: Layer | str) -> Any:
+        """Return one layer's rows as a pandas DataFrame (``records``), when pandas is
+        installed; perfstack does not depend on it."""
+        try:
+            import pandas
+        except ImportError:
+            raise ImportError("Report.dataframe needs pandas (pip install pandas); "
+                              "Report.records gives the same rows as plain dicts") from None
+        return pandas.DataFrame(self.records(layer))
+
+    def metric_records(self) -> list[dict[str, Any]]:
+        """Return the metrics as plain dicts (their JSON form)."""
+        return [m.to_dict() for m in self.metrics]
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form, with the schema name and version first."""

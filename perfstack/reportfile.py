@@ -128,6 +128,9 @@ def write_atomic(path: Path, data: bytes) -> None:
     except OSError as exc:
         raise OutputError(f"{path}: cannot write here ({exc.strerror})") from None
     try:
+        # mkstemp makes the file 0600; give it the mode a plain open() would (the umask's), or
+        # the mode of the file it replaces.
+        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.is_file() else _umask_mode())
         with os.fdopen(fd, "wb") as raw:
             if path.suffix == ".gz":
                 with gzip.GzipFile(fileobj=raw, mode="wb") as gz:
@@ -142,6 +145,12 @@ def write_atomic(path: Path, data: bytes) -> None:
         if isinstance(exc, OSError):
             raise OutputError(f"{path}: cannot write ({exc.strerror})") from None
         raise
+
+
+def _umask_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

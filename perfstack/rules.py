@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from perfstack.analysis.stats import summarize
 from perfstack.pluginmanager import hookimpl
-from perfstack.report import Finding, Report, RunRecord, Status
+from perfstack.report import Finding, Layer, Report, RunRecord, Status
 
 #: Baseline relative standard deviation above which differences are hard to see.
 NOISE_LIMIT = 0.05
@@ -86,7 +86,7 @@ def _noise(report: Report) -> list[Finding]:
 def _overheads(report: Report) -> list[Finding]:
     out = []
     for b in report.backends:
-        if b.status is not Status.OK or b.overhead is None:
+        if b.status not in (Status.OK, Status.PARTIAL) or b.overhead is None:
             continue
         if b.overhead.ratio > OVERHEAD_LIMIT:
             out.append(Finding(
@@ -178,6 +178,55 @@ def _time_rules(report: Report) -> list[Finding]:
     return out
 
 
+#: Share of the wall time (%) in start-up and imports from which it is a finding.
+STARTUP_SHARE = 100 / 3
+
+
+def _slowest_imports(report: Report, top: int = 3) -> list[str]:
+    """The modules whose import took most of a sampler's samples: per package, its outermost
+    ``<module>`` row (inclusive share), largest first."""
+    from perfstack.analysis.origin import origin, workload_dir
+
+    home = workload_dir(report)
+    best: dict[str, tuple[float, str]] = {}
+    for row in report.layers.get(Layer.PYTHON, []):
+        share = row.values.get("total_share")
+        file = row.attrs.get("file")
+        if row.attrs.get("function") != "<module>" or share is None or share.value is None \
+                or not isinstance(file, str):
+            continue
+        where = origin(file, home)
+        if where.ours:
+            continue
+        value = float(share.value)
+        if value > best.get(where.library, (0.0, ""))[0]:
+            best[where.library] = (value, where.path)
+    ranked = sorted(best.items(), key=lambda kv: -kv[1][0])[:top]
+    return [f"import {name}: {value:.0f}% of the samples ({path})"
+            for name, (value, path) in ranked]
+
+
+def _startup(report: Report) -> list[Finding]:
+    share = _share(report, "budget.startup")
+    if share is None or share[0] < STARTUP_SHARE:
+        return []
+    wall = report.metric("wall_time")
+    seconds = (f" ({share[0] / 100 * float(wall.value):.2f} s of {float(wall.value):.2f} s)"
+               if wall is not None and wall.value else "")
+    return [Finding(
+        rule="time.startup",
+        title=f"start-up and imports take {share[0]:.0f}% of the run{seconds}",
+        layer="python", severity="warning",
+        evidence=[f"{share[0]:.1f}% of the main thread's wall time before the workload's own "
+                  f"code ran or after it ended: imports, interpreter set-up and teardown "
+                  f"(budget.startup, from {share[1]})", *_slowest_imports(report)],
+        action=("measure each import with 'python -X importtime script.py 2> imports.log'; "
+                "import heavy modules only where needed, or keep one process alive for many "
+                "tasks (a server, a notebook) instead of starting one per task; for a "
+                "benchmark, profile more steps (the start-up is a fixed cost)"),
+        source="perfstack")]
+
+
 def _usable_cpus(env: dict[str, object]) -> int | None:
     cpu = env.get("cpu")
     if not isinstance(cpu, dict):
@@ -218,6 +267,7 @@ def _oversubscription(report: Report) -> list[Finding]:
 @hookimpl
 def perfstack_findings(report: Report) -> list[Finding]:
     """Return findings about crashes, hangs, baseline noise, backend overhead, the time
-    budget (Python-bound, dispatch-bound, waiting, idle device) and oversubscribed threads."""
+    budget (Python-bound, dispatch-bound, waiting, idle device, start-up and imports) and
+    oversubscribed threads."""
     return [*_failures(report), *_noise(report), *_overheads(report), *_time_rules(report),
-            *_oversubscription(report)]
+            *_startup(report), *_oversubscription(report)]

@@ -1,10 +1,12 @@
 """The ``html`` format: one self-contained page that works offline.
 
-``perfstack show report.json --format html -o report.html`` (and ``perfstack run --html``):
-findings first, the header and environment, the backend table, the time budget as a stacked
-bar, top ops and top functions as bar charts, a flame graph of the Python stacks (py-spy's
-profile, when its run folder is still beside the report), NVML power and utilisation over time
-when sampled, the metrics, and each layer's top rows.
+``perfstack show report.json --format html -o report.html`` (and ``perfstack run --html``).
+The page draws every figure from the same view as the text and markdown reports
+(``perfstack.analysis.view``) and says it in the same words (``perfstack.render.words``): the
+answer, the findings, where the time goes (a stacked bar with a legend), the drill-down and its
+top functions, top torch ops, a flame graph of the Python stacks (py-spy's profile, when its
+run folder is still beside the report), NVML power and utilisation over time when sampled,
+each layer's top rows, the backends in one line each, the metrics and the raw outputs.
 
 Charts are inline SVG drawn here; the only script marks the page ready and records any script
 error in ``data-errors`` (the browser test reads both). Every string that comes from the
@@ -14,27 +16,43 @@ workload (function, op, file and thread names, its output) is escaped with ``htm
 from __future__ import annotations
 
 import html
-from typing import Any
 
 from perfstack import hookimpl
-from perfstack.analysis.budget import drill_down, hardware_beside, time_budget
+from perfstack.analysis.budget import Node
+from perfstack.analysis.view import LayerTable, View, build
 from perfstack.render import Renderer, RenderOptions
-from perfstack.report import Layer, Report, Row
-from perfstack.units import fmt_quantity, fmt_seconds, fmt_value
+from perfstack.render.words import (
+    LAYER_TITLES,
+    STATUS_WORDS,
+    answer_lines,
+    beside_line,
+    fmt_overhead,
+    node_figures,
+    printed_caption,
+    related_line,
+    related_title,
+    wall_line,
+)
+from perfstack.report import Report
+from perfstack.units import fmt_seconds, fmt_value
 
 from .artifacts import artifact, iter_tree, read_nvml, read_speedscope, walk_tree
 
 CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:16px;color:#222}
 h1{font-size:20px;margin:0 0 4px}h2{font-size:17px;margin:24px 0 8px;border-bottom:1px solid #ccc}
-code,.mono{font-family:ui-monospace,monospace;font-size:12px}
+code,.mono,pre{font-family:ui-monospace,monospace;font-size:12px}
 table{border-collapse:collapse;margin:4px 0 12px}td,th{border:1px solid #ddd;padding:3px 6px;
 text-align:left;vertical-align:top}th{background:#f4f4f4}td.num{text-align:right}
+.answer{font-size:15px;background:#f6f8fa;padding:8px 12px;border-radius:4px}
 .finding{border-left:5px solid #888;padding:4px 10px;margin:6px 0;background:#fafafa}
 .critical{border-color:#c00}.warning{border-color:#e90}.info{border-color:#39c}
 .status-ok{color:#070}.status-failed,.status-crashed,.status-timeout{color:#c00}
-.status-unavailable{color:#a60}.muted{color:#777}svg text{font:11px system-ui,sans-serif}
+.status-unavailable,.status-partial{color:#a60}.muted{color:#777}
+svg.chart{max-width:100%;height:auto}svg text{font:11px system-ui,sans-serif}
 ul.tree{list-style:none;padding-left:18px}ul.tree li{margin:2px 0}
+.legend span{display:inline-block;margin-right:14px}.swatch{display:inline-block;width:10px;
+height:10px;margin-right:4px;vertical-align:baseline}
 """
 SCRIPT = """
 (function(){var errors=[];window.addEventListener('error',function(e){errors.push(String(
@@ -45,6 +63,10 @@ document.body.setAttribute('data-charts',String(n));document.body.setAttribute('
 """
 LAYER_COLOURS = {"python": "#4e79a7", "framework": "#f28e2b", "kernel": "#e15759",
                  "hardware": "#76b7b2", "run": "#bab0ac"}
+#: Budget parts drawn in the bar, each its own colour (the legend names them).
+PART_COLOURS = {"startup": "#9c755f", "interpreter": "#4e79a7", "native": "#f28e2b",
+                "framework": "#f28e2b", "kernels": "#e15759", "openmp": "#ff9da7",
+                "os": "#76b7b2", "runtime": "#59a14f", "other": "#edc948", "idle": "#bab0ac"}
 
 
 def esc(text: object) -> str:
@@ -63,20 +85,24 @@ def _table(head: list[str], rows: list[list[str]], numeric: set[int] | None = No
     return "".join(out)
 
 
-def _bar_chart(chart_id: str, items: list[tuple[str, float, str]], unit: str,
-               colour: str) -> str:
-    """Horizontal bars: (label, value, shown value)."""
+def _details(summary: str, body: str, open_: bool = False) -> str:
+    return (f"<details{' open' if open_ else ''}><summary>{summary}</summary>{body}"
+            "</details>")
+
+
+def _bar_chart(chart_id: str, items: list[tuple[str, float, str]], colour: str) -> str:
+    """Horizontal bars: (label, value, shown value); scales with the page (viewBox)."""
     if not items:
         return f'<p class="muted" id="{chart_id}-empty">nothing measured</p>'
     width, label_w, bar_h = 1000, 420, 18
     top = max(v for _, v, _ in items) or 1.0
     height = bar_h * len(items) + 4
-    parts = [f'<svg class="chart" id="{chart_id}" width="{width}" height="{height}" '
-             f'role="img" aria-label="{esc(chart_id)}">']
+    parts = [f'<svg class="chart" id="{chart_id}" viewBox="0 0 {width} {height}" '
+             f'width="{width}" height="{height}" role="img" aria-label="{esc(chart_id)}">']
     for i, (label, value, shown) in enumerate(items):
         y = i * bar_h + 2
-        w = max(1.0, (width - label_w - 90) * value / top)
-        short = label if len(label) <= 64 else label[:61] + "..."
+        w = max(1.0, (width - label_w - 200) * value / top)
+        short = label if len(label) <= 64 else "…" + label[-63:]  # keep the function and line
         parts.append(f'<text x="{label_w - 6}" y="{y + 13}" text-anchor="end">'
                      f'<title>{esc(label)}</title>{esc(short)}</text>')
         parts.append(f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h - 4}" '
@@ -86,40 +112,34 @@ def _bar_chart(chart_id: str, items: list[tuple[str, float, str]], unit: str,
     return "".join(parts)
 
 
-def _header(report: Report) -> str:
-    run = report.run
-    env = report.environment
-    def block(name: str) -> dict[str, Any]:
-        value = env.get(name)
-        return value if isinstance(value, dict) else {}
-
-    py, torch, cpu = block("python"), block("torch"), block("cpu")
-    facts = [f"Python {py.get('version', '?')} ({py.get('implementation', '?')})",
-             f"torch {torch.get('version')}" if torch.get("version") else "no torch",
-             f"{cpu.get('model', '?')}, {cpu.get('logical_cpus', '?')} CPUs",
-             f"perfstack {run.perfstack_version}", f"started {run.started}",
-             f"{fmt_seconds(run.duration_s)} in all, {len(run.runs)} runs"]
-    wall = report.metric("wall_time")
-    if wall is not None and wall.value is not None:
-        facts.append(f"baseline median {fmt_seconds(float(wall.value))} "
-                     f"(n={len(wall.samples or [])})")
-    bad = [r for r in run.runs if not r.exit.clean]
-    state = ("<p class=\"status-failed\">" + "<br>".join(
-        f"run {esc(r.id)}: {esc(r.exit.describe())}" for r in bad) + "</p>") if bad else \
-        '<p class="status-ok">every run exited 0</p>'
-    if not run.complete:
+def _header(view: View) -> str:
+    h = view.header
+    state = ""
+    if h.failures:
+        state = ('<p class="status-failed">' + "<br>".join(
+            f"run {esc(run_id)}: {esc(ended)}" for run_id, ended in h.failures) + "</p>")
+    if not h.complete:
         state += '<p class="status-failed"><b>INTERRUPTED: this report is partial</b></p>'
+    printed = ""
+    if h.printed:
+        printed = (f'<p class="muted">{esc(printed_caption(h))}</p><pre>'
+                   + esc("\n".join(h.printed)) + "</pre>")
     return (f'<header id="header"><h1>perfstack report</h1><p class="mono">$ '
-            f'{esc(" ".join(run.command))}</p><p>{esc(" · ".join(facts))}</p>{state}</header>')
+            f'{esc(" ".join(h.command))}</p><p>{esc(" · ".join(h.facts))}<br>'
+            f"{esc(wall_line(h))}</p>{state}{printed}</header>")
 
 
-def _findings(report: Report) -> str:
-    if not report.findings:
+def _answer(view: View) -> str:
+    return ('<section id="answer"><h2>Answer</h2><p class="answer">'
+            + " ".join(esc(line) for line in answer_lines(view)) + "</p></section>")
+
+
+def _findings(view: View) -> str:
+    if not view.findings:
         return '<section id="findings"><h2>Findings</h2><p>none</p></section>'
-    order = {"critical": 0, "warning": 1, "info": 2}
-    parts = ['<section id="findings"><h2>Findings</h2>']
-    for f in sorted(report.findings, key=lambda f: order.get(f.severity, 3)):
-        sev = f.severity if f.severity in order else "info"
+    parts = [f'<section id="findings"><h2>Findings ({len(view.findings)})</h2>']
+    for f in view.findings:
+        sev = f.severity if f.severity in ("critical", "warning", "info") else "info"
         evidence = "".join(f"<li>{esc(e)}</li>" for e in f.evidence)
         parts.append(f'<div class="finding {sev}"><b>[{esc(f.severity)}] {esc(f.title)}</b> '
                      f'<span class="muted">({esc(f.layer)}, {esc(f.rule)}, from '
@@ -128,92 +148,92 @@ def _findings(report: Report) -> str:
     return "".join(parts)
 
 
-def _backends(report: Report) -> str:
-    rows = []
-    for b in report.backends:
-        overhead = (f"{b.overhead.ratio:.2f}x (n={b.overhead.baseline_n})" if b.overhead
-                    else b.overhead_note or "-")
-        notes = [n for n in (b.reason, f"fix: {b.fix}" if b.fix else None) if n] + b.notes
-        rows.append([esc(b.name), f'<span class="status-{esc(b.status.value)}">'
-                     f"{esc(b.status.value)}</span>", esc(",".join(b.layers) or "-"),
-                     esc(fmt_seconds(b.wall_s) if b.wall_s is not None else "-"),
-                     esc(overhead), "<br>".join(esc(n) for n in notes)])
-    return ('<section id="backends"><h2>Backends</h2>'
-            + _table(["backend", "status", "layers", "wall", "overhead", "notes"], rows)
-            + "</section>")
-
-
-def _budget(report: Report) -> str:
-    budget = time_budget(report)
+def _budget(view: View) -> str:
+    budget = view.budget
     head = '<section id="budget"><h2>Where the time goes</h2>'
     if not budget.lines:
         return head + ('<p class="muted" id="budget-empty">no backend measured a time budget '
                        '(pyspy and perftop do)</p></section>')
     width, x = 1000, 0.0
-    bar = [f'<svg class="chart" id="budget-chart" width="{width}" height="34" role="img" '
-           'aria-label="time budget">']
+    bar = [f'<svg class="chart" id="budget-chart" viewBox="0 0 {width} 34" width="{width}" '
+           'height="34" role="img" aria-label="time budget">']
+    legend = []
+    split = {ln.part for ln in budget.lines if ln.depth}
     for line in budget.lines:
-        if line.depth or line.part in ("gil_wait", "gpu_kernels"):
-            continue  # subdivisions, and parts running beside the main thread
+        if line.part in ("gil_wait", "gpu_kernels"):
+            continue  # running beside the main thread, not a piece of its time
+        if line.part == "native" and split:
+            continue  # drawn as its subdivisions
         if line.seconds is None and budget.wall_s is not None:
             continue  # a share of native CPU time (no wall-time split measured), not of wall
+        colour = PART_COLOURS.get(line.part, LAYER_COLOURS.get(line.layer, "#999"))
         w = width * line.share / 100
-        bar.append(f'<rect x="{x:.1f}" y="2" width="{w:.1f}" height="30" '
-                   f'fill="{LAYER_COLOURS.get(line.layer, "#999")}" stroke="#fff">'
-                   f"<title>{esc(line.title)}: {line.share:.1f}% ({esc(line.source)})</title>"
-                   "</rect>")
+        bar.append(f'<rect x="{x:.1f}" y="2" width="{w:.1f}" height="30" fill="{colour}" '
+                   f'stroke="#fff"><title>{esc(line.title)}: {line.share:.1f}% '
+                   f"({esc(line.source)})</title></rect>")
         if w > 60:
             bar.append(f'<text x="{x + 4:.1f}" y="21" fill="#fff">{esc(line.part)} '
                        f"{line.share:.0f}%</text>")
+        legend.append(f'<span><i class="swatch" style="background:{colour}"></i>'
+                      f"{esc(line.title)} {line.share:.1f}%</span>")
         x += w
     bar.append("</svg>")
-    rows = [[("&nbsp;&nbsp;└ " if ln.depth else "") + esc(ln.title), esc(ln.layer),
-             f"{ln.share:.1f}%", esc(fmt_seconds(ln.seconds) if ln.seconds is not None
-                                     else "-"), esc(ln.source)] for ln in budget.lines]
+    rows = [[("&nbsp;&nbsp;└ " if ln.depth else "") + esc(ln.title), f"{ln.share:.1f}%",
+             esc(fmt_seconds(ln.seconds) if ln.seconds is not None else "-"),
+             esc(ln.source)] for ln in budget.lines]
     notes = "".join(f'<p class="muted">{esc(n)}</p>' for n in budget.notes)
-    return (head + "".join(bar) + _table(["part", "layer", "share", "seconds", "measured by"],
-                                         rows, {2, 3}) + notes + "</section>")
+    related = ""
+    for group, metrics in view.related.items():
+        items = "".join(f"<li>{esc(related_line(m, True).strip())}</li>" for m in metrics)
+        related += (f'<p id="related-{esc(group)}">{esc(related_title(group, metrics))}:'
+                    f"</p><ul>{items}</ul>")
+    return (head + "".join(bar) + '<p class="legend">' + "".join(legend) + "</p>"
+            + _table(["part", "share", "time", "measured by"], rows, {1, 2}) + notes
+            + related + "</section>")
 
 
-def _value(row: Row, names: tuple[str, ...]) -> tuple[float, str]:
-    for name in names:
-        q = row.values.get(name)
-        if q is not None and q.value is not None:
-            return float(q.value), fmt_quantity(q)
-    return 0.0, "-"
+def _tree(view: View) -> str:
+    if not view.tree and not view.tree_notes:
+        return ""
 
+    def item(node: Node) -> str:
+        kids = "".join(item(c) for c in node.children)
+        return (f"<li><span class=\"mono\">{esc(node.label)}</span> <span class=\"muted\">"
+                f"{esc(node_figures(node))} [{esc(node.source)}]</span>"
+                + (f'<ul class="tree">{kids}</ul>' if kids else "") + "</li>")
 
-def _top_charts(report: Report, top: int) -> str:
-    ops = [r for r in report.layers.get(Layer.FRAMEWORK, []) if "self" in r.values]
-    op_items = sorted(((r.name, *_value(r, ("self", "total"))) for r in ops),
-                      key=lambda t: -t[1])[:top]
-    funcs = [r for r in report.layers.get(Layer.PYTHON, [])
-             if r.attrs.get("kind") is None and "self_time" in r.values]
-    fn_items = sorted(((r.name, *_value(r, ("self_time",))) for r in funcs),
-                      key=lambda t: -t[1])[:top]
-    return ('<section id="top"><h2>Top torch ops (self CPU time, profiled steps)</h2>'
-            + _bar_chart("top-ops", op_items, "s", LAYER_COLOURS["framework"])
-            + "<h2>Top Python functions (own sampled time)</h2>"
-            + _bar_chart("top-functions", fn_items, "s", LAYER_COLOURS["python"])
+    return ('<section id="drill-down"><h2>Drill-down: your functions first → torch ops → '
+            "kernels</h2>"
+            + (f"<p>hardware: {esc(beside_line(view.beside))}</p>" if view.beside else "")
+            + '<ul class="tree">' + "".join(item(n) for n in view.tree) + "</ul>"
+            + "".join(f'<p class="muted">{esc(n)}</p>' for n in view.tree_notes)
             + "</section>")
 
 
-def _drill(report: Report, options: RenderOptions) -> str:
-    nodes, notes = drill_down(report, top=min(options.top, 8), depth=options.depth)
-    if not nodes:
-        return ""
+def _first_time(t: LayerTable) -> str | None:
+    return next((c for c in t.columns if any(
+        c in r.values and r.values[c].unit == "s" for r in t.rows)), None)
 
-    def item(node: Any) -> str:
-        kids = "".join(item(c) for c in node.children)
-        return (f"<li><span class=\"mono\">{esc(node.label)}</span> <span class=\"muted\">"
-                f"{esc(node.figures)} [{esc(node.source)}]</span>"
-                + (f'<ul class="tree">{kids}</ul>' if kids else "") + "</li>")
 
-    beside = hardware_beside(report)
-    return ('<section id="drill-down"><h2>Drill-down: functions → ops → kernels</h2>'
-            + (f"<p>hardware: {esc('; '.join(beside))}</p>" if beside else "")
-            + '<ul class="tree">' + "".join(item(n) for n in nodes) + "</ul>"
-            + "".join(f'<p class="muted">{esc(n)}</p>' for n in notes) + "</section>")
+def _top_charts(view: View) -> str:
+    """The drill-down's functions and the framework layer's top ops, as bars: the same rows,
+    filtered the same way, as the text report shows."""
+    fn_items = [(n.label, n.seconds, node_figures(n)) for n in view.tree
+                if n.seconds is not None]
+    op_items: list[tuple[str, float, str]] = []
+    for t in view.layers.get("framework", []):
+        column = _first_time(t)
+        if column is None or op_items:
+            continue
+        for row, name in zip(t.rows, t.names, strict=True):
+            q = row.values.get(column)
+            if q is not None and isinstance(q.value, (int, float)):
+                op_items.append((name, float(q.value),
+                                 f"{fmt_value(q.value, q.unit)} {column} ({t.source})"))
+    return ('<section id="top"><h2>Your functions (the drill-down\'s top level)</h2>'
+            + _bar_chart("top-functions", fn_items, LAYER_COLOURS["python"])
+            + "<h2>Top torch ops</h2>"
+            + _bar_chart("top-ops", op_items, LAYER_COLOURS["framework"]) + "</section>")
 
 
 def _flamegraph(report: Report, options: RenderOptions) -> str:
@@ -247,7 +267,8 @@ def _flamegraph(report: Report, options: RenderOptions) -> str:
                       f'</title></rect><text x="{x + 3:.1f}" y="{{t{depth}}}">{esc(label)}'
                       "</text></g>"))
     height = (depth_max + 1) * row_h
-    svg = [f'<svg class="chart" id="flamegraph" width="{width}" height="{height}" role="img" '
+    svg = [f'<svg class="chart" id="flamegraph" viewBox="0 0 {width} {height}" '
+           f'width="{width}" height="{height}" role="img" '
            'aria-label="flame graph">']
     for depth, cell in cells:
         y = depth * row_h  # root on top (an icicle): callers above callees
@@ -282,7 +303,8 @@ def _timeseries(report: Report, options: RenderOptions) -> str:
         path_d = " ".join(f"{'M' if j == 0 else 'L'}{50 + (width - 60) * t / t_max:.1f},"
                           f"{height - 20 - (height - 30) * v / v_max:.1f}"
                           for j, (t, v) in enumerate(points))
-        parts.append(f'<svg class="chart" id="timeseries-{i}" width="{width}" height="{height}"'
+        parts.append(f'<svg class="chart" id="timeseries-{i}" viewBox="0 0 {width} {height}" '
+                     f'width="{width}" height="{height}"'
                      f' role="img" aria-label="{esc(name)}"><text x="50" y="12">{esc(name)}, '
                      f"max {v_max:.0f}</text><path d=\"{path_d}\" fill=\"none\" "
                      f'stroke="#e15759" stroke-width="1.5"/><text x="50" y="{height - 4}">0 s'
@@ -291,34 +313,64 @@ def _timeseries(report: Report, options: RenderOptions) -> str:
     return "".join(parts) + "</section>"
 
 
-def _metrics(report: Report) -> str:
-    rows = [[esc(m.name), esc(fmt_value(m.value, m.unit, m.reason)), esc(m.layer),
-             esc(m.source), esc(m.better.value), str(len(m.samples or []) or "-")]
-            for m in report.metrics]
-    return ('<section id="metrics"><h2>Metrics</h2>'
-            + _table(["metric", "value", "layer", "source", "better", "n"], rows, {1, 5})
-            + "</section>")
-
-
-def _layers(report: Report, top: int) -> str:
-    parts = ['<section id="layers">']
-    for layer in Layer:
-        rows = report.layers.get(layer, [])
-        parts.append(f'<h2 id="layer-{layer.value}">{esc(layer.value.title())} layer</h2>')
-        if not rows:
-            parts.append('<p class="muted">no rows</p>')
+def _layers(view: View, providers: dict[str, list[str]]) -> str:
+    parts = ['<section id="layers"><h2>Layers</h2>']
+    for layer, tables in view.layers.items():
+        title = esc(LAYER_TITLES[layer])
+        if not tables:
+            feeds = providers.get(layer, [])
+            hint = "nothing measured here" + (": filled by " + ", ".join(
+                f"--plugins {p}" for p in feeds) if feeds else "")
+            parts.append(f'<h3 id="layer-{layer}">{title}</h3><p class="muted">{esc(hint)}</p>')
             continue
-        by_source: dict[str, list[Row]] = {}
-        for row in rows:
-            by_source.setdefault(row.source, []).append(row)
-        for source, group in by_source.items():
-            cols = list(dict.fromkeys(k for r in group[:top] for k in r.values))
-            body = [[esc(r.name), *[esc(fmt_quantity(r.values[c])) if c in r.values else "-"
-                                    for c in cols]] for r in group[:top]]
-            parts.append(f"<h3>from {esc(source)} ({len(group)} rows)</h3>"
-                         + _table(["name", *cols], body, set(range(1, len(cols) + 1))))
+        body = []
+        for t in tables:
+            folded = (f"; library code folded into {len(t.folded)} rows" if t.folded else "")
+            rows = [[esc(name), *(esc(fmt_value(r.values[c].value, r.values[c].unit,
+                                                r.values[c].reason)) if c in r.values else ""
+                                  for c in t.columns)]
+                    for r, name in zip(t.rows, t.names, strict=True)]
+            body.append(f"<h4>from {esc(t.source)} ({t.total_rows} rows{folded})</h4>"
+                        + _table(["name", *t.columns], rows, set(range(1, len(t.columns) + 1))))
+            if t.unmeasured:
+                body.append(f'<p class="muted">not measured here: {esc(", ".join(t.unmeasured))}'
+                            + (f" ({esc(t.unmeasured_reason)})" if t.unmeasured_reason else "")
+                            + "</p>")
+        parts.append(f'<h3 id="layer-{layer}">{title}</h3>' + "".join(body))
     parts.append("</section>")
     return "".join(parts)
+
+
+def _backends(view: View) -> str:
+    rows = [[esc(b.name), f'<span class="status-{esc(b.status)}">'
+             f"{esc(STATUS_WORDS.get(b.status, b.status))}</span>",
+             esc(", ".join(b.layers) or "-"),
+             esc(fmt_seconds(b.wall_s) if b.wall_s is not None else "-"),
+             esc(fmt_overhead(b.overhead, b.overhead_noise)),
+             "".join(f'<a href="#note-{n}">[{n}]</a>' for n in b.notes)] for b in view.backends]
+    notes = "".join(f'<li id="note-{i}">{esc(note)}</li>'
+                    for i, note in enumerate(view.footnotes, 1))
+    return ('<section id="backends"><h2>Backends</h2>'
+            + _table(["backend", "status", "layers", "wall", "overhead", "notes"], rows)
+            + (f"<ol>{notes}</ol>" if notes else "") + "</section>")
+
+
+def _metrics(view: View) -> str:
+    rows = [[esc(m.name), esc(fmt_value(m.value, m.unit, m.reason)), esc(m.layer),
+             esc(m.source), esc(m.better.value), str(len(m.samples or []) or 1)]
+            for m in view.metrics]
+    return ('<section id="metrics"><h2>Metrics</h2>' + _details(
+        f"{len(view.metrics)} metrics", _table(["metric", "value", "layer", "source", "better",
+                                                "n"], rows, {1, 5})) + "</section>")
+
+
+def _artifacts(view: View) -> str:
+    if not view.artifacts:
+        return ""
+    items = "".join(f"<li>{esc(a.backend)} {esc(a.label)}: <code>{esc(a.path)}</code>"
+                    + (f" — open with {esc(a.opener)}" if a.opener else "") + "</li>"
+                    for a in view.artifacts)
+    return f'<section id="artifacts"><h2>Raw outputs</h2><ul>{items}</ul></section>'
 
 
 class HtmlRenderer(Renderer):
@@ -329,13 +381,16 @@ class HtmlRenderer(Renderer):
     output_file_extension = ".html"
 
     def render(self, report: Report, options: RenderOptions) -> str:
-        """Return the report as an HTML document."""
+        """Return the report as an HTML document: the full view (every metric, every
+        finding's evidence), the same figures as the text and markdown reports."""
+        view = build(report, top=options.top, depth=options.depth, full=True,
+                     all_frames=options.all_frames, report_dir=options.report_dir)
         title = esc("perfstack: " + " ".join(report.run.command))
         body = "".join([
-            _header(report), _findings(report), _backends(report), _budget(report),
-            _drill(report, options), _top_charts(report, options.top),
-            _flamegraph(report, options), _timeseries(report, options), _metrics(report),
-            _layers(report, options.top)])
+            _header(view), _answer(view), _findings(view), _budget(view), _tree(view),
+            _top_charts(view), _flamegraph(report, options), _timeseries(report, options),
+            _layers(view, options.layer_providers), _backends(view), _metrics(view),
+            _artifacts(view)])
         return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
                 f'<meta name="viewport" content="width=device-width">'
                 f"<title>{title}</title><style>{CSS}</style></head><body>{body}"

@@ -191,16 +191,23 @@ class PerfStatBackend(Backend):
                             {"multiplexed": c.running is not None and c.running < 100}))
             if c.value is not None:
                 q = _quantity(c)
+                # The raw counts are details: the derived figures (IPC, miss rates) lead.
                 metrics.append(Metric(f"perf_{c.event.replace('-', '_').replace(':', '_')}",
-                                      q.value, q.unit, "hardware", "perf", Better.LOWER))
+                                      q.value, q.unit, "hardware", "perf", Better.LOWER,
+                                      detail=True))
         wall = outcome.record.wall_s if outcome is not None else None
         metrics += derived({c.event: c for c in counters}, wall)
         missing = [c.event for c in counters if c.value is None]
-        notes = [f"not counted here: {', '.join(missing)}"] if missing else []
+        notes = []
         if any(c.running is not None and c.running < 100 for c in counters):
             notes.append("some counters were multiplexed: perf scaled them by the time they ran")
+        partial = None
+        if missing:
+            reason = next((c.reason for c in counters if c.value is None and c.reason), None)
+            partial = (f"{len(missing)} of {len(counters)} counters not counted here "
+                       f"({', '.join(missing)})" + (f": {reason}" if reason else ""))
         return Collected(rows={Layer.HARDWARE: rows}, metrics=metrics, notes=notes,
-                         artifacts={"csv": out})
+                         artifacts={"csv": out}, partial=partial)
 
 
 #: Shared object -> the part of the stack it belongs to, first match wins.
@@ -340,7 +347,11 @@ class PerfTopBackend(Backend):
                                                                                 "s")},
                             {"kind": "symbol", "dso": dso, "group": group_of(dso)}))
         metrics = [Metric(f"cpu_share_{g.split(' ')[0].lower()}", pct, "%", "kernel", "perftop",
-                          Better.NEITHER) for g, (pct, _) in groups.items()]
+                          Better.NEITHER, detail=not g.startswith("interpreter"),
+                          description="of CPU samples in libpython: code, imports, GC"
+                          if g.startswith("interpreter") else f"of CPU samples in {g}",
+                          group="interpreter" if g.startswith("interpreter") else None)
+                   for g, (pct, _) in groups.items()]
         metrics += split_metrics(by_sym)
         total = sum(s for _, s, _ in by_dso)
         notes = [f"{total} samples at {freq:g} Hz of cpu-clock (all threads)"]
@@ -352,18 +363,50 @@ class PerfTopBackend(Backend):
 LOW_IPC = 1.0
 
 
+#: Share of the CPU time (%) in CPython's garbage collector from which it is a finding.
+GC_SHARE = 10.0
+#: CPython's collector, by symbol (3.8 to 3.13).
+GC_SYMBOLS = ("gc_collect_main", "gc_collect_with_callback", "gc_collect_region",
+              "gc_collect_full", "gc_collect_young", "gc_collect_increment",
+              "collect_with_callback", "deduce_unreachable", "move_unreachable",
+              "subtract_refs", "update_refs", "visit_reachable", "visit_decref",
+              "gc_collect_impl")
+
+
+def _gc_finding(report: Report) -> list[Finding]:
+    rows = [r for r in report.layers.get(Layer.KERNEL, [])
+            if r.source == "perftop" and r.attrs.get("kind") == "symbol"
+            and any(sym in r.name.split(" (")[0] for sym in GC_SYMBOLS)]
+    share = sum(float(r.values["share"].value or 0.0) for r in rows if "share" in r.values)
+    if share < GC_SHARE:
+        return []
+    top = sorted(rows, key=lambda r: -float(r.values["share"].value or 0.0))[:3]
+    return [Finding(
+        rule="python.gc", title=f"garbage collection takes {share:.0f}% of the CPU time",
+        layer="python", severity="warning",
+        evidence=[f"CPython's cyclic garbage collector: {share:.1f}% of perf record's CPU "
+                  "samples (all threads)",
+                  *(f"{r.name}: {float(r.values['share'].value or 0):.1f}%" for r in top)],
+        action=("call gc.freeze() once the long-lived objects (the model, the data) exist, "
+                "raise the thresholds with gc.set_threshold, or disable it around the hot "
+                "loop; fewer reference cycles (closures, parent pointers) lower its work"),
+        source="perftop")]
+
+
 @hookimpl
 def perfstack_findings(report: Report) -> list[Finding]:
-    """Flag a low IPC where the hardware counters counted."""
+    """Flag a low IPC where the hardware counters counted, and a garbage collector that takes
+    over a tenth of the CPU time (perf record's symbols)."""
+    found = _gc_finding(report)
     ipc = next((m for m in report.metrics if m.name == "ipc" and m.source == "perf"), None)
     if ipc is None or ipc.value is None or ipc.value >= LOW_IPC:
-        return []
+        return found
     evidence = [f"{ipc.value:.2f} instructions per cycle over the whole run (perf stat)"]
     for name in ("cache_miss_rate", "llc_misses_per_kilo_instruction", "branch_miss_rate"):
         m = next((x for x in report.metrics if x.name == name), None)
         if m is not None and m.value is not None:
             evidence.append(f"{name} {m.value:.2f} {m.unit}")
-    return [Finding(
+    return [*found, Finding(
         rule="hardware.low-ipc", title=f"low IPC: {ipc.value:.2f} instructions per cycle",
         layer="hardware", severity="warning", evidence=evidence,
         action=("the CPU waits on memory or mispredicted branches: look at the cache miss "

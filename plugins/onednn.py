@@ -167,8 +167,8 @@ class OneDnnBackend(Backend):
         log = outcome.artifact_dir / "stdout.log"
         primitives, info = parse(_lines(log))
         if not primitives:
-            return Collected(notes=["no oneDNN primitive ran: this torch build or this "
-                                    "workload does not use oneDNN"], artifacts={"log": log})
+            return Collected(empty="no oneDNN primitive ran: this torch build or this "
+                                   "workload does not use oneDNN", artifacts={"log": log})
         execs = [p for p in primitives if p.op == "exec"]
         creates = [p for p in primitives if p.op == "create"]
         ref_time = sum(p.time_ms for p in execs if p.impl.startswith("ref")) / 1e3

@@ -186,17 +186,31 @@ def time_budget(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
              ("interpreter", interpreter * scale, "python"),
              ("native", (active - interpreter) * scale, "framework"),
              ("idle", idle, "run"))
-    return [Metric(f"budget.{name}", 100 * value / wall_s, "%", layer, SOURCE, Better.NEITHER)
+    described = {  # short: the report prints each after its value, on one line
+        "startup": "of wall time in imports, set-up, teardown (main thread)",
+        "interpreter": "of wall time in Python code, start-up excluded (main thread)",
+        "native": "of wall time in native code that released the GIL (main thread)",
+        "idle": "of wall time waiting: sleep, I/O, locks, device sync (main thread)"}
+    return [Metric(f"budget.{name}", 100 * value / wall_s, "%", layer, SOURCE, Better.NEITHER,
+                   description=described[name],
+                   group="interpreter" if name == "interpreter" else None)
             for name, value, layer in parts]
 
 
 def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
-              gil_frames: list[dict[str, Any]], gil_profiles: list[dict[str, Any]]) -> tuple[
-                  dict[Layer, list[Row]], list[Metric], list[str]]:
+              gil_frames: list[dict[str, Any]], gil_profiles: list[dict[str, Any]],
+              home: str | None = None) -> tuple[dict[Layer, list[Row]], list[Metric],
+                                                list[str]]:
     """Return Python rows (self/total samples and seconds), thread rows, native kernel rows.
 
-    ``gil_*`` is the GIL pass (samples whose thread held the GIL), or empty lists.
+    ``gil_*`` is the GIL pass (samples whose thread held the GIL), or empty lists. ``home`` is
+    the workload's folder: each of the workload's own functions also gets ``own`` and
+    ``own_time``, the samples in which it is the innermost frame of the workload's own code,
+    so the library code it calls (torch, the standard library) counts as its time.
     """
+    ours = _OwnFrames(frames, home)
+    own_n: Counter[str] = Counter()
+    own_seconds: dict[str, float] = defaultdict(float)
     self_n: Counter[str] = Counter()
     total_n: Counter[str] = Counter()
     seconds: dict[str, float] = defaultdict(float)
@@ -216,6 +230,11 @@ def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
             t["samples"] += 1
             t["seconds"] += weight
             python = [i for i in stack if not _is_native(frames[i])]
+            mine = [i for i in python if ours(i)]
+            if mine and not any(_is_import(frames[i]) for i in stack):
+                own_key = frame_key(frames[mine[-1]])
+                own_n[own_key] += 1
+                own_seconds[own_key] += weight
             if python:
                 leaf = frame_key(frames[python[-1]])
                 self_n[leaf] += 1
@@ -243,6 +262,9 @@ def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
             "self_time": Quantity(seconds[key], "s"),
             "self_share": Quantity(100 * self_n[key] / all_samples, "%"),
             "total_share": Quantity(100 * total / all_samples, "%")}
+        if own_n[key]:
+            values["own"] = Quantity(own_n[key], "count")
+            values["own_time"] = Quantity(own_seconds[key], "s")
         if gil_profiles and self_n[key]:
             # Same rate, same run: GIL-holding samples of this function over all of its samples.
             values["gil_share"] = Quantity(min(100.0, 100 * gil_leaves[key] / self_n[key]), "%")
@@ -265,14 +287,36 @@ def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
                                  "share": Quantity(100 * n / all_samples, "%")},
                   {"kind": "native-frame"}, {"python": [c for c, _ in native[k].most_common(5)]})
               for k, n in native_n.most_common(50)]
-    metrics = [Metric("pyspy_samples", all_samples, "count", "python", SOURCE, Better.NEITHER)]
+    metrics = [Metric("pyspy_samples", all_samples, "count", "python", SOURCE, Better.NEITHER,
+                      detail=True)]
     notes = [f"{all_samples} samples in {len(threads)} threads"]
     if gil_profiles and all_samples:
         share = 100 * min(sum(gil.values()), all_samples) / all_samples
-        metrics.append(Metric("gil_held_share", share, "%", "python", SOURCE, Better.NEITHER))
+        metrics.append(Metric(
+            "gil_held_share", share, "%", "python", SOURCE, Better.NEITHER,
+            description="of py-spy's samples holding the GIL, start-up included",
+            group="interpreter"))
     elif not gil_profiles:
         notes.append("no GIL pass: GIL share unknown")
     return {Layer.PYTHON: rows, Layer.KERNEL: kernel}, metrics, notes
+
+
+class _OwnFrames:
+    """Whether a frame (by index) is the workload's own code, decided once per frame."""
+
+    def __init__(self, frames: list[dict[str, Any]], home: str | None) -> None:
+        from perfstack.analysis.origin import origin
+
+        self.frames, self.home, self.origin = frames, home, origin
+        self.known: dict[int, bool] = {}
+
+    def __call__(self, index: int) -> bool:
+        if self.home is None:
+            return False
+        if index not in self.known:
+            self.known[index] = self.origin(str(self.frames[index].get("file") or ""),
+                                            self.home).ours
+        return self.known[index]
 
 
 class PySpyBackend(Backend):
@@ -340,12 +384,13 @@ class PySpyBackend(Backend):
             wall = outcome.record.wall_s if outcome is not None else None
             if wall is not None and wall < 1.0 and "process" in said:
                 # py-spy needs ~0.1-0.3 s to attach: a shorter run can end before it does.
-                return Collected(notes=[f"the workload ended after {wall:.2f} s, before py-spy "
+                return Collected(empty=(f"the workload ended after {wall:.2f} s, before py-spy "
                                         "could attach: nothing was sampled; profile a longer "
-                                        "run"])
+                                        "run"))
             raise RuntimeError(f"py-spy wrote no profile: {said.splitlines()[0] if said else ''}")
         gil_frames, gil_profiles = read_profile(ctx.artifact_dir / "gil.speedscope.json")
-        rows, metrics, notes = summarize(frames, profiles, gil_frames, gil_profiles)
+        rows, metrics, notes = summarize(frames, profiles, gil_frames, gil_profiles,
+                                         _home(ctx))
         notes.append("sampling starts when the script starts; py-spy needs ~0.1 s to attach")
         wall = outcome.record.wall_s if outcome is not None else None
         if ctx.options.get("idle"):
@@ -384,6 +429,13 @@ def perfstack_findings(report: Report) -> list[Finding]:
         action=("load in worker processes (DataLoader(num_workers=N, pin_memory=True, "
                 "persistent_workers=True)), make __getitem__ cheaper, or prefetch"),
         source=SOURCE)]
+
+
+def _home(ctx: RunContext) -> str:
+    """The workload's folder: its script's, or the current folder for ``-m``."""
+    if ctx.workload.module:
+        return os.getcwd()
+    return os.path.dirname(os.path.abspath(ctx.workload.target))
 
 
 def _unsampled_start(folder: Path, outcome: Outcome | None) -> float:

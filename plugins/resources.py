@@ -66,10 +66,10 @@ class ResourcesBackend(Backend):
         ]
         rows = []
         for field, (metric, title, unit, better) in COUNTERS.items():
-            rows.append(_row(field, title, unit, series[field]))
+            rows.append(_row(field, title, unit, series[field], metric))
             out.metrics.append(_metric(metric, unit, better, series[field]))
         rows.append(_row("cpu_utilisation", "CPUs busy on average ((user + system) / wall)",
-                         "cpus", series["cpu_utilisation"]))
+                         "cpus", series["cpu_utilisation"], "cpu_utilisation"))
         out.metrics.append(_metric("cpu_utilisation", "cpus", Better.NEITHER,
                                    series["cpu_utilisation"]))
         out.rows[Layer.HARDWARE] = rows
@@ -77,7 +77,8 @@ class ResourcesBackend(Backend):
         return out
 
 
-def _row(key: str, title: str, unit: str, values: Sequence[float]) -> Row:
+def _row(key: str, title: str, unit: str, values: Sequence[float], metric: str) -> Row:
+    # The row restates a metric (the same medians): diff gives it the metric's verdict.
     return Row(
         key=f"rusage.{key}",
         name=title,
@@ -87,13 +88,17 @@ def _row(key: str, title: str, unit: str, values: Sequence[float]) -> Row:
             "min": Quantity(min(values), unit),
             "max": Quantity(max(values), unit),
         },
-        attrs={"runs": len(values)},
+        attrs={"runs": len(values), "metric": metric},
     )
+
+
+#: The metrics a reader sees by default; the rest are details (``show --full``).
+HEADLINE = ("cpu_user_time", "cpu_system_time", "max_rss", "cpu_utilisation")
 
 
 def _metric(name: str, unit: str, better: Better, values: Sequence[float]) -> Metric:
     return Metric(name, statistics.median(values), unit, "hardware", "resources", better,
-                  samples=list(values))
+                  samples=list(values), detail=name not in HEADLINE)
 
 
 @hookimpl

@@ -93,3 +93,22 @@ def free_threaded_python() -> str:
     path = proc.stdout.strip().splitlines()[-1]
     assert Path(path).is_file(), proc.stdout
     return path
+
+
+#: The backends of the shared tiny_mlp report: every one that runs on a machine with no GPU.
+TINY_PLUGINS = "torch,pyspy,perftop,perf,onednn,resources"
+
+
+@pytest.fixture(scope="session")
+def tiny_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real report of the bundled tiny_mlp workload, profiled by six backends (the torch
+    one with Python stacks, so ops link to their functions), with its HTML page beside it
+    (report.html); shared by the tests that read a whole report. Returns the report's path."""
+    cwd = tmp_path_factory.mktemp("tiny")
+    proc = subprocess.run(
+        [sys.executable, "-m", "perfstack", "run", "-q", "--plugins", TINY_PLUGINS,
+         "--torch-stack", "--html", "-o", "report.json", str(ROOT / "workloads/tiny_mlp.py"),
+         "--", "--num-batches", "40"],
+        cwd=cwd, env=perfstack_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return cwd / "report.json"

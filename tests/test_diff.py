@@ -34,12 +34,13 @@ def _cli(cwd: Path, *args: str, timeout: float = 300) -> subprocess.CompletedPro
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """One real ``perfstack ab`` session: A and B (30% more matmuls), torch and py-spy, 5 pairs
-    of baseline runs interleaved."""
+    """One real ``perfstack ab`` session: A and B (30% more matmuls), torch, py-spy and
+    resources, 5 pairs of baseline runs interleaved."""
     cwd = tmp_path_factory.mktemp("ab")
     # py-spy at 500 Hz: matmul_block's 30% more time is then well above the sampling noise
     # of its row (about 300 samples a side).
-    proc = _cli(cwd, "ab", "--plugins", "torch,pyspy", "--repeat", "5", "--torch-active", "8",
+    proc = _cli(cwd, "ab", "--plugins", "torch,pyspy,resources", "--repeat", "5",
+                "--torch-active", "8",
                 "--pyspy-rate", "500", "--out-dir", "ab", "--format", "json", str(A), str(B))
     assert proc.returncode == 0, proc.stderr
     return {"a": cwd / "ab/base/report.json", "b": cwd / "ab/new/report.json"}
@@ -148,7 +149,7 @@ def test_pyperf_compare_to_agrees(runs: dict[str, Path], tmp_path: Path) -> None
         proc = _cli(tmp_path, "show", str(path), "--format", "pyperf", "-o",
                     f"{name}.pyperf.json")
         assert proc.returncode == 0, proc.stderr
-    _, ours = _diff_json(tmp_path, a, b, "--session-noise", "0%")
+    _, ours = _diff_json(tmp_path, a, b, "--session-noise", "0%", "--force")
     for bench in ("wall_time", "throughput"):
         pyperf = subprocess.run(
             [sys.executable, "-m", "pyperf", "compare_to", "-v", "--min-speed", "2",
@@ -175,7 +176,7 @@ def test_old_schema_is_migrated_and_future_ones_refused(runs: dict[str, Path],
     """A real version-1 report diffs against a current one; version 99 is one line, exit 5."""
     old = ROOT / "tests" / "fixtures" / "reports" / "v1-busy.json"
     assert read_json(old)["version"] == 1
-    proc = _cli(tmp_path, "diff", str(old), str(runs["a"]))
+    proc = _cli(tmp_path, "diff", str(old), str(runs["a"]), "--force")  # busy.py, ab_work.py
     assert proc.returncode == 0, proc.stderr
     assert "wall_time" in proc.stdout
     future = tmp_path / "future.json"
@@ -191,7 +192,7 @@ def test_markdown_for_a_pull_request(runs: dict[str, Path]) -> None:
                 "markdown", "--fail-on-regression", "5%")
     assert proc.returncode == 1
     assert proc.stdout.startswith("## perfstack diff")
-    assert "**FAIL**" in proc.stdout and "| metric | layer |" in proc.stdout
+    assert "**FAIL (" in proc.stdout and "| metric | base | new |" in proc.stdout
     for line in proc.stdout.splitlines():
         if line.startswith("| "):
             assert "<" not in line  # escaped: op names like aten::mm[<shape>] cannot inject
@@ -217,8 +218,8 @@ def test_no_arguments_compares_the_two_newest_runs(perfstack: Callable[..., Resu
     assert result.code == 0, result.stderr
     runs = sorted(p.name for p in (result.cwd / ".perfstack" / "runs").iterdir()
                   if not p.is_symlink())
-    assert f"{runs[0]}/report.json -> " in result.stdout
-    assert f"{runs[1]}/report.json" in result.stdout
+    older = result.stdout.index(f"{runs[0]}/report.json")
+    assert result.stdout.index(f"{runs[1]}/report.json") > older, result.stdout
 
 
 def test_minimum_effect_is_pyperfs_when_pyperfs_test_decides() -> None:
@@ -234,3 +235,43 @@ def test_minimum_effect_is_pyperfs_when_pyperfs_test_decides() -> None:
     assert abs(result.change) < 0.02  # the medians moved less than 2%...
     assert result.significant, result.reason  # ...the means 2.8%, as pyperf --min-speed 2 sees
     assert not compare(base, [65.1, 65.0, 65.2, 65.1, 65.3]).significant
+
+
+def test_different_workloads_are_refused_unless_forced(perfstack: Callable[..., Result]) -> None:
+    """Two reports of different commands: one line, exit 2; --force compares them anyway."""
+    for script in ("busy.py", "ab_work.py"):
+        assert perfstack("run", "--plugins", "resources", "--repeat", "2", "--warmup", "0",
+                         "-q", "-o", f"{script}.json", str(WORKLOADS / script)).code == 0
+    refused = perfstack("diff", "busy.py.json", "ab_work.py.json")
+    assert_one_line_error(refused, 2)
+    assert "different workloads" in refused.stderr and "--force" in refused.stderr
+    forced = perfstack("diff", "busy.py.json", "ab_work.py.json", "--force")
+    assert forced.code == 0, forced.stderr
+
+
+def test_the_markdown_diff_fits_a_pull_request_comment(runs: dict[str, Path]) -> None:
+    """A headline first, the changed metrics visible, the rest folded: a PR comment stays
+    short; the environment line is there; the verdicts agree between tables."""
+    proc = _cli(runs["a"].parent, "diff", str(runs["a"]), str(runs["b"]), "--format",
+                "markdown")
+    md = proc.stdout
+    headline = md.splitlines()[2]
+    assert re.match(r"\*\*\d+ regressions?, \d+ improvements?; wall time ", headline), md[:500]
+    visible, depth = [], 0
+    for line in md.splitlines():
+        depth += line.count("<details>") - line.count("</details>")
+        if depth == 0 and line.strip() and "</details>" not in line:
+            visible.append(line)
+    assert len(visible) <= 25, "\n".join(visible)
+    assert "environment" in md.lower()
+    # A metric called a regression in the metrics table is not "within noise" in the rows.
+    data = json.loads(_cli(runs["a"].parent, "diff", str(runs["a"]), str(runs["b"]),
+                           "--format", "json").stdout)
+    verdicts = {(m["name"], m["source"]): m["verdict"] for m in data["metrics"]}
+    restating = [r for rows in data["rows"].values() for r in rows if r["by_metric"]]
+    assert restating  # resources' rows restate its metrics
+    for row in restating:
+        verdict = verdicts[(row["by_metric"], row["source"])]
+        expected = (None if verdict in ("cannot judge", "unknown")
+                    else verdict in ("regression", "improvement", "changed"))
+        assert row["beyond_noise"] is expected, (row, verdict)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -134,3 +135,20 @@ def test_a_collect_step_that_hangs_is_bounded(perfstack: Callable[..., Result]) 
     assert stuck["status"] == "failed" and "did not finish within 2 s" in stuck["reason"]
     assert backend(report, "resources")["status"] == "ok"
     assert any(r["source"] == "resources" for r in report["layers"]["hardware"])
+
+
+def test_plugins_says_what_runs_by_default(perfstack: Callable[..., Result]) -> None:
+    """`perfstack plugins`: default or opt-in, available or not with why; --json for scripts."""
+    listed = perfstack("plugins", "--json")
+    assert listed.code == 0, listed.stderr
+    data = json.loads(listed.stdout)
+    by_name = {b["name"]: b for b in data["backends"]}
+    assert by_name["resources"]["default"] is True and by_name["resources"]["available"]
+    assert by_name["gil"]["default"] is False and by_name["valuepatterns"]["default"] is False
+    for b in data["backends"]:
+        assert b["available"] or b["reason"], b
+    text = perfstack("plugins", env={"COLUMNS": "80"})
+    assert text.code == 0, text.stderr
+    assert all(len(line) <= 80 for line in text.stdout.splitlines())
+    gil = next(line for line in text.stdout.splitlines() if line.strip().startswith("gil "))
+    assert "opt-in" in gil

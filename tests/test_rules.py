@@ -108,8 +108,9 @@ def test_low_ipc_where_counted():
     uncounted = _recorded([], [Row("perf.instructions", "instructions", "perf", {
         "value": Quantity.unsupported("count", "<not supported>: a virtual machine")})])
     assert "hardware.low-ipc" not in _findings(uncounted)  # not counted: no finding...
-    assert any(line.startswith("IPC n/a (<not supported>")  # ...and the report says why
-               for line in hardware_beside(uncounted))
+    ipc = next(m for m in hardware_beside(uncounted) if m.name == "ipc")  # ...and says why
+    assert ipc.value is None and ipc.reason is not None
+    assert ipc.reason.startswith("<not supported>")
 
 
 def test_low_gpu_utilisation_and_power_and_idle_device():

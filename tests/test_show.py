@@ -22,26 +22,28 @@ def test_show_defaults_to_the_latest_run(perfstack, ran):
     result = perfstack("show")
     assert result.code == 0, result.stderr
     text = result.stdout
-    # Header, backends, the four layers in order, metrics, findings.
-    order = ["perfstack report", "Backends", "Python:", "Framework:", "Kernel:", "Hardware:",
-             "Metrics", "Findings"]
+    # What ran, the answer, the findings, the budget, the layers, the backends, the metrics.
+    order = ["$ python", "Answer", "Findings", "Where the time goes", "Layers", "Backends",
+             "Metrics"]
     positions = [text.index(word) for word in order]
     assert positions == sorted(positions)
     assert "busy.py" in text and "every run exited 0" in text
     # The single baseline is called out: its noise is unknown.
     assert "one baseline run" in text
     # An empty layer names what would fill it (nothing installed feeds framework yet).
-    framework = text[text.index("Framework:"):text.index("Kernel:")]
-    assert "nothing measured here" in framework
+    layers = text[text.index("Layers"):text.index("Backends")]
+    framework = next(line for line in layers.splitlines() if "Framework" in line)
+    assert "not measured" in framework and "--plugins" in framework
     assert "\x1b[" not in text  # no colour codes when stdout is not a terminal
 
 
 def test_show_to_a_file_and_top(perfstack, ran, tmp_path):
-    result = perfstack("show", ".perfstack/runs/latest/report.json", "--top", "2", "-o", "out.txt")
+    result = perfstack("show", ".perfstack/runs/latest/report.json", "--top", "2", "--full",
+                       "-o", "out.txt")
     assert result.code == 0, result.stderr
     text = (tmp_path / "out.txt").read_text()
     assert "from resources (10 rows)" in text
-    hardware = text[text.index("Hardware:"):text.index("Metrics")]
+    hardware = text[text.index("Hardware:"):text.index("Backends")]
     assert "user CPU time" in hardware and "peak resident memory" not in hardware
 
 

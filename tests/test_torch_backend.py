@@ -78,7 +78,9 @@ def test_only_rank_zero_is_profiled_under_distributed(perfstack):
     result = perfstack("run", *ONCE, str(WORKLOADS / "torch_nostep.py"), env={"RANK": "1"})
     assert result.code == 0, result.stderr
     torch_backend = backend(result.report(), "torch")
-    assert "rank 1 is not profiled (--torch-ranks selects the ranks)" in torch_backend["notes"]
+    # Nothing to report, and why: not "ok"
+    assert torch_backend["status"] == "empty", torch_backend
+    assert torch_backend["reason"] == "rank 1 is not profiled (--torch-ranks selects the ranks)"
     again = perfstack("run", *ONCE, "--torch-ranks", "all", str(WORKLOADS / "torch_nostep.py"),
                       env={"RANK": "1"})
     assert _rows(again.report(), "framework")

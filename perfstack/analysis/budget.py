@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from perfstack.report import Layer, Metric, Report, Row
-from perfstack.units import fmt_seconds, fmt_value
+from perfstack.analysis.origin import origin, workload_dir
+from perfstack.report import Better, Layer, Metric, Report, Row
 
 #: part -> (title, layer), in the order the budget lists them.
 PARTS: dict[str, tuple[str, str]] = {
@@ -131,12 +131,22 @@ def time_budget(report: Report) -> Budget:
 
 @dataclass
 class Node:
-    """A line of the drill-down tree."""
+    """A line of the drill-down tree: numbers only; renderers word them."""
 
-    label: str
+    key: str
+    label: str  # the function with its short path, the op with its shapes, the kernel
     layer: str
     source: str
-    figures: str  # the numbers, already in words
+    seconds: float | None = None  # own time (functions, ops' self), or the kernel's time
+    #: what ``seconds`` counts: "self", "own" (a function of the workload's with the library
+    #: code it calls), "total" or "device"
+    seconds_kind: str = "self"
+    share: float | None = None  # % of the wall time of the run that measured it (functions)
+    calls: int | None = None
+    samples: int | None = None
+    gil_share: float | None = None  # % of the function's samples holding the GIL
+    ours: bool = False  # the workload's own code
+    library: str = ""  # the package a folded library row stands for
     children: list[Node] = field(default_factory=list)
 
 
@@ -148,14 +158,29 @@ def _time_value(row: Row) -> float:
     return 0.0
 
 
+def _value(row: Row, name: str) -> float | None:
+    q = row.values.get(name)
+    return float(q.value) if q is not None and isinstance(q.value, (int, float)) else None
+
+
+def _function_time(row: Row) -> float:
+    """A function's time for the tree: its own time with the library code it calls counted
+    in (``own_time``) for the workload's own functions, else its self time."""
+    for name in ("own_time", "self_time"):
+        value = _value(row, name)
+        if value:
+            return value
+    return 0.0
+
+
 def _function_rows(report: Report) -> list[Row]:
-    """Python functions by their own sampled time, without the ones that ran mostly inside an
+    """Python functions by their sampled time, without the ones that ran mostly inside an
     import (start-up, already a line of the budget): the work is what the tree is about."""
     rows = [r for r in report.layers.get(Layer.PYTHON, [])
-            if r.attrs.get("kind") is None and "self_time" in r.values
+            if r.attrs.get("kind") is None and ("self_time" in r.values or "own_time" in r.values)
             and float(r.attrs.get("import_share") or 0.0) < 50.0]
-    rows.sort(key=lambda r: -_time_value(r))
-    return [r for r in rows if _time_value(r) > 0
+    rows.sort(key=lambda r: -_function_time(r))
+    return [r for r in rows if _function_time(r) > 0
             and not str(r.attrs.get("file", "")).startswith("<frozen")]
 
 
@@ -169,13 +194,17 @@ def same_function(a: str, b: str) -> bool:
     """Whether two Python-layer keys 'func (file:line)' name the same function.
 
     Samplers differ in how they write the file: py-spy gives the path as the code object has
-    it, torch's stack tracer strips the ``sys.path`` entry it found it under.
+    it, torch's stack tracer strips the ``sys.path`` entry it found it under; and in how they
+    name a nested function (qualified or not). The line tells same-named functions apart.
     """
     if a == b:
         return True
     fa, pa, la = _split_key(a)
     fb, pb, lb = _split_key(b)
-    if fa != fb or la != lb or not pa or not pb:
+    # py-spy names a nested function by its qualified name (main.<locals>.step), torch's stack
+    # tracer by its own name (step)
+    same_name = fa == fb or fa.endswith("." + fb) or fb.endswith("." + fa)
+    if not same_name or la != lb or not pa or not pb:
         return False
     short, long = sorted((pa, pb), key=len)
     return long.endswith("/" + short)
@@ -207,90 +236,130 @@ def _native_frames_of(report: Report, key: str) -> list[Row]:
     return rows
 
 
-def _function_figures(row: Row) -> str:
-    parts = []
-    t, share = row.values.get("self_time"), row.values.get("self_share")
-    if t is not None and t.value is not None:
-        parts.append(fmt_seconds(float(t.value)))
-    if share is not None and share.value is not None:
-        parts.append(f"{share.value:.1f}% of samples")
-    gil = row.values.get("gil_share")
-    if gil is not None and gil.value is not None:
-        where = ("interpreter" if gil.value >= 70 else "native code" if gil.value <= 30
-                 else "mixed")
-        parts.append(f"GIL held {gil.value:.0f}%: {where}")
-    return ", ".join(parts)
+def _run_wall(report: Report, source: str) -> float | None:
+    backend = report.backend(source)
+    return backend.wall_s if backend is not None and backend.wall_s else None
 
 
-def _op_figures(row: Row) -> str:
-    parts = []
+def function_node(report: Report, row: Row, home: str | None) -> Node:
+    """Return a Python function as a drill-down node, its share of its run's wall time."""
+    where = origin(str(row.attrs.get("file") or ""), home)
+    function = str(row.attrs.get("function") or row.name.split(" (")[0])
+    line = row.attrs.get("line")
+    label = f"{function} ({where.path}:{line})" if line else f"{function} ({where.path})"
+    own = _value(row, "own_time")
+    seconds = own if own else _value(row, "self_time")
+    wall = _run_wall(report, row.source)
+    samples = _value(row, "own" if own else "self")
+    return Node(row.key, label, "python", row.source, seconds, "own" if own else "self",
+                100 * seconds / wall if seconds is not None and wall else None,
+                samples=int(samples) if samples is not None else None,
+                gil_share=_value(row, "gil_share"), ours=where.ours, library=where.library)
+
+
+def _op_node(row: Row) -> Node:
     for name in ("total", "self", "device"):
-        q = row.values.get(name)
-        if q is not None and q.value is not None and q.unit == "s":
-            parts.append(f"{name} {fmt_seconds(float(q.value))}")
+        seconds = _value(row, name)
+        if seconds is not None and row.values[name].unit == "s":
             break
-    calls = row.values.get("calls")
-    if calls is not None and calls.value is not None:
-        parts.append(f"{int(calls.value)} calls")
-    return ", ".join(parts) + " (profiled steps)"
+    else:
+        name, seconds = "self", None
+    calls = _value(row, "calls")
+    return Node(row.key, row.name, "framework", row.source, seconds, name,
+                calls=int(calls) if calls is not None else None)
 
 
-def _kernel_figures(row: Row) -> str:
-    for name in ("self", "time", "device", "total"):
-        q = row.values.get(name)
-        if q is not None and q.value is not None and q.unit == "s":
-            return fmt_seconds(float(q.value))
-    q = row.values.get("samples")
-    return f"{int(q.value)} samples" if q is not None and q.value is not None else ""
+def _kernel_node(row: Row, op: Row | None = None) -> Node:
+    # An op's native time is kept per op name, over all its shapes: say so, or the kernel
+    # line would read as more time than the one shape above it.
+    label = row.name
+    if op is not None and row.attrs.get("kind") == "cpu-op-native" and op.name != row.name:
+        label = f"{row.name} (all shapes)"
+    for name in ("self", "time", "device", "total", "cpu_time"):
+        seconds = _value(row, name)
+        if seconds is not None and row.values[name].unit == "s":
+            return Node(row.key, label, "kernel", row.source, seconds,
+                        "device" if name == "device" else "self")
+    samples = _value(row, "samples")
+    return Node(row.key, label, "kernel", row.source,
+                samples=int(samples) if samples is not None else None)
 
 
-def drill_down(report: Report, top: int = 5, depth: int = 3) -> tuple[list[Node], list[str]]:
-    """Return the top Python functions, each with the torch ops it called (depth 2) and the
-    kernels those ops ran (depth 3), and notes on what could not be linked."""
+def _fold_libraries(nodes: list[Node]) -> list[Node]:
+    """Each library's functions as one node (their self times summed), biggest first: the
+    workload's own code leads and a library reads as one name, as pyinstrument shows it."""
+    groups: dict[str, list[Node]] = {}
+    for node in nodes:
+        groups.setdefault(node.library or "other", []).append(node)
+    def total(members: list[Node], attr: str) -> float | None:
+        values = [getattr(n, attr) for n in members if getattr(n, attr) is not None]
+        return sum(values) if values else None
+
+    out = []
+    for library, members in groups.items():
+        samples = total(members, "samples")
+        plural = "function" if len(members) == 1 else "functions"
+        out.append(Node(f"library:{library}", f"[{library}] {len(members)} {plural}", "python",
+                        members[0].source, total(members, "seconds"), "self",
+                        total(members, "share"),
+                        samples=int(samples) if samples is not None else None,
+                        library=library))
+    out.sort(key=lambda n: -(n.seconds or 0.0))
+    return out
+
+
+def drill_down(report: Report, top: int = 5, depth: int = 3, all_frames: bool = False,
+               children: int | None = None,
+               kernels: int | None = None) -> tuple[list[Node], list[str]]:
+    """Return the top Python functions, the workload's own first, each with the torch ops it
+    called (depth 2) and the kernels those ops ran (depth 3), and notes on what could not be
+    linked. Library functions come after the workload's own, folded into one node per library
+    unless ``all_frames``. ``children`` (default ``top``) bounds the ops under a function,
+    ``kernels`` (default ``children``) the kernels under an op."""
+    kids = children or top
+    per_op = kernels or kids
     notes: list[str] = []
-    nodes = []
-    functions = _function_rows(report)[:top]
+    home = workload_dir(report)
+    rows = _function_rows(report)
+    nodes = [function_node(report, row, home) for row in rows]
+    if not all_frames:
+        nodes = [n for n in nodes if n.ours] + _fold_libraries([n for n in nodes if not n.ours])
     linked = any(r.links.get("python") for r in report.layers.get(Layer.FRAMEWORK, []))
     if depth >= 2 and report.layers.get(Layer.FRAMEWORK) and not linked:
         notes.append("ops are not linked to Python functions: run the torch backend with "
                      "--torch-stack to record the calling functions")
-    for row in functions:
-        node = Node(row.name, "python", row.source, _function_figures(row))
-        if depth >= 2:
-            for op in _ops_of(report, row.key)[:top]:
-                child = Node(op.name, "framework", op.source, _op_figures(op))
+    by_key = {r.key: r for r in rows}
+    for node in nodes[:top]:
+        if depth >= 2 and node.key in by_key:
+            for op in _ops_of(report, node.key)[:kids]:
+                child = _op_node(op)
                 if depth >= 3:
-                    child.children = [Node(k.name, "kernel", k.source, _kernel_figures(k))
-                                      for k in _kernels_of(report, op)[:top]]
+                    child.children = [_kernel_node(k, op)
+                                      for k in _kernels_of(report, op)[:per_op]]
                 node.children.append(child)
-            for frame in _native_frames_of(report, row.key)[:top]:
-                node.children.append(Node(frame.name, "kernel", frame.source,
-                                          _kernel_figures(frame)))
-        nodes.append(node)
-    return nodes, notes
+            for frame in _native_frames_of(report, by_key[node.key].key)[:kids]:
+                node.children.append(_kernel_node(frame))
+    return nodes[:top], notes
 
 
-def hardware_beside(report: Report) -> list[str]:
-    """The hardware picture next to the tree: CPU use, IPC, GPU utilisation and power."""
-    out = []
-    wanted = (("cpu_utilisation", "CPU use"), ("cpus_utilized", "CPUs busy"),
-              ("ipc", "IPC"))
-    seen = set()
-    for name, title in wanted:
-        m = next((x for x in report.metrics if x.name == name), None)
-        if m is None or title in seen:
-            continue
-        seen.add(title)
-        shown = fmt_value(m.value, m.unit) if m.value is not None else f"n/a ({m.reason})"
-        out.append(f"{title} {shown} ({m.source})")
-    if "IPC" not in seen:  # not derived: say why when the counter could not count
+def hardware_beside(report: Report) -> list[Metric]:
+    """The hardware picture next to the tree: CPU use, IPC, GPU utilisation and power, as the
+    metrics themselves (an unknown one with its reason)."""
+    out: list[Metric] = []
+    seen: set[str] = set()
+    for names in (("cpu_utilisation", "cpus_utilized"), ("ipc",)):
+        # CPU use as resources measures it over the baseline runs, else as perf does
+        m = next((x for name in names for x in report.metrics if x.name == name), None)
+        if m is not None:
+            seen.add(m.name)
+            out.append(m)
+    if "ipc" not in seen:  # not derived: say why when the counter could not count
         row = next((r for r in report.layers.get(Layer.HARDWARE, [])
                     if r.key.endswith("instructions") and "value" in r.values
                     and r.values["value"].value is None), None)
         if row is not None:
-            out.append(f"IPC n/a ({row.values['value'].reason}) ({row.source})")
-    for m in report.metrics:
-        if m.name.startswith("gpu") and m.name.endswith(("_util_gpu_mean", "_power_w_mean")):
-            out.append(f"{m.name.removesuffix('_mean')} {fmt_value(m.value, m.unit)} "
-                       f"({m.source})")
+            out.append(Metric("ipc", None, "", "hardware", row.source, Better.HIGHER,
+                              reason=row.values["value"].reason or "not counted"))
+    out += [m for m in report.metrics if m.name.startswith("gpu")
+            and m.name.endswith(("_util_gpu_mean", "_power_w_mean"))]
     return out

@@ -15,9 +15,10 @@ Two kinds of pairs of reports are judged differently:
   only when the test says so, it exceeds the between-session noise, and it still does, in the
   same direction, once the machine's drift (the probes) is taken out.
 
-Rows are single measurements (one profiled run per backend): they are judged against the
-run-to-run noise of the wall time, corrected by the probes of the two runs that measured them,
-and the output says so.
+Rows of a profiled run are single measurements (one run per backend): they are judged against
+the run-to-run noise of the wall time, corrected by the probes of the two runs that measured
+them, and the output says so. Rows that restate a metric (resources' medians of the baseline
+runs) share that metric's verdict.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ from perfstack.analysis.drift import (
     machine_drift,
     speed_ratio_of_runs,
 )
+from perfstack.analysis.origin import workload_dir
 from perfstack.analysis.stats import MIN_EFFECT, compare, compare_paired, summarize
+from perfstack.analysis.view import display_name
 from perfstack.report import Better, Layer, Metric, Report, Row
 from perfstack.units import fmt_seconds
 
@@ -124,6 +127,10 @@ class RowChange:
     links: dict[str, list[str]] = field(default_factory=dict)
     #: counted values (calls, samples) on both sides: exact where times are noisy
     counts: dict[str, list[float | None]] = field(default_factory=dict)
+    #: the name to show: a function with its line and a short path (origin's), else the name
+    display: str = ""
+    #: a row that restates a metric (``attrs.metric``) shares that metric's verdict
+    by_metric: str | None = None
 
 
 @dataclass
@@ -350,19 +357,22 @@ def _noise(base: Report, new: Report, judge_paired: bool,
         if spread is not None:
             rel.append(spread)
     if not rel:
-        return None, ("rows are single measurements and neither report has repeated baseline "
-                      "runs: their changes cannot be judged against noise (use --repeat 3+)")
+        return None, ("rows of profiled runs are single measurements and neither report has "
+                      "repeated baseline runs: their changes cannot be judged against noise "
+                      "(use --repeat 3+)")
     noise = max(rel)
     limit = _one_run_threshold(noise)
     sessions = ""
     if not judge_paired and session_noise > limit:
         limit = session_noise
         sessions = f", and the ±{100 * session_noise:.0f}% between-session noise"
-    return noise, (f"rows are single measurements (one profiled run per backend): a change "
-                   f"counts as beyond noise above {100 * limit:.1f}% (3x the run-to-run noise "
+    return noise, (f"rows measured in one profiled run per backend: a change counts as "
+                   f"beyond noise above {100 * limit:.1f}% (3x the run-to-run noise "
                    f"of the wall time, ±{100 * noise:.1f}%, at least "
-                   f"{100 * MIN_EFFECT * 2.5:.0f}%{sessions}) and when it stays so once the "
-                   "machine's drift between the two measuring runs (their probes) is taken out")
+                   f"{100 * MIN_EFFECT * 2.5:.0f}%{sessions}, and above a sampled row's own "
+                   "counting noise) and when it stays so once the machine's drift between the "
+                   "two measuring runs (their probes) is taken out; rows that restate a metric "
+                   "share its verdict")
 
 
 #: Row values that count a sampler's samples: their Poisson noise bounds what a change means.
@@ -399,11 +409,15 @@ def _run_drifts(base: Report, new: Report, fallback: float | None) -> dict[str, 
     return out
 
 
-def row_changes(base: Report, new: Report, judge: _Judge) -> dict[str, list[RowChange]]:
+def row_changes(base: Report, new: Report, judge: _Judge,
+                verdicts: dict[tuple[str, str], str] | None = None) -> dict[str, list[RowChange]]:
     """Return, per layer, every row of either report matched by (source, key), largest move
     first (seconds moved for time rows, then the rest by relative change; totals such as a
-    thread's come after the rows they sum)."""
+    thread's come after the rows they sum). A row that restates a metric (``attrs.metric``,
+    e.g. the resources backend's medians of the baseline runs) takes that metric's verdict
+    from ``verdicts`` ((name, source) -> verdict), so two tables never disagree."""
     out: dict[str, list[RowChange]] = {}
+    home = workload_dir(new)
     threshold = _one_run_threshold(judge.noise) if judge.noise is not None else None
     if threshold is not None and not judge.paired:
         threshold = max(threshold, judge.machine.session_noise)
@@ -433,16 +447,48 @@ def row_changes(base: Report, new: Report, judge: _Judge) -> dict[str, list[RowC
             counts = {name: [ra.values[name].value if ra and name in ra.values else None,
                              rb.values[name].value if rb and name in rb.values else None]
                       for name, q in ref.values.items() if q.unit == "count"}
+            restated = ref.attrs.get("metric")
+            by_metric = None
+            if isinstance(restated, str) and verdicts and (restated, ref.source) in verdicts:
+                by_metric = restated
+                verdict = verdicts[(restated, ref.source)]
+                beyond = (None if verdict in ("cannot judge", "unknown")
+                          else verdict in ("regression", "improvement", "changed"))
             changes.append(RowChange(layer.value, ref.source, ref.key, ref.name, field_name,
                                      unit, va, vb, delta, rel, status, beyond,
                                      ref.attrs.get("kind") in AGGREGATE_KINDS,
-                                     fixed if drift is not None else None, ref.links, counts))
+                                     fixed if drift is not None else None, ref.links, counts,
+                                     display_name(ref, home), by_metric))
         changes.sort(key=lambda c: (
             c.aggregate, c.unit != "s",
             -abs(c.delta if c.delta is not None else (c.new or c.base or 0.0))
             if c.unit == "s" else -abs(c.change or 0.0)))
         out[layer.value] = changes
     return out
+
+
+def workload_identity(report: Report) -> tuple[str, tuple[str, ...]]:
+    """Return what makes two reports comparable: the script's file name (or the module) and
+    the workload's arguments. The folder may differ (two checkouts of one project)."""
+    import os
+
+    command = report.run.command
+    if len(command) >= 3 and command[1] == "-m":
+        return f"-m {command[2]}", tuple(command[3:])
+    if len(command) >= 2:
+        return os.path.basename(command[1]), tuple(command[2:])
+    return " ".join(command), ()
+
+
+def comparable(base: Report, new: Report) -> str | None:
+    """Return why two reports should not be compared (different workloads), or None."""
+    if is_paired(base, new):
+        return None  # perfstack ab compared them on purpose
+    a, b = workload_identity(base), workload_identity(new)
+    if a == b:
+        return None
+    return (f"the reports profile different workloads ({' '.join([a[0], *a[1]])} vs "
+            f"{' '.join([b[0], *b[1]])}); --force compares them anyway")
 
 
 def is_paired(base: Report, new: Report) -> bool:
@@ -460,6 +506,7 @@ def diff(base: Report, new: Report, base_name: str = "base", new_name: str = "ne
     noise, why = _noise(base, new, paired, session_noise)
     wall = base.metric("wall_time")
     judge = _Judge(noise, machine, float(wall.value) if wall and wall.value else None)
-    return Diff(base_name, new_name, environment_changes(base, new),
-                metric_changes(base, new, judge), row_changes(base, new, judge), noise, why,
-                machine)
+    metrics = metric_changes(base, new, judge)
+    verdicts = {(m.name, m.source): m.verdict for m in metrics}
+    return Diff(base_name, new_name, environment_changes(base, new), metrics,
+                row_changes(base, new, judge, verdicts), noise, why, machine)

@@ -6,7 +6,13 @@ import sys
 from pathlib import Path
 
 from perfstack import errors
-from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_INTERRUPTED, EXIT_WORKLOAD_FAILED, Parser
+from perfstack.cli import (
+    DEFAULT_RUNS_DIR,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_WORKLOAD_FAILED,
+    Parser,
+)
 from perfstack.pluginmanager import Plugins
 
 DEFAULT_PAIRS = 7
@@ -24,6 +30,7 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
     from perfstack.cli.run import (
         add_session_options,
         backend_options,
+        describe_plan,
         select_backends,
         split_workload_args,
     )
@@ -54,6 +61,8 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
     parser.add_argument("--out-dir", type=Path, metavar="DIR",
                         help=f"run folder (default: {DEFAULT_RUNS_DIR}/<timestamp>); the two "
                         "reports are base/report.json and new/report.json in it")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="check the arguments and say which runs would be made; run nothing")
     add_session_options(parser, backends)
     parser.set_defaults(repeat=DEFAULT_PAIRS)
     ns = parser.parse_args(own)
@@ -70,6 +79,18 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
     for script in ns.scripts:
         if not Path(script).is_file():
             raise errors.InputNotFound(f"{script}: no such file")
+    if ns.dry_run:
+        sides = list(ns.scripts)
+        if ns.rev:
+            _, commits = ab.resolve_revisions(Path(ns.scripts[0]), (ns.rev[0], ns.rev[1]))
+            sides = [f"{ns.scripts[0]} at {rev} ({commit[:10]})"
+                     for rev, commit in zip(ns.rev, commits, strict=True)]
+        print(f"perfstack would compare {sides[0]} (base) with {sides[1]} (new): "
+              f"{ns.repeat} baseline runs a side, interleaved, after {ns.warmup} warm-up run(s)")
+        for line in describe_plan(Workload(ns.scripts[-1], workload_args), selected, ns.repeat,
+                                  ns.warmup, None)[3:]:
+            print(line + " per side" if line.endswith("one run") else line)
+        return EXIT_OK
     run_dir = (rundir.use_out_dir(ns.out_dir) if ns.out_dir is not None
                else rundir.new_run_dir(DEFAULT_RUNS_DIR))
     err = Console(stderr=True, highlight=False)

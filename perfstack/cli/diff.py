@@ -42,7 +42,7 @@ def latest_two(base: Path = DEFAULT_RUNS_DIR) -> tuple[Path, Path]:
 
 def cmd_diff(plugins: Plugins, argv: list[str]) -> int:
     """Compare two reports; exit 1 with --fail-on-regression when a metric regressed."""
-    from perfstack.analysis.diff import diff
+    from perfstack.analysis.diff import comparable, diff
     from perfstack.reportfile import load_report
 
     parser = Parser(prog="perfstack diff", description="Compare two reports: environment "
@@ -63,6 +63,9 @@ def cmd_diff(plugins: Plugins, argv: list[str]) -> int:
                         help="rows per layer (default: 10)")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE",
                         help="write to FILE instead of stdout")
+    parser.add_argument("--force", action="store_true",
+                        help="compare reports of different workloads (other script or "
+                        "arguments)")
     args = parser.parse_args(argv)
     if len(args.reports) == 1 or len(args.reports) > 2:
         raise errors.UsageError("perfstack diff takes two reports (BASE NEW), or none to "
@@ -71,6 +74,9 @@ def cmd_diff(plugins: Plugins, argv: list[str]) -> int:
         raise errors.UsageError(f"--top must be at least 1, got {args.top}")
     base_path, new_path = args.reports if args.reports else latest_two()
     base, new = load_report(base_path), load_report(new_path)
+    refused = None if args.force else comparable(base, new)
+    if refused is not None:
+        raise errors.UsageError(refused)
     result = diff(base, new, str(base_path), str(new_path), session_noise=args.session_noise)
     return emit(result, args.format, args.top, args.fail_on_regression, args.output)
 
@@ -79,7 +85,8 @@ def emit(result: Diff, fmt: str, top: int, threshold: float | None,
          output: Path | None) -> int:
     """Write a diff in ``fmt`` to ``output`` (stdout when None); return the exit code: 1 when
     ``threshold`` is set and a metric regressed beyond it."""
-    from perfstack.diff_render import render_markdown, render_text
+    from perfstack.cli.show import output_width
+    from perfstack.render.diff import render_markdown, render_text
     from perfstack.reportfile import write_text_atomic
 
     if fmt == "json":
@@ -87,7 +94,7 @@ def emit(result: Diff, fmt: str, top: int, threshold: float | None,
     elif fmt == "markdown":
         text = render_markdown(result, top, threshold)
     else:
-        text = render_text(result, top, threshold)
+        text = render_text(result, top, threshold, width=output_width())
     if output is not None:
         write_text_atomic(output, text)
         print(f"wrote {output}", file=sys.stderr)

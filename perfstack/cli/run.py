@@ -18,6 +18,7 @@ from perfstack.cli import (
     EXIT_WORKLOAD_FAILED,
     Parser,
 )
+from perfstack.cli.show import add_view_options, check_view_options
 from perfstack.pluginmanager import BackendEntry, Plugins
 
 
@@ -76,8 +77,12 @@ def add_session_options(parser: Parser, backends: dict[str, BackendEntry]) -> No
             if opt.flag:
                 group.add_argument(flag, dest=dest, action="store_true", help=opt.help)
             else:
+                shown = "" if opt.default is None else f" (default: {opt.default})"
+                metavar = ("|".join(str(c) for c in opt.choices) if opt.choices
+                           else opt.name.upper())
                 group.add_argument(flag, dest=dest, type=opt.type, default=opt.default,
-                                   choices=opt.choices, help=opt.help)
+                                   choices=opt.choices, metavar=metavar,
+                                   help=opt.help.replace("%", "%%") + shown)
 
 
 def build_parser(backends: dict[str, BackendEntry]) -> Parser:
@@ -86,7 +91,8 @@ def build_parser(backends: dict[str, BackendEntry]) -> Parser:
         prog="perfstack run",
         description="Run the workload once with no profiler (the baseline, --repeat times) and "
         "once per backend, then write one layered report. Workload arguments go after --.",
-        epilog="example: perfstack run --plugins resources workloads/tiny_mlp.py -- --steps 20",
+        epilog="example: perfstack run --plugins resources,pyspy workloads/tiny_mlp.py -- "
+        "--num-batches 50",
     )
     parser.add_argument("script", nargs="?", help="the workload script")
     parser.add_argument("-m", dest="module", metavar="MODULE", help="run a module, as python -m")
@@ -106,23 +112,56 @@ def build_parser(backends: dict[str, BackendEntry]) -> Parser:
                         help=f"run folder for artifacts (default: {DEFAULT_RUNS_DIR}/<timestamp>)")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="do not print the report at the end")
-    parser.add_argument("--top", type=_positive_int(1), default=10, metavar="N",
-                        help="rows per layer in the printed report (default: 10)")
     parser.add_argument("--html", nargs="?", const=True, default=None, metavar="FILE",
                         help="also write the HTML report (default: report.html beside the "
                              "report)")
-    parser.add_argument("--depth", type=int, choices=(1, 2, 3), default=3,
-                        help="drill-down depth: 1 functions, 2 + torch ops, 3 + kernels")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="check the arguments and say which runs would be made and which "
+                        "backends can run here; run nothing, write nothing")
+    add_view_options(parser)
     add_session_options(parser, backends)
     return parser
 
 
+def describe_plan(workload: Workload, selected: list[BackendEntry], repeat: int, warmup: int,
+                  nproc_per_node: int | None) -> list[str]:
+    """The runs a session would make, one line each, and whether each backend can run here."""
+    command = " ".join(workload.command())
+    launcher = f" under torchrun, {nproc_per_node} processes" if nproc_per_node else ""
+    lines = [f"perfstack would run: {command}{launcher}",
+             f"  warm-up: {warmup} run(s), not measured" if warmup else "  no warm-up run",
+             f"  baseline: {repeat} run(s) with no profiler"]
+    for entry in selected:
+        try:
+            available = entry.backend.check()
+        except Exception as exc:  # a backend's check is its own code: report, do not crash
+            lines.append(f"  {entry.backend.name}: its availability check failed: {exc}")
+            continue
+        if available.ok:
+            lines.append(f"  {entry.backend.name}: one run")
+        else:
+            fix = f" (fix: {available.fix})" if available.fix else ""
+            lines.append(f"  {entry.backend.name}: cannot run here: {available.reason}{fix}")
+    return lines
+
+
 def split_workload_args(argv: list[str]) -> tuple[list[str], list[str]]:
-    """Return (perfstack's arguments, the workload's): the workload's come after ``--``."""
+    """Return (perfstack's arguments, the workload's): the workload's come after ``--``.
+
+    ``--html`` takes an optional file name; a following word that does not end in .html or
+    .htm is not it (``--html train.py`` names the workload, not the page)."""
     if "--" in argv:
         at = argv.index("--")
-        return argv[:at], argv[at + 1:]
-    return argv, []
+        own, rest = argv[:at], argv[at + 1:]
+    else:
+        own, rest = argv, []
+    fixed = []
+    for i, word in enumerate(own):
+        following = own[i + 1] if i + 1 < len(own) else ""
+        if word == "--html" and not following.lower().endswith((".html", ".htm")):
+            word = "--html="  # the default file; the next word stays what it is
+        fixed.append(word)
+    return fixed, rest
 
 
 def _workload(ns: argparse.Namespace, args: list[str]) -> Workload:
@@ -214,12 +253,18 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     backends, failures = plugins.backends()
     own, workload_args = split_workload_args(argv)
     ns = build_parser(backends).parse_args(own)
+    check_view_options(ns)
     workload = _workload(ns, workload_args)
     selected = select_backends(ns, backends)
     if ns.output is not None:
         rundir.check_writable(ns.output)
-    if isinstance(ns.html, str):
+    if isinstance(ns.html, str) and ns.html:
         rundir.check_writable(Path(ns.html))
+    if ns.dry_run:
+        _distributed(ns, own, backends)  # checks --ranks and --torchrun-args
+        for line in describe_plan(workload, selected, ns.repeat, ns.warmup, ns.nproc_per_node):
+            print(line)
+        return EXIT_OK
     if ns.out_dir is not None:
         run_dir = rundir.use_out_dir(ns.out_dir)
     else:
@@ -238,10 +283,12 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     if ns.out_dir is None:
         rundir.point_latest(run_dir)
     if not ns.quiet:
-        print_report(report, plugins, backends, top=ns.top, depth=ns.depth)
+        print_report(report, plugins, backends, top=ns.top, depth=ns.depth, full=ns.full,
+                     all_frames=ns.all_frames, report_dir=report_path.parent.resolve())
     print(f"report: {report_path}  (artifacts: {run_dir})", file=sys.stderr)
     if ns.html is not None:
-        html_path = (report_path.with_suffix(".html") if ns.html is True else Path(ns.html))
+        html_path = (report_path.with_suffix(".html") if ns.html in (True, "")
+                     else Path(ns.html))
         _write_html(plugins, report, report_path, html_path, ns.top, ns.depth)
         print(f"html: {html_path}", file=sys.stderr)
     if not report.run.complete:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from perfstack import errors
 from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, Parser
@@ -20,20 +22,54 @@ def _layer_providers(backends: dict[str, BackendEntry]) -> dict[str, list[str]]:
     return out
 
 
-def _terminal_width() -> int:
+def output_width() -> int:
+    """Return the width to lay text out for: $COLUMNS when set, else the terminal's, else 100;
+    never under 60."""
+    import os
     import shutil
 
-    return max(80, min(shutil.get_terminal_size((110, 24)).columns, 160))
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        columns = shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 100
+    return max(60, min(columns, 240))
 
 
 def print_report(report: Report, plugins: Plugins, backends: dict[str, BackendEntry],
-                 top: int = 10, depth: int = 3) -> None:
+                 top: int = 10, depth: int = 3, full: bool = False,
+                 all_frames: bool = False, report_dir: Path | None = None) -> None:
     """Print the text rendering of ``report`` to stdout (colour when it is a terminal)."""
     text = renderers(plugins)["text"].render(report, RenderOptions(
-        top=top, depth=depth, width=_terminal_width(), color=sys.stdout.isatty(),
-        layer_providers=_layer_providers(backends)))
+        top=top, depth=depth, width=output_width(), color=sys.stdout.isatty(),
+        layer_providers=_layer_providers(backends), full=full, all_frames=all_frames,
+        report_dir=report_dir))
     sys.stdout.write(text)
     sys.stdout.flush()
+
+
+def add_view_options(parser: Parser) -> None:
+    """Add the options that size the printed report (shared by run and show)."""
+    parser.add_argument("--top", type=int, default=5, metavar="N",
+                        help="rows per table, and functions (and ops, kernels each) in the "
+                        "drill-down (default: 5)")
+    parser.add_argument("--depth", type=int, default=3, metavar="N",
+                        help="drill-down depth: 1 functions, 2 + torch ops, 3 + kernels "
+                        "(default: 3)")
+    parser.add_argument("--full", action="store_true",
+                        help="every metric, not only those a person reads by default")
+    parser.add_argument("--all-frames", action="store_true",
+                        help="library functions one by one (default: folded into their "
+                        "package, the workload's own code first)")
+
+
+def check_view_options(ns: argparse.Namespace) -> None:
+    """Refuse a --top or --depth out of range."""
+    if ns.top < 1:
+        raise errors.UsageError(f"--top must be at least 1, got {ns.top}")
+    if not 1 <= ns.depth <= 3:
+        raise errors.UsageError(f"--depth must be 1, 2 or 3, got {ns.depth}")
 
 
 def _default_report() -> Path:
@@ -52,30 +88,28 @@ def cmd_show(plugins: Plugins, argv: list[str]) -> int:
     from perfstack.reportfile import load_report
 
     available = renderers(plugins)
-    parser = Parser(prog="perfstack show", description="Print a report, layer by layer.")
+    parser = Parser(prog="perfstack show",
+                    description="Print a report: the answer first, then where the time goes, "
+                    "the drill-down, each layer, the backends and the metrics.",
+                    epilog="examples: perfstack show --full | perfstack show report.json "
+                    "--format markdown -o report.md")
     parser.add_argument("report", nargs="?", type=Path,
                         help="report file (default: the latest run's report)")
     parser.add_argument("--format", default="text", choices=sorted(available),
                         help="output format (default: text)")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE",
                         help="write to FILE instead of stdout")
-    parser.add_argument("--top", type=int, default=10, metavar="N",
-                        help="rows per layer; functions (and ops, kernels each) in the drill-down")
-    parser.add_argument("--depth", type=int, default=3, metavar="N",
-                        help="drill-down depth: 1 functions, 2 + torch ops, 3 + kernels")
+    add_view_options(parser)
     ns = parser.parse_args(argv)
-    if ns.top < 1:
-        raise errors.UsageError(f"--top must be at least 1, got {ns.top}")
-    if not 1 <= ns.depth <= 3:
-        raise errors.UsageError(f"--depth must be 1, 2 or 3, got {ns.depth}")
+    check_view_options(ns)
     path = ns.report if ns.report is not None else _default_report()
     report = load_report(path)
     renderer = available[ns.format]
     to_terminal = ns.output is None and sys.stdout.isatty()
     text = renderer.render(report, RenderOptions(
-        top=ns.top, depth=ns.depth, width=_terminal_width() if to_terminal else 110,
-        color=to_terminal, report_dir=path.parent.resolve(),
-        layer_providers=_layer_providers(plugins.backends()[0])))
+        top=ns.top, depth=ns.depth, width=output_width(), color=to_terminal,
+        report_dir=path.parent.resolve(), layer_providers=_layer_providers(plugins.backends()[0]),
+        full=ns.full, all_frames=ns.all_frames))
     if ns.output is not None:
         from perfstack.reportfile import write_text_atomic
 
@@ -104,35 +138,59 @@ def cmd_validate(plugins: Plugins, argv: list[str]) -> int:
     return EXIT_OK
 
 
-def cmd_plugins(plugins: Plugins, argv: list[str]) -> int:
-    """List every installed backend, whether it can run here, and where it comes from."""
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    parser = Parser(prog="perfstack plugins",
-                    description="List installed backends: available here or not, and why.")
-    parser.parse_args(argv)
+def plugin_listing(plugins: Plugins) -> dict[str, Any]:
+    """Return every installed backend (name, layers, whether ``perfstack run`` uses it by
+    default, whether it can run here and why not, where it comes from) and every broken
+    plugin, as plain data."""
     backends, failures = plugins.backends()
-    table = Table(title="perfstack backends", title_justify="left")
-    for col in ("backend", "layers", "here", "plugin", "package"):
-        table.add_column(col)
+    rows = []
     for name, entry in sorted(backends.items()):
         try:
             avail = entry.backend.check()
-            here = Text("available", style="green") if avail.ok else Text(
-                f"unavailable: {avail.reason}" + (f"\nfix: {avail.fix}" if avail.fix else ""),
-                style="yellow")
+            here = {"available": avail.ok, "reason": avail.reason, "fix": avail.fix}
         except Exception as exc:
-            here = Text(f"check() raised {type(exc).__name__}: {exc}", style="red")
-        table.add_row(Text(name), Text(",".join(layer.value for layer in entry.backend.layers)),
-                      here, Text(entry.plugin), Text(entry.package or "-"))
-    console = Console(highlight=False)
-    console.print(table)
-    problems: list[tuple[str, str | None]] = [
-        (i.name, i.error) for i in plugins.infos.values() if i.error]
-    problems += [(f.plugin, f.error) for f in failures]
-    for name, error in problems:
-        last = (error or "").strip().splitlines()[-1:] or ["unknown error"]
-        console.print(Text(f"plugin {name} is broken: {last[0]}", style="red"), soft_wrap=True)
+            here = {"available": False, "reason": f"check() raised {type(exc).__name__}: {exc}",
+                    "fix": None}
+        rows.append({"name": name, "layers": [layer.value for layer in entry.backend.layers],
+                     "default": not entry.backend.opt_in, **here, "plugin": entry.plugin,
+                     "package": entry.package})
+    broken: list[dict[str, str | None]] = [
+        {"plugin": i.name, "error": i.error} for i in plugins.infos.values() if i.error]
+    broken += [{"plugin": f.plugin, "error": f.error} for f in failures]
+    return {"backends": rows, "broken": broken}
+
+
+def cmd_plugins(plugins: Plugins, argv: list[str]) -> int:
+    """List every installed backend, whether it runs by default, whether it can run here."""
+    import json
+
+    from perfstack.render.textgrid import Column, table, wrap
+
+    parser = Parser(prog="perfstack plugins",
+                    description="List installed backends: which run by default and which are "
+                    "opt-in (--plugins NAME), available here or not, and why.")
+    parser.add_argument("--json", action="store_true", help="print the listing as JSON")
+    ns = parser.parse_args(argv)
+    listing = plugin_listing(plugins)
+    if ns.json:
+        sys.stdout.write(json.dumps(listing, indent=1) + "\n")
+        return EXIT_OK
+    width = output_width()
+    rows = [[b["name"], ",".join(b["layers"]), "default" if b["default"] else "opt-in",
+             "available" if b["available"] else "unavailable", b["package"] or "-"]
+            for b in listing["backends"]]
+    out = wrap("perfstack backends: perfstack run uses the default ones that are available; "
+               "--plugins NAME picks any", width)
+    out += table([Column("backend", name=True), Column("layers", left=True),
+                  Column("runs", left=True), Column("here", left=True),
+                  Column("package", left=True)], rows, width)
+    for b in listing["backends"]:
+        if not b["available"]:
+            why = f"{b['name']}: {b['reason']}" + (f" (fix: {b['fix']})" if b["fix"] else "")
+            out += wrap(why, width, indent=4, first="  ")
+    for item in listing["broken"]:
+        last = (item["error"] or "").strip().splitlines()[-1:] or ["unknown error"]
+        out += wrap(f"plugin {item['plugin']} is broken: {last[0]}", width, indent=4,
+                    first="  ")
+    sys.stdout.write("\n".join(out) + "\n")
     return EXIT_OK

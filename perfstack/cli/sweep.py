@@ -24,6 +24,7 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
         _workload,
         backend_options,
         build_parser,
+        describe_plan,
         select_backends,
         split_workload_args,
     )
@@ -50,13 +51,20 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
     distributed = _distributed(ns, own, backends)
     if ns.output is not None:
         rundir.check_writable(ns.output)
+    combos = sweep.combinations(settings)
+    if ns.dry_run:
+        print(f"perfstack would sweep {len(combos)} settings: " + "; ".join(
+            ", ".join(f"{k}={v}" for k, v in env.items()) for env in combos))
+        for line in describe_plan(workload, selected, ns.repeat, ns.warmup,
+                                  ns.nproc_per_node):
+            print(line)
+        return EXIT_OK
     base = rundir.use_out_dir(ns.out_dir) if ns.out_dir is not None else \
         rundir.new_run_dir(DEFAULT_RUNS_DIR)
     sweep_path: Path = ns.output if ns.output is not None else base / "sweep.json"
     err = Console(stderr=True, highlight=False)
     entries: list[dict[str, Any]] = []
     interrupted = False
-    combos = sweep.combinations(settings)
     for i, env in enumerate(combos, 1):
         label = ", ".join(f"{k}={v}" for k, v in env.items())
         err.print(f"[bold]setting {i}/{len(combos)}[/bold]: {label}")

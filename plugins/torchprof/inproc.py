@@ -14,10 +14,18 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from collections.abc import Callable
 from typing import Any
 
 SIDECAR = "torchprof.json"
+#: The ending torch's own tensorboard_trace_handler gives its traces.
+TRACE_SUFFIX = ".pt.trace.json"
+
+
+def trace_index(name: str) -> int:
+    """Return N of a trace file named 'host_pid.N.pt.trace.json'."""
+    return int(name[: -len(TRACE_SUFFIX)].rsplit(".", 1)[1])
 
 
 def _rank_selected(spec: str) -> bool:
@@ -63,7 +71,10 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
             state["prelude_seen"] = True
             if state["steps"] > 0:
                 return  # what ran before the first step: set-up, not a representative step
-        path = os.path.join(folder, f"trace-{len(state['traces'])}.json")
+        # Named as torch's tensorboard_trace_handler names them, so tools that look for
+        # *.pt.trace.json (TensorBoard, HTA) find them: host_pid.N.pt.trace.json.
+        name = f"{socket.gethostname()}_{os.getpid()}.{len(state['traces'])}{TRACE_SUFFIX}"
+        path = os.path.join(folder, name)
         prof.export_chrome_trace(path)
         state["traces"].append({"file": os.path.basename(path), "at_step": state["steps"]})
 

@@ -91,9 +91,10 @@ def summarize(agg: TraceAggregate, with_flops: bool = True, stepped: bool = True
             Layer.PYTHON: _python_rows(agg, ops)}
     metrics = [
         Metric("torch_ops_self_time", sum(g.self_time for g in groups.values()) * US, "s",
-               "framework", SOURCE, Better.LOWER),
+               "framework", SOURCE, Better.LOWER, detail=True,
+               description="the ops' own CPU time, summed over the profiled steps"),
         Metric("torch_op_calls", sum(g.calls for g in groups.values()), "count", "framework",
-               SOURCE, Better.NEITHER),
+               SOURCE, Better.NEITHER, detail=True),
     ]
     if steps:
         ordered = sorted(steps)

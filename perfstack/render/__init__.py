@@ -1,4 +1,9 @@
-"""Output formats: the Renderer base class and how ``show`` finds them (the renderers hook)."""
+"""Output formats: the Renderer base class and how ``show`` finds them (the renderers hook).
+
+Each built-in format is a module of this package and draws from the one view of a report
+(``perfstack.analysis.view``): ``text``, ``markdown``, ``pyperf``, and ``diff`` for the
+comparison of two reports. The HTML page and the merged trace are plugins.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +28,8 @@ class RenderOptions:
     layer_providers: dict[str, list[str]] = field(default_factory=dict)
     #: the folder of the report file: its artifact paths are relative to it
     report_dir: Path | None = None
+    full: bool = False  # every metric, not only those a person reads by default
+    all_frames: bool = False  # library functions one by one, not folded into their package
 
 
 class Renderer:

@@ -1,0 +1,157 @@
+"""``perfstack diff`` as text for a terminal or markdown for an issue or a pull request.
+
+Both start with the verdict in one line ("1 regression, 0 improvements; wall time within
+noise"), then the environment and the machine, then what changed. The markdown keeps the
+detail in ``<details>`` so a pull-request comment stays short. Row names keep the function and
+its line (``train_step (train.py:40)``), never the middle of a virtual-environment path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perfstack.analysis.diff import Diff, MetricChange, RowChange
+from perfstack.render import markdown_escape as escape
+from perfstack.render.textgrid import Column, cut, table
+from perfstack.units import fmt_value as fmt
+
+VERDICT_MARK = {"regression": "REGRESSION", "improvement": "improvement", "changed": "changed",
+                "within noise": "within noise", "cannot judge": "cannot judge",
+                "appeared": "appeared", "vanished": "vanished", "unknown": "unknown"}
+CHANGED = ("regression", "improvement", "changed")
+
+
+def _val(value: float | None, unit: str) -> str:
+    return "n/a" if value is None else fmt(value, unit)
+
+
+def fmt_change(change: float | None) -> str:
+    """A relative change as every diff format prints it: '+12.3%', '' when unknown."""
+    return "" if change is None else f"{100 * change:+.1f}%"
+
+
+def _short(value: Any, width: int = 60) -> str:
+    text = str(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def headline(d: Diff, threshold: float | None) -> str:
+    """The verdict in one line: counts, the wall time's verdict, the gate."""
+    regressions = [m for m in d.metrics if m.verdict == "regression"]
+    improvements = [m for m in d.metrics if m.verdict == "improvement"]
+    parts = [f"{len(regressions)} regression{'s' if len(regressions) != 1 else ''}",
+             f"{len(improvements)} improvement{'s' if len(improvements) != 1 else ''}"]
+    wall = next((m for m in d.metrics if m.name == "wall_time"), None)
+    line = ", ".join(parts)
+    if wall is not None:
+        line += f"; wall time {fmt_change(wall.change) or 'n/a'} ({wall.verdict})"
+    if threshold is not None:
+        bad = d.regressions(threshold)
+        line = (f"FAIL ({len(bad)} beyond the {100 * threshold:g}% gate: "
+                + ", ".join(f"{m.name} {fmt_change(m.change)}" for m in bad) + ") · " if bad else
+                f"pass (gate {100 * threshold:g}%) · ") + line
+    return line
+
+
+def environment_lines(d: Diff) -> list[str]:
+    """What differs between the two machines and installations, or that nothing does."""
+    if not d.environment:
+        return ["environment: same interpreter, torch, CPU, threads and GPUs"]
+    out = ["ENVIRONMENT DIFFERS (this explains most differences):"]
+    out += [f"  {e.what}: {_short(e.base)} -> {_short(e.new)}" for e in d.environment]
+    return out
+
+
+def _metric_cells(m: MetricChange) -> list[str]:
+    return [m.name, _val(m.base, m.unit), _val(m.new, m.unit), fmt_change(m.change),
+            VERDICT_MARK.get(m.verdict, m.verdict)]
+
+
+def row_verdict(r: RowChange) -> str:
+    """A row's verdict in words (beyond or within noise, appeared...), with its calls."""
+    judged = {True: "beyond noise", False: "within noise", None: "cannot judge"}[r.beyond_noise]
+    if r.status != "changed":
+        judged = r.status
+    elif r.by_metric:
+        judged = f"{judged} (as {r.by_metric})"
+    calls = r.counts.get("calls")
+    if calls and None not in calls and calls[0] != calls[1]:
+        judged += f"; calls {calls[0]:,.0f} -> {calls[1]:,.0f}"
+    return judged
+
+
+def _row_cells(r: RowChange) -> list[str]:
+    moved = "" if r.delta is None else fmt(r.delta, r.unit) if r.unit else f"{r.delta:+g}"
+    if r.delta is not None and r.delta > 0 and not moved.startswith("+"):
+        moved = "+" + moved
+    return [r.display, _val(r.base, r.unit), _val(r.new, r.unit), moved, fmt_change(r.change),
+            row_verdict(r)]
+
+
+def _top_rows(d: Diff, top: int) -> dict[str, list[RowChange]]:
+    return {layer: rows[:top] for layer, rows in d.rows.items() if rows}
+
+
+def render_text(d: Diff, top: int = 10, threshold: float | None = None,
+                width: int = 100) -> str:
+    """Return the diff for a terminal, at most ``width`` columns wide."""
+    # The two paths whole (a reader copies them): on one line when they fit, else one each.
+    title = f"perfstack diff: {d.base} -> {d.new}"
+    out = [title] if len(title) <= width else ["perfstack diff:", f"  base: {d.base}",
+                                                f"  new:  {d.new}"]
+    out += ["", headline(d, threshold), ""]
+    out += environment_lines(d)
+    out.append("machine: " + d.machine.describe())
+    out += ["", "Metrics"]
+    out += table([Column("metric", name=True), Column("base"), Column("new"), Column("change"),
+                  Column("verdict")], [_metric_cells(m) for m in d.metrics], width)
+    why = [m for m in d.metrics if m.verdict in (*CHANGED, "cannot judge")
+           or (m.verdict == "within noise" and "says different" in m.reason)]
+    if why:
+        out += ["", "Why"]
+        out += [cut(f"  {m.name}: {m.reason}", width) for m in why]
+    for layer, rows in _top_rows(d, top).items():
+        out += ["", f"{layer.capitalize()} rows that moved most ({len(d.rows[layer])} in all)"]
+        out += table([Column("row", name=True), Column("base"), Column("new"), Column("moved"),
+                       Column("change"), Column("judged")], [_row_cells(r) for r in rows],
+                      width)
+    out += ["", d.row_noise_reason]
+    return "\n".join(out) + "\n"
+
+
+def _md_table(table_rows: list[list[str]]) -> list[str]:
+    head, *rows = table_rows
+    lines = ["| " + " | ".join(escape(c) for c in head) + " |",
+             "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(escape(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def render_markdown(d: Diff, top: int = 10, threshold: float | None = None) -> str:
+    """Return the diff as GitHub-flavoured markdown: the verdict and what changed in view, the
+    rest folded away."""
+    out = [f"## perfstack diff: {escape(d.base)} → {escape(d.new)}", "",
+           f"**{escape(headline(d, threshold))}**", ""]
+    out += [escape(line) + "  " for line in environment_lines(d)]
+    out += [f"machine: {escape(d.machine.describe())}", ""]
+    changed = [m for m in d.metrics if m.verdict in CHANGED]
+    if changed:
+        out += _md_table([["metric", "base", "new", "change", "verdict"]]
+                         + [_metric_cells(m) for m in changed])
+    else:
+        out.append("No metric changed beyond noise.")
+    moved = {layer: [r for r in rows if r.beyond_noise and r.status == "changed"][:3]
+             for layer, rows in d.rows.items()}
+    leaders = [(layer, r) for layer, rows in moved.items() for r in rows]
+    if leaders:
+        out += ["", "Moved most, beyond noise: " + "; ".join(
+            f"{escape(r.display)} {fmt_change(r.change)} ({layer})" for layer, r in leaders[:5])]
+    out += ["", "<details>", "<summary>Every metric, and the rows that moved most</summary>", ""]
+    out += _md_table([["metric", "base", "new", "change", "verdict", "why"]]
+                     + [[*_metric_cells(m), m.reason] for m in d.metrics])
+    for layer, rows in _top_rows(d, top).items():
+        out += ["", f"**{layer.capitalize()}**", ""]
+        out += _md_table([["row", "base", "new", "moved", "change", "judged"]]
+                         + [_row_cells(r) for r in rows])
+    out += ["", f"_{escape(d.row_noise_reason)}_", "", "</details>"]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,108 @@
+"""Plain-text tables that fit a terminal's width: names are cut, numbers never.
+
+A table has one name column (the first) that gives up width, and value columns that never do.
+When even the shortest names leave no room, whole columns are dropped from the right and the
+table says how many, so a number is either shown whole or not at all.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+#: The narrowest a name column gets before value columns are dropped instead: enough for a
+#: function, its file and line.
+MIN_NAME = 28
+GAP = 2
+
+#: 'function (path/to/file.py:12)': a name without spaces, then its location in parentheses.
+_LOCATION = re.compile(r"^(?P<func>\S+) \((?P<path>[^()\s]+?)(?P<line>:\d+)?\)$")
+_SHAPES = re.compile(r"^(?P<name>\S+) (?P<shapes>\[.*\])$")
+
+
+def cut(text: str, width: int) -> str:
+    """Return ``text`` in at most ``width`` characters, keeping what tells rows apart: a
+    function keeps its name and line and loses the start of its path; an op keeps its name and
+    the ends of its shapes."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    found = _LOCATION.match(text)
+    if found and found["path"]:
+        func, path, line = found["func"], found["path"], found["line"] or ""
+        room = width - len(func) - len(line) - 4  # " (" + "…" + ")"
+        if room >= 4:
+            return f"{func} (…{path[-room:]}{line})"
+    shaped = _SHAPES.match(text)
+    if shaped:
+        compact = f"{shaped['name']} {shaped['shapes'].replace(' ', '')}"
+        if len(compact) <= width:
+            return compact
+        room = width - len(shaped["name"]) - 2
+        if room >= 7:
+            shapes = shaped["shapes"].replace(" ", "")
+            head = (room - 1) // 2
+            return f"{shaped['name']} {shapes[:head]}…{shapes[-(room - 1 - head):]}"
+    return text[: width - 1] + "…"
+
+
+@dataclass
+class Column:
+    """A table column: its heading, and whether it is the name column (cut to fit), a word
+    column (left-aligned) or a number (right-aligned); only the name column is ever cut."""
+
+    title: str
+    name: bool = False
+    left: bool = False  # a word column (a status, a source): aligned left, never cut
+
+
+def table(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int,
+          indent: int = 2) -> list[str]:
+    """Return the lines of a table at most ``width`` wide."""
+    kept = list(range(len(columns)))
+    while True:
+        fixed = [max([len(columns[i].title), *(len(r[i]) for r in rows)])
+                 for i in kept if not columns[i].name]
+        name_cols = [i for i in kept if columns[i].name]
+        spare = width - indent - sum(fixed) - GAP * (len(kept) - 1)
+        wanted = 0
+        if name_cols:  # a short name column needs no more than its longest name
+            i = name_cols[0]
+            wanted = min(MIN_NAME, max([len(columns[i].title), *(len(r[i]) for r in rows)]))
+        if not name_cols or spare >= wanted or len(kept) <= 2:
+            break
+        kept.pop()  # drop the rightmost value column rather than cut a number
+    dropped = len(columns) - len(kept)
+    widths: dict[int, int] = {}
+    for i in kept:
+        if columns[i].name:
+            natural = max([len(columns[i].title), *(len(r[i]) for r in rows)])
+            widths[i] = max(1, min(natural, spare))
+        else:
+            widths[i] = max([len(columns[i].title), *(len(r[i]) for r in rows)])
+
+    def line(cells: Sequence[str]) -> str:
+        parts = []
+        for i in kept:
+            cell = cut(cells[i], widths[i]) if columns[i].name else cells[i]
+            left = columns[i].name or columns[i].left
+            parts.append(cell.ljust(widths[i]) if left else cell.rjust(widths[i]))
+        return (" " * indent + (" " * GAP).join(parts)).rstrip()
+
+    out = [line([c.title for c in columns])]
+    out += [line(r) for r in rows]
+    if dropped:
+        out.append(" " * indent + f"({dropped} more column{'s' if dropped > 1 else ''} at a "
+                   "wider terminal)")
+    return out
+
+
+def wrap(text: str, width: int, indent: int = 0, first: str = "") -> list[str]:
+    """Return ``text`` wrapped to ``width``, the first line starting with ``first``."""
+    import textwrap
+
+    return textwrap.wrap(text, width=max(20, width), initial_indent=first or " " * indent,
+                         subsequent_indent=" " * (indent or len(first)),
+                         break_on_hyphens=False) or [first.rstrip()]

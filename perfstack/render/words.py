@@ -1,0 +1,155 @@
+"""The words every renderer puts around the view's numbers, defined once.
+
+Text, markdown and HTML say the same sentences about the same figures: the answer, a
+backend's status, an overhead, a drill-down line. Formatting of units lives in
+``perfstack.units``; this module turns the view's numbers into phrases.
+"""
+
+from __future__ import annotations
+
+from perfstack.analysis.budget import Node
+from perfstack.analysis.view import Header, View
+from perfstack.report import Metric
+from perfstack.units import fmt_seconds, fmt_value
+
+LAYER_TITLES = {
+    "python": "Python: functions, threads, the GIL",
+    "framework": "Framework: torch ops, shapes, FLOPs, memory",
+    "kernel": "Kernel: CPU/GPU kernels, hot native symbols",
+    "hardware": "Hardware: counters, CPU use, memory, GPU power",
+}
+
+#: Groups of related figures (Metric.group), as the report introduces them.
+RELATED_TITLES = {
+    "interpreter": "Python's share",
+}
+_COUNTS = {2: "two", 3: "three", 4: "four", 5: "five"}
+
+
+def related_title(group: str, metrics: list[Metric]) -> str:
+    """How a group of related figures is introduced: "Python's share, counted three ways"."""
+    n = len(metrics)
+    return f"{RELATED_TITLES.get(group, group + ' figures')}, counted {_COUNTS.get(n, n)} ways"
+
+#: What a backend's status means, in a reader's words.
+STATUS_WORDS = {
+    "ok": "ok",
+    "partial": "partial",
+    "empty": "nothing to report",
+    "unavailable": "unavailable",
+    "failed": "failed",
+    "crashed": "crashed",
+    "timeout": "timeout",
+    "interrupted": "interrupted",
+    "skipped": "skipped",
+}
+
+#: The budget part that bounds a workload, as the headline says it.
+BOUND_WORDS = {
+    "startup": "Mostly start-up: imports and interpreter set-up and teardown take",
+    "interpreter": "Python-bound: Python code (holding the GIL) takes",
+    "native": "Native-bound: code outside the interpreter (torch ops and the like) takes",
+    "framework": "Framework-bound: torch's dispatch and bookkeeping take",
+    "kernels": "Compute-bound: CPU kernels (BLAS, oneDNN, vectorized loops) take",
+    "openmp": "Thread-pool-bound: the OpenMP pool spinning and waiting takes",
+    "os": "OS-bound: the kernel (syscalls, page faults) takes",
+    "runtime": "Runtime-bound: the C/C++ runtime (malloc, memcpy) takes",
+    "other": "Mostly other native code, which takes",
+    "idle": "Waiting-bound: the main thread waits (sleep, I/O, locks, device sync)",
+}
+
+
+def pct(value: float) -> str:
+    """Return a share as people read it: 68%, 4.2%, 0.3%."""
+    return f"{value:.0f}%" if value >= 10 else f"{value:.1f}%"
+
+
+def wall_line(h: Header) -> str:
+    """The baseline's wall time with its spread, how many runs, how they ended."""
+    parts = []
+    if h.wall is not None:
+        spread = ""
+        if h.wall.n > 1:
+            spread = f", {fmt_seconds(h.wall.minimum)} to {fmt_seconds(h.wall.maximum)}"
+        parts.append(f"baseline {fmt_seconds(h.wall.median)} (median of {h.wall.n}{spread})")
+    parts.append("every run exited 0" if not h.failures else
+                 f"{len(h.failures)} of {h.runs} runs did not exit 0")
+    parts.append(f"{h.runs} runs, {fmt_seconds(h.duration_s)} in all")
+    parts.append(f"perfstack {h.perfstack_version}")
+    return " · ".join(parts)
+
+
+def printed_caption(h: Header) -> str:
+    """Which run's printed lines the report shows, and why that one."""
+    return f"the workload printed (run {h.printed_by}, the median run by {h.printed_median_of}):"
+
+
+def answer_lines(view: View) -> list[str]:
+    """The headline: what bounds the workload, the workload's own hottest function, and the
+    top finding; each sentence carries its number and who measured it."""
+    h = view.headline
+    out = []
+    if h.bound is not None and h.bound_share is not None:
+        words = BOUND_WORDS.get(h.bound, f"{h.bound_title}:")
+        out.append(f"{words} {pct(h.bound_share)} of the wall time ({h.bound_source}).")
+    else:
+        out.append("No time budget was measured (the pyspy backend gives one).")
+    if h.hottest is not None:
+        node = h.hottest
+        share = f", {pct(node.share)} of its run's wall time" if node.share is not None else ""
+        gil = (f", GIL held {pct(node.gil_share)} of its samples"
+               if node.gil_share is not None and node.seconds_kind == "self" else "")
+        seconds = fmt_seconds(node.seconds) if node.seconds is not None else "?"
+        kind = ("in it and the library code it calls" if node.seconds_kind == "own"
+                else "of its own time")
+        out.append(f"Your hottest function: {node.label}: {seconds} {kind}{share}"
+                   f"{gil} ({node.source}).")
+    elif view.tree:
+        out.append("None of the sampled functions is in the workload's own files: see the "
+                   "drill-down for the library code it spends its time in.")
+    if h.finding is not None:
+        out.append(f"Top finding [{h.finding.severity}]: {h.finding.title}.")
+    return out
+
+
+def fmt_overhead(ratio: float | None, noise: float | None) -> str:
+    """A backend's overhead: '1.03x', or '0.98x (within noise)' when the baseline's own spread
+    covers the difference, '-' when there is none."""
+    if ratio is None:
+        return "-"
+    if noise is not None and abs(ratio - 1) <= 2 * noise:
+        return f"{ratio:.2f}x (in noise)"
+    return f"{ratio:.2f}x"
+
+
+def node_figures(node: Node) -> str:
+    """A drill-down line's numbers in words: '1.2 s self, 18% of wall, GIL 95%'."""
+    parts = []
+    if node.seconds is not None:
+        kind = "incl. libraries" if node.seconds_kind == "own" else node.seconds_kind
+        parts.append(f"{fmt_seconds(node.seconds)} {kind}")
+    elif node.samples is not None:
+        parts.append(f"{node.samples:,} samples")
+    if node.share is not None:
+        parts.append(f"{pct(node.share)} of wall")
+    if node.calls is not None:
+        parts.append(f"{node.calls:,} calls")
+    if node.gil_share is not None and node.seconds_kind == "self":
+        parts.append(f"GIL held {pct(node.gil_share)}")
+    return ", ".join(parts)
+
+
+def related_line(m: Metric, full: bool) -> str:
+    """A related figure: '83% of py-spy's samples holding the GIL (pyspy)'; with ``full``
+    the metric's name too."""
+    value = fmt_value(m.value, m.unit)
+    what = m.description or m.name
+    name = f" [{m.name}]" if full else ""
+    return f"{value:>6} {what} ({m.source}){name}"
+
+
+def beside_line(metrics: list[Metric]) -> str:
+    """The hardware figures beside the drill-down, in one line: 'CPU use 1.0 cpus (resources);
+    IPC n/a (not supported here) (perf)'."""
+    return "; ".join(f"{m.name} {fmt_value(m.value, m.unit, m.reason)} ({m.source})"
+                     for m in metrics)

@@ -1,0 +1,223 @@
+"""The answer first: one view of a report, from which text, markdown and HTML draw, so no two
+formats disagree; the first screen at 80 columns names the workload's own hottest function and
+the top finding; names are cut, numbers never; the workload's own code leads.
+
+One real profiled run of the bundled tiny_mlp workload (torch, py-spy, perf record, perf stat,
+oneDNN's verbose log, resources) is shared with the browser tests (``tiny_report``).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import perfstack
+from perfstack.analysis.budget import Node
+from perfstack.analysis.view import View, build
+from perfstack.render.words import (
+    STATUS_WORDS,
+    answer_lines,
+    fmt_overhead,
+    node_figures,
+    pct,
+    related_line,
+    wall_line,
+)
+from perfstack.report import Layer
+from perfstack.units import fmt_seconds, fmt_value
+from tests.conftest import ROOT, Result, perfstack_env
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_report: Path) -> Path:
+    """The shared real report of tiny_mlp (tests/conftest.py)."""
+    return tiny_report
+
+
+def show(report: Path, *args: str, columns: int = 80) -> Result:
+    proc = subprocess.run([sys.executable, "-m", "perfstack", "show", str(report), *args],
+                          cwd=report.parent, env=perfstack_env({"COLUMNS": str(columns)}),
+                          capture_output=True, text=True, timeout=120)
+    return Result(proc.returncode, proc.stdout, proc.stderr, report.parent)
+
+
+def flat(text: str, markup: str = "") -> str:
+    """Text as read, whatever the layout: every run of white space one space (a wrapped
+    sentence reads as one line); for ``markup`` "html" the tags gone and entities decoded, for
+    "markdown" its escapes undone."""
+    if markup == "html":
+        text = html.unescape(re.sub(r"<[^>]+>", " ", text))
+    elif markup == "markdown":
+        text = html.unescape(text.replace("\\", ""))
+    return re.sub(r"\s+", " ", text)
+
+
+def figures(view: View) -> list[str]:
+    """Every figure the view defines, as the words every format prints it with."""
+    out = [wall_line(view.header), *answer_lines(view)]
+    for ln in view.budget.lines:
+        out.append(f"{ln.share:.1f}%")
+        if ln.seconds is not None:
+            out.append(fmt_seconds(ln.seconds))
+    out += [related_line(m, True).strip() for ms in view.related.values() for m in ms]
+
+    def walk(nodes: list[Node]) -> None:
+        for node in nodes:
+            out.append(node_figures(node))
+            walk(node.children)
+
+    walk(view.tree)
+    for b in view.backends:
+        out.append(fmt_overhead(b.overhead, b.overhead_noise))
+        out.append(STATUS_WORDS[b.status])
+    out += [fmt_value(m.value, m.unit, m.reason) for m in view.metrics]
+    out += [f.title for f in view.findings]
+    return out
+
+
+def test_every_format_prints_the_same_figures(tiny: Path) -> None:
+    report = perfstack.load(tiny)
+    view = build(report, top=5, full=True)  # show's default --top
+    text = flat(show(tiny, "--full", columns=200).stdout)
+    markdown = flat(show(tiny, "--format", "markdown", "--full").stdout, "markdown")
+    page = show(tiny, "--format", "html")
+    assert page.code == 0, page.stderr
+    page_text = flat(page.stdout, "html")
+    wanted = figures(view)
+    assert len(wanted) > 40, wanted
+    for name, rendered in (("text", text), ("markdown", markdown), ("html", page_text)):
+        missing = [f for f in wanted if flat(f) not in rendered]
+        assert not missing, f"{name} lacks {missing[:8]}"
+
+
+def test_the_first_screen_at_80_columns_answers(tiny: Path) -> None:
+    report = perfstack.load(tiny)
+    view = build(report, top=5)
+    result = show(tiny)
+    assert result.code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert max(len(ln) for ln in lines) <= 80, [ln for ln in lines if len(ln) > 80]
+    first = flat("\n".join(lines[:25]))
+    hottest = view.headline.hottest
+    assert hottest is not None and hottest.ours, view.tree
+    assert hottest.share is not None
+    assert hottest.label.split(" (")[0] in first and pct(hottest.share) in first, first
+    top = view.findings[0]
+    assert top.title in first, (top.title, first)
+    # Short: the answer, the findings, the budget and the drill-down, not every table.
+    assert len(lines) <= 100, len(lines)
+    # The workload's own code leads; library code is folded by name, never shown by its
+    # absolute path inside a virtual environment.
+    assert "site-packages" not in result.stdout and str(ROOT) not in result.stdout.replace(
+        "$ python " + str(ROOT), "")
+    assert "[torch]" in result.stdout
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_names_are_cut_and_numbers_never(tiny: Path, columns: int) -> None:
+    report = perfstack.load(tiny)
+    result = show(tiny, "--full", columns=columns)
+    lines = result.stdout.splitlines()
+    assert max(len(ln) for ln in lines) <= columns
+    text = result.stdout
+    for m in report.metrics:
+        assert fmt_value(m.value, m.unit, None if m.value is not None else "n/a") in text, m.name
+    for ln in build(report).budget.lines:
+        assert f"{ln.share:.1f}%" in text
+
+
+def test_all_frames_shows_the_library_functions(tiny: Path) -> None:
+    folded = show(tiny, "--depth", "1").stdout
+    every = show(tiny, "--depth", "1", "--all-frames").stdout
+    tree = every[every.index("Drill-down"):every.index("Layers")]
+    assert "[torch]" not in tree and "[torch]" in folded
+    assert re.search(r"\w+\.(forward|backward|step)|_engine_run_backward|sgd", tree), tree
+
+
+def test_the_printed_lines_are_the_median_runs(tiny: Path) -> None:
+    report = perfstack.load(tiny)
+    view = build(report)
+    throughput = report.metric("throughput")
+    assert throughput is not None and throughput.value is not None
+    assert view.header.printed_median_of == "throughput"
+    printed = next(ln for ln in view.header.printed if ln.startswith("throughput:"))
+    value = float(printed.split(":")[1].split()[0])
+    assert value == pytest.approx(float(throughput.value), rel=1e-3)
+
+
+def test_backend_states_say_what_happened(tiny: Path) -> None:
+    report = perfstack.load(tiny)
+    text = show(tiny).stdout
+    block = text[text.index("Backends"):]
+    for b in report.backends:
+        row = next(ln for ln in block.splitlines() if ln.strip().startswith(b.name + " "))
+        assert STATUS_WORDS[b.status.value] in row, row
+    perf = report.backend("perf")
+    assert perf is not None
+    counted = [r for r in report.layers[Layer.HARDWARE] if r.source == "perf"
+               and "value" in r.values]
+    unreadable = [r for r in counted if r.values["value"].value is None]
+    # ok only when every counter counted; partial when some could not be read here
+    assert perf.status.value == ("partial" if unreadable else "ok"), (perf.status, unreadable)
+
+
+def test_raw_outputs_are_pointed_to_with_their_openers(tiny: Path) -> None:
+    text = show(tiny).stdout
+    block = text[text.index("Raw outputs"):]
+    trace = re.search(r"torch trace: (\S+\.pt\.trace\.json)", block)
+    assert trace, block
+    folder = re.search(r"Raw outputs, in (\S+)/", block)
+    base = tiny.parent / folder[1] if folder else tiny.parent
+    assert (base / trace[1]).is_file()
+    assert "ui.perfetto.dev" in block and "speedscope" in block and "perf report -i" in block
+
+
+def test_markdown_show_has_the_budget_and_the_drill_down(tiny: Path) -> None:
+    md = show(tiny, "--format", "markdown").stdout
+    assert "**Answer.**" in md
+    assert md.index("### Findings") < md.index("### Where the time goes") \
+        < md.index("### Drill-down")
+    assert "<details>" in md
+
+
+def test_the_html_charts_draw_the_drill_down_rows(tiny: Path) -> None:
+    report = perfstack.load(tiny)
+    view = build(report, top=5, full=True)
+    page = show(tiny, "--format", "html").stdout
+    chart = page[page.index('id="top-functions"'):]
+    chart = chart[:chart.index("</svg>")]
+    labels = [html.unescape(t) for t in re.findall(r"<text[^>]*><title>([^<]*)</title>", chart)]
+    assert labels == [n.label for n in view.tree if n.seconds is not None]
+
+
+def test_load_gives_records_and_dataframes(tiny: Path) -> None:
+    report = perfstack.load(str(tiny))
+    records = report.records("python")
+    assert records and {"key", "name", "source"} <= set(records[0])
+    timed = [r for r in records if r.get("self_time") is not None]
+    assert timed and all(r["self_time_unit"] == "s" for r in timed)
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="pip install pandas"):
+            report.dataframe("python")
+    else:
+        frame = report.dataframe("python")
+        assert len(frame) == len(records)
+
+
+def test_umask_is_respected(tiny: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.md"
+    old = os.umask(0o022)
+    try:
+        result = show(tiny, "--format", "markdown", "-o", str(out))
+    finally:
+        os.umask(old)
+    assert result.code == 0, result.stderr
+    assert out.stat().st_mode & 0o777 == 0o644
