@@ -402,8 +402,10 @@ class PySpyBackend(Backend):
                                    _unsampled_start(ctx.artifact_dir, outcome))
             notes.append("time budget: the time before py-spy started counts as start-up; "
                          "its attach (~0.1-0.2 s) counts as waiting")
-        return Collected(rows=rows, metrics=metrics, notes=notes, artifacts={
-            "speedscope": ctx.artifact_dir / "profile.speedscope.json"})
+        artifacts = {"speedscope": ctx.artifact_dir / "profile.speedscope.json"}
+        if (ctx.artifact_dir / "gil.speedscope.json").is_file():
+            artifacts["gil_speedscope"] = ctx.artifact_dir / "gil.speedscope.json"
+        return Collected(rows=rows, metrics=metrics, notes=notes, artifacts=artifacts)
 
 
 #: Share of samples (%) under torch's data-loading code from which loading is the bottleneck.

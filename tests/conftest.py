@@ -112,3 +112,13 @@ def tiny_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
         cwd=cwd, env=perfstack_env(), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return cwd / "report.json"
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """A headless Chromium and its chromedriver (Debian's packages, installed once per machine
+    when root, by scripts/install-chromium.sh); returns the browser's path."""
+    proc = subprocess.run([str(ROOT / "scripts" / "install-chromium.sh")], capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout.strip().splitlines()[-1]

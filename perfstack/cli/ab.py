@@ -25,7 +25,7 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
     from perfstack import ab, rundir
     from perfstack.analysis.diff import diff
     from perfstack.backend import Workload
-    from perfstack.cli.diff import emit, percent
+    from perfstack.cli.diff import diff_formats, emit, percent
     from perfstack.cli.progress import QuietProgress, TerminalProgress
     from perfstack.cli.run import (
         add_session_options,
@@ -51,7 +51,7 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
     parser.add_argument("--rev", action="append", default=[], metavar="REV",
                         help="a git revision (twice: BASE then NEW) to check the script's "
                         "repository out at, in temporary worktrees")
-    parser.add_argument("--format", choices=["text", "markdown", "json"], default="text")
+    parser.add_argument("--format", choices=diff_formats(plugins), default="text")
     parser.add_argument("--fail-on-regression", type=percent, metavar="PCT",
                         help="exit 1 when a metric regressed significantly by more than PCT")
     parser.add_argument("--top", type=int, default=10, metavar="N",
@@ -124,7 +124,7 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
     print(f"reports: {run_dir / 'base' / 'report.json'} and {run_dir / 'new' / 'report.json'}",
           file=sys.stderr)
     code = emit(diff(*reports, labels[0], labels[1]), ns.format, ns.top,
-                ns.fail_on_regression, ns.output)
+                ns.fail_on_regression, ns.output, plugins)
     if not all(r.run.complete for r in reports):
         print("perfstack: interrupted; the comparison above is partial", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -51,7 +51,8 @@ def cmd_diff(plugins: Plugins, argv: list[str]) -> int:
                     epilog="example: perfstack diff base.json new.json --fail-on-regression 5%")
     parser.add_argument("reports", nargs="*", type=Path, metavar="REPORT",
                         help="BASE and NEW (default: the two newest runs in the run folder)")
-    parser.add_argument("--format", choices=["text", "markdown", "json"], default="text")
+    parser.add_argument("--format", choices=diff_formats(plugins), default="text",
+                        help="text, markdown, json, or a renderer's page (html)")
     parser.add_argument("--fail-on-regression", type=percent, metavar="PCT",
                         help="exit 1 when a metric that must not get worse regressed "
                         "significantly by more than PCT (e.g. 5%%)")
@@ -78,18 +79,31 @@ def cmd_diff(plugins: Plugins, argv: list[str]) -> int:
     if refused is not None:
         raise errors.UsageError(refused)
     result = diff(base, new, str(base_path), str(new_path), session_noise=args.session_noise)
-    return emit(result, args.format, args.top, args.fail_on_regression, args.output)
+    return emit(result, args.format, args.top, args.fail_on_regression, args.output, plugins)
+
+
+def diff_formats(plugins: Plugins) -> list[str]:
+    """The formats a diff can be written in: ours, and every renderer that draws diffs."""
+    from perfstack.render import renderers
+
+    drawn = [name for name, r in renderers(plugins).items() if hasattr(r, "render_diff")]
+    return ["text", "markdown", "json", *sorted(drawn)]
 
 
 def emit(result: Diff, fmt: str, top: int, threshold: float | None,
-         output: Path | None) -> int:
+         output: Path | None, plugins: Plugins | None = None) -> int:
     """Write a diff in ``fmt`` to ``output`` (stdout when None); return the exit code: 1 when
     ``threshold`` is set and a metric regressed beyond it."""
     from perfstack.cli.show import output_width
+    from perfstack.render import RenderOptions, renderers
     from perfstack.render.diff import render_markdown, render_text
     from perfstack.reportfile import write_text_atomic
 
-    if fmt == "json":
+    drawn = renderers(plugins).get(fmt) if plugins is not None else None
+    if drawn is not None and hasattr(drawn, "render_diff"):
+        options = RenderOptions(top=top, output_dir=output.parent.resolve() if output else None)
+        text = drawn.render_diff(result, options)
+    elif fmt == "json":
         text = json.dumps(result.to_dict(threshold), indent=1) + "\n"
     elif fmt == "markdown":
         text = render_markdown(result, top, threshold)

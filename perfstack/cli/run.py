@@ -237,7 +237,8 @@ def _write_html(plugins: Plugins, report: Any, report_path: Path, html_path: Pat
         raise errors.UsageError("--html: no html renderer is installed (is the html plugin "
                                 "disabled?)")
     write_text_atomic(html_path, found.render(report, RenderOptions(
-        top=top, depth=depth, report_dir=report_path.parent.resolve())))
+        top=top, depth=depth, report_dir=report_path.parent.resolve(),
+        output_dir=html_path.parent.resolve())))
 
 
 def cmd_run(plugins: Plugins, argv: list[str]) -> int:

@@ -109,7 +109,8 @@ def cmd_show(plugins: Plugins, argv: list[str]) -> int:
     text = renderer.render(report, RenderOptions(
         top=ns.top, depth=ns.depth, width=output_width(), color=to_terminal,
         report_dir=path.parent.resolve(), layer_providers=_layer_providers(plugins.backends()[0]),
-        full=ns.full, all_frames=ns.all_frames))
+        full=ns.full, all_frames=ns.all_frames,
+        output_dir=ns.output.parent.resolve() if ns.output is not None else None))
     if ns.output is not None:
         from perfstack.reportfile import write_text_atomic
 

@@ -30,6 +30,9 @@ class RenderOptions:
     report_dir: Path | None = None
     full: bool = False  # every metric, not only those a person reads by default
     all_frames: bool = False  # library functions one by one, not folded into their package
+    #: the folder the output is written to, when it is a file: links to artifacts are made
+    #: relative to it
+    output_dir: Path | None = None
 
 
 class Renderer:

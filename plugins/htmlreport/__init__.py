@@ -1,0 +1,167 @@
+"""The ``html`` format: one self-contained, interactive page that works offline.
+
+``perfstack show report.json --format html -o report.html`` (and ``perfstack run --html``).
+Panes after the TensorBoard profiler's: Overview (the answer, findings, where the time goes,
+the drill-down, the backends, the metrics, the raw outputs), Python (a flame graph to zoom and
+search, a call tree, every function), Ops (every op, sortable, searchable, grouped by name or
+by name and shapes, its callers and kernels one click away), Kernels, Hardware, and
+Distributed when there are ranks. ``perfstack diff A B --format html`` draws the comparison.
+
+Everything is in the file: the CSS and the script (``report.css``, ``report.js`` beside this
+module, written here, no library) and the data as JSON, which the script writes into the page
+with ``textContent`` only, so a workload's ``<script>`` stays text. Nothing is fetched.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from perfstack import hookimpl
+from perfstack.analysis.diff import Diff
+from perfstack.analysis.view import View, build
+from perfstack.render import Renderer, RenderOptions
+from perfstack.report import Layer, Report
+
+from . import page
+from .charts import LAYER_COLOURS, bar_chart, esc, timeseries
+from .diffpage import diff_panes
+from .flame import flame_tree
+from .tables import layer_tables
+
+PANE_TITLES = {"pane-overview": "Overview", "pane-python": "Python", "pane-ops": "Ops",
+               "pane-kernels": "Kernels", "pane-hardware": "Hardware",
+               "pane-distributed": "Distributed"}
+LAYER_OF_PANE = {"pane-python": Layer.PYTHON, "pane-ops": Layer.FRAMEWORK,
+                 "pane-kernels": Layer.KERNEL, "pane-hardware": Layer.HARDWARE}
+
+
+def _asset(name: str) -> str:
+    return resources.files(__package__).joinpath(name).read_text("utf-8")
+
+
+def script_json(data: Any) -> str:
+    """JSON that is safe inside a ``<script>`` element: no ``<``, ``>`` or ``&`` as such."""
+    return (json.dumps(data, separators=(",", ":"), allow_nan=False)
+            .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
+def document(title: str, tabs: list[tuple[str, str]], panes: str, data: dict[str, Any]) -> str:
+    """The whole page: styles, tabs, panes, the data and the script, in one file."""
+    nav = "".join(f'<a href="#{pid}" role="tab" aria-selected="false">{esc(label)}</a>'
+                  for pid, label in tabs)
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{esc(title)}</title><style>{_asset('report.css')}</style></head><body>"
+            f'<nav class="tabs" role="tablist">{nav}</nav>{panes}'
+            f'<script type="application/json" id="perfstack-data">{script_json(data)}</script>'
+            f"<script>{_asset('report.js')}</script></body></html>\n")
+
+
+def _tables_html(specs: dict[str, dict[str, Any]], empty: str) -> str:
+    if not specs:
+        return f'<p class="muted">{esc(empty)}</p>'
+    out = []
+    for spec in specs.values():
+        notes = "".join(f"<li>{esc(n)}</li>" for n in spec["notes"])
+        out.append(f'<section><h3>from {esc(spec["source"])} ({len(spec["rows"])} rows)</h3>'
+                   f'<div class="table" id="table-{esc(spec["id"])}"></div>'
+                   + (f'<ol class="muted">{notes}</ol>' if notes else "") + "</section>")
+    return "".join(out)
+
+
+def _top_ops(view: View) -> str:
+    items: list[tuple[str, float, str]] = []
+    for t in view.layers.get("framework", []):
+        column = next((c for c in t.columns if any(
+            c in r.values and r.values[c].unit == "s" for r in t.rows)), None)
+        if column is None:
+            continue
+        for row, name in zip(t.rows, t.names, strict=True):
+            q = row.values.get(column)
+            if q is not None and isinstance(q.value, (int, float)):
+                items.append((name, float(q.value), f"{q.value * 1e3:.3g} ms {column}"))
+        break
+    return ("<h3>Top ops</h3>" + bar_chart("top-ops", items, LAYER_COLOURS["framework"]))
+
+
+def _distributed(report: Report) -> str | None:
+    ranked = [m for m in report.metrics if "[rank" in m.name
+              or m.name in ("slowest_rank", "straggler_gap")]
+    if not ranked:
+        return None
+    from perfstack.units import fmt_value
+
+    rows = "".join(f"<tr><td>{esc(m.name)}</td><td class=\"num\">"
+                   f"{esc(fmt_value(m.value, m.unit, m.reason))}</td><td>{esc(m.source)}</td></tr>"
+                   for m in ranked)
+    found = "".join(f"<li>{esc(f.title)}</li>" for f in report.findings
+                    if f.rule.startswith("dist."))
+    return ("<h2>Ranks</h2><div class=\"scroll\"><table><tr><th>metric</th><th class=\"num\">"
+            f"value</th><th>source</th></tr>{rows}</table></div>"
+            + (f"<h3>Findings</h3><ul>{found}</ul>" if found else ""))
+
+
+def render_report(report: Report, options: RenderOptions, page_dir: Path | None = None) -> str:
+    """Return the interactive page of one report."""
+    view = build(report, top=options.top, depth=options.depth, full=True,
+                 all_frames=options.all_frames, report_dir=options.report_dir)
+    tables = {layer: layer_tables(report, layer) for layer in Layer}
+    flame, flame_why = flame_tree(report, options.report_dir)
+    overview = "".join([
+        page.header(view), page.answer(view), page.findings(view), page.budget(view),
+        page.drill_down(view), page.top_functions(view), page.backends(view),
+        page.metrics(view), page.artifacts(view, options.report_dir, page_dir)])
+    python = ('<h2>Flame graph of the Python stacks</h2>'
+              + ('<div id="flame-box"></div><h2>Call tree</h2><div id="tree-box"></div>'
+                 if flame else f'<p class="muted" id="flamegraph-empty">{esc(flame_why)}</p>')
+              + "<h2>Functions</h2>"
+              + _tables_html(tables[Layer.PYTHON], "no Python rows (--plugins pyspy)"))
+    ops = ("<h2>Ops</h2>" + _top_ops(view)
+           + _tables_html(tables[Layer.FRAMEWORK], "no op rows (--plugins torch)"))
+    busy = [m for m in report.metrics if m.name in ("budget.gpu_kernels", "torch_device_time")]
+    kernels = ("<h2>Kernels</h2>" + "".join(
+        f"<p>{esc(m.name)}: {m.value:.3g} {esc(m.unit)} ({esc(m.source)})</p>" for m in busy
+        if m.value is not None)
+        + _tables_html(tables[Layer.KERNEL], "no kernel rows (--plugins torch, onednn, "
+                                             "perftop)"))
+    hardware = ("<h2>Hardware</h2>" + _tables_html(tables[Layer.HARDWARE],
+                                                    "no hardware rows (--plugins perf, nvml)")
+                + (timeseries(report, options.report_dir) if report.backend("nvml") else ""))
+    panes = {"pane-overview": overview, "pane-python": python, "pane-ops": ops,
+             "pane-kernels": kernels, "pane-hardware": hardware}
+    distributed = _distributed(report)
+    if distributed:
+        panes["pane-distributed"] = distributed
+    body = "".join(f'<main class="pane" id="{pid}" hidden>{content}</main>'
+                   for pid, content in panes.items())
+    data = {"tables": {tid: spec for specs in tables.values() for tid, spec in specs.items()},
+            "flame": flame, "flameGil": bool(flame and flame["g"])}
+    return document("perfstack: " + " ".join(report.run.command),
+                    [(pid, PANE_TITLES[pid]) for pid in panes], body, data)
+
+
+class HtmlRenderer(Renderer):
+    """One self-contained interactive page: panes, tables, a flame graph; no network."""
+
+    name = "html"
+    description = "one self-contained interactive page: panes, tables, a flame graph (offline)"
+    output_file_extension = ".html"
+
+    def render(self, report: Report, options: RenderOptions) -> str:
+        """Return the report as an HTML document: the full view (every metric, every
+        finding's evidence), the same figures as the text and markdown reports."""
+        return render_report(report, options, options.output_dir)
+
+    def render_diff(self, d: Diff, options: RenderOptions) -> str:
+        """Return the comparison of two reports as an HTML document."""
+        tabs, body, data = diff_panes(d, options)
+        return document(f"perfstack diff: {d.base} -> {d.new}", tabs, body, data)
+
+
+@hookimpl
+def perfstack_renderers() -> list[Renderer]:
+    """Provide the html renderer."""
+    return [HtmlRenderer()]

@@ -1,0 +1,85 @@
+"""``perfstack diff A B --format html``: the comparison as panes, with the verdicts and the noise.
+
+The Overview holds the headline, the environment, the machine's drift and every metric with
+its verdict; each layer's pane holds its changed rows (both sides, the change, the change with
+the machine's drift taken out, the verdict), sortable and searchable like a report's tables.
+The words are the text and markdown diff's (``perfstack.render.diff``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perfstack.analysis.diff import Diff
+from perfstack.render import RenderOptions
+from perfstack.render.diff import environment_lines, fmt_change, headline, row_verdict
+from perfstack.units import fmt_value
+
+from .charts import esc
+
+PANES = {"python": ("pane-python", "Python"), "framework": ("pane-ops", "Ops"),
+         "kernel": ("pane-kernels", "Kernels"), "hardware": ("pane-hardware", "Hardware")}
+
+
+def _num(value: float | None, unit: str) -> list[Any]:
+    return [value, fmt_value(value, unit) if value is not None else ""]
+
+
+def _change(change: float | None) -> list[Any]:
+    return [change, fmt_change(change)]
+
+
+def diff_panes(d: Diff, options: RenderOptions) -> tuple[list[tuple[str, str]], str,
+                                                          dict[str, Any]]:
+    """Return the tabs, the panes' markup and the tables' data of a diff page."""
+    verdict_rows = "".join(
+        f"<tr><td>{esc(m.name)}</td><td>{esc(m.source)}</td>"
+        f'<td class="num">{esc(fmt_value(m.base, m.unit) if m.base is not None else "")}</td>'
+        f'<td class="num">{esc(fmt_value(m.new, m.unit) if m.new is not None else "")}</td>'
+        f'<td class="num">{esc(fmt_change(m.change))}</td>'
+        f'<td class="num">{esc(fmt_change(m.corrected_change))}</td>'
+        f'<td class="verdict-{esc(m.verdict.replace(" ", "-"))}">{esc(m.verdict)}</td>'
+        f'<td class="muted">{esc(m.reason)}</td></tr>' for m in d.metrics)
+    overview = (
+        f'<header id="header"><h1>perfstack diff</h1><p class="mono">{esc(d.base)} → '
+        f'{esc(d.new)}</p></header><section id="answer"><h2>Answer</h2><p class="answer">'
+        f"{esc(headline(d, None))}</p>"
+        + "".join(f"<p>{esc(line)}</p>" for line in environment_lines(d))
+        + f"<p>{esc(d.machine.describe())}</p></section>"
+        '<section id="metrics"><h2>Metrics</h2><div class="scroll"><table><tr><th>metric</th>'
+        '<th>source</th><th class="num">base</th><th class="num">new</th><th class="num">'
+        'change</th><th class="num">machine drift out</th><th>verdict</th><th>why</th></tr>'
+        f"{verdict_rows}</table></div></section>"
+        f'<section id="noise"><h2>Noise</h2><p class="muted">{esc(d.row_noise_reason)}</p>'
+        "</section>")
+    tabs = [("pane-overview", "Overview")]
+    panes = [f'<main class="pane" id="pane-overview" hidden>{overview}</main>']
+    tables: dict[str, Any] = {}
+    for layer, changes in d.rows.items():
+        if not changes or layer not in PANES:
+            continue
+        pane, title = PANES[layer]
+        by_source: dict[str, list[Any]] = {}
+        for r in changes:
+            by_source.setdefault(r.source, []).append(r)
+        parts = [f"<h2>{esc(title)}: what changed</h2>"]
+        for source, rows in by_source.items():
+            tid = f"diff-{layer}-{source}"
+            tables[tid] = {
+                "id": tid, "title": f"{layer} changes from {source}", "sort": 5,
+                "columns": [{"title": "name"}, {"title": "by"},
+                            {"title": "base", "num": True}, {"title": "new", "num": True},
+                            {"title": "change", "num": True},
+                            {"title": "|moved|", "num": True},
+                            {"title": "drift out", "num": True}, {"title": "verdict"}],
+                "rows": [{"k": r.key, "c": [
+                    r.display or r.name, r.by, _num(r.base, r.unit), _num(r.new, r.unit),
+                    _change(r.change),
+                    _num(abs(r.delta) if r.delta is not None else None, r.unit),
+                    _change(r.corrected_change), row_verdict(r)]} for r in rows],
+                "notes": [], "source": source}
+            parts.append(f'<section><h3>from {esc(source)} ({len(rows)} rows)</h3>'
+                         f'<div class="table" id="table-{esc(tid)}"></div></section>')
+        tabs.append((pane, title))
+        panes.append(f'<main class="pane" id="{pane}" hidden>{"".join(parts)}</main>')
+    return tabs, "".join(panes), {"tables": tables, "flame": None, "flameGil": False}

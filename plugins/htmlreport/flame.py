@@ -1,0 +1,71 @@
+"""The flame graph's data: py-spy's sampled stacks merged into one tree, as JSON.
+
+Each frame is ``{n: name, v: seconds, g: seconds holding the GIL, o: the workload's own code,
+c: children}``. The GIL figure comes from py-spy's second (``--gil``) profile of the same run,
+matched by the same stack. Frames under 0.05% of the samples are left out, so the page's size
+follows what can be seen, not the profile's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from perfstack.analysis.origin import origin, workload_dir
+from perfstack.report import Report
+
+from ..artifacts import artifact, read_speedscope, walk_tree
+
+#: Frames below this share of all samples are not drawn (nor sent).
+MIN_SHARE = 0.0005
+
+
+def _label(key: str, home: str | None) -> tuple[str, bool]:
+    """'func (short/path.py:12)' and whether it is the workload's own code."""
+    func, _, where = key.partition(" (")
+    file, _, line = where.rstrip(")").rpartition(":")
+    if not file:
+        return key, False
+    place = origin(file, home)
+    return f"{func} ({place.path}:{line})", place.ours
+
+
+def _gil_tree(report: Report, base: Path | None) -> dict[str, Any] | None:
+    path = artifact(report, base, "pyspy", "gil_speedscope")
+    if path is None:
+        return None
+    try:
+        return walk_tree(read_speedscope(path))
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def flame_tree(report: Report, base: Path | None) -> tuple[dict[str, Any] | None, str | None]:
+    """Return the flame graph's tree, or None and why there is none."""
+    path = artifact(report, base, "pyspy", "speedscope")
+    if path is None:
+        return None, "no py-spy profile beside this report (run with --plugins pyspy)"
+    try:
+        tree = walk_tree(read_speedscope(path))
+    except (OSError, ValueError, KeyError) as exc:
+        return None, f"the py-spy profile could not be read: {exc}"
+    gil = _gil_tree(report, base)
+    home = workload_dir(report)
+    total = float(tree["value"]) or 1.0
+
+    def convert(node: dict[str, Any], held: dict[str, Any] | None, top: bool) -> dict[str, Any]:
+        name, ours = (str(node["name"]), False) if top else _label(str(node["name"]), home)
+        children = [convert(child, (held or {}).get("children", {}).get(key), False)
+                    for key, child in node["children"].items()
+                    if child["value"] / total >= MIN_SHARE]
+        value = float(node["value"])
+        # Two samplers, two sample counts: the GIL-held time is capped at the frame's own.
+        return {"n": name, "v": round(value, 6),
+                "g": round(min(value, float(held["value"])), 6) if held else 0.0, "o": ours,
+                "c": children}
+
+    root = convert(tree, gil, True)
+    root["n"] = "all threads"
+    for thread in root["c"]:  # thread names are not code
+        thread["o"] = False
+    return root, None

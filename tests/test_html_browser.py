@@ -1,0 +1,254 @@
+"""The interactive HTML report in a real browser: Debian's Chromium, driven through its
+chromedriver with Selenium, on real reports (tiny_mlp profiled by six backends, ResNet-50, a
+report of 20,000 op rows, a diff). Each test does what a person does: sorts a table and reads
+the order, searches the flame graph, zooms and resets, opens a tree node, follows a function
+to its ops; the page must log no error, and at 1400 and 800 px nothing may be drawn past the
+window. Screenshots are saved (``PERFSTACK_SCREENSHOTS=DIR`` keeps them; docs/html.md).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from PIL import Image
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support.ui import WebDriverWait
+
+from perfstack.report import Layer, Quantity, Row
+from perfstack.reportfile import load_report, save_report
+from tests.conftest import ROOT, perfstack_env
+
+UNITS = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}
+
+
+def _chromedriver() -> str:
+    for path in ("/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"):
+        if os.path.exists(path):
+            return path
+    raise AssertionError("no chromedriver: scripts/install-chromium.sh installs Debian's")
+
+
+@pytest.fixture(scope="module")
+def browser(chromium: str) -> Iterator[WebDriver]:
+    """Headless Chromium under chromedriver, offline, logging the page's console."""
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--disable-extensions", "--no-first-run"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(_chromedriver()), options=options)
+    driver.set_page_load_timeout(120)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _open(driver: WebDriver, page: Path, width: int = 1400) -> None:
+    driver.set_window_size(width, 1000)
+    driver.get(page.resolve().as_uri())
+    WebDriverWait(driver, 60).until(
+        lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
+    body = driver.find_element(By.TAG_NAME, "body")
+    assert body.get_attribute("data-errors") is None, body.get_attribute("data-errors")
+
+
+def _console_errors(driver: WebDriver) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def _pane(driver: WebDriver, name: str) -> WebElement:
+    driver.find_element(By.CSS_SELECTOR, f'nav.tabs a[href="#pane-{name}"]').click()
+    pane = driver.find_element(By.ID, f"pane-{name}")
+    assert pane.is_displayed()
+    return pane
+
+
+def _seconds(text: str) -> float:
+    number, unit = text.split()
+    return float(number.replace(",", "")) * UNITS[unit]
+
+
+def _column(table: WebElement, title: str) -> tuple[int, list[str]]:
+    heads = [th.text.rstrip(" ▲▼") for th in table.find_elements(By.CSS_SELECTOR, "thead th")]
+    i = heads.index(title)
+    cells = [tr.find_elements(By.TAG_NAME, "td")[i].text
+             for tr in table.find_elements(By.CSS_SELECTOR, "tbody tr:not(.detail)")]
+    return i, cells
+
+
+def _sort(pane: WebElement, table_id: str, title: str, descending: bool) -> WebElement:
+    """Click a column's header until the table is sorted by it the wanted way; the table."""
+    for _ in range(3):
+        table = pane.find_element(By.CSS_SELECTOR, f'table[data-table="{table_id}"]')
+        head = table.find_element(By.XPATH, f'.//th[button[text()="{title}"]]')
+        if head.get_attribute("aria-sort") == ("descending" if descending else "ascending"):
+            return table
+        head.find_element(By.TAG_NAME, "button").click()
+    raise AssertionError(f"{table_id} would not sort by {title}")
+
+
+def _no_overflow(driver: WebDriver, shots: Path, name: str) -> None:
+    """Nothing past the window's right edge, on every pane; a screenshot of each, inspected."""
+    for tab in driver.find_elements(By.CSS_SELECTOR, "nav.tabs a"):
+        tab.click()
+        pane = tab.get_attribute("href").split("#")[1]
+        wide = driver.execute_script(
+            "return document.documentElement.scrollWidth - window.innerWidth")
+        assert wide <= 0, f"{pane} is {wide}px wider than the window"
+        shot = shots / f"{name}-{pane}.png"
+        driver.save_screenshot(str(shot))
+        image = Image.open(shot).convert("RGB")
+        colours = image.getcolors(maxcolors=1 << 20) or []
+        assert len(colours) > 10, f"{shot}: a blank page"
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    keep = os.environ.get("PERFSTACK_SCREENSHOTS")
+    folder = Path(keep) if keep else tmp_path_factory.mktemp("screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def test_tiny_mlp_sorts_searches_zooms_and_links(browser: WebDriver, tiny_report: Path,
+                                                 shots: Path) -> None:
+    page = tiny_report.with_suffix(".html")
+    _open(browser, page)
+    # Ops: sort by self time, both ways, and read the order off the page.
+    ops = _pane(browser, "ops")
+    table = _sort(ops, "framework-torch", "self", descending=True)
+    values = [_seconds(c) for c in _column(table, "self")[1] if c]
+    assert len(values) > 5 and values == sorted(values, reverse=True), values[:10]
+    table = _sort(ops, "framework-torch", "self", descending=False)
+    values = [_seconds(c) for c in _column(table, "self")[1] if c]
+    assert values == sorted(values), values[:10]
+    # Group by op name: fewer rows, each summing its shapes.
+    group = ops.find_element(By.CSS_SELECTOR, '[data-role="group"]')
+    group.click()
+    grouped = ops.find_element(By.CSS_SELECTOR, 'table[data-table="framework-torch"]')
+    names = [td.text for td in grouped.find_elements(By.CSS_SELECTOR, "td.name")]
+    assert any(n.startswith("aten::mm (") and n.endswith("shapes)") for n in names), names
+    group.click()  # back to one row per shape
+    # Python: search the flame graph, zoom into a match, reset.
+    python = _pane(browser, "python")
+    search = python.find_element(By.CSS_SELECTOR, '[data-role="flame-search"]')
+    search.send_keys("one_batch")
+    matches = python.find_elements(By.CSS_SELECTOR, "#flamegraph div.match")
+    assert matches, "no flame graph frame matches one_batch"
+    status = python.find_element(By.CSS_SELECTOR, '[data-role="flame-status"]').text
+    share = float(re.search(r"matches: ([\d.]+)%", status)[1])  # type: ignore[index]
+    assert 0 < share <= 100, status
+    matches[0].click()
+    flame = python.find_element(By.ID, "flamegraph")
+    assert flame.get_attribute("data-zoomed") == "1"
+    python.find_element(By.CSS_SELECTOR, '[data-role="flame-reset"]').click()
+    assert python.find_element(By.ID, "flamegraph").get_attribute("data-zoomed") == "0"
+    # The call tree opens a node.
+    toggle = python.find_element(By.CSS_SELECTOR, '#call-tree [data-role="tree-toggle"]')
+    toggle.click()
+    assert python.find_elements(By.CSS_SELECTOR, "#call-tree ul.tree li")
+    # Overview: a function of the drill-down leads to its ops.
+    overview = _pane(browser, "overview")
+    link = overview.find_element(By.CSS_SELECTOR, "a.ops-link")
+    function = link.get_attribute("data-filter")
+    link.click()
+    ops = browser.find_element(By.ID, "pane-ops")
+    assert ops.is_displayed()
+    box = ops.find_element(By.CSS_SELECTOR, '[data-role="search"]')
+    assert box.get_attribute("value") == function
+    rows = ops.find_elements(By.CSS_SELECTOR, 'table[data-table="framework-torch"] tbody tr')
+    assert rows and all(function in r.text for r in rows), function
+    # An op's row opens its callers and kernels; a kernel link leads to the Kernels pane.
+    rows[0].click()
+    detail = ops.find_element(By.CSS_SELECTOR, "tr.detail")
+    assert "called from" in detail.text
+    kernel_links = detail.find_elements(By.XPATH, './/b[text()="kernels it ran: "]/../a')
+    if kernel_links:
+        kernel_links[0].click()
+        assert browser.find_element(By.ID, "pane-kernels").is_displayed()
+    assert _console_errors(browser) == []
+    for width in (1400, 800):
+        browser.set_window_size(width, 1000)
+        _no_overflow(browser, shots, f"tiny-{width}")
+
+
+def test_twenty_thousand_rows_open_and_sort(browser: WebDriver, tiny_report: Path,
+                                            tmp_path: Path, shots: Path) -> None:
+    """A report with 20,000 op rows: the page shows a page of them, sorts and searches all."""
+    report = load_report(tiny_report)
+    template = report.layers[Layer.FRAMEWORK][0]
+    report.layers[Layer.FRAMEWORK] = [
+        Row(f"aten::op{i} [[{i}]]", f"aten::op{i % 500} [[{i}]]", template.source,
+            {"calls": Quantity(i % 7 + 1, "count"), "self": Quantity(1e-6 * (i % 997), "s")},
+            {"op": f"aten::op{i % 500}"}) for i in range(20_000)]
+    big = tmp_path / "big.json"
+    save_report(report, big)
+    html_path = tmp_path / "big.html"
+    proc = subprocess.run([sys.executable, "-m", "perfstack", "show", str(big), "--format",
+                           "html", "-o", str(html_path)], cwd=tmp_path, env=perfstack_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    _open(browser, html_path)
+    ops = _pane(browser, "ops")
+    count = ops.find_element(By.CSS_SELECTOR, ".count").text
+    assert count == "100 of 20000 rows", count
+    table = _sort(ops, "framework-torch", "self", descending=True)
+    values = [_seconds(c) for c in _column(table, "self")[1]]
+    assert values[0] == pytest.approx(996e-6) and values == sorted(values, reverse=True)
+    ops.find_element(By.CSS_SELECTOR, '[data-role="search"]').send_keys("aten::op499 ")
+    assert "matching" in ops.find_element(By.CSS_SELECTOR, ".count").text
+    assert _console_errors(browser) == []
+    _no_overflow(browser, shots, "big-1400")
+
+
+def test_resnet50_and_a_diff(browser: WebDriver, tmp_path: Path, shots: Path) -> None:
+    """ResNet-50's report, then two of its runs compared: the diff page's rows sort by how
+    much they moved."""
+    paths = []
+    for side in ("a", "b"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "perfstack", "run", "-q", "--plugins", "torch",
+             "--repeat", "2", "--warmup", "0", "--html", "-o", f"{side}.json",
+             str(ROOT / "workloads/resnet50.py"), "--", "--num-batches", "2",
+             "--image-size", "32", "--batch-size", "4"],
+            cwd=tmp_path, env=perfstack_env(), capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        paths.append(tmp_path / f"{side}.json")
+    _open(browser, paths[0].with_suffix(".html"))
+    ops = _pane(browser, "ops")
+    names = [td.text for td in ops.find_elements(By.CSS_SELECTOR, "td.name")]
+    assert any(n.startswith("aten::convolution") or "conv" in n for n in names), names[:10]
+    assert _console_errors(browser) == []
+    _no_overflow(browser, shots, "resnet50-800")
+    out = tmp_path / "diff.html"
+    proc = subprocess.run([sys.executable, "-m", "perfstack", "diff", str(paths[0]),
+                           str(paths[1]), "--format", "html", "-o", str(out)], cwd=tmp_path,
+                          env=perfstack_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    _open(browser, out)
+    overview = browser.find_element(By.ID, "pane-overview")
+    assert "regression" in overview.text and "wall time" in overview.text
+    ops = _pane(browser, "ops")
+    table_id = ops.find_element(By.CSS_SELECTOR, "table").get_attribute("data-table")
+    table = _sort(ops, table_id, "|moved|", descending=True)
+    moved = [_seconds(c) for c in _column(table, "|moved|")[1] if c]
+    assert moved and moved == sorted(moved, reverse=True)
+    assert _console_errors(browser) == []
+    for width in (1400, 800):
+        browser.set_window_size(width, 1000)
+        _no_overflow(browser, shots, f"diff-{width}")
+
+
