@@ -60,6 +60,13 @@ def report_metric(name: str, value: float, unit: str = "", better: str = "higher
     if _artifact_dir is None:
         return
     import json
+    import math
+    import sys
+
+    if not math.isfinite(float(value)):  # NaN or infinity is not a measurement
+        print(f"perfstack: report_metric({name!r}): {value} is not a value; not recorded",
+              file=sys.stderr)
+        return
 
     line = json.dumps({"name": name, "value": float(value), "unit": unit, "better": better})
     with open(os.path.join(_artifact_dir, METRICS_FILE), "a", encoding="utf-8") as fh:

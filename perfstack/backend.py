@@ -16,7 +16,7 @@ for measurements that cost nothing (the OS's resource accounting).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -45,7 +45,12 @@ class Availability:
 
 @dataclass(frozen=True)
 class Option:
-    """A backend option; it becomes the ``--<backend>-<name>`` flag of ``perfstack run``."""
+    """A backend option; it becomes the ``--<backend>-<name>`` flag of ``perfstack run``.
+
+    Its value is checked when the command line is parsed, before anything runs: ``type``
+    converts it, ``minimum``/``maximum`` bound a number, ``choices`` list the allowed values,
+    and ``check`` (a function of the converted value returning why it is wrong, or None)
+    does the rest. A bad value is one line and exit 2."""
 
     name: str
     help: str
@@ -53,6 +58,27 @@ class Option:
     type: type = str
     choices: Sequence[Any] | None = None
     flag: bool = False  # a switch (store_true) rather than a value
+    minimum: float | None = None
+    maximum: float | None = None
+    check: Callable[[Any], str | None] | None = None
+
+    def parse(self, text: str) -> Any:
+        """Convert and check a value given on the command line; raise ValueError with the
+        reason when it is not acceptable."""
+        try:
+            value = self.type(text)
+        except (TypeError, ValueError):
+            kind = {int: "a whole number", float: "a number"}.get(self.type, "valid")
+            raise ValueError(f"{text!r} is not {kind}") from None
+        if self.minimum is not None and value < self.minimum:
+            raise ValueError(f"must be at least {self.minimum:g}, got {text}")
+        if self.maximum is not None and value > self.maximum:
+            raise ValueError(f"must be at most {self.maximum:g}, got {text}")
+        if self.check is not None:
+            problem = self.check(value)
+            if problem:
+                raise ValueError(problem)
+        return value
 
 
 @dataclass(frozen=True)

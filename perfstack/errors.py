@@ -25,6 +25,16 @@ class UnknownPlugin(PerfstackError):
         super().__init__(f"unknown plugin {name!r} (installed: {listing}; see 'perfstack plugins')")
 
 
+class PluginModuleNotFound(UnknownPlugin):
+    """A module named with ``-p MODULE`` cannot be found."""
+
+    def __init__(self, module: str) -> None:
+        PerfstackError.__init__(self, f"-p {module}: no module named {module!r} (is it "
+                                "installed, and importable from here?)")
+        self.name = module
+        self.known = []
+
+
 class NotAReport(PerfstackError):
     """A file is not JSON, not a perfstack report, or does not match the report schema."""
 

@@ -19,6 +19,7 @@ import pluggy
 
 from perfstack import hookspecs
 from perfstack.backend import Backend
+from perfstack.errors import PluginModuleNotFound
 
 #: Decorates a plugin's hook implementations: ``@perfstack.hookimpl``.
 hookimpl = pluggy.HookimplMarker("perfstack")
@@ -161,6 +162,9 @@ def load_plugins(
             dist = getattr(ep, "dist", None)
             package = f"{dist.name} {dist.version}" if dist is not None else None
             infos[ep.name] = _register(pm, ep.name, package, ep.load)
+    for module in modules:  # named on the command line: a module that is not there is an error
+        if module not in skip and _missing(module):
+            raise PluginModuleNotFound(module)
     for module in [*modules_from_env(), *modules]:
         if module not in skip and module not in infos:
             infos[module] = _register(pm, module, None,
@@ -169,6 +173,16 @@ def load_plugins(
         if name not in skip:
             infos[name] = _register(pm, name, None, lambda p=plugin: p)
     return Plugins(pm, infos)
+
+
+def _missing(module: str) -> bool:
+    """Whether ``module`` cannot be found at all (as opposed to failing as it imports)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is None
+    except (ImportError, ValueError):  # its parent package is missing, or a bad name
+        return True
 
 
 def version_problem(plugin: object) -> str | None:

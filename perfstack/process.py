@@ -14,12 +14,13 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from perfstack import signals
 from perfstack.bootstrap import FAULTHANDLER_FILE, STACK_SIGNAL, STARTED_FILE
 from perfstack.report import ExitInfo
 
@@ -105,19 +106,6 @@ def read_started(folder: Path) -> tuple[int, int] | None:
         return None
 
 
-@contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    # A second Ctrl-C while we are stopping children must not leave them running.
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 class _Waiter(threading.Thread):
     def __init__(self, pid: int) -> None:
         super().__init__(name=f"perfstack-wait-{pid}", daemon=True)
@@ -185,7 +173,7 @@ def run_child(
     except KeyboardInterrupt:
         stop_reason = "interrupted"
     if stop_reason is not None:
-        with _sigint_ignored():
+        with signals.deferred():
             state.stop(waiter)
     state.poll_started()
     proc.returncode = waiter.status  # tell Popen the child is reaped

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
 import tempfile
+import zlib
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -65,9 +67,30 @@ def read_json(path: Path) -> Any:
         raise InputNotFound(f"{path}: no such file")
     try:
         with _open_text(path, "r") as fh:
-            return json.load(fh)
-    except (json.JSONDecodeError, UnicodeDecodeError, gzip.BadGzipFile, EOFError) as exc:
-        raise NotAReport(f"{path}: not valid JSON ({exc})") from None
+            return json.load(fh, parse_constant=_no_constants)
+    except (ValueError, UnicodeDecodeError, gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        # ValueError: not JSON, NaN or Infinity, an integer longer than Python reads
+        raise NotAReport(f"{path}: not valid JSON ({str(exc)[:200]})") from None
+    except RecursionError:
+        raise NotAReport(f"{path}: not valid JSON (nested too deeply to read)") from None
+    except OSError as exc:
+        raise NotAReport(f"{path}: cannot be read ({exc.strerror or exc})") from None
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def finite(data: Any) -> Any:
+    """Return ``data`` with every NaN or infinite float replaced by None (unknown), so the JSON
+    written is strict JSON that any reader accepts."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {k: finite(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [finite(v) for v in data]
+    return data
 
 
 def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
@@ -120,7 +143,13 @@ def load_report(path: Path) -> Report:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary file and a rename (gzip when it ends .gz)."""
+    """Write ``data`` to ``path`` via a temporary file and a rename (gzip when it ends .gz).
+
+    A path that exists and is not a regular file (a device such as /dev/null or /dev/stdout,
+    a FIFO) is written through, never replaced by a file; a folder is refused."""
+    if path.exists() and not path.is_file():
+        _write_through(path, data)
+        return
     folder = path.parent if str(path.parent) else Path(".")
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -147,6 +176,20 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
+def _write_through(path: Path, data: bytes) -> None:
+    if path.is_dir():
+        raise OutputError(f"{path}: is a folder; give a file name")
+    try:
+        with open(path, "wb") as fh:
+            if path.suffix == ".gz":
+                with gzip.GzipFile(fileobj=fh, mode="wb") as gz:
+                    gz.write(data)
+            else:
+                fh.write(data)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write ({exc.strerror})") from None
+
+
 def _umask_mode() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -155,7 +198,7 @@ def _umask_mode() -> int:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write ``data`` as JSON to ``path`` atomically."""
-    write_atomic(path, json.dumps(data, indent=1).encode("utf-8"))
+    write_atomic(path, json.dumps(finite(data), indent=1, allow_nan=False).encode("utf-8"))
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -39,6 +39,22 @@ DEFAULT_EVENTS = ("cycles", "instructions", "branches", "branch-misses", "cache-
 INSTALL_HINT = "install perf: apt-get install linux-perf (Debian) or linux-tools-$(uname -r)"
 
 
+def unknown_events(text: str) -> str | None:
+    """Why ``--perf-events`` cannot be counted here, or None: perf itself is asked (a
+    ``perf stat`` of ``true``), so a typo is one line before the run, not a failed run."""
+    events = [e.strip() for e in text.split(",") if e.strip()]
+    if not events or shutil.which("perf") is None:
+        return None  # no perf: the backend says so itself, as unavailable
+    proc = subprocess.run(["perf", "stat", "-x,", "-e", ",".join(events), "--", "true"],
+                          capture_output=True, text=True, timeout=30, check=False)
+    if proc.returncode == 0:
+        return None
+    lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip()]
+    why = next((ln for ln in lines if "event syntax error" in ln or "unknown" in ln.lower()),
+               lines[0] if lines else f"perf exited with {proc.returncode}")
+    return f"perf cannot count {text!r}: {why}"
+
+
 @dataclass(frozen=True)
 class Counter:
     """One line of ``perf stat -x,``: a count, or why there is none."""
@@ -161,7 +177,8 @@ class PerfStatBackend(Backend):
     per_rank = False  # sees the whole torchrun job at once
     layers = (Layer.HARDWARE,)
     description = "perf stat counters: cycles, instructions, caches, branches, task-clock..."
-    options = (Option("events", "extra events for perf stat, comma-separated", ""),)
+    options = (Option("events", "extra events for perf stat, comma-separated", "",
+                      check=lambda value: unknown_events(value)),)
 
     def check(self) -> Availability:
         """Available when ``perf stat -e task-clock`` works for this user."""
@@ -298,7 +315,7 @@ class PerfTopBackend(Backend):
     per_rank = False  # sees the whole torchrun job at once
     layers = (Layer.KERNEL,)
     description = "perf record -e cpu-clock: hot native symbols grouped by library (perf top)"
-    options = (Option("freq", "samples per second", 999, int),
+    options = (Option("freq", "samples per second", 999, int, minimum=1, maximum=100_000),
                Option("callgraph", "call graphs: fp, dwarf (large) or none", "fp",
                       choices=("fp", "dwarf", "none")))
 

@@ -201,7 +201,8 @@ class NvmlBackend(Backend):
     per_rank = False  # sees the whole torchrun job at once
     layers = (Layer.HARDWARE,)
     description = "NVML: GPU power, energy, utilisation, memory, clocks, temperature over time"
-    options = (Option("period", "seconds between samples (at least 0.02)", 0.1, float),)
+    options = (Option("period", "seconds between samples (at least 0.02)", 0.1, float,
+                      minimum=0.02, maximum=60),)
 
     def check(self) -> Availability:
         """Available when nvidia-ml-py imports and NVML initializes (a driver and a GPU)."""

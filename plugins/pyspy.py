@@ -326,7 +326,7 @@ class PySpyBackend(Backend):
     layers = (Layer.PYTHON, Layer.KERNEL)
     description = "py-spy sampling: Python functions and threads, GIL share, native frames"
     options = (
-        Option("rate", "samples per second", 250, int),
+        Option("rate", "samples per second", 250, int, minimum=1, maximum=10_000),
         Option("native", "also sample native frames (C/C++ below Python)", flag=True),
         Option("idle", "include idle (waiting) threads' samples", flag=True),
         Option("subprocesses", "also sample the workload's child processes", flag=True),

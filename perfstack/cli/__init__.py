@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import NoReturn
 
 import perfstack
-from perfstack import errors
+from perfstack import errors, signals
 
 EXIT_OK = 0
 EXIT_REGRESSION = 1
@@ -49,6 +49,7 @@ EXIT_CODES: dict[type[errors.PerfstackError], int] = {
     errors.NotAReport: EXIT_NOT_A_REPORT,
     errors.UnsupportedVersion: EXIT_VERSION,
     errors.UnknownPlugin: EXIT_UNKNOWN_PLUGIN,
+    errors.PluginModuleNotFound: EXIT_UNKNOWN_PLUGIN,
     errors.OutputError: EXIT_OUTPUT,
 }
 
@@ -100,14 +101,16 @@ def _plugin_flags(flags: Sequence[str]) -> tuple[list[str], list[str]]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the perfstack command line; return its exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    signals.install()  # SIGTERM and SIGHUP stop a session as Ctrl-C does
     try:
         return _dispatch(args)
     except errors.PerfstackError as exc:
         print(f"perfstack: error: {exc}", file=sys.stderr)
         return EXIT_CODES.get(type(exc), EXIT_USAGE)
     except KeyboardInterrupt:
+        signals.note_interrupt()
         print("perfstack: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return signals.exit_code()
     except BrokenPipeError:
         # `perfstack show | head`: the reader went away; that is not our error.
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from perfstack import errors
+from perfstack import errors, signals
 from perfstack.cli import (
     DEFAULT_RUNS_DIR,
-    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_WORKLOAD_FAILED,
     Parser,
@@ -127,7 +126,8 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
                 ns.fail_on_regression, ns.output, plugins)
     if not all(r.run.complete for r in reports):
         print("perfstack: interrupted; the comparison above is partial", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        signals.note_interrupt()
+        return signals.exit_code()
     if any(not rec.exit.clean for r in reports for rec in r.run.runs if rec.role != "extra"):
         print("perfstack: the workload did not finish cleanly in every run", file=sys.stderr)
         return EXIT_WORKLOAD_FAILED

@@ -95,20 +95,22 @@ def emit(result: Diff, fmt: str, top: int, threshold: float | None,
     """Write a diff in ``fmt`` to ``output`` (stdout when None); return the exit code: 1 when
     ``threshold`` is set and a metric regressed beyond it."""
     from perfstack.cli.show import output_width
-    from perfstack.render import RenderOptions, renderers
+    from perfstack.render import RenderOptions, renderers, terminal_safe
     from perfstack.render.diff import render_markdown, render_text
-    from perfstack.reportfile import write_text_atomic
+    from perfstack.reportfile import finite, write_text_atomic
 
     drawn = renderers(plugins).get(fmt) if plugins is not None else None
     if drawn is not None and hasattr(drawn, "render_diff"):
         options = RenderOptions(top=top, output_dir=output.parent.resolve() if output else None)
         text = drawn.render_diff(result, options)
     elif fmt == "json":
-        text = json.dumps(result.to_dict(threshold), indent=1) + "\n"
+        text = json.dumps(finite(result.to_dict(threshold)), indent=1, allow_nan=False) + "\n"
     elif fmt == "markdown":
         text = render_markdown(result, top, threshold)
     else:
         text = render_text(result, top, threshold, width=output_width())
+    if fmt in ("text", "markdown") or output is None:
+        text = terminal_safe(text)
     if output is not None:
         write_text_atomic(output, text)
         print(f"wrote {output}", file=sys.stderr)

@@ -9,11 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from perfstack import errors
-from perfstack.backend import Workload
+from perfstack import errors, signals
+from perfstack.backend import Option, Workload
 from perfstack.cli import (
     DEFAULT_RUNS_DIR,
-    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_WORKLOAD_FAILED,
     Parser,
@@ -43,6 +42,18 @@ def _seconds(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
     return value
+
+
+def _checked(opt: Option) -> Any:
+    """The argparse type of a backend option: converted and checked as the option says."""
+    def parse(text: str) -> Any:
+        try:
+            return opt.parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = opt.name  # argparse names the type in some messages
+    return parse
 
 
 def _option_dest(backend: str, name: str) -> str:
@@ -80,7 +91,7 @@ def add_session_options(parser: Parser, backends: dict[str, BackendEntry]) -> No
                 shown = "" if opt.default is None else f" (default: {opt.default})"
                 metavar = ("|".join(str(c) for c in opt.choices) if opt.choices
                            else opt.name.upper())
-                group.add_argument(flag, dest=dest, type=opt.type, default=opt.default,
+                group.add_argument(flag, dest=dest, type=_checked(opt), default=opt.default,
                                    choices=opt.choices, metavar=metavar,
                                    help=opt.help.replace("%", "%%") + shown)
 
@@ -180,6 +191,29 @@ def _workload(ns: argparse.Namespace, args: list[str]) -> Workload:
     return Workload(ns.script, args)
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and a.samefile(b))
+    except OSError:
+        return False
+
+
+def _refuse_collisions(ns: argparse.Namespace, workload: Workload) -> None:
+    """Outputs that would overwrite the workload or each other are refused before anything
+    runs: -o onto the script, --html onto the report."""
+    script = None if workload.module else Path(workload.target)
+    if ns.output is not None and script is not None and _same_file(ns.output, script):
+        raise errors.UsageError(f"-o {ns.output}: that is the workload script; name another "
+                                "file for the report")
+    if isinstance(ns.html, str) and ns.html:
+        html = Path(ns.html)
+        if script is not None and _same_file(html, script):
+            raise errors.UsageError(f"--html {html}: that is the workload script")
+        if ns.output is not None and _same_file(html, ns.output):
+            raise errors.UsageError(f"--html {html} and -o {ns.output} are the same file; the "
+                                    "HTML page would overwrite the report")
+
+
 def select_backends(ns: argparse.Namespace,
                     backends: dict[str, BackendEntry]) -> list[BackendEntry]:
     """Return the backends --plugins names (default: every one that is not opt-in)."""
@@ -261,6 +295,7 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
         rundir.check_writable(ns.output)
     if isinstance(ns.html, str) and ns.html:
         rundir.check_writable(Path(ns.html))
+    _refuse_collisions(ns, workload)
     if ns.dry_run:
         _distributed(ns, own, backends)  # checks --ranks and --torchrun-args
         for line in describe_plan(workload, selected, ns.repeat, ns.warmup, ns.nproc_per_node):
@@ -280,7 +315,8 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     session = Session(workload, selected, plugins, run_dir, report_path.parent.resolve(),
                       options, progress, plugin_failures=failures if ns.plugins is None else [])
     report = session.execute()
-    save_report(report, report_path)
+    with signals.deferred():  # a second signal must not lose the report being written
+        save_report(report, report_path)
     if ns.out_dir is None:
         rundir.point_latest(run_dir)
     if not ns.quiet:
@@ -294,7 +330,8 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
         print(f"html: {html_path}", file=sys.stderr)
     if not report.run.complete:
         print("perfstack: interrupted; the report above is partial", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        signals.note_interrupt()
+        return signals.exit_code()
     if any(not r.exit.clean for r in report.run.runs if r.role != "extra"):
         print("perfstack: the workload did not finish cleanly in every run "
               "(see the findings)", file=sys.stderr)

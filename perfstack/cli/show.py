@@ -10,7 +10,7 @@ from typing import Any
 from perfstack import errors
 from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, Parser
 from perfstack.pluginmanager import BackendEntry, Plugins
-from perfstack.render import RenderOptions, renderers
+from perfstack.render import RenderOptions, renderers, terminal_safe
 from perfstack.report import Layer, Report
 
 
@@ -45,7 +45,7 @@ def print_report(report: Report, plugins: Plugins, backends: dict[str, BackendEn
         top=top, depth=depth, width=output_width(), color=sys.stdout.isatty(),
         layer_providers=_layer_providers(backends), full=full, all_frames=all_frames,
         report_dir=report_dir))
-    sys.stdout.write(text)
+    sys.stdout.write(terminal_safe(text))
     sys.stdout.flush()
 
 
@@ -111,6 +111,8 @@ def cmd_show(plugins: Plugins, argv: list[str]) -> int:
         report_dir=path.parent.resolve(), layer_providers=_layer_providers(plugins.backends()[0]),
         full=ns.full, all_frames=ns.all_frames,
         output_dir=ns.output.parent.resolve() if ns.output is not None else None))
+    if ns.output is None or ns.format in ("text", "markdown"):
+        text = terminal_safe(text)  # a workload's escape sequences cannot drive a terminal
     if ns.output is not None:
         from perfstack.reportfile import write_text_atomic
 

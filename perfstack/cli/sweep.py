@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import perfstack
-from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_INTERRUPTED, EXIT_OK, EXIT_WORKLOAD_FAILED
+from perfstack import signals
+from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, EXIT_WORKLOAD_FAILED
 from perfstack.pluginmanager import Plugins
 
 
@@ -102,7 +103,8 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
         sys.stdout.write(render(doc))
     print(f"sweep: {sweep_path}  (reports: {base})", file=sys.stderr)
     if interrupted:
-        return EXIT_INTERRUPTED
+        signals.note_interrupt()
+        return signals.exit_code()
     if any(e["status"] != "ok" for e in entries):
         return EXIT_WORKLOAD_FAILED
     return EXIT_OK

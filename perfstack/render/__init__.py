@@ -7,6 +7,7 @@ comparison of two reports. The HTML page and the merged trace are plugins.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -57,6 +58,26 @@ def markdown_escape(text: object) -> str:
     return (str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
             .replace(">", "&gt;").replace("`", "\\`").replace("*", "\\*").replace("_", "\\_")
             .replace("[", "\\[").replace("]", "\\]").replace("\r", " ").replace("\n", " "))
+
+
+#: A colour (SGR) sequence: the only escape sequence a text report keeps.
+_SGR = re.compile(r"\x1b\[[0-9;]*m")
+#: Control characters but newline and tab, DEL and the C1 controls (0x9b is a one-byte CSI).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """Return ``text`` with every control character a workload could have printed shown as
+    ``\\xNN`` instead of acted on (set the title, clear the screen, move the cursor); colour
+    sequences, which only colour, are kept."""
+    out = []
+    last = 0
+    for m in _SGR.finditer(text):
+        out.append(_CONTROL.sub(lambda c: f"\\x{ord(c.group()):02x}", text[last:m.start()]))
+        out.append(m.group())
+        last = m.end()
+    out.append(_CONTROL.sub(lambda c: f"\\x{ord(c.group()):02x}", text[last:]))
+    return "".join(out)
 
 
 def renderers(plugins: Plugins) -> dict[str, Renderer]:

@@ -74,6 +74,15 @@ def parse_thread_counts(text: str | None) -> list[int]:
     return counts if counts[0] == 1 else [1, *counts]
 
 
+def bad_thread_counts(text: str) -> str | None:
+    """Why ``--gil-threads`` cannot be used, or None (checked before anything runs)."""
+    try:
+        parse_thread_counts(text) if text else None
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 @dataclass
 class Series:
     """The sweep of one interpreter: a measure per thread count, from repeated runs."""
@@ -289,8 +298,8 @@ class GilBackend(Backend):
     opt_in = True
     options = (
         Option("threads", "thread counts to sweep, e.g. 1,2,4 (default: 1, 2, 4... up to the "
-               "usable CPUs)", ""),
-        Option("repeat", "runs per thread count and interpreter", 3, int),
+               "usable CPUs)", "", check=lambda value: bad_thread_counts(value)),
+        Option("repeat", "runs per thread count and interpreter", 3, int, minimum=1),
         Option("python", "a free-threaded interpreter to compare with (default: python3.13t or "
                "python3.14t on PATH, or the one scripts/build-free-threaded.sh built)", ""),
         Option("no_free_threaded", "do not look for a free-threaded interpreter", flag=True),

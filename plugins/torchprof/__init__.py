@@ -35,11 +35,11 @@ class TorchBackend(Backend):
     layers = (Layer.FRAMEWORK, Layer.KERNEL, Layer.PYTHON)
     description = "torch.profiler: ops with shapes, FLOPs and memory; CUDA kernels; Perfetto trace"
     options = (
-        Option("skip_first", "steps to skip before the schedule starts", 1, int),
-        Option("wait", "idle steps in each cycle of the schedule", 0, int),
-        Option("warmup", "warm-up steps (profiled, discarded) in each cycle", 1, int),
-        Option("active", "recorded steps in each cycle", 3, int),
-        Option("repeat", "cycles of the schedule (0: until the end)", 1, int),
+        Option("skip_first", "steps to skip before the schedule starts", 1, int, minimum=0),
+        Option("wait", "idle steps in each cycle of the schedule", 0, int, minimum=0),
+        Option("warmup", "warm-up steps (profiled, discarded) in each cycle", 1, int, minimum=0),
+        Option("active", "recorded steps in each cycle", 3, int, minimum=1),
+        Option("repeat", "cycles of the schedule (0: until the end)", 1, int, minimum=0),
         Option("no_shapes", "do not record input shapes (lower overhead, no FLOPs)", flag=True),
         Option("memory", "record allocations (profile_memory)", flag=True),
         Option("stack", "record Python stacks (with_stack): Python rows and op links; slow",

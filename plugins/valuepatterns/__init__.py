@@ -45,7 +45,8 @@ class ValuePatternsBackend(Backend):
     layers = (Layer.FRAMEWORK,)
     description = "share of each op's outputs that are zeros or one repeated value (GVProf)"
     opt_in = True
-    options = (Option("max_calls", "calls of one op to check before only counting", 2000, int),)
+    options = (Option("max_calls", "calls of one op to check before only counting", 2000, int,
+                      minimum=1),)
 
     def check(self) -> Availability:
         """Available when torch is installed."""

@@ -1,0 +1,75 @@
+"""Termination signals as interruptions: SIGTERM and SIGHUP stop a session as Ctrl-C does.
+
+A cancelled CI job, ``timeout``, a closed terminal: perfstack stops the run's process group,
+writes the partial report and exits ``128 + signal`` (143 for SIGTERM, 129 for SIGHUP, 130 for
+Ctrl-C). The workload runs in its own session, so the signal never reaches it directly; the
+driver's interruption path (the same as Ctrl-C's) stops it and everything it started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+
+#: The signals that stop a session, besides SIGINT (which Python raises as KeyboardInterrupt).
+STOPPING = (signal.SIGTERM, signal.SIGHUP)
+
+_received: int | None = None
+
+
+class Terminated(KeyboardInterrupt):
+    """A termination signal arrived: handled wherever Ctrl-C is."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise(signum: int, frame: FrameType | None) -> None:
+    global _received
+    if _received is None:
+        _received = signum
+    raise Terminated(signum)
+
+
+def install() -> None:
+    """Make SIGTERM and SIGHUP interrupt perfstack as Ctrl-C does (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in STOPPING:
+        signal.signal(sig, _raise)
+
+
+def note_interrupt() -> None:
+    """Record a Ctrl-C (when no termination signal came first)."""
+    global _received
+    if _received is None:
+        _received = signal.SIGINT
+
+
+def exit_code() -> int:
+    """128 + the signal that interrupted perfstack (130 when none was recorded: Ctrl-C)."""
+    return 128 + int(_received or signal.SIGINT)
+
+
+def received() -> int | None:
+    """The signal that interrupted this perfstack, if one did."""
+    return _received
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """While cleaning up (stopping children, writing the report), a second Ctrl-C, TERM or HUP
+    is ignored, so it cannot leave anything running or half-written."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, *STOPPING)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
