@@ -146,6 +146,7 @@ class Session:
         self.results: list[BackendResult] = []
         self.collected: dict[str, Collected] = {}
         self.interrupted = False
+        self.left_running: list[tuple[str, list[str]]] = []  # (run id, processes stopped)
         self._started = ""
         self._begin = 0.0
         self._env: dict[str, Any] = {}
@@ -198,6 +199,8 @@ class Session:
             record.instructions = Quantity(result.instructions, "count",
                                            result.instructions_reason)
         self.records.append(record)
+        if result.left_running:
+            self.left_running.append((label, result.left_running))
         self.progress.end(label, record.exit.describe())
         if record.exit.status == "interrupted":
             self.interrupted = True
@@ -343,8 +346,24 @@ class Session:
             report.metrics.extend(metrics)
             report.findings.extend(findings)
         report.findings.extend(self._findings(report))
+        report.findings.extend(self._left_running())
         report.findings[:] = order_findings(report.findings)  # as every format shows them
         return report
+
+    def _left_running(self) -> list[Finding]:
+        """A finding naming the processes runs left behind (and perfstack stopped)."""
+        if not self.left_running:
+            return []
+        count = sum(len(procs) for _, procs in self.left_running)
+        return [Finding(
+            rule="run.left-running",
+            title=f"the workload left {count} process{'es' if count != 1 else ''} running "
+                  "after it ended; perfstack stopped them",
+            layer="run", severity="warning",
+            evidence=[f"{run}: {proc}" for run, procs in self.left_running for proc in procs][:20],
+            action="wait for (or stop) the processes the workload starts before it exits; a "
+                   "child in a session of its own outlives its parent",
+            source="perfstack")]
 
     def _environment(self) -> dict[str, Any]:
         return environment.capture_with_plugins(self.plugins)

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from perfstack import signals
+from perfstack import signals, strays
 from perfstack.bootstrap import FAULTHANDLER_FILE, STACK_SIGNAL, STARTED_FILE
 from perfstack.report import ExitInfo
 
@@ -61,6 +61,9 @@ class ChildResult:
     stderr_tail: str | None = None
     instructions: int | None = None
     instructions_reason: str | None = None  # why they were not counted, when asked for
+    #: processes the run started that were still running after it ended (in a session of
+    #: their own), and were stopped: 'pid N: command'
+    left_running: list[str] = field(default_factory=list)
 
 
 def tail(path: Path, lines: int = TAIL_LINES, limit: int = 8192) -> str | None:
@@ -142,9 +145,11 @@ def run_child(
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         begin = time.perf_counter()
         try:
+            token = strays.new_token()  # inherited by everything the run starts
             proc = subprocess.Popen(
                 spec.argv,
-                env=spec.env,
+                env={**(spec.env if spec.env is not None else os.environ),
+                     strays.TOKEN_VAR: token},
                 cwd=spec.cwd,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
@@ -179,6 +184,8 @@ def run_child(
     proc.returncode = waiter.status  # tell Popen the child is reaped
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)  # anything the workload left behind in its group
+    with signals.deferred():
+        left_running = strays.stop_marked(token)  # and what left the group (new sessions)
     instructions = None
     if counter is not None:
         try:
@@ -190,7 +197,7 @@ def run_child(
     return ChildResult(
         started=started,
         wall_s=waiter.end - begin,
-        exit=_exit_info(waiter.status, stop_reason),
+        exit=_exit_info(waiter.status, stop_reason, _fatal_signal(spec.artifact_dir)),
         rusage=_rusage(waiter.rusage),
         workload_pid=state.pid,
         start_ns=state.start_ns,
@@ -201,6 +208,7 @@ def run_child(
         stderr_tail=tail(stderr_path),
         instructions=instructions,
         instructions_reason=counter_reason,
+        left_running=left_running,
     )
 
 
@@ -256,9 +264,31 @@ def _wait_for_stack(path: Path, waiter: _Waiter, limit_s: float = 1.0) -> None:
         time.sleep(0.05)
 
 
-def _exit_info(status: int, stop_reason: str | None) -> ExitInfo:
+#: faulthandler's words for the signals that kill a Python process, and the signals.
+FATAL_SIGNALS = {"Segmentation fault": signal.SIGSEGV, "Aborted": signal.SIGABRT,
+                 "Bus error": signal.SIGBUS, "Floating-point exception": signal.SIGFPE,
+                 "Floating point exception": signal.SIGFPE,
+                 "Illegal instruction": signal.SIGILL}
+
+
+def _fatal_signal(folder: Path) -> int | None:
+    """The signal that killed the workload, from its own faulthandler log: a wrapper (perf
+    stat, a launcher) may exit 0 after its child died, but the workload said how it died."""
+    try:
+        text = (folder / FAULTHANDLER_FILE).read_text("utf-8", errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("Fatal Python error: "):
+            return FATAL_SIGNALS.get(line.removeprefix("Fatal Python error: ").strip())
+    return None
+
+
+def _exit_info(status: int, stop_reason: str | None, fatal: int | None = None) -> ExitInfo:
     code = os.waitstatus_to_exitcode(status)
     sig = -code if code < 0 else None
+    if stop_reason is None and sig is None and fatal is not None:
+        sig = fatal  # the wrapper hid it; the workload's log did not
     if stop_reason is not None:
         return ExitInfo(stop_reason, code if sig is None else None, sig,
                         _signal_name(sig) if sig else None)

@@ -40,15 +40,21 @@ class Stacks:
 def read_speedscope(path: Path) -> Stacks:
     """Read a py-spy speedscope file into stacks of the Python layer's keys, perfstack's own
     bootstrap frames left out (the pyspy backend's reader and keys, so the two agree)."""
-    frames, profiles = read_profile(path)
-    labels = [frame_key(f) for f in frames]
-    ours = [is_ours(f) for f in frames]
-    threads: dict[str, list[tuple[list[str], float]]] = {}
-    for profile in profiles:
-        rows = threads.setdefault(str(profile.get("name", "thread")), [])
-        for stack, weight in zip(profile.get("samples", []), profile.get("weights", []),
-                                 strict=False):
-            rows.append(([labels[i] for i in stack if not ours[i]], float(weight)))
+    try:
+        frames, profiles = read_profile(path)
+        labels = [frame_key(f) for f in frames]
+        ours = [is_ours(f) for f in frames]
+        threads: dict[str, list[tuple[list[str], float]]] = {}
+        for profile in profiles:
+            rows = threads.setdefault(str(profile.get("name", "thread")), [])
+            for stack, weight in zip(profile.get("samples", []), profile.get("weights", []),
+                                     strict=False):
+                rows.append(([labels[i] for i in stack if not ours[i]], float(weight)))
+    except (TypeError, KeyError, IndexError, AttributeError) as exc:
+        # A file of the right name but not the shape py-spy writes: the page and the trace
+        # go on without it.
+        raise ValueError(f"{path}: not a speedscope profile as py-spy writes it ({exc})") \
+            from None
     return Stacks(threads)
 
 

@@ -8,8 +8,10 @@ the command line is parsed. Each of these failed before the change that made it 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -144,3 +146,132 @@ def test_backend_options_are_checked_before_anything_runs(
     assert_one_line_error(result, 2)
     assert why in result.stderr and option[0] in result.stderr
     assert not (result.cwd / ".perfstack").exists()  # nothing ran
+
+
+def test_processes_left_running_in_sessions_of_their_own_are_stopped_and_named(
+        perfstack: Callable[..., Result], tmp_path: Path) -> None:
+    left = tmp_path / "left.txt"
+    result = perfstack("run", "--plugins", "resources", "--repeat", "1", "--warmup", "0", "-q",
+                       "-o", "r.json", str(WORKLOADS / "daemonizes.py"),
+                       env={"LEFT_PIDS": str(left)})
+    assert result.code == 0, result.stderr
+    pids = [int(p) for p in left.read_text().split()]
+    assert len(pids) == 2, pids  # one run: a child in its own session and a daemon
+    time.sleep(0.3)
+    assert not [p for p in pids if _alive(p)], "left running"
+    report = json.loads((tmp_path / "r.json").read_text())
+    found = next(f for f in report["findings"] if f["rule"] == "run.left-running")
+    assert "2 processes" in found["title"]
+    assert all(any(f"pid {p}:" in e for e in found["evidence"]) for p in pids), found
+
+
+@pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")
+def test_a_wrapper_that_hides_a_crash_does_not_hide_it_from_the_report(
+        perfstack: Callable[..., Result], tmp_path: Path) -> None:
+    """perf stat exits 0 after its child died of SIGSEGV; the workload's own log says so."""
+    result = perfstack("run", "--plugins", "perf", "--repeat", "1", "--warmup", "0", "-q",
+                       "-o", "r.json", str(WORKLOADS / "segfault.py"))
+    assert result.code == 8, result.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    perf_run = next(r for r in report["run"]["runs"] if r["id"] == "perf")
+    assert perf_run["exit"]["signal_name"] == "SIGSEGV", perf_run["exit"]
+    perf = next(b for b in report["backends"] if b["name"] == "perf")
+    assert perf["status"] == "crashed"
+
+
+def test_sweep_keeps_the_settings_done_when_interrupted(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "perfstack", "sweep", "--env", "PERFSTACK_X=1,2,3,4",
+         "--repeat", "1", "--warmup", "0", "-q", "--out-dir", "sw", str(WORKLOADS / "busy.py")],
+        cwd=tmp_path, env=perfstack_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    doc = tmp_path / "sw" / "sweep.json"
+    deadline = time.monotonic() + 120
+    while not doc.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert doc.exists(), "no sweep.json after the first setting"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    data = json.loads(doc.read_text())
+    assert data["complete"] is False and 1 <= len(data["settings"]) < 4, data["settings"]
+    for entry in data["settings"]:
+        assert (doc.parent / entry["report"]).is_file()
+
+
+def test_a_full_disk_on_stdout_is_exit_7(perfstack: Callable[..., Result],
+                                         tmp_path: Path) -> None:
+    assert perfstack("run", "--plugins", "resources", "--repeat", "1", "--warmup", "0", "-q",
+                     "-o", "r.json", str(WORKLOADS / "busy.py")).code == 0
+    with open("/dev/full", "w", encoding="utf-8") as full:
+        proc = subprocess.run([sys.executable, "-m", "perfstack", "show", "r.json"],
+                              cwd=tmp_path, env=perfstack_env(), stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=60)
+    assert proc.returncode == 7, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "perfstack: error: cannot write the output: No space left on device"]
+
+
+def test_a_broken_artifact_is_left_out_not_fatal(tiny_report: Path, tmp_path: Path) -> None:
+    """A py-spy profile of the right name and the wrong shape: the page and the merged trace
+    are written without it, and the page says why."""
+    copy = tmp_path / "copy"
+    shutil.copytree(tiny_report.parent, copy, symlinks=True)
+    report = json.loads((copy / "report.json").read_text())
+    pyspy = next(b for b in report["backends"] if b["name"] == "pyspy")
+    (copy / pyspy["artifacts"]["speedscope"]).write_text('{"profiles": 5, "shared": {}}')
+    for fmt in ("html", "perfetto"):
+        proc = subprocess.run([sys.executable, "-m", "perfstack", "show", "report.json",
+                               "--format", fmt, "-o", f"out.{fmt}"], cwd=copy,
+                              env=perfstack_env(), capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+    assert "not a speedscope profile" in (copy / "out.html").read_text()
+    trace = json.loads((copy / "out.perfetto").read_text())
+    assert "pyspy" not in trace["metadata"]["backends"]
+
+
+def test_a_run_whose_every_backend_failed_is_not_a_success(
+        perfstack: Callable[..., Result]) -> None:
+    result = perfstack("-p", "tests.testplugins.boom", "run", "--plugins", "boom", "--repeat",
+                       "1", "--warmup", "0", "-q", "-o", "r.json", str(WORKLOADS / "busy.py"))
+    assert result.code == 9, result.stderr
+    assert "every backend named with --plugins failed" in result.stderr
+    assert json.loads((result.cwd / "r.json").read_text())["backends"][0]["status"] == "failed"
+
+
+def test_many_runs_in_one_folder_and_a_killed_one(perfstack: Callable[..., Result],
+                                                  tmp_path: Path) -> None:
+    """Runs in a row and four at once in one folder: every report valid, every run folder its
+    own, nothing left running; then a perfstack killed with SIGKILL mid-run leaves a folder
+    without a report, and the next run and diff work with what is on disk."""
+    once = ("run", "--plugins", "resources", "--repeat", "1", "--warmup", "0", "-q",
+            str(WORKLOADS / "busy.py"))
+    for _ in range(4):
+        assert perfstack(*once).code == 0
+    procs = [subprocess.Popen([sys.executable, "-m", "perfstack", *once], cwd=tmp_path,
+                              env=perfstack_env(), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    runs = tmp_path / ".perfstack" / "runs"
+    folders = [p for p in runs.iterdir() if p.is_dir() and not p.is_symlink()]
+    assert len(folders) == 8, sorted(p.name for p in folders)
+    for folder in folders:
+        assert perfstack("validate", str(folder / "report.json")).code == 0
+    pids = tmp_path / "pids.txt"
+    killed = subprocess.Popen([sys.executable, "-m", "perfstack", "run", "--plugins",
+                               "resources", "-q", str(WORKLOADS / "hang.py")], cwd=tmp_path,
+                              env=perfstack_env({"HANG_PIDS": str(pids)}),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not pids.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    killed.kill()  # SIGKILL: no handler runs, nothing is cleaned up by perfstack
+    killed.wait()
+    for pid in (int(p) for p in pids.read_text().split()[:2]):  # what a killed run leaves
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert perfstack(*once).code == 0
+    diffed = perfstack("diff")
+    assert diffed.code == 0, diffed.stderr  # the two newest runs with a report

@@ -20,6 +20,8 @@ Exit codes (also in the README):
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import os
 import sys
 import tempfile
@@ -40,6 +42,7 @@ EXIT_VERSION = 5
 EXIT_UNKNOWN_PLUGIN = 6
 EXIT_OUTPUT = 7
 EXIT_WORKLOAD_FAILED = 8
+EXIT_BACKENDS_FAILED = 9
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
 
@@ -103,7 +106,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     signals.install()  # SIGTERM and SIGHUP stop a session as Ctrl-C does
     try:
-        return _dispatch(args)
+        code = _dispatch(args)
+        sys.stdout.flush()  # a full disk shows here, while it can still be reported
+        return code
     except errors.PerfstackError as exc:
         print(f"perfstack: error: {exc}", file=sys.stderr)
         return EXIT_CODES.get(type(exc), EXIT_USAGE)
@@ -116,13 +121,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO):
+            return _internal_error(exc)
+        with contextlib.suppress(OSError):  # nothing more can go to that output
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print(f"perfstack: error: cannot write the output: {exc.strerror}", file=sys.stderr)
+        return EXIT_OUTPUT
     except Exception as exc:
-        fd, path = tempfile.mkstemp(prefix="perfstack-crash-", suffix=".txt")
-        with os.fdopen(fd, "w") as fh:
-            fh.write(traceback.format_exc())
-        print(f"perfstack: internal error: {type(exc).__name__}: {exc} "
-              f"(traceback saved to {path}; please report it)", file=sys.stderr)
-        return EXIT_INTERNAL
+        return _internal_error(exc)
+
+
+def _internal_error(exc: BaseException) -> int:
+    """A bug of ours: one line, the traceback saved to a file for the report."""
+    fd, path = tempfile.mkstemp(prefix="perfstack-crash-", suffix=".txt")
+    with os.fdopen(fd, "w") as fh:
+        fh.write(traceback.format_exc())
+    print(f"perfstack: internal error: {type(exc).__name__}: {exc} "
+          f"(traceback saved to {path}; please report it)", file=sys.stderr)
+    return EXIT_INTERNAL
 
 
 def _dispatch(argv: list[str]) -> int:

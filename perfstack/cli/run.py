@@ -13,12 +13,14 @@ from perfstack import errors, signals
 from perfstack.backend import Option, Workload
 from perfstack.cli import (
     DEFAULT_RUNS_DIR,
+    EXIT_BACKENDS_FAILED,
     EXIT_OK,
     EXIT_WORKLOAD_FAILED,
     Parser,
 )
 from perfstack.cli.show import add_view_options, check_view_options
 from perfstack.pluginmanager import BackendEntry, Plugins
+from perfstack.report import Status
 
 
 def _positive_int(minimum: int) -> Any:
@@ -336,4 +338,9 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
         print("perfstack: the workload did not finish cleanly in every run "
               "(see the findings)", file=sys.stderr)
         return EXIT_WORKLOAD_FAILED
+    if ns.plugins is not None and report.backends and all(
+            b.status is Status.FAILED for b in report.backends):
+        print("perfstack: every backend named with --plugins failed (see the report's "
+              "backends for why)", file=sys.stderr)
+        return EXIT_BACKENDS_FAILED
     return EXIT_OK

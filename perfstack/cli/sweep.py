@@ -66,37 +66,48 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
     err = Console(stderr=True, highlight=False)
     entries: list[dict[str, Any]] = []
     interrupted = False
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+    def document(complete: bool) -> dict[str, Any]:
+        return {
+            "schema": sweep.SWEEP_SCHEMA, "version": sweep.SWEEP_VERSION,
+            "perfstack_version": perfstack.__version__, "started": started,
+            "command": workload.command(), "variables": [{"name": n, "values": v}
+                                                         for n, v in settings],
+            "complete": complete, "settings": entries, "best": sweep.best_of(entries),
+        }
+
     for i, env in enumerate(combos, 1):
-        label = ", ".join(f"{k}={v}" for k, v in env.items())
-        err.print(f"[bold]setting {i}/{len(combos)}[/bold]: {label}")
-        run_dir = base / sweep.slug(env)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        progress = TerminalProgress(err) if err.is_terminal else QuietProgress()
-        options = RunOptions(repeat=ns.repeat, warmup=ns.warmup, timeout_s=ns.timeout,
-                             kill_grace_s=ns.kill_grace,
-                             collect_timeout_s=ns.collect_timeout,
-                             backend_options=backend_options(ns, selected), **distributed)
-        report_path = run_dir / "report.json"
-        with sweep.environment(env):
-            session = Session(workload, selected, plugins, run_dir,
-                              report_path.parent.resolve(), options, progress)
-            report = session.execute()
-        save_report(report, report_path)
-        rel = os.path.relpath(report_path.resolve(), sweep_path.parent.resolve())
-        entries.append(sweep.summarize_setting(env, report, rel,
-                                               processes=ns.nproc_per_node or 1))
-        if not report.run.complete:
+        try:
+            label = ", ".join(f"{k}={v}" for k, v in env.items())
+            err.print(f"[bold]setting {i}/{len(combos)}[/bold]: {label}")
+            run_dir = base / sweep.slug(env)
+            run_dir.mkdir(parents=True, exist_ok=True)
+            progress = TerminalProgress(err) if err.is_terminal else QuietProgress()
+            options = RunOptions(repeat=ns.repeat, warmup=ns.warmup, timeout_s=ns.timeout,
+                                 kill_grace_s=ns.kill_grace,
+                                 collect_timeout_s=ns.collect_timeout,
+                                 backend_options=backend_options(ns, selected), **distributed)
+            report_path = run_dir / "report.json"
+            with sweep.environment(env):
+                session = Session(workload, selected, plugins, run_dir,
+                                  report_path.parent.resolve(), options, progress)
+                report = session.execute()
+        except KeyboardInterrupt:  # between settings (Ctrl-C, TERM, HUP): keep what is done
             interrupted = True
             break
-    doc = {
-        "schema": sweep.SWEEP_SCHEMA, "version": sweep.SWEEP_VERSION,
-        "perfstack_version": perfstack.__version__,
-        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "command": workload.command(), "variables": [{"name": n, "values": v}
-                                                     for n, v in settings],
-        "complete": not interrupted, "settings": entries, "best": sweep.best_of(entries),
-    }
-    write_json_atomic(sweep_path, doc)
+        with signals.deferred():  # the report and the sweep so far, whole, after every setting
+            save_report(report, report_path)
+            rel = os.path.relpath(report_path.resolve(), sweep_path.parent.resolve())
+            entries.append(sweep.summarize_setting(env, report, rel,
+                                                   processes=ns.nproc_per_node or 1))
+            interrupted = not report.run.complete
+            write_json_atomic(sweep_path, document(complete=False))
+        if interrupted:
+            break
+    doc = document(complete=not interrupted)
+    with signals.deferred():
+        write_json_atomic(sweep_path, doc)
     if ns.out_dir is None:
         rundir.point_latest(base)
     if not ns.quiet:
