@@ -14,6 +14,7 @@ import re
 import statistics
 from collections import defaultdict
 
+from perfstack import rundir
 from perfstack.backend import Outcome
 from perfstack.bootstrap import STEPS_FILE
 from perfstack.report import Better, Finding, Layer, Metric, Report
@@ -29,7 +30,8 @@ WAIT_SPREAD_POINTS = 15.0
 
 def _step_times(outcome: Outcome, rank: int) -> list[float]:
     try:
-        data = json.loads((outcome.artifact_dir / f"rank-{rank}" / STEPS_FILE).read_text("utf-8"))
+        data = json.loads((rundir.rank_dir(outcome.artifact_dir, rank) / STEPS_FILE)
+                          .read_text("utf-8"))
     except (OSError, ValueError):
         return []
     times = data.get("step_times_s") or []

@@ -9,9 +9,7 @@ and still returns a report of everything measured so far.
 from __future__ import annotations
 
 import json
-import math
 import os
-import statistics
 import sys
 import time
 import traceback
@@ -22,17 +20,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import perfstack
-from perfstack import environment
-from perfstack.analysis.stats import summarize
+from perfstack import assembly, collecting, environment, rundir
 from perfstack.backend import Collected, Launch, Outcome, RunContext, Workload
-from perfstack.bootstrap import CONFIG_ENV, HOOK_ERRORS_FILE, STEPS_FILE, WORKLOAD_ENV_FILE
+from perfstack.bootstrap import CONFIG_ENV, HOOK_ERRORS_FILE, WORKLOAD_ENV_FILE
 from perfstack.pluginmanager import BackendEntry, HookResult, Plugins
-from perfstack.process import ChildResult, ChildSpec, read_started, run_child
+from perfstack.process import ChildResult, ChildSpec, run_child
 from perfstack.report import (
     BackendResult,
-    Better,
     Finding,
-    Layer,
     Metric,
     Overhead,
     Quantity,
@@ -96,25 +91,6 @@ def selected_ranks(spec: str, world: int) -> list[int]:
         return list(range(world))
     ranks = sorted({int(p) for p in spec.split(",") if p.strip()})
     return [r for r in ranks if 0 <= r < world]
-
-
-def rank_dir(folder: Path, rank: int) -> Path:
-    """Return the folder of one rank's workload process inside a run folder."""
-    return folder / f"rank-{rank}"
-
-
-def primary_dir(folder: Path) -> Path:
-    """Return where the workload's own files are: rank 0's folder under torchrun."""
-    first = rank_dir(folder, 0)
-    return first if first.is_dir() else folder
-
-
-def _status_of(exit_status: str, clean: bool) -> Status:
-    if exit_status == "timeout":
-        return Status.TIMEOUT
-    if exit_status == "interrupted":
-        return Status.INTERRUPTED
-    return Status.OK if clean else Status.CRASHED
 
 
 class Session:
@@ -194,7 +170,7 @@ class Session:
         if nproc and on_rank_started is not None:
             on_tick(0.0)  # ranks that started between the last tick and the end
         record = self._record(label, role, backend, argv, result)
-        record.probe = read_probe(rank_dir(folder, 0) if nproc else folder)
+        record.probe = rundir.read_probe(rundir.rank_dir(folder, 0) if nproc else folder)
         if spec.count_instructions:
             record.instructions = Quantity(result.instructions, "count",
                                            result.instructions_reason)
@@ -205,11 +181,12 @@ class Session:
         if record.exit.status == "interrupted":
             self.interrupted = True
         if nproc:
-            started = read_started(rank_dir(folder, 0))
+            started = rundir.read_started(rundir.rank_dir(folder, 0))
             pid, start_ns = started if started else (None, None)
-            return Outcome(record, folder, pid, start_ns, read_steps(rank_dir(folder, 0)))
+            return Outcome(record, folder, pid, start_ns,
+                           rundir.read_steps(rundir.rank_dir(folder, 0)))
         return Outcome(record, folder, result.workload_pid, result.start_ns,
-                       read_steps(folder))
+                       rundir.read_steps(folder))
 
     def _rank_watcher(self, folder: Path,
                       on_rank_started: Callable[[int, Path, int], None]) -> Callable[[float], None]:
@@ -222,10 +199,10 @@ class Session:
             for rank in range(world):
                 if rank in seen:
                     continue
-                found = read_started(rank_dir(folder, rank))
+                found = rundir.read_started(rundir.rank_dir(folder, rank))
                 if found is not None:
                     seen.add(rank)
-                    on_rank_started(rank, rank_dir(folder, rank), found[0])
+                    on_rank_started(rank, rundir.rank_dir(folder, rank), found[0])
         return tick
 
     def _bootstrap_path(self) -> Path:
@@ -352,18 +329,7 @@ class Session:
 
     def _left_running(self) -> list[Finding]:
         """A finding naming the processes runs left behind (and perfstack stopped)."""
-        if not self.left_running:
-            return []
-        count = sum(len(procs) for _, procs in self.left_running)
-        return [Finding(
-            rule="run.left-running",
-            title=f"the workload left {count} process{'es' if count != 1 else ''} running "
-                  "after it ended; perfstack stopped them",
-            layer="run", severity="warning",
-            evidence=[f"{run}: {proc}" for run, procs in self.left_running for proc in procs][:20],
-            action="wait for (or stop) the processes the workload starts before it exits; a "
-                   "child in a session of its own outlives its parent",
-            source="perfstack")]
+        return assembly.left_running(self.left_running)
 
     def _environment(self) -> dict[str, Any]:
         return environment.capture_with_plugins(self.plugins)
@@ -372,7 +338,7 @@ class Session:
         """What the workload process itself saw (the torch it imported, its threads)."""
         for outcome in self.baseline:
             try:
-                facts = json.loads((primary_dir(outcome.artifact_dir) / WORKLOAD_ENV_FILE)
+                facts = json.loads((rundir.primary_dir(outcome.artifact_dir) / WORKLOAD_ENV_FILE)
                                    .read_text("utf-8"))
             except (OSError, ValueError):
                 continue
@@ -392,42 +358,19 @@ class Session:
                 if o.record.exit.clean and o.record.wall_s is not None]
 
     def _wall_metric(self) -> Metric:
-        walls = self._clean_baseline_walls()
-        if not walls:
-            return Metric("wall_time", None, "s", "run", "baseline", Better.LOWER,
-                          reason="no baseline run finished cleanly")
-        return Metric("wall_time", summarize(walls).median, "s", "run", "baseline",
-                      Better.LOWER, samples=walls)
+        return assembly.wall_metric(self._clean_baseline_walls())
 
     def _instruction_metric(self) -> list[Metric]:
         """The baseline's instruction counts, when the machine counted them in every run."""
-        counts = [o.record.instructions.value for o in self.baseline
-                  if o.record.exit.clean and o.record.instructions is not None]
-        if not counts or any(c is None for c in counts):
-            return []
-        values = [float(c) for c in counts if c is not None]
-        return [Metric("instructions", summarize(values).median, "count", "hardware",
-                       "baseline", Better.LOWER, samples=values)]
+        return assembly.instruction_metric([
+            o.record.instructions.value for o in self.baseline
+            if o.record.exit.clean and o.record.instructions is not None])
 
     def _workload_metrics(self) -> list[Metric]:
         """Return what the workload reported with perfstack.report_metric, across the baseline."""
-        series: dict[str, list[dict[str, Any]]] = {}
-        for outcome in self.baseline:
-            if not outcome.record.exit.clean:
-                continue
-            last: dict[str, dict[str, Any]] = {}
-            for entry in read_workload_metrics(primary_dir(outcome.artifact_dir)):
-                last[entry["name"]] = entry  # a metric reported twice in one run: the last wins
-            for name, entry in last.items():
-                series.setdefault(name, []).append(entry)
-        metrics = []
-        for name, entries in series.items():
-            values = [e["value"] for e in entries]
-            better = entries[-1]["better"]
-            metrics.append(Metric(name, statistics.median(values), entries[-1]["unit"], "run",
-                                  "workload", Better(better) if better in ("higher", "lower")
-                                  else Better.NEITHER, samples=values))
-        return metrics
+        return assembly.workload_metrics([
+            rundir.read_workload_metrics(rundir.primary_dir(o.artifact_dir))
+            for o in self.baseline if o.record.exit.clean])
 
     def _result(self, entry: BackendEntry, status: Status, **kw: Any) -> BackendResult:
         return BackendResult(name=entry.backend.name, status=status,
@@ -484,7 +427,7 @@ class Session:
                 handle.stop()
             except Exception:
                 errors.append("stopping its attachment raised:\n" + traceback.format_exc())
-        for where in [folder, *(rank_dir(folder, r) for r in ranks)]:
+        for where in [folder, *(rundir.rank_dir(folder, r) for r in ranks)]:
             hook_errors = where / HOOK_ERRORS_FILE
             if hook_errors.exists():
                 errors.append(hook_errors.read_text("utf-8", errors="replace"))
@@ -502,15 +445,15 @@ class Session:
         ranks = self._ranks()
         merged = Collected()
         for rank in ranks:
-            where = rank_dir(outcome.artifact_dir, rank)
+            where = rundir.rank_dir(outcome.artifact_dir, rank)
             if not where.is_dir():
                 merged.notes.append(f"rank {rank}: its process never started")
                 continue
-            started = read_started(where)
+            started = rundir.read_started(where)
             part = backend.collect(replace(ctx, artifact_dir=where), Outcome(
                 outcome.record, where, started[0] if started else None,
-                started[1] if started else None, read_steps(where)))
-            _merge_rank(merged, part, rank, prefix=len(ranks) > 1)
+                started[1] if started else None, rundir.read_steps(where)))
+            assembly.merge_rank(merged, part, rank, prefix=len(ranks) > 1)
         merged.notes.append(f"ranks {', '.join(map(str, ranks))} of "
                             f"{self.options.nproc_per_node} profiled (--ranks)")
         return merged
@@ -519,13 +462,13 @@ class Session:
                  errors: list[str] | None = None) -> BackendResult:
         backend = entry.backend
         if outcome is not None:
-            status = _status_of(outcome.record.exit.status, outcome.record.exit.clean)
+            status = assembly.status_of(outcome.record.exit.status, outcome.record.exit.clean)
             run_id: str | None = outcome.record.id
             wall = outcome.record.wall_s
             overhead, note = self._overhead(outcome)
         else:
             worst = next((o for o in self.baseline if not o.record.exit.clean), None)
-            status = (_status_of(worst.record.exit.status, False) if worst else Status.OK)
+            status = (assembly.status_of(worst.record.exit.status, False) if worst else Status.OK)
             run_id, wall, overhead = None, None, None
             note = "reads the baseline runs: no run of its own, no overhead"
         result = self._result(entry, status, run=run_id, wall_s=wall, overhead=overhead,
@@ -533,10 +476,11 @@ class Session:
         if outcome is not None and not outcome.record.exit.clean:
             result.reason = f"the workload ended with {outcome.record.exit.describe()}"
         try:
-            collected = call_with_timeout(lambda: self._collect_ranks(backend, ctx, outcome),
-                                          self.options.collect_timeout_s)
-            problems = _malformed(collected)
-        except CollectTimeout as exc:
+            collected = collecting.call_with_timeout(
+                lambda: self._collect_ranks(backend, ctx, outcome),
+                self.options.collect_timeout_s)
+            problems = assembly.malformed(collected)
+        except collecting.CollectTimeout as exc:
             errors = [*(errors or []), str(exc)]
         except Exception:
             errors = [*(errors or []), "collect() raised:\n" + traceback.format_exc()]
@@ -560,14 +504,8 @@ class Session:
         return result
 
     def _overhead(self, outcome: Outcome) -> tuple[Overhead | None, str | None]:
-        walls = self._clean_baseline_walls()
-        if not walls:
-            return None, "no baseline run finished cleanly to compare with"
-        if not outcome.record.exit.clean or outcome.record.wall_s is None:
-            return None, "the workload did not finish cleanly under this backend"
-        base = summarize(walls)
-        return Overhead(outcome.record.wall_s / base.median, base.median, base.stdev,
-                        base.n), None
+        return assembly.overhead(self._clean_baseline_walls(), outcome.record.wall_s,
+                                 outcome.record.exit.clean)
 
     def _findings(self, report: Report) -> list[Finding]:
         found: list[Finding] = []
@@ -583,129 +521,3 @@ class Session:
                 if isinstance(item, Finding) and not schema_errors(item.to_dict(), "finding"):
                     found.append(item)
         return found
-
-
-def _merge_rank(merged: Collected, part: Collected, rank: int, prefix: bool) -> None:
-    """Add one rank's records to ``merged``; with several ranks, keys and names say the rank."""
-    def key(k: str) -> str:
-        return f"rank{rank}:{k}" if prefix else k
-
-    for layer, rows in part.rows.items():
-        for row in rows:
-            row.attrs["rank"] = rank
-            if prefix:
-                row.key, row.name = key(row.key), f"[rank {rank}] {row.name}"
-                row.links = {k: [key(v) for v in vs] for k, vs in row.links.items()}
-        merged.rows.setdefault(layer, []).extend(rows)
-    for metric in part.metrics:
-        if prefix:
-            metric.name = f"{metric.name}[rank{rank}]"
-        merged.metrics.append(metric)
-    for finding in part.findings:
-        if prefix:
-            finding.title = f"[rank {rank}] {finding.title}"
-        merged.findings.append(finding)
-    for label, path in part.artifacts.items():
-        merged.artifacts[f"{label}.rank{rank}" if prefix else label] = path
-    merged.notes += [f"rank {rank}: {note}" if prefix else note for note in part.notes]
-
-
-class CollectTimeout(Exception):
-    """A backend's collect() did not return in time."""
-
-
-def call_with_timeout(func: Callable[[], Collected], timeout_s: float | None) -> Collected:
-    """Return ``func()``, or raise CollectTimeout when it takes longer than ``timeout_s``.
-
-    The call runs in a daemon thread: a plugin stuck in its collect step cannot be killed from
-    Python, but it no longer holds the session; the thread is abandoned and dies with the
-    process. KeyboardInterrupt still reaches the caller while it waits.
-    """
-    if timeout_s is None:
-        return func()
-    import threading
-
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["result"] = func()
-        except BaseException as exc:  # handed to the caller's thread below
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="perfstack-collect", daemon=True)
-    thread.start()
-    thread.join(timeout_s)
-    if thread.is_alive():
-        raise CollectTimeout(f"collect() did not finish within {timeout_s:g} s (--collect-"
-                             "timeout); it was abandoned and its results are missing")
-    if "error" in box:
-        raise box["error"]
-    result: Collected = box["result"]
-    return result
-
-
-def read_steps(folder: Path) -> int | None:
-    """Return how many steps the workload marked (saved by the bootstrap at exit), or None."""
-    try:
-        data = json.loads((folder / STEPS_FILE).read_text("utf-8"))
-        return int(data["steps"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def read_probe(folder: Path) -> dict[str, dict[str, float]] | None:
-    """Return the machine-speed probe the bootstrap timed in this run, or None."""
-    from perfstack.probe import PROBE_FILE
-
-    try:
-        data = json.loads((folder / PROBE_FILE).read_text("utf-8"))
-    except (OSError, ValueError):
-        return None
-    out: dict[str, dict[str, float]] = {}
-    fields = {"start": ("python_s", "native_s"), "end": ("python_s", "native_s"),
-              "sched": ("cpu_s", "wait_s")}
-    for part, names in fields.items():
-        values = data.get(part) if isinstance(data, dict) else None
-        if isinstance(values, dict) and all(
-                isinstance(values.get(k), (int, float)) and math.isfinite(values[k])
-                and values[k] >= 0 for k in names):
-            out[part] = {k: float(values[k]) for k in names}
-    return out if "start" in out or "end" in out else None
-
-
-def read_workload_metrics(folder: Path) -> list[dict[str, Any]]:
-    """Return the well-formed entries the workload wrote with perfstack.report_metric."""
-    path = folder / perfstack.METRICS_FILE
-    if not path.is_file():
-        return []
-    entries = []
-    for line in path.read_text("utf-8", errors="replace").splitlines():
-        try:
-            entry = json.loads(line)
-            if isinstance(entry["name"], str) and entry["name"] and math.isfinite(entry["value"]):
-                entries.append({"name": entry["name"], "value": float(entry["value"]),
-                                "unit": str(entry.get("unit", "")),
-                                "better": str(entry.get("better", "higher"))})
-        except (ValueError, KeyError, TypeError):
-            continue  # a torn or foreign line: skip it, keep the rest
-    return entries
-
-
-def _malformed(collected: Collected) -> list[str]:
-    problems = []
-    for layer, rows in collected.rows.items():
-        if not isinstance(layer, Layer):
-            problems.append(f"rows under {layer!r}, which is not a perfstack.Layer")
-            continue
-        for row in rows:
-            problems += [f"{layer.value} row {row.key!r}: {p}"
-                         for p in schema_errors(row.to_dict(), "row")]
-    for metric in collected.metrics:
-        problems += [f"metric {metric.name!r}: {p}"
-                     for p in schema_errors(metric.to_dict(), "metric")]
-    for finding in collected.findings:
-        problems += [f"finding {finding.rule!r}: {p}"
-                     for p in schema_errors(finding.to_dict(), "finding")]
-    return problems
-

@@ -8,7 +8,6 @@ OS's resource accounting (CPU time, max RSS, faults, context switches) comes for
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -20,8 +19,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from perfstack import signals, strays
-from perfstack.bootstrap import FAULTHANDLER_FILE, STACK_SIGNAL, STARTED_FILE
+from perfstack import rundir, signals, strays
+from perfstack.bootstrap import FAULTHANDLER_FILE, STACK_SIGNAL
 from perfstack.report import ExitInfo
 
 #: How much of faulthandler's output to keep in the report (the rest stays in the file).
@@ -98,15 +97,6 @@ def _rusage(ru: Any) -> dict[str, float]:
         "block_in": float(ru.ru_inblock),
         "block_out": float(ru.ru_oublock),
     }
-
-
-def read_started(folder: Path) -> tuple[int, int] | None:
-    """Return (pid, start_ns) from the bootstrap's start file, once it exists."""
-    try:
-        data = json.loads((folder / STARTED_FILE).read_text("utf-8"))
-        return int(data["pid"]), int(data["start_ns"])
-    except (OSError, ValueError, KeyError):
-        return None
 
 
 class _Waiter(threading.Thread):
@@ -233,7 +223,7 @@ class _Supervision:
     def poll_started(self) -> None:
         if self.pid is not None:
             return
-        found = read_started(self.spec.artifact_dir)
+        found = rundir.read_started(self.spec.artifact_dir)
         if found is not None:
             self.pid, self.start_ns = found
             if self.on_started is not None:

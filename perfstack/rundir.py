@@ -1,20 +1,105 @@
-"""Where a run's files go: ``.perfstack/runs/<timestamp>/`` and the ``latest`` pointer.
+"""The run folder: where a run's files go, what they are called, and how they are read back.
 
-A run folder holds ``report.json`` (unless ``-o`` puts the report elsewhere) and one
-sub-folder per run: ``warmup-1/``, ``baseline-1/``..., and one per backend, each with the
-workload's ``stdout.log``/``stderr.log``, ``faulthandler.log`` and the backend's raw output.
+``.perfstack/runs/<timestamp>/`` (and the ``latest`` pointer) holds ``report.json`` (unless
+``-o`` puts the report elsewhere) and one sub-folder per run: ``warmup-1/``, ``baseline-1/``...,
+and one per backend, each with the workload's ``stdout.log``/``stderr.log``,
+``faulthandler.log``, what the bootstrap wrote (``workload.json``: its pid and start;
+``workload-steps.json``; ``probe.json``; ``workload-metrics.jsonl``) and the backend's raw
+output; under torchrun one ``rank-N/`` folder per rank. This module is the one place that
+knows those names on the driver's side and reads them back; the bootstrap, which runs inside
+the workload, writes them (``perfstack.bootstrap``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
+import math
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 from perfstack.errors import OutputError
 
 LATEST = "latest"
+REPORT_FILE = "report.json"
+BOOTSTRAP_CONFIG_FILE = "bootstrap.json"
+
+
+def rank_dir(folder: Path, rank: int) -> Path:
+    """Return the folder of one rank's workload process inside a run folder."""
+    return folder / f"rank-{rank}"
+
+
+def primary_dir(folder: Path) -> Path:
+    """Return where the workload's own files are: rank 0's folder under torchrun."""
+    first = rank_dir(folder, 0)
+    return first if first.is_dir() else folder
+
+
+def read_started(folder: Path) -> tuple[int, int] | None:
+    """Return (pid, start_ns) from the bootstrap's start file, once it exists."""
+    from perfstack.bootstrap import STARTED_FILE
+
+    try:
+        data = json.loads((folder / STARTED_FILE).read_text("utf-8"))
+        return int(data["pid"]), int(data["start_ns"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def read_steps(folder: Path) -> int | None:
+    """Return how many steps the workload marked (saved by the bootstrap at exit), or None."""
+    from perfstack.bootstrap import STEPS_FILE
+
+    try:
+        data = json.loads((folder / STEPS_FILE).read_text("utf-8"))
+        return int(data["steps"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def read_probe(folder: Path) -> dict[str, dict[str, float]] | None:
+    """Return the machine-speed probe the bootstrap timed in this run, or None."""
+    from perfstack.probe import PROBE_FILE
+
+    try:
+        data = json.loads((folder / PROBE_FILE).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    out: dict[str, dict[str, float]] = {}
+    fields = {"start": ("python_s", "native_s"), "end": ("python_s", "native_s"),
+              "sched": ("cpu_s", "wait_s")}
+    for part, names in fields.items():
+        values = data.get(part) if isinstance(data, dict) else None
+        if isinstance(values, dict) and all(
+                isinstance(values.get(k), (int, float)) and math.isfinite(values[k])
+                and values[k] >= 0 for k in names):
+            out[part] = {k: float(values[k]) for k in names}
+    return out if "start" in out or "end" in out else None
+
+
+def read_workload_metrics(folder: Path) -> list[dict[str, Any]]:
+    """Return the well-formed entries the workload wrote with perfstack.report_metric."""
+    from perfstack import METRICS_FILE
+
+    path = folder / METRICS_FILE
+    if not path.is_file():
+        return []
+    entries = []
+    for line in path.read_text("utf-8", errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+            if isinstance(entry["name"], str) and entry["name"] and math.isfinite(entry["value"]):
+                entries.append({"name": entry["name"], "value": float(entry["value"]),
+                                "unit": str(entry.get("unit", "")),
+                                "better": str(entry.get("better", "higher"))})
+        except (ValueError, KeyError, TypeError):
+            continue  # a torn or foreign line: skip it, keep the rest
+    return entries
+
+
 
 
 def new_run_dir(base: Path) -> Path:

@@ -23,6 +23,7 @@ from typing import Any
 from perfstack import hookimpl
 from perfstack.render import Renderer, RenderOptions
 from perfstack.report import Layer, Report
+from perfstack.rundir import read_started
 
 from .artifacts import artifact, read_nvml, read_speedscope
 
@@ -33,10 +34,8 @@ NVML_COUNTERS = (("power_w", "GPU power (W)"), ("util_gpu", "GPU utilisation (%)
 
 
 def _start_ns(folder: Path) -> int | None:
-    try:
-        return int(json.loads((folder / "workload.json").read_text("utf-8"))["start_ns"])
-    except (OSError, ValueError, KeyError):
-        return None
+    started = read_started(folder)  # the run folder's reader: its layout is the core's
+    return started[1] if started else None
 
 
 def _meta(pid: int, name: str, sort: int) -> list[dict[str, Any]]:

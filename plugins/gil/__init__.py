@@ -107,7 +107,7 @@ class Series:
 
 def _measure_of(outcome: Outcome) -> tuple[float | None, str, float | None]:
     """Return (value where higher is better, what it is, CPU utilisation) for one run."""
-    from perfstack.driver import read_workload_metrics  # not at import: plugins load at start-up
+    from perfstack.rundir import read_workload_metrics
 
     metrics = {m["name"]: m for m in read_workload_metrics(outcome.artifact_dir)}
     cpu = metrics.get("cpu_utilisation", {}).get("value")

@@ -1,0 +1,138 @@
+"""The report's run-level figures from plain data: no processes, no files.
+
+What the driver computes from the runs it made — the baseline's wall time and instruction
+counts as metrics, what the workload reported itself, a backend's overhead, its status from
+how its run ended, one rank's records merged into the job's, records that do not fit the
+schema, processes a run left behind — as pure functions of plain values, tested with plain
+data (tests/test_assembly.py).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from perfstack.analysis.stats import summarize
+from perfstack.backend import Collected
+from perfstack.report import Better, Finding, Layer, Metric, Overhead, Status
+from perfstack.reportfile import schema_errors
+
+
+def status_of(exit_status: str, clean: bool) -> Status:
+    """A backend's status from how its run of the workload ended."""
+    if exit_status == "timeout":
+        return Status.TIMEOUT
+    if exit_status == "interrupted":
+        return Status.INTERRUPTED
+    return Status.OK if clean else Status.CRASHED
+
+
+def wall_metric(walls: Sequence[float]) -> Metric:
+    """The baseline's wall time: the median of its clean runs, every run a sample."""
+    if not walls:
+        return Metric("wall_time", None, "s", "run", "baseline", Better.LOWER,
+                      reason="no baseline run finished cleanly")
+    return Metric("wall_time", summarize(list(walls)).median, "s", "run", "baseline",
+                  Better.LOWER, samples=list(walls))
+
+
+def instruction_metric(counts: Sequence[int | float | None]) -> list[Metric]:
+    """The baseline's instruction counts, when the machine counted them in every clean run."""
+    if not counts or any(c is None for c in counts):
+        return []
+    values = [float(c) for c in counts if c is not None]
+    return [Metric("instructions", summarize(values).median, "count", "hardware", "baseline",
+                   Better.LOWER, samples=values)]
+
+
+def workload_metrics(runs: Sequence[Sequence[dict[str, Any]]]) -> list[Metric]:
+    """What the workload reported with perfstack.report_metric: one list of entries per clean
+    baseline run (a metric reported twice in one run: the last wins), one sample per run."""
+    series: dict[str, list[dict[str, Any]]] = {}
+    for entries in runs:
+        last: dict[str, dict[str, Any]] = {}
+        for entry in entries:
+            last[entry["name"]] = entry
+        for name, entry in last.items():
+            series.setdefault(name, []).append(entry)
+    metrics = []
+    for name, entries in series.items():
+        values = [e["value"] for e in entries]
+        better = entries[-1]["better"]
+        metrics.append(Metric(name, statistics.median(values), entries[-1]["unit"], "run",
+                              "workload", Better(better) if better in ("higher", "lower")
+                              else Better.NEITHER, samples=values))
+    return metrics
+
+
+def overhead(walls: Sequence[float], wall_s: float | None,
+             clean: bool) -> tuple[Overhead | None, str | None]:
+    """A backend's run against the clean baseline runs' wall times, or why there is none."""
+    if not walls:
+        return None, "no baseline run finished cleanly to compare with"
+    if not clean or wall_s is None:
+        return None, "the workload did not finish cleanly under this backend"
+    base = summarize(list(walls))
+    return Overhead(wall_s / base.median, base.median, base.stdev, base.n), None
+
+
+def merge_rank(merged: Collected, part: Collected, rank: int, prefix: bool) -> None:
+    """Add one rank's records to ``merged``; with several ranks, keys and names say the rank."""
+    def key(k: str) -> str:
+        return f"rank{rank}:{k}" if prefix else k
+
+    for layer, rows in part.rows.items():
+        for row in rows:
+            row.attrs["rank"] = rank
+            if prefix:
+                row.key, row.name = key(row.key), f"[rank {rank}] {row.name}"
+                row.links = {k: [key(v) for v in vs] for k, vs in row.links.items()}
+        merged.rows.setdefault(layer, []).extend(rows)
+    for metric in part.metrics:
+        if prefix:
+            metric.name = f"{metric.name}[rank{rank}]"
+        merged.metrics.append(metric)
+    for finding in part.findings:
+        if prefix:
+            finding.title = f"[rank {rank}] {finding.title}"
+        merged.findings.append(finding)
+    for label, path in part.artifacts.items():
+        merged.artifacts[f"{label}.rank{rank}" if prefix else label] = path
+    merged.notes += [f"rank {rank}: {note}" if prefix else note for note in part.notes]
+
+
+def malformed(collected: Collected) -> list[str]:
+    """What in a backend's records does not fit the report's schema (nothing of it is kept)."""
+    problems = []
+    for layer, rows in collected.rows.items():
+        if not isinstance(layer, Layer):
+            problems.append(f"rows under {layer!r}, which is not a perfstack.Layer")
+            continue
+        for row in rows:
+            problems += [f"{layer.value} row {row.key!r}: {p}"
+                         for p in schema_errors(row.to_dict(), "row")]
+    for metric in collected.metrics:
+        problems += [f"metric {metric.name!r}: {p}"
+                     for p in schema_errors(metric.to_dict(), "metric")]
+    for finding in collected.findings:
+        problems += [f"finding {finding.rule!r}: {p}"
+                     for p in schema_errors(finding.to_dict(), "finding")]
+    return problems
+
+
+def left_running(stopped: Sequence[tuple[str, Sequence[str]]]) -> list[Finding]:
+    """A finding naming the processes runs left behind, which perfstack stopped: (run id,
+    ['pid N: command', ...]) per run."""
+    if not stopped:
+        return []
+    count = sum(len(procs) for _, procs in stopped)
+    return [Finding(
+        rule="run.left-running",
+        title=f"the workload left {count} process{'es' if count != 1 else ''} running "
+              "after it ended; perfstack stopped them",
+        layer="run", severity="warning",
+        evidence=[f"{run}: {proc}" for run, procs in stopped for proc in procs][:20],
+        action="wait for (or stop) the processes the workload starts before it exits; a "
+               "child in a session of its own outlives its parent",
+        source="perfstack")]

@@ -1,0 +1,100 @@
+"""The report's run-level figures, from plain data (perfstack.assembly): no process started."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from perfstack.assembly import (
+    instruction_metric,
+    left_running,
+    malformed,
+    merge_rank,
+    overhead,
+    status_of,
+    wall_metric,
+    workload_metrics,
+)
+from perfstack.backend import Collected
+from perfstack.report import Better, Finding, Layer, Metric, Quantity, Row, Status
+
+
+def test_the_wall_time_is_the_median_of_the_clean_runs_and_unknown_without_one() -> None:
+    m = wall_metric([2.0, 3.0, 2.5])
+    assert m.value == 2.5 and m.samples == [2.0, 3.0, 2.5]
+    none = wall_metric([])
+    assert none.value is None and none.reason == "no baseline run finished cleanly"
+
+
+def test_instructions_only_when_every_run_was_counted() -> None:
+    assert instruction_metric([10, 12, 11])[0].value == 11
+    assert instruction_metric([10, None]) == []  # unknown is not zero: no metric at all
+    assert instruction_metric([]) == []
+
+
+def test_the_workload_s_own_metrics_take_the_last_value_of_each_run() -> None:
+    runs = [[{"name": "throughput", "value": 1.0, "unit": "x/s", "better": "higher"},
+             {"name": "throughput", "value": 2.0, "unit": "x/s", "better": "higher"}],
+            [{"name": "throughput", "value": 4.0, "unit": "x/s", "better": "higher"}]]
+    (m,) = workload_metrics(runs)
+    assert m.samples == [2.0, 4.0] and m.value == 3.0 and m.source == "workload"
+
+
+def test_overhead_is_against_the_clean_baseline() -> None:
+    ratio, why = overhead([2.0, 2.0, 2.0], 3.0, clean=True)
+    assert ratio is not None and ratio.ratio == 1.5 and why is None
+    assert overhead([], 3.0, clean=True) == (
+        None, "no baseline run finished cleanly to compare with")
+    assert overhead([2.0], 3.0, clean=False)[0] is None
+
+
+def test_a_status_says_how_the_run_ended() -> None:
+    assert status_of("timeout", False) is Status.TIMEOUT
+    assert status_of("interrupted", False) is Status.INTERRUPTED
+    assert status_of("exited", True) is Status.OK
+    assert status_of("signalled", False) is Status.CRASHED
+
+
+def test_ranks_are_named_when_there_are_several() -> None:
+    part = Collected(rows={Layer.PYTHON: [Row("f (x.py:1)", "f", "b", {"t": Quantity(1.0, "s")},
+                                              links={"framework": ["aten::mm"]})]},
+                     metrics=[Metric("m", 1.0, "s", "run", "b", Better.LOWER)],
+                     artifacts={"log": Path("a.log")}, notes=["hi"])
+    merged = Collected()
+    merge_rank(merged, part, 1, prefix=True)
+    row = merged.rows[Layer.PYTHON][0]
+    assert row.key == "rank1:f (x.py:1)" and row.links["framework"] == ["rank1:aten::mm"]
+    assert row.attrs["rank"] == 1 and merged.metrics[0].name == "m[rank1]"
+    assert "log.rank1" in merged.artifacts and merged.notes == ["rank 1: hi"]
+
+
+def test_records_that_do_not_fit_the_schema_are_named() -> None:
+    bad = Collected(rows={Layer.PYTHON: [Row("", "x", "b", {})]})
+    assert malformed(bad) and "python row ''" in malformed(bad)[0]
+    assert malformed(Collected(rows={"python": []})) == [  # type: ignore[dict-item]
+        "rows under 'python', which is not a perfstack.Layer"]
+
+
+def test_processes_left_behind_become_one_finding() -> None:
+    assert left_running([]) == []
+    (f,) = left_running([("baseline-1", ["pid 1: a", "pid 2: b"]), ("torch", ["pid 3: c"])])
+    assert isinstance(f, Finding) and f.rule == "run.left-running" and "3 processes" in f.title
+    assert f.evidence == ["baseline-1: pid 1: a", "baseline-1: pid 2: b", "torch: pid 3: c"]
+
+
+def test_the_run_folder_readers_keep_what_is_whole(tmp_path: Path) -> None:
+    """The run folder's readers (perfstack.rundir), on files as a killed run leaves them."""
+    from perfstack import METRICS_FILE, rundir
+    from perfstack.bootstrap import STARTED_FILE, STEPS_FILE
+
+    assert rundir.read_started(tmp_path) is None and rundir.read_steps(tmp_path) is None
+    (tmp_path / STARTED_FILE).write_text('{"pid": 12, "start_ns": 34}')
+    (tmp_path / STEPS_FILE).write_text('{"steps": "x"}')
+    assert rundir.read_started(tmp_path) == (12, 34) and rundir.read_steps(tmp_path) is None
+    (tmp_path / METRICS_FILE).write_text(
+        '{"name": "throughput", "value": 5, "unit": "x/s"}\n{"name": "thr\n'
+        '{"name": "bad", "value": NaN}\n')
+    assert rundir.read_workload_metrics(tmp_path) == [
+        {"name": "throughput", "value": 5.0, "unit": "x/s", "better": "higher"}]
+    assert rundir.primary_dir(tmp_path) == tmp_path
+    (tmp_path / "rank-0").mkdir()
+    assert rundir.primary_dir(tmp_path) == rundir.rank_dir(tmp_path, 0)
