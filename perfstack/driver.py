@@ -136,9 +136,8 @@ class Session:
              on_started: Callable[[int], None] | None = None,
              python: str | None = None,
              on_rank_started: Callable[[int, Path, int], None] | None = None) -> Outcome:
-        folder = self.run_dir / label
-        folder.mkdir(parents=True, exist_ok=True)
-        config = folder / "bootstrap.json"
+        folder = rundir.run_subfolder(self.run_dir, label)
+        config = folder / rundir.BOOTSTRAP_CONFIG_FILE
         write_json_atomic(config, {
             "artifact_dir": str(folder.resolve()),
             "inprocess": [{"target": h.target, "options": h.options} for h in launch.inprocess],
@@ -387,8 +386,7 @@ class Session:
         if not available.ok:
             return self._result(entry, Status.UNAVAILABLE, reason=available.reason,
                                 fix=available.fix)
-        folder = self.run_dir / backend.name
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = rundir.run_subfolder(self.run_dir, backend.name)
         ctx = RunContext(backend.name, self.workload, folder,
                          self.options.backend_options.get(backend.name, {}),
                          self.options.timeout_s, list(self.baseline),

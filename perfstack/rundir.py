@@ -102,6 +102,19 @@ def read_workload_metrics(folder: Path) -> list[dict[str, Any]]:
 
 
 
+def run_subfolder(run_dir: Path, name: str) -> Path:
+    """Create (if needed) and return one run's or backend's folder inside the run folder; the
+    run folder removed or replaced by a file while the session goes on is an OutputError."""
+    folder = run_dir / name
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"{run_dir}: the run folder was removed or replaced while the run "
+                          f"went on ({exc.strerror}); nothing more can be written there") \
+            from None
+    return folder
+
+
 def new_run_dir(base: Path) -> Path:
     """Create and return a fresh, timestamped run folder under ``base``."""
     stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -36,6 +36,9 @@ from perfstack.backend import (
 from perfstack.report import Better, Finding, Layer, Metric, Quantity, Report, Row
 
 SOURCE = "pyspy"
+#: The two profiles a run of this backend writes in its folder (the gil backend reads them too).
+PROFILE_FILE = "profile.speedscope.json"
+GIL_PROFILE_FILE = "gil.speedscope.json"
 
 
 def py_spy() -> str | None:
@@ -357,9 +360,9 @@ class PySpyBackend(Backend):
                 common.append(f"--{flag}")
         # Native stacks need py-spy to pause the process; the GIL pass only reads its memory.
         main = ["--native"] if ctx.options.get("native") else ["--nonblocking"]
-        passes = [("profile.speedscope.json", main)]
+        passes = [(PROFILE_FILE, main)]
         if not ctx.options.get("no_gil"):
-            passes.append(("gil.speedscope.json", ["--nonblocking", "--gil"]))
+            passes.append((GIL_PROFILE_FILE, ["--nonblocking", "--gil"]))
         procs, logs = [], []
         # When sampling began, against the bootstrap's start (workload.json): the time before
         # it is start-up the sampler did not see, not waiting.
@@ -375,7 +378,7 @@ class PySpyBackend(Backend):
 
     def collect(self, ctx: RunContext, outcome: Outcome | None) -> Collected:
         """Read both profiles into rows."""
-        frames, profiles = read_profile(ctx.artifact_dir / "profile.speedscope.json")
+        frames, profiles = read_profile(ctx.artifact_dir / PROFILE_FILE)
         if not profiles:
             log = ctx.artifact_dir / "profile.speedscope.json.log"
             said = log.read_text("utf-8", errors="replace").strip() if log.exists() else ""
@@ -388,7 +391,7 @@ class PySpyBackend(Backend):
                                         "could attach: nothing was sampled; profile a longer "
                                         "run"))
             raise RuntimeError(f"py-spy wrote no profile: {said.splitlines()[0] if said else ''}")
-        gil_frames, gil_profiles = read_profile(ctx.artifact_dir / "gil.speedscope.json")
+        gil_frames, gil_profiles = read_profile(ctx.artifact_dir / GIL_PROFILE_FILE)
         rows, metrics, notes = summarize(frames, profiles, gil_frames, gil_profiles,
                                          _home(ctx))
         notes.append("sampling starts when the script starts; py-spy needs ~0.1 s to attach")
@@ -402,9 +405,9 @@ class PySpyBackend(Backend):
                                    _unsampled_start(ctx.artifact_dir, outcome))
             notes.append("time budget: the time before py-spy started counts as start-up; "
                          "its attach (~0.1-0.2 s) counts as waiting")
-        artifacts = {"speedscope": ctx.artifact_dir / "profile.speedscope.json"}
-        if (ctx.artifact_dir / "gil.speedscope.json").is_file():
-            artifacts["gil_speedscope"] = ctx.artifact_dir / "gil.speedscope.json"
+        artifacts = {"speedscope": ctx.artifact_dir / PROFILE_FILE}
+        if (ctx.artifact_dir / GIL_PROFILE_FILE).is_file():
+            artifacts["gil_speedscope"] = ctx.artifact_dir / GIL_PROFILE_FILE
         return Collected(rows=rows, metrics=metrics, notes=notes, artifacts=artifacts)
 
 

@@ -241,12 +241,12 @@ def test_a_run_whose_every_backend_failed_is_not_a_success(
 
 def test_many_runs_in_one_folder_and_a_killed_one(perfstack: Callable[..., Result],
                                                   tmp_path: Path) -> None:
-    """Runs in a row and four at once in one folder: every report valid, every run folder its
-    own, nothing left running; then a perfstack killed with SIGKILL mid-run leaves a folder
-    without a report, and the next run and diff work with what is on disk."""
+    """Twenty runs in a row and four at once in one folder: every report valid, every run
+    folder its own, nothing left running; then a perfstack killed with SIGKILL mid-run leaves a
+    folder without a report, and the next run and diff work with what is on disk."""
     once = ("run", "--plugins", "resources", "--repeat", "1", "--warmup", "0", "-q",
             str(WORKLOADS / "busy.py"))
-    for _ in range(4):
+    for _ in range(20):
         assert perfstack(*once).code == 0
     procs = [subprocess.Popen([sys.executable, "-m", "perfstack", *once], cwd=tmp_path,
                               env=perfstack_env(), stdout=subprocess.DEVNULL,
@@ -256,7 +256,7 @@ def test_many_runs_in_one_folder_and_a_killed_one(perfstack: Callable[..., Resul
         assert proc.returncode == 0, err
     runs = tmp_path / ".perfstack" / "runs"
     folders = [p for p in runs.iterdir() if p.is_dir() and not p.is_symlink()]
-    assert len(folders) == 8, sorted(p.name for p in folders)
+    assert len(folders) == 24, sorted(p.name for p in folders)
     for folder in folders:
         assert perfstack("validate", str(folder / "report.json")).code == 0
     pids = tmp_path / "pids.txt"
@@ -275,3 +275,41 @@ def test_many_runs_in_one_folder_and_a_killed_one(perfstack: Callable[..., Resul
     assert perfstack(*once).code == 0
     diffed = perfstack("diff")
     assert diffed.code == 0, diffed.stderr  # the two newest runs with a report
+
+
+def test_a_run_folder_replaced_during_the_run_is_one_line(tmp_path: Path) -> None:
+    pids = tmp_path / "pids.txt"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "perfstack", "run", "--plugins", "resources", "--repeat", "1",
+         "--warmup", "0", "-q", "--timeout", "3", "--kill-grace", "1", "--out-dir", "out",
+         str(WORKLOADS / "hang.py")], cwd=tmp_path, env=perfstack_env({"HANG_PIDS": str(pids)}),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not pids.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    shutil.rmtree(tmp_path / "out")
+    (tmp_path / "out").write_text("not a folder")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 7, err
+    assert err.strip().splitlines()[-1].startswith("perfstack: error: out: the run folder was "
+                                                   "removed or replaced"), err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(("name", "content", "why"), [
+    ("deep.json", "[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ("digits.json", '{"version": ' + "9" * 5000 + "}", "not valid JSON"),
+    ("corrupt.json.gz", None, "not valid JSON"),
+])
+def test_report_files_that_cannot_be_read_are_exit_4(perfstack: Callable[..., Result],
+                                                    tmp_path: Path, name: str,
+                                                    content: str | None, why: str) -> None:
+    path = tmp_path / name
+    if content is None:  # a gzip header, then a body that is not deflate data
+        path.write_bytes(bytes.fromhex("1f8b0800000000000003") + b"not deflate data at all")
+    else:
+        path.write_text(content)
+    for command in ("validate", "show"):
+        result = perfstack(command, str(path))
+        assert_one_line_error(result, 4)
+        assert why in result.stderr

@@ -37,7 +37,7 @@ from perfstack.backend import (
 )
 from perfstack.report import Better, Finding, Layer, Metric, Quantity, Row
 
-from ..pyspy import PySpyBackend, read_profile, summarize
+from ..pyspy import GIL_PROFILE_FILE, PROFILE_FILE, PySpyBackend, read_profile, summarize
 from .probe import FILE as PROBE_FILE
 
 SOURCE = "gil"
@@ -350,8 +350,8 @@ class GilBackend(Backend):
         metrics, notes = _probe(ctx)
         rows: list[Row] = []
         held: float | None = None
-        frames, profiles = read_profile(ctx.artifact_dir / "profile.speedscope.json")
-        gil_frames, gil_profiles = read_profile(ctx.artifact_dir / "gil.speedscope.json")
+        frames, profiles = read_profile(ctx.artifact_dir / PROFILE_FILE)
+        gil_frames, gil_profiles = read_profile(ctx.artifact_dir / GIL_PROFILE_FILE)
         if profiles and gil_profiles:
             spy_rows, _, _ = summarize(frames, profiles, gil_frames, gil_profiles)
             for row in spy_rows[Layer.PYTHON]:
