@@ -285,3 +285,17 @@ def test_the_markdown_diff_fits_a_pull_request_comment(runs: dict[str, Path]) ->
         expected = (None if verdict in ("cannot judge", "unknown")
                     else verdict in ("regression", "improvement", "changed"))
         assert row["beyond_noise"] is expected, (row, verdict)
+
+
+def test_the_text_diff_fits_80_columns_with_its_verdicts(runs: dict[str, Path]) -> None:
+    proc = subprocess.run([sys.executable, "-m", "perfstack", "diff", str(runs["a"]),
+                           str(runs["b"])], cwd=runs["a"].parent,
+                          env=perfstack_env({"COLUMNS": "80"}), capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert max(len(ln) for ln in lines) <= 80, [ln for ln in lines if len(ln) > 80]
+    head = next(ln for ln in lines if ln.strip().startswith("metric "))
+    assert "verdict" in head  # the sides' values give way first, never the verdict
+    throughput = next(ln for ln in lines if ln.strip().startswith("throughput "))
+    assert "REGRESSION" in throughput

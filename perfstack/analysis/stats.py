@@ -165,6 +165,32 @@ def compare(base: Sequence[float], new: Sequence[float],
 PAIRED_MIN_EFFECT = 0.02
 
 
+#: A pair is an outlier when its modified z-score (Iglewicz and Hoaglin: 0.6745 times its
+#: distance from the median over the median absolute deviation) is beyond this.
+OUTLIER_Z = 3.5
+#: ... and it is this far from the median pair (a log ratio: about 16%), so ordinary spread
+#: is never trimmed (trimming it would make the test call more A/A pairs a change).
+OUTLIER_MIN = 0.15
+
+
+def _without_outliers(diffs: list[float]) -> list[float]:
+    """The pairs that are not outliers, by the modified z-score: only from 5 pairs on, at
+    most a third of them, and never when the pairs agree exactly (no spread to measure by).
+    One run disturbed far beyond the others (a 3x slower run on a shared machine) would
+    otherwise hide a consistent change in every other pair."""
+    import statistics
+
+    if len(diffs) < 5:
+        return diffs
+    middle = statistics.median(diffs)
+    mad = statistics.median(abs(d - middle) for d in diffs)
+    if mad == 0:
+        return diffs
+    kept = [d for d in diffs if abs(0.6745 * (d - middle) / mad) <= OUTLIER_Z
+            or abs(d - middle) <= OUTLIER_MIN]
+    return kept if len(diffs) - len(kept) <= len(diffs) // 3 else diffs
+
+
 def compare_paired(base: Sequence[float], new: Sequence[float],
                    min_effect: float = PAIRED_MIN_EFFECT) -> Comparison:
     """Decide whether ``new`` differs from ``base`` when their i-th samples were taken side by
@@ -196,6 +222,13 @@ def compare_paired(base: Sequence[float], new: Sequence[float],
         diffs = [b - a for a, b in zip(base, new, strict=True)]
         scale = statistics.median(base)
         change = statistics.fmean(diffs) / scale if scale else 0.0
+    kept = _without_outliers(diffs)
+    left_out = n - len(kept)
+    if left_out:
+        diffs, n = kept, len(kept)
+        ratios = all(v > 0 for v in (*base, *new))  # diffs are log ratios, else differences
+        change = (math.exp(statistics.fmean(diffs)) - 1 if ratios
+                  else statistics.fmean(diffs) / (statistics.median(base) or 1.0))
     spread = statistics.stdev(diffs)
     mean = statistics.fmean(diffs)
     if spread == 0:
@@ -203,7 +236,9 @@ def compare_paired(base: Sequence[float], new: Sequence[float],
     else:
         t = mean / (spread / math.sqrt(n))
     passed = abs(t) >= tdist95conf_level(n - 1)
-    pairs = f"{n} interleaved pairs"
+    pairs = f"{n + left_out} interleaved pairs" + (
+        f", {left_out} left out as {'an outlier' if left_out == 1 else 'outliers'} (a run "
+        "disturbed far beyond the others)" if left_out else "")
     if passed and abs(change) < min_effect:
         return Comparison(change, False, test, t,
                           f"{test} says different, but {100 * abs(change):.1f}% is below the "

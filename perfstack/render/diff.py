@@ -99,12 +99,15 @@ def render_text(d: Diff, top: int = 10, threshold: float | None = None,
     title = f"perfstack diff: {d.base} -> {d.new}"
     out = [title] if len(title) <= width else ["perfstack diff:", f"  base: {d.base}",
                                                 f"  new:  {d.new}"]
-    out += ["", headline(d, threshold), ""]
-    out += environment_lines(d)
-    out.append("machine: " + d.machine.describe())
+    out += ["", *_wrapped(headline(d, threshold), width), ""]
+    for line in environment_lines(d):
+        out += _wrapped(line, width)
+    out += _wrapped("machine: " + d.machine.describe(), width)
+    # The verdict next to the change: on a narrow terminal the sides' values give way first.
     out += ["", "Metrics"]
-    out += table([Column("metric", name=True), Column("base"), Column("new"), Column("change"),
-                  Column("verdict")], [_metric_cells(m) for m in d.metrics], width)
+    out += table([Column("metric", name=True), Column("change"), Column("verdict", left=True),
+                  Column("base"), Column("new")],
+                 [[c[0], c[3], c[4], c[1], c[2]] for c in map(_metric_cells, d.metrics)], width)
     why = [m for m in d.metrics if m.verdict in (*CHANGED, "cannot judge")
            or (m.verdict == "within noise" and "says different" in m.reason)]
     if why:
@@ -112,11 +115,21 @@ def render_text(d: Diff, top: int = 10, threshold: float | None = None,
         out += [cut(f"  {m.name}: {m.reason}", width) for m in why]
     for layer, rows in _top_rows(d, top).items():
         out += ["", f"{layer.capitalize()} rows that moved most ({len(d.rows[layer])} in all)"]
-        out += table([Column("row", name=True), Column("base"), Column("new"), Column("moved"),
-                       Column("change"), Column("judged")], [_row_cells(r) for r in rows],
-                      width)
-    out += ["", d.row_noise_reason]
+        out += table([Column("row", name=True), Column("moved"), Column("change"),
+                       Column("judged", left=True), Column("base"), Column("new")],
+                      [[c[0], c[3], c[4], c[5].replace(f" (as {r.by_metric})", ""), c[1], c[2]]
+                       for r, c in zip(rows, map(_row_cells, rows), strict=True)], width)
+    out += ["", *_wrapped(d.row_noise_reason, width)]
     return "\n".join(out) + "\n"
+
+
+def _wrapped(line: str, width: int) -> list[str]:
+    """A line wrapped to ``width``, its continuation indented two more than the line."""
+    import textwrap
+
+    lead = line[:len(line) - len(line.lstrip())]
+    return textwrap.wrap(line, width=width, subsequent_indent=lead + "  ",
+                         break_on_hyphens=False) or [line]
 
 
 def _md_table(table_rows: list[list[str]]) -> list[str]:
