@@ -13,7 +13,6 @@ linked to Python functions: use --torch-stack") are kept as sentences, once each
 from __future__ import annotations
 
 import os
-import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -417,8 +416,3 @@ def build(report: Report, top: int = 10, depth: int = 3, full: bool = False,
         footnotes=footnotes,
         artifacts=_artifacts(report, report_dir),
     )
-
-
-def median(values: list[float]) -> float:
-    """Return the median (a helper for renderers that summarize a column)."""
-    return statistics.median(values)

@@ -34,8 +34,6 @@ from .tables import layer_tables
 PANE_TITLES = {"pane-overview": "Overview", "pane-python": "Python", "pane-ops": "Ops",
                "pane-kernels": "Kernels", "pane-hardware": "Hardware",
                "pane-distributed": "Distributed"}
-LAYER_OF_PANE = {"pane-python": Layer.PYTHON, "pane-ops": Layer.FRAMEWORK,
-                 "pane-kernels": Layer.KERNEL, "pane-hardware": Layer.HARDWARE}
 
 
 def _asset(name: str) -> str:
