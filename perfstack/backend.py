@@ -176,6 +176,19 @@ class Collected:
     empty: str | None = None
 
 
+@dataclass
+class Recorded:
+    """What a backend read from files recorded elsewhere (``perfstack analyze``): one
+    process's (rank's) records."""
+
+    collected: Collected
+    files: list[Path]  # the files these records come from
+    rank: int | None = None  # the rank that wrote them, when the files say
+    world: int | None = None  # the job's number of ranks, when the files say
+    #: facts about where they were recorded, for the report's environment (device names...)
+    environment: dict[str, Any] = field(default_factory=dict)
+
+
 class Attachment(Protocol):
     """Something a backend attached to the running workload."""
 
@@ -211,6 +224,18 @@ class Backend:
     def attach(self, ctx: RunContext, pid: int) -> Attachment | None:
         """Attach to the running workload (its Python pid) and return a handle, or None."""
         return None
+
+    def recognizes(self, path: Path) -> bool:
+        """Return whether ``path`` is a file this backend records and can read back without
+        running anything (``perfstack analyze``). Called for every file named or found in a
+        named folder: decide from the name and at most the first few KB of the file."""
+        return False
+
+    def analyze(self, files: Sequence[Path]) -> list[Recorded]:
+        """Read files this backend recognized (recorded elsewhere: another machine, a
+        cluster job) into records, one ``Recorded`` per rank (or per process). Raise
+        ``ValueError`` with one line when a file cannot be read."""
+        return []
 
     def collect(self, ctx: RunContext, outcome: Outcome | None) -> Collected:
         """Return the normalized records from this backend's raw output.

@@ -22,6 +22,11 @@ from perfstack.report import Better, Finding, Layer, Metric, Report
 #: Op names of collective communication in torch traces (c10d, gloo, nccl, DDP's markers).
 COLLECTIVE = re.compile(r"all_?reduce|broadcast|all_?gather|reduce_?scatter|all_?to_?all|"
                         r"barrier|record_param_comms|c10d::|gloo:|nccl:", re.IGNORECASE)
+#: Device figures of each rank (% of its profiled steps) that the job gets the mean of.
+JOB_MEANS = (("gpu_busy", Better.HIGHER), ("gpu_time.compute", Better.NEITHER),
+             ("gpu_time.communication", Better.NEITHER), ("gpu_time.memory", Better.NEITHER),
+             ("gpu_time.idle", Better.NEITHER), ("gpu_idle.host_wait", Better.LOWER),
+             ("gpu_comm_overlap", Better.HIGHER))
 #: A slowest rank this much slower than the fastest (median step) is an imbalance.
 IMBALANCE = 0.10
 #: Ranks whose collective-wait shares differ by this many points are imbalanced.
@@ -57,18 +62,33 @@ def _comm_shares(report: Report) -> dict[int, tuple[float, float]]:
 
 def cross_rank(report: Report, baseline: list[Outcome], world: int) -> tuple[
         list[Metric], list[Finding]]:
-    """Return per-rank step-time metrics, straggler metrics, communication shares, findings."""
+    """Return per-rank step-time metrics (from the baseline runs' ``perfstack.step()``
+    calls), straggler metrics, communication shares and findings of a live torchrun job."""
+    samples = {rank: [t for o in baseline if o.record.exit.clean for t in _step_times(o, rank)]
+               for rank in range(world)}
+    return rank_figures(report, samples, publish_steps=True)
+
+
+def rank_figures(report: Report, samples: dict[int, list[float]], publish_steps: bool,
+                 steps_from: str = "the baseline runs") -> tuple[list[Metric], list[Finding]]:
+    """Return the cross-rank figures from each rank's step times (seconds per step).
+
+    ``publish_steps`` adds ``step_time[rankN]`` metrics; without it (the step times are
+    already in the report, e.g. from traces) only the straggler figures are added. Device
+    figures come from the ranks' ``gpu_busy[rankN]`` and ``gpu_comm_time[rankN]`` metrics when
+    a backend published them: the job's ``gpu_busy`` (mean over ranks) and each rank's
+    ``collective_wait[rankN]``, its collectives' device time over its step time."""
     metrics: list[Metric] = []
     findings: list[Finding] = []
     medians: dict[int, float] = {}
-    for rank in range(world):
-        samples = [t for o in baseline if o.record.exit.clean for t in _step_times(o, rank)]
-        if samples:
-            medians[rank] = statistics.median(samples)
-            metrics.append(Metric(f"step_time[rank{rank}]", medians[rank], "s", "run",
-                                  "perfstack", Better.LOWER, samples=samples[:1000],
-                                  samples_of="steps"))
-        else:
+    for rank, times in sorted(samples.items()):
+        if times:
+            medians[rank] = statistics.median(times)
+            if publish_steps:
+                metrics.append(Metric(f"step_time[rank{rank}]", medians[rank], "s", "run",
+                                      "perfstack", Better.LOWER, samples=times[:1000],
+                                      samples_of="steps"))
+        elif publish_steps:
             metrics.append(Metric(f"step_time[rank{rank}]", None, "s", "run", "perfstack",
                                   Better.LOWER, reason="this rank marked no steps "
                                   "(perfstack.step() or an optimizer step)"))
@@ -79,15 +99,71 @@ def cross_rank(report: Report, baseline: list[Outcome], world: int) -> tuple[
         metrics.append(Metric("slowest_rank", slowest, "rank", "run", "perfstack",
                               Better.NEITHER))
         metrics.append(Metric("straggler_gap", 100 * gap, "%", "run", "perfstack",
-                              Better.LOWER))
+                              Better.LOWER, description="the slowest rank's median step time "
+                              f"over the fastest's ({steps_from})"))
         if gap > IMBALANCE:
             findings.append(Finding(
                 "dist.straggler", f"rank {slowest} is {100 * gap:.0f}% slower per step than "
                 f"rank {fastest}", "run", "warning",
-                ["median step time: " + ", ".join(f"rank {r} {t * 1e3:.1f} ms"
-                                                   for r, t in sorted(medians.items()))],
+                [f"median step time ({steps_from}): " + ", ".join(
+                    f"rank {r} {t * 1e3:.1f} ms" for r, t in sorted(medians.items()))],
                 "balance the work or the data per rank; check that rank's host and device",
                 "perfstack"))
+    device_metrics, device_findings = _device_figures(report, samples)
+    metrics += device_metrics
+    findings += device_findings
+    if any(m.name.startswith("collective_wait[") for m in device_metrics):
+        return metrics, findings  # the device's collective wait says it better than CPU time
+    metrics_cpu, findings_cpu = _cpu_comm_figures(report)
+    return metrics + metrics_cpu, findings + findings_cpu
+
+
+def _per_rank(report: Report, name: str) -> dict[int, float]:
+    out = {}
+    for metric in report.metrics:
+        found = re.fullmatch(re.escape(name) + r"\[rank(\d+)\]", metric.name)
+        if found and isinstance(metric.value, (int, float)):
+            out[int(found[1])] = float(metric.value)
+    return out
+
+
+def _device_figures(report: Report, samples: dict[int, list[float]]) -> tuple[
+        list[Metric], list[Finding]]:
+    metrics: list[Metric] = []
+    findings: list[Finding] = []
+    for name, better in JOB_MEANS:
+        values = _per_rank(report, name)
+        if values and report.metric(name) is None:
+            metrics.append(Metric(
+                name, statistics.fmean(values.values()), "%", "kernel", "perfstack", better,
+                detail=name != "gpu_busy",
+                description=f"the mean over {len(values)} ranks of {name}[rankN], each a share "
+                "of that rank's profiled steps"))
+    comm = _per_rank(report, "gpu_comm_time")
+    waits = {r: 100 * c / sum(samples[r]) for r, c in comm.items() if sum(samples.get(r, []))}
+    for rank, wait in sorted(waits.items()):
+        metrics.append(Metric(f"collective_wait[rank{rank}]", wait, "%", "kernel", "perfstack",
+                              Better.LOWER, description="the rank's collective kernels' time "
+                              "on its device over its step time: waiting for the others "
+                              "included"))
+    if len(waits) >= 2:
+        high = max(waits, key=lambda r: waits[r])
+        low = min(waits, key=lambda r: waits[r])
+        if waits[high] - waits[low] > WAIT_SPREAD_POINTS:
+            findings.append(Finding(
+                "dist.imbalance", f"rank {high}'s device waits in collectives "
+                f"{waits[high]:.0f}% of its steps, rank {low}'s only {waits[low]:.0f}%: the "
+                f"others wait for rank {low}", "kernel", "warning",
+                [f"rank {r}: collective kernels {comm[r] * 1e3:.1f} ms in "
+                 f"{sum(samples[r]) * 1e3:.1f} ms of steps" for r in sorted(waits)],
+                f"rank {low} arrives last at every collective: give it less work or find what "
+                "slows it (data loading, a slower device, host contention)", "perfstack"))
+    return metrics, findings
+
+
+def _cpu_comm_figures(report: Report) -> tuple[list[Metric], list[Finding]]:
+    metrics: list[Metric] = []
+    findings: list[Finding] = []
     shares = _comm_shares(report)
     for rank, (comm, total) in sorted(shares.items()):
         metrics.append(Metric(f"communication_share[rank{rank}]", 100 * comm / total, "%",

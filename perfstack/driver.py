@@ -37,7 +37,7 @@ from perfstack.report import (
     Status,
     order_findings,
 )
-from perfstack.reportfile import schema_errors, write_json_atomic
+from perfstack.reportfile import write_json_atomic
 
 #: Start the bootstrap without the current folder on sys.path (Python 3.11+), so a folder
 #: named like one of perfstack's modules where the user stands cannot shadow the installed
@@ -506,16 +506,4 @@ class Session:
                                  outcome.record.exit.clean)
 
     def _findings(self, report: Report) -> list[Finding]:
-        found: list[Finding] = []
-        for answer in self.plugins.call_each("perfstack_findings", report=report):
-            if answer.error is not None:
-                found.append(Finding(
-                    rule="perfstack.plugin-error", title=f"finding rules of {answer.plugin} failed",
-                    layer="run", severity="warning",
-                    evidence=answer.error.strip().splitlines()[-3:],
-                    action="report this to the plugin's authors", source=answer.plugin))
-                continue
-            for item in answer.result or ():
-                if isinstance(item, Finding) and not schema_errors(item.to_dict(), "finding"):
-                    found.append(item)
-        return found
+        return self.plugins.findings(report)

@@ -20,6 +20,7 @@ import pluggy
 from perfstack import hookspecs
 from perfstack.backend import Backend
 from perfstack.errors import PluginModuleNotFound
+from perfstack.report import Finding, Report
 
 #: Decorates a plugin's hook implementations: ``@perfstack.hookimpl``.
 hookimpl = pluggy.HookimplMarker("perfstack")
@@ -84,6 +85,26 @@ class Plugins:
             except Exception:
                 answers.append(HookResult(impl.plugin_name, None, traceback.format_exc()))
         return answers
+
+    def findings(self, report: Report) -> list[Finding]:
+        """Call every plugin's ``perfstack_findings`` on a finished report. A plugin that
+        raises becomes a ``perfstack.plugin-error`` finding; findings that do not fit the
+        schema are dropped."""
+        from perfstack.reportfile import schema_errors
+
+        found: list[Finding] = []
+        for answer in self.call_each("perfstack_findings", report=report):
+            if answer.error is not None:
+                found.append(Finding(
+                    rule="perfstack.plugin-error",
+                    title=f"finding rules of {answer.plugin} failed", layer="run",
+                    severity="warning", evidence=answer.error.strip().splitlines()[-3:],
+                    action="report this to the plugin's authors", source=answer.plugin))
+                continue
+            for item in answer.result or ():
+                if isinstance(item, Finding) and not schema_errors(item.to_dict(), "finding"):
+                    found.append(item)
+        return found
 
     def package_of(self, plugin: str) -> str | None:
         """Return the "dist version" a plugin comes from, when known."""

@@ -416,6 +416,9 @@ class RunInfo:
     #: set by ``perfstack ab``: {"id": the A/B session, "side": "base" | "new"}. The two
     #: sides' baseline runs were interleaved, so their i-th samples form a pair.
     pairing: dict[str, str] | None = None
+    #: set by ``perfstack analyze``: nothing was run; the report was read from these files
+    #: ({"path": ..., "backend": the backend that read it})
+    analyzed: list[dict[str, str]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form."""
@@ -433,6 +436,8 @@ class RunInfo:
         }
         if self.pairing is not None:
             out["pairing"] = self.pairing
+        if self.analyzed is not None:
+            out["analyzed"] = self.analyzed
         return out
 
     @classmethod

@@ -119,6 +119,37 @@ def _share(report: Report, name: str) -> tuple[float, str] | None:
     return float(m.value), m.source
 
 
+def _device_idle(report: Report) -> list[Finding]:
+    """The device busy (``gpu_busy``: the union of its kernels and copies) under half the
+    profiled steps, with what its idle time was."""
+    busy = _share(report, "gpu_busy")
+    if busy is None or busy[0] >= DEVICE_BUSY_LIMIT:
+        return []
+    evidence = [f"kernels, memcpy and memset cover {busy[0]:.1f}% of the profiled steps' wall "
+                f"time on the device (gpu_busy, the union of their intervals, from {busy[1]})"]
+    parts = [(name, _share(report, f"gpu_time.{name}"))
+             for name in ("compute", "communication", "memory", "idle")]
+    if all(share is not None for _, share in parts):
+        evidence.append("the steps' device time: " + ", ".join(
+            f"{name} {share[0]:.1f}%" for name, share in parts if share is not None))
+    wait = _share(report, "gpu_idle.host_wait")
+    action = ("the host does not feed the device fast enough: look at the Python and "
+              "data-loading time between kernels, larger batches, CUDA graphs")
+    if wait is not None:
+        evidence.append(f"idle before the next launch call was even made: {wait[0]:.1f}% "
+                        "(gpu_idle.host_wait): the device waited for the host")
+        idle = _share(report, "gpu_time.idle")
+        if idle is not None and idle[0] > 0 and wait[0] < idle[0] / 2:
+            action = ("the device is idle though the launches were made: look for "
+                      "synchronisations (.item(), .cpu(), cudaStreamSynchronize), waits on "
+                      "other ranks and dependencies between streams")
+    return [Finding(
+        rule="time.device-idle",
+        title=f"the GPU is busy only {busy[0]:.0f}% of the profiled steps",
+        layer="kernel", severity="warning", evidence=evidence, action=action,
+        source="perfstack")]
+
+
 def _time_rules(report: Report) -> list[Finding]:
     out = []
     interp, native = _share(report, "budget.interpreter"), _share(report, "budget.native")
@@ -164,17 +195,7 @@ def _time_rules(report: Report) -> list[Finding]:
                     "num_workers, pin_memory, prefetch); py-spy --pyspy-idle shows where it "
                     "blocks"),
             source="perfstack"))
-    busy = _share(report, "budget.gpu_kernels")
-    if busy is not None and busy[0] < DEVICE_BUSY_LIMIT:
-        out.append(Finding(
-            rule="time.device-idle",
-            title=f"the GPU is busy only {busy[0]:.0f}% of the profiled steps",
-            layer="kernel", severity="warning",
-            evidence=[f"kernel time over step time {busy[0]:.1f}% (budget.gpu_kernels, from "
-                      f"{busy[1]})"],
-            action=("the host does not feed the device fast enough: look at the Python and "
-                    "data-loading time between kernels, larger batches, CUDA graphs"),
-            source="perfstack"))
+    out += _device_idle(report)
     return out
 
 

@@ -122,6 +122,6 @@ def test_low_gpu_utilisation_and_power_and_idle_device():
                 {"mean": Quantity(120.0, "W"), "max": Quantity(180.0, "W"),
                  "p95": Quantity(170.0, "W")}, {"gpu": gpu, "samples": 40})]
     found = _findings(_recorded(
-        [Metric("budget.gpu_kernels", 31.0, "%", "kernel", "torch", Better.NEITHER)], rows))
+        [Metric("gpu_busy", 31.0, "%", "kernel", "torch", Better.HIGHER)], rows))
     assert {"gpu.low-utilisation", "gpu.low-power", "time.device-idle"} <= set(found), found
     assert "700 W" in found["gpu.low-power"].title

@@ -4,8 +4,9 @@ Backends contribute by convention, so the core names none of them (docs/report-f
 
 - ``budget.<part>`` metrics (unit ``%``): a share of the wall time of the run that backend
   measured. ``startup``, ``interpreter``, ``native`` and ``idle`` partition the main thread's
-  wall time; ``gil_wait`` (a thread that wants the GIL waits) and ``gpu_kernels`` (the device
-  busy over the profiled steps) run in parallel with it and are shown beside.
+  wall time; ``gil_wait`` (a thread that wants the GIL waits) runs in parallel with it and
+  is shown beside. The device's own time over the profiled steps is not a share of the wall
+  time: it is the ``gpu_busy`` and ``gpu_time.*`` metrics, shown as a breakdown of its own.
 - ``split.<part>`` metrics (unit ``%``): how CPU time outside the interpreter divides among
   ``framework`` (dispatch, bookkeeping), ``kernels`` (compute loops, BLAS, oneDNN), ``openmp``
   (the thread pool spinning or waiting), ``os``, ``runtime`` (libc, libstdc++) and ``other``.
@@ -35,7 +36,8 @@ PARTS: dict[str, tuple[str, str]] = {
     "other": ("other native code", "kernel"),
     "idle": ("waiting: sleep, I/O, locks, device sync", "run"),
     "gil_wait": ("beside: a thread that wants the GIL waits", "python"),
-    "gpu_kernels": ("beside: GPU kernels busy (profiled steps)", "kernel"),
+    # reports of perfstack 0.1 before issue 16: kernel time summed (overlaps count twice)
+    "gpu_kernels": ("beside: GPU kernel time summed over the steps (older report)", "kernel"),
 }
 #: Parts that add up to the main thread's wall time.
 MAIN_PARTS = ("startup", "interpreter", "native", "idle")

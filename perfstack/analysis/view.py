@@ -55,6 +55,8 @@ class Header:
     printed_by: str | None  # the baseline run whose output is shown: the median one
     printed_median_of: str | None  # the figure it is the median run of ("throughput"...)
     printed: list[str]  # its last lines on stdout
+    #: set for ``perfstack analyze``: the recorded files the report was read from
+    analyzed: list[str] | None = None
 
 
 @dataclass
@@ -110,6 +112,36 @@ class ArtifactLine:
 
 
 @dataclass
+class DevicePart:
+    """One part of the device's time over the profiled steps."""
+
+    part: str  # compute, communication, memory, idle, host_wait
+    share: float  # % of the steps' wall time
+    depth: int  # 1: a part of the line above it (host_wait of idle)
+    metric: str
+
+
+@dataclass
+class DeviceTime:
+    """The device's time (the ``gpu_busy`` and ``gpu_time.*`` metrics a backend published)."""
+
+    busy: float | None  # gpu_busy, %
+    source: str
+    window: str  # what the shares are of, from the metric's description
+    parts: list[DevicePart]
+    comm_overlap: float | None  # % of collective time hidden behind compute
+    launch_delay_s: float | None  # median time from a launch call to the start on the device
+
+
+#: The device breakdown's parts, in order, with the metric each comes from.
+DEVICE_PARTS = (("compute", "gpu_time.compute", 0), ("communication", "gpu_time.communication", 0),
+                ("memory", "gpu_time.memory", 0), ("idle", "gpu_time.idle", 0),
+                ("host_wait", "gpu_idle.host_wait", 1))
+DEVICE_METRICS = ("gpu_busy", "gpu_comm_overlap", "gpu_launch_delay",
+                  *(name for _, name, _ in DEVICE_PARTS))
+
+
+@dataclass
 class View:
     """Everything the renderers show."""
 
@@ -118,6 +150,7 @@ class View:
     findings: list[Finding]
     full: bool  # everything, not the short default (one line per finding's evidence, ...)
     budget: Budget
+    device: DeviceTime | None  # the device's time over the profiled steps, when measured
     #: figures of different backends that measure related things (Metric.group), each with
     #: its description, shown together so they read as one picture, not a contradiction
     related: dict[str, list[Metric]]
@@ -154,7 +187,25 @@ def _header(report: Report, facts: list[str]) -> Header:
     return Header(list(run.command), facts, run.perfstack_version, run.started, run.duration_s,
                   len(run.runs), [(r.id, r.exit.describe()) for r in run.runs
                                   if not r.exit.clean], run.complete, summary, printed_by,
-                  median_of, printed)
+                  median_of, printed,
+                  [f["path"] for f in run.analyzed] if run.analyzed is not None else None)
+
+
+def _device(report: Report) -> DeviceTime | None:
+    busy = report.metric("gpu_busy")
+    parts = [DevicePart(part, float(m.value), depth, name) for part, name, depth in DEVICE_PARTS
+             if (m := report.metric(name)) is not None and m.value is not None]
+    if busy is None and not parts:
+        return None
+    description = busy.description if busy is not None and busy.description else ""
+    window = "the profiled steps" if "steps" in description or not description else "the run"
+    overlap = report.metric("gpu_comm_overlap")
+    delay = report.metric("gpu_launch_delay")
+    return DeviceTime(
+        float(busy.value) if busy is not None and busy.value is not None else None,
+        busy.source if busy is not None else parts[0].metric, window, parts,
+        float(overlap.value) if overlap is not None and overlap.value is not None else None,
+        float(delay.value) if delay is not None and delay.value is not None else None)
 
 
 def _median_output(runs: list[RunRecord],
@@ -191,6 +242,15 @@ def environment_facts(env: dict[str, Any]) -> list[str]:
     best = next((w for w in ("AMX-BF16", "AVX-512F", "AVX2", "NEON") if w in isa), None)
     facts.append(f"{cpu.get('model') or 'unknown CPU'} ({cpu.get('logical_cpus', '?')} CPUs"
                  + (f", {best}" if best else "") + ")")
+    recorded = block("recorded")
+    if recorded:  # perfstack analyze: only what the files say about where they were recorded
+        devices = sorted({d for r in recorded.values() if isinstance(r, dict)
+                          for d in r.get("devices") or []})
+        facts = ["recorded elsewhere"] + (["on " + ", ".join(devices)] if devices else [])
+        world = recorded.get("world_size")
+        if isinstance(world, int) and world > 1:
+            facts.append(f"a job of {world} ranks")
+        return facts
     if torch.get("version"):
         facts.append(f"torch {torch['version']}")
     threads = env.get("threads") or {}
@@ -394,6 +454,9 @@ def build(report: Report, top: int = 10, depth: int = 3, full: bool = False,
     # Figures the page shows already: the related block, the drill-down's hardware line, and
     # the baseline's wall time in the header.
     shown_elsewhere = {id(m) for ms in related.values() for m in ms} | {id(m) for m in beside}
+    device = _device(report)
+    if device is not None:
+        shown_elsewhere |= {id(m) for m in report.metrics if m.name in DEVICE_METRICS}
     wall = report.metric("wall_time")
     if wall is not None and wall.samples:
         shown_elsewhere.add(id(wall))
@@ -405,6 +468,7 @@ def build(report: Report, top: int = 10, depth: int = 3, full: bool = False,
         findings=findings,
         full=full,
         budget=budget,
+        device=device,
         related=related,
         tree=tree,
         tree_notes=tree_notes,

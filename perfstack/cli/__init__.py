@@ -77,11 +77,14 @@ def _top_parser() -> Parser:
                         metavar="MODULE|no:NAME",
                         help="load the plugin module MODULE, or disable the plugin NAME with "
                         "no:NAME (repeatable), as pytest's -p")
-    commands = ["run", "ab", "sweep", "show", "diff", "validate", "plugins", "env"]
+    commands = ["run", "ab", "sweep", "analyze", "merge", "show", "diff", "validate", "plugins",
+                "env"]
     parser.add_argument("command", nargs="?", choices=commands,
                         help="run: profile a workload; ab: compare two versions of it, runs "
                         "interleaved; sweep: run it per setting of "
-                        "environment variables (thread counts); show: print a report; "
+                        "environment variables (thread counts); analyze: a report from "
+                        "profiles recorded elsewhere (traces of a cluster job); merge: join "
+                        "the nodes' reports of one job; show: print a report; "
                         "diff: compare two reports; validate: check report files; plugins: "
                         "list the backends and their availability; env: describe this machine")
     parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
@@ -167,6 +170,11 @@ def _dispatch(argv: list[str]) -> int:
         from perfstack.cli.diff import cmd_diff
 
         return cmd_diff(plugins, top.rest)
+    if top.command in ("analyze", "merge"):
+        from perfstack.cli import analyze
+
+        return (analyze.cmd_analyze if top.command == "analyze" else analyze.cmd_merge)(
+            plugins, top.rest)
     if top.command == "env":
         from perfstack.cli.env import cmd_env
 

@@ -15,11 +15,16 @@ from perfstack.pluginmanager import hookimpl
 from perfstack.render import Renderer, RenderOptions
 from perfstack.render import markdown_escape as escape
 from perfstack.render.words import (
+    DEVICE_WORDS,
     LAYER_TITLES,
     STATUS_WORDS,
     answer_lines,
+    command_line,
+    device_notes,
+    device_title,
     fmt_overhead,
     node_figures,
+    pct,
     printed_caption,
     related_line,
     related_title,
@@ -53,7 +58,8 @@ def _tree(nodes: list[Node], depth: int = 0) -> list[str]:
 def render_view(view: View) -> str:
     """Return the markdown report of a view."""
     h = view.header
-    out = [f"## perfstack: {escape(' '.join(h.command))}", "",
+    title = " ".join(h.command) if h.analyzed is None else command_line(h)
+    out = [f"## perfstack: {escape(title)}", "",
            escape(" · ".join(h.facts)) + "  ", escape(wall_line(h)), ""]
     if not h.complete:
         out += ["**Interrupted: this report is partial.**", ""]
@@ -69,14 +75,22 @@ def render_view(view: View) -> str:
                    f"({escape(f.layer)}, from {escape(f.source)})  ")
         out += [f"  {escape(e)}  " for e in f.evidence]
         out.append(f"  → {escape(f.action)}")
-    out += ["", "### Where the time goes", ""]
+    d = view.device
+    if d is not None:
+        out += ["", f"### {escape(device_title(d))}", ""]
+        out += _table(["part", "share", "metric"], [
+            [("└ " if p.depth else "") + escape(DEVICE_WORDS.get(p.part, p.part)),
+             pct(p.share), escape(p.metric)] for p in d.parts])
+        out += ["", *(f"_{escape(n)}_" for n in device_notes(d))]
+    if d is None or view.budget.lines:
+        out += ["", "### Where the time goes", ""]
     if view.budget.lines:
         out += _table(["part", "share", "time", "by"], [
             [("└ " if ln.depth else "") + escape(ln.title), f"{ln.share:.1f}%",
              fmt_seconds(ln.seconds) if ln.seconds is not None else "—", escape(ln.source)]
             for ln in view.budget.lines])
         out += [f"_{escape(n)}_" for n in view.budget.notes]
-    else:
+    elif d is None:
         out.append("_no backend measured a time budget (pyspy and perftop do)_")
     for group, metrics in view.related.items():
         out += ["", f"_{escape(related_title(group, metrics))}:_", ""]

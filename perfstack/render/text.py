@@ -17,12 +17,17 @@ from perfstack.pluginmanager import hookimpl
 from perfstack.render import Renderer, RenderOptions
 from perfstack.render.textgrid import Column, cut, table, wrap
 from perfstack.render.words import (
+    DEVICE_WORDS,
     LAYER_TITLES,
     STATUS_WORDS,
     answer_lines,
     beside_line,
+    command_line,
+    device_notes,
+    device_title,
     fmt_overhead,
     node_figures,
+    pct,
     printed_caption,
     related_line,
     related_title,
@@ -62,7 +67,7 @@ class _Page:
 
 def _header(page: _Page, view: View) -> None:
     h = view.header
-    page.add(cut("$ " + " ".join(h.command), page.width), "bold")
+    page.add(cut(command_line(h), page.width), "bold")
     page.extend(wrap(" · ".join(h.facts), page.width))
     page.extend(wrap(wall_line(h), page.width))
     for run_id, ended in h.failures:
@@ -112,6 +117,8 @@ SPLIT_LINES_FROM = 25.0
 
 def _budget(page: _Page, view: View) -> None:
     budget = view.budget
+    if not budget.lines and view.device is not None:
+        return  # the device's breakdown is the budget there is
     if not budget.lines:
         page.section("Where the time goes")
         page.add("  no backend measured a time budget (pyspy and perftop do)", "dim")
@@ -135,6 +142,21 @@ def _budget(page: _Page, view: View) -> None:
                          indent=4, first="  "))
     for note in budget.notes:
         page.extend(wrap(note, page.width, indent=2, first="  "))
+
+
+def _device(page: _Page, view: View) -> None:
+    d = view.device
+    if d is None:
+        return
+    page.section(device_title(d))
+    bars = page.width >= 100
+    rows = [[("└ " if p.depth else "") + DEVICE_WORDS.get(p.part, p.part), pct(p.share),
+             *([_bar(p.share)] if bars else []), p.metric] for p in d.parts]
+    page.extend(table([Column("part", name=True), Column("share"),
+                       *([Column("")] if bars else []), Column("metric", left=True)], rows,
+                      page.width))
+    for note in device_notes(d):
+        page.extend(wrap(note, page.width, indent=4, first="  "))
 
 
 def _related(page: _Page, view: View) -> None:
@@ -287,6 +309,7 @@ def render_view(view: View, width: int = 100, color: bool = False,
     _answer(page, view)
     _findings(page, view)
     _budget(page, view)
+    _device(page, view)
     _related(page, view)
     _tree(page, view)
     _layers(page, view, providers or {})

@@ -8,7 +8,7 @@ backend's status, an overhead, a drill-down line. Formatting of units lives in
 from __future__ import annotations
 
 from perfstack.analysis.budget import Node
-from perfstack.analysis.view import Header, View
+from perfstack.analysis.view import DeviceTime, Header, View
 from perfstack.report import Metric
 from perfstack.units import fmt_seconds, fmt_value
 
@@ -64,8 +64,19 @@ def pct(value: float) -> str:
     return f"{value:.0f}%" if value >= 10 else f"{value:.1f}%"
 
 
+def command_line(h: Header) -> str:
+    """The first line: the workload's command, or the files an analysed report was read from."""
+    if h.analyzed is not None:
+        n = len(h.analyzed)
+        return f"analysed from {n} file{'s' * (n != 1)}: " + ", ".join(h.analyzed)
+    return "$ " + " ".join(h.command)
+
+
 def wall_line(h: Header) -> str:
     """The baseline's wall time with its spread, how many runs, how they ended."""
+    if h.analyzed is not None:
+        return (f"nothing was run: read in {fmt_seconds(h.duration_s)} · "
+                f"perfstack {h.perfstack_version}")
     parts = []
     if h.wall is not None:
         spread = ""
@@ -92,6 +103,8 @@ def answer_lines(view: View) -> list[str]:
     if h.bound is not None and h.bound_share is not None:
         words = BOUND_WORDS.get(h.bound, f"{h.bound_title}:")
         out.append(f"{words} {pct(h.bound_share)} of the wall time ({h.bound_source}).")
+    elif view.device is not None and view.device.busy is not None:
+        out.append(device_answer(view.device))
     else:
         out.append("No time budget was measured (the pyspy backend gives one).")
     if h.hottest is not None:
@@ -153,3 +166,42 @@ def beside_line(metrics: list[Metric]) -> str:
     IPC n/a (not supported here) (perf)'."""
     return "; ".join(f"{m.name} {fmt_value(m.value, m.unit, m.reason)} ({m.source})"
                      for m in metrics)
+
+
+#: The device breakdown's parts in words.
+DEVICE_WORDS = {
+    "compute": "compute kernels",
+    "communication": "collectives not hidden behind compute",
+    "memory": "memcpy and memset alone",
+    "idle": "idle: no kernel, no copy",
+    "host_wait": "waiting for the host to launch",
+}
+
+
+def device_title(d: DeviceTime) -> str:
+    """'Device time: busy 24% of the profiled steps (torch)'."""
+    busy = f"busy {pct(d.busy)} of {d.window}" if d.busy is not None else d.window
+    return f"Device time: {busy} ({d.source})"
+
+
+def device_answer(d: DeviceTime) -> str:
+    """The headline of a report whose only time budget is the device's."""
+    parts = {p.part: p.share for p in d.parts}
+    idle = parts.get("idle")
+    wait = parts.get("host_wait")
+    busy = pct(d.busy) if d.busy is not None else "?"
+    tail = ""
+    if idle is not None:
+        tail = f"; idle {pct(idle)}" + (f" ({pct(wait)} waiting for the host to launch)"
+                                         if wait is not None else "")
+    return f"The GPU is busy {busy} of {d.window}{tail} ({d.source})."
+
+
+def device_notes(d: DeviceTime) -> list[str]:
+    """The figures under the device breakdown: collectives hidden, launch queue."""
+    out = []
+    if d.comm_overlap is not None:
+        out.append(f"collectives hidden behind compute: {pct(d.comm_overlap)} of their time")
+    if d.launch_delay_s is not None:
+        out.append(f"launch call to start on the device: median {fmt_seconds(d.launch_delay_s)}")
+    return out

@@ -110,7 +110,7 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
     flame, flame_why = flame_tree(report, options.report_dir)
     overview = "".join([
         page.header(view), page.answer(view), page.findings(view), page.budget(view),
-        page.drill_down(view), page.top_functions(view), page.backends(view),
+        page.device(view), page.drill_down(view), page.top_functions(view), page.backends(view),
         page.metrics(view), page.artifacts(view, options.report_dir, page_dir)])
     python = ('<h2>Flame graph of the Python stacks</h2>'
               + ('<div id="flame-box"></div><h2>Call tree</h2><div id="tree-box"></div>'
@@ -119,11 +119,8 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
               + _tables_html(tables[Layer.PYTHON], "no Python rows (--plugins pyspy)"))
     ops = ("<h2>Ops</h2>" + _top_ops(view)
            + _tables_html(tables[Layer.FRAMEWORK], "no op rows (--plugins torch)"))
-    busy = [m for m in report.metrics if m.name in ("budget.gpu_kernels", "torch_device_time")]
-    kernels = ("<h2>Kernels</h2>" + "".join(
-        f"<p>{esc(m.name)}: {m.value:.3g} {esc(m.unit)} ({esc(m.source)})</p>" for m in busy
-        if m.value is not None)
-        + _tables_html(tables[Layer.KERNEL], "no kernel rows (--plugins torch, onednn, "
+    kernels = ("<h2>Kernels</h2>" + page.device(view).replace('id="device"', 'id="device-k"')
+               + _tables_html(tables[Layer.KERNEL], "no kernel rows (--plugins torch, onednn, "
                                              "perftop)"))
     hardware = ("<h2>Hardware</h2>" + _tables_html(tables[Layer.HARDWARE],
                                                     "no hardware rows (--plugins perf, nvml)")

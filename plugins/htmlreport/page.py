@@ -12,11 +12,16 @@ from pathlib import Path
 from perfstack.analysis.budget import Node
 from perfstack.analysis.view import View
 from perfstack.render.words import (
+    DEVICE_WORDS,
     STATUS_WORDS,
     answer_lines,
     beside_line,
+    command_line,
+    device_notes,
+    device_title,
     fmt_overhead,
     node_figures,
+    pct,
     printed_caption,
     related_line,
     related_title,
@@ -53,8 +58,8 @@ def header(view: View) -> str:
     if h.printed:
         printed = (f'<p class="muted">{esc(printed_caption(h))}</p><pre>'
                    + esc("\n".join(h.printed)) + "</pre>")
-    return (f'<header id="header"><h1>perfstack report</h1><p class="mono">$ '
-            f'{esc(" ".join(h.command))}</p><p>{esc(" · ".join(h.facts))}<br>'
+    return (f'<header id="header"><h1>perfstack report</h1><p class="mono">'
+            f'{esc(command_line(h))}</p><p>{esc(" · ".join(h.facts))}<br>'
             f"{esc(wall_line(h))}</p>{state}{printed}</header>")
 
 
@@ -79,10 +84,25 @@ def findings(view: View) -> str:
     return "".join(parts)
 
 
+def device(view: View) -> str:
+    """The device's time over the profiled steps: busy, compute, communication, memory,
+    idle and how much of it waited for the host; collectives hidden; the launch queue."""
+    d = view.device
+    if d is None:
+        return ""
+    rows = [[("&nbsp;&nbsp;└ " if p.depth else "") + esc(DEVICE_WORDS.get(p.part, p.part)),
+             esc(pct(p.share)), f'<span class="mono">{esc(p.metric)}</span>'] for p in d.parts]
+    notes = "".join(f'<p class="muted">{esc(n)}</p>' for n in device_notes(d))
+    return (f'<section id="device"><h2>{esc(device_title(d))}</h2>'
+            + _table(["part", "share", "metric"], rows, {1}) + notes + "</section>")
+
+
 def budget(view: View) -> str:
     """Where the time goes: the bar with its legend, the table, related figures."""
     b = view.budget
     head = '<section id="budget"><h2>Where the time goes</h2>'
+    if not b.lines and view.device is not None:
+        return ""  # the device's breakdown is the budget there is
     if not b.lines:
         return head + ('<p class="muted" id="budget-empty">no backend measured a time budget '
                        '(pyspy and perftop do)</p></section>')

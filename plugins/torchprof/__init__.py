@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from perfstack import hookimpl
 from perfstack.backend import (
@@ -21,11 +24,14 @@ from perfstack.backend import (
     Launch,
     Option,
     Outcome,
+    Recorded,
     RunContext,
 )
 from perfstack.report import Finding, Layer, Report
 
 INPROC = "perfstack_plugins.torchprof.inproc:start"
+#: A rank in a trace's file name: rank-3.json.gz, rank3.pt.trace.json, trace_rank_12.json
+_RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 
 
 class TorchBackend(Backend):
@@ -67,6 +73,56 @@ class TorchBackend(Backend):
             "ranks": o.get("ranks", "0"),
         }
         return Launch(inprocess=[InProcessHook(INPROC, settings)])
+
+    def recognizes(self, path: Path) -> bool:
+        """A torch.profiler (Kineto) Chrome trace: ``.json`` or ``.json.gz`` whose top level
+        holds a ``traceEvents`` array."""
+        from .trace import trace_header
+
+        return path.name.endswith((".json", ".json.gz")) and trace_header(path) is not None
+
+    def analyze(self, files: Sequence[Path]) -> list[Recorded]:
+        """Read traces recorded elsewhere: files of one rank (from ``distributedInfo``, else
+        the file name) are that rank's profiling cycles, read together."""
+        from .rows import summarize
+        from .trace import TraceAggregate, TraceError, trace_header
+
+        by_rank: dict[int | None, list[Path]] = {}
+        world: dict[int | None, int | None] = {}
+        devices: dict[int | None, list[str]] = {}
+        for path in files:
+            header = trace_header(path) or {}
+            info = header.get("distributedInfo")
+            info = info if isinstance(info, dict) else {}
+            rank = info.get("rank")
+            if not isinstance(rank, int) or isinstance(rank, bool):
+                found = _RANK_IN_NAME.search(path.name)
+                rank = int(found[1]) if found else None
+            by_rank.setdefault(rank, []).append(path)
+            size = info.get("world_size")
+            world[rank] = size if isinstance(size, int) and not isinstance(size, bool) else None
+            props = header.get("deviceProperties")
+            if isinstance(props, list):
+                devices[rank] = [str(d.get("name")) for d in props if isinstance(d, dict)]
+        out = []
+        for rank, paths in sorted(by_rank.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)):
+            agg = TraceAggregate()
+            for path in paths:
+                try:
+                    agg.add_file(path)
+                except (TraceError, OSError, EOFError, ValueError) as exc:
+                    raise ValueError(f"{path}: cannot read the trace: {exc}") from None
+            rows, metrics, notes = summarize(agg)
+            names = devices.get(rank) or []
+            if names:
+                notes.append("GPU: " + ", ".join(sorted(set(names))))
+            env: dict[str, Any] = {"devices": names} if names else {}
+            out.append(Recorded(Collected(rows=rows, metrics=metrics, notes=notes,
+                                          artifacts={("trace" if i == 0 else f"trace-{i}"): p
+                                                     for i, p in enumerate(paths)}),
+                                files=list(paths), rank=rank, world=world.get(rank),
+                                environment=env))
+        return out
 
     def collect(self, ctx: RunContext, outcome: Outcome | None) -> Collected:
         """Parse the traces the profiler wrote into rows and metrics."""

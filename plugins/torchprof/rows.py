@@ -10,6 +10,16 @@ from typing import Any
 from perfstack.report import Better, Layer, Metric, Quantity, Row
 
 from .flops import flops
+from .links import COMM_KERNEL, Linker, ancestors
+from .timeline import (
+    COMMUNICATION,
+    COMPUTE,
+    MEMORY,
+    DeviceEvent,
+    DeviceTime,
+    device_times,
+    percentile,
+)
 from .trace import STEP_PREFIX, Op, TraceAggregate, build_trees
 
 SOURCE = "torch"
@@ -36,12 +46,6 @@ def op_key(op: Op) -> str:
     return f"{op.name} {op.dims}" if op.dims else op.name
 
 
-def _survivor(op: Op) -> Op:
-    while not op.name and op.parent is not None:
-        op = op.parent
-    return op
-
-
 def _top_links(weights: dict[str, float]) -> list[str]:
     return [k for k, _ in sorted(weights.items(), key=lambda kv: -kv[1])[:MAX_LINKS]]
 
@@ -58,17 +62,14 @@ def summarize(agg: TraceAggregate, with_flops: bool = True, stepped: bool = True
     run in one ``ProfilerStep#0`` range, which is not a step.
     """
     ops = build_trees(agg)
-    by_ext: dict[Any, Op] = {}
-    for tid_ops in agg.ops.values():
-        for op in tid_ops:
-            if op.ext is not None:
-                by_ext.setdefault(op.ext, _survivor(op))
     groups: dict[str, _Group] = defaultdict(_Group)
     steps: list[float] = []
+    windows: list[tuple[float, float]] = []
     for op in ops:
         if op.name.startswith(STEP_PREFIX):
             if stepped:
                 steps.append(op.dur * US)
+                windows.append((op.ts, op.end))
             continue
         g = groups[op_key(op)]
         g.name, g.dims = op.name, op.dims
@@ -82,14 +83,39 @@ def summarize(agg: TraceAggregate, with_flops: bool = True, stepped: bool = True
                 g.flops = (g.flops or 0) + count
         if op.user_frame is not None:
             g.callers[op.user_frame] += op.dur
-    kernel_rows, device_total = _device_kernels(agg, by_ext, groups)
-    if not agg.kernels:
+    notes = [f"{len(steps)} profiled steps" if steps else "no steps: the whole run was profiled"]
+    metrics: list[Metric] = []
+    if agg.kernels:
+        linker = Linker(agg)
+        kernel_rows, device_total, unattributed, events = _device_kernels(agg, linker, groups)
+        metrics += [
+            Metric("torch_device_time", device_total * US, "s", "kernel", SOURCE, Better.LOWER,
+                   description="kernels, memcpy and memset summed (streams that overlap count "
+                   "twice; gpu_busy is the union)"),
+            Metric("torch_device_unattributed", unattributed * US, "s", "kernel", SOURCE,
+                   Better.NEITHER, detail=True,
+                   description="device time no op launched (before the trace window, or by "
+                   "no op): in the kernel rows, in no op's device time"),
+        ]
+        counts = linker.counts
+        notes.append(
+            f"device events linked to the op that launched them: {counts['external id']:,} by "
+            f"External id, {counts['runtime call']:,} through the runtime call, "
+            f"{counts['none']:,} with no launching op (unattributed)")
+        if windows:
+            start, end = min(w[0] for w in windows), max(w[1] for w in windows)
+        else:
+            start = min(op.ts for op in ops) if ops else min(e.ts for e in events)
+            end = max(op.end for op in ops) if ops else max(e.end for e in events)
+        metrics += device_metrics(device_times(events, start, end),
+                                  "the profiled steps'" if windows else "the profiled run's")
+    else:
         kernel_rows = _cpu_native_time(ops)
     framework = [_framework_row(key, g, bool(agg.kernels)) for key, g in groups.items()]
     framework.sort(key=lambda r: -(r.values["self"].value or 0))
     rows = {Layer.FRAMEWORK: framework, Layer.KERNEL: kernel_rows,
             Layer.PYTHON: _python_rows(agg, ops)}
-    metrics = [
+    metrics[:0] = [
         Metric("torch_ops_self_time", sum(g.self_time for g in groups.values()) * US, "s",
                "framework", SOURCE, Better.LOWER, detail=True,
                description="the ops' own CPU time, summed over the profiled steps"),
@@ -100,18 +126,56 @@ def summarize(agg: TraceAggregate, with_flops: bool = True, stepped: bool = True
         ordered = sorted(steps)
         metrics.insert(0, Metric("torch_step_time", ordered[len(ordered) // 2], "s", "framework",
                                  SOURCE, Better.LOWER, samples=steps, samples_of="steps"))
-    if agg.kernels:
-        metrics.append(Metric("torch_device_time", device_total * US, "s", "kernel", SOURCE,
-                              Better.LOWER))
-        if steps:
-            # Kernel time over the profiled steps' wall time: how busy the device kept.
-            busy = min(100.0, 100 * device_total * US / sum(steps))
-            metrics.append(Metric("budget.gpu_kernels", busy, "%", "kernel", SOURCE,
-                                  Better.NEITHER))
-    notes = [f"{len(steps)} profiled steps" if steps else "no steps: the whole run was profiled"]
     if agg.truncated:
         notes.append(f"trace cut short (the run ended while writing it): {agg.truncated}")
     return rows, metrics, notes
+
+
+def device_metrics(times: list[DeviceTime], window: str) -> list[Metric]:
+    """The device's busy share and temporal breakdown, as metrics (one device: plain names;
+    several: the mean, and each device's busy share as ``gpu_busy[deviceN]``)."""
+    if not times:
+        return []
+    span = sum(t.window for t in times)
+
+    def share(part: float) -> float:
+        return 100 * part / span if span > 0 else 0.0
+
+    busy = share(sum(t.busy for t in times))
+    out = [Metric("gpu_busy", busy, "%", "kernel", SOURCE, Better.HIGHER,
+                  description=f"the union of kernels, memcpy and memset over {window} wall "
+                  "time")]
+    if len(times) > 1:
+        out += [Metric(f"gpu_busy[device{t.device}]", 100 * t.busy / t.window, "%", "kernel",
+                       SOURCE, Better.HIGHER, detail=True) for t in times if t.window > 0]
+    parts = (("compute", "compute kernels"),
+             ("communication", "collective kernels not hidden behind compute"),
+             ("memory", "memcpy and memset under no kernel"),
+             ("idle", "no kernel, memcpy or memset"))
+    for part, what in parts:
+        out.append(Metric(f"gpu_time.{part}", share(sum(getattr(t, part) for t in times)), "%",
+                          "kernel", SOURCE, Better.NEITHER, detail=True,
+                          description=f"{what}, share of {window} wall time on the device"))
+    out.append(Metric("gpu_idle.host_wait", share(sum(t.host_wait for t in times)), "%",
+                      "kernel", SOURCE, Better.LOWER, detail=True,
+                      description="idle before the next launch call was made: the device "
+                      "waited for the host"))
+    comm = sum(t.comm_total for t in times)
+    if comm > 0:
+        out.append(Metric("gpu_comm_overlap", 100 * sum(t.comm_overlapped for t in times) / comm,
+                          "%", "kernel", SOURCE, Better.HIGHER, detail=True,
+                          description="share of collective time hidden behind compute"))
+        out.append(Metric("gpu_comm_time", comm * US, "s", "kernel", SOURCE, Better.LOWER,
+                          detail=True, description="collective kernels' union on the device, "
+                          "waiting for the other ranks included"))
+    delays = [d for t in times for d in t.launch_delays]
+    if delays:
+        out.append(Metric("gpu_launch_delay", percentile(delays, 50) * US, "s", "kernel", SOURCE,
+                          Better.NEITHER, detail=True,
+                          description=f"median time from a launch call to the start on the "
+                          f"device (95th percentile {percentile(delays, 95) * 1e3 * US:.3g} "
+                          "ms)"))
+    return out
 
 
 def _framework_row(key: str, g: _Group, has_device: bool) -> Row:
@@ -130,36 +194,48 @@ def _framework_row(key: str, g: _Group, has_device: bool) -> Row:
     return Row(key, key, SOURCE, values, attrs, links)
 
 
-def _device_kernels(agg: TraceAggregate, by_ext: dict[Any, Op],
-                    groups: dict[str, _Group]) -> tuple[list[Row], float]:
+def _kind(cat: str, name: str) -> str:
+    if cat != "kernel":
+        return MEMORY
+    return COMMUNICATION if COMM_KERNEL.search(name) else COMPUTE
+
+
+def _device_kernels(agg: TraceAggregate, linker: Linker, groups: dict[str, _Group]) -> tuple[
+        list[Row], float, float, list[DeviceEvent]]:
+    """Kernel rows, the device time, the unattributed part of it, and the device timeline."""
     per_kernel: dict[str, dict[str, Any]] = {}
-    total = 0.0
+    total = unattributed = 0.0
+    events: list[DeviceEvent] = []
     for k in agg.kernels:
-        ext = k.ext if k.ext is not None else agg.runtime_ext.get(k.correlation)
-        op = by_ext.get(ext)
+        op = linker.launcher(k)
+        call = agg.runtime.get(k.correlation)
+        events.append(DeviceEvent(k.ts, k.ts + k.dur, _kind(k.cat, k.name), k.device, k.stream,
+                                  call.ts if call is not None else None))
         entry = per_kernel.setdefault(k.name, {"calls": 0, "time": 0.0, "cat": k.cat,
-                                               "devices": set(), "ops": defaultdict(float)})
+                                               "devices": set(), "ops": defaultdict(float),
+                                               "none": 0.0})
         entry["calls"] += 1
         entry["time"] += k.dur
         entry["devices"].add(k.device)
         total += k.dur
-        if op is not None:
-            key = op_key(op)
-            entry["ops"][key] += k.dur
-            while op is not None:  # device time counts for the op and every op above it
-                if op.name and not op.name.startswith(STEP_PREFIX):
-                    groups[op_key(op)].device += k.dur
-                op = op.parent
-    rows = [
-        Row(name, name, SOURCE,
-            {"calls": _q(e["calls"], "count"), "device": _q(e["time"] * US, "s"),
-             "mean": _q(e["time"] / e["calls"] * US, "s")},
-            {"kind": e["cat"], "devices": sorted(str(d) for d in e["devices"])},
-            {"framework": _top_links(e["ops"])} if e["ops"] else {})
-        for name, e in per_kernel.items()
-    ]
+        if op is None:
+            entry["none"] += k.dur
+            unattributed += k.dur
+            continue
+        entry["ops"][op_key(op)] += k.dur
+        for above in ancestors(op):  # device time counts for the op and every op above it
+            groups[op_key(above)].device += k.dur
+    rows = []
+    for name, e in per_kernel.items():
+        values = {"calls": _q(e["calls"], "count"), "device": _q(e["time"] * US, "s"),
+                  "mean": _q(e["time"] / e["calls"] * US, "s")}
+        if e["none"]:
+            values["unattributed"] = _q(e["none"] * US, "s")
+        rows.append(Row(name, name, SOURCE, values,
+                        {"kind": e["cat"], "devices": sorted(str(d) for d in e["devices"])},
+                        {"framework": _top_links(e["ops"])} if e["ops"] else {}))
     rows.sort(key=lambda r: -(r.values["device"].value or 0))
-    return rows, total
+    return rows, total, unattributed, events
 
 
 def _cpu_native_time(ops: list[Op]) -> list[Row]:

@@ -40,9 +40,12 @@ class TraceReader:
         self.path = path
         self.truncated = False  # the file ended inside the array (a run killed mid-write)
         self.bytes_read = 0
+        #: the top-level keys written before the events (``distributedInfo``,
+        #: ``deviceProperties``...), when they parse; filled once iteration starts
+        self.header: dict[str, Any] = {}
 
     def _open(self) -> IO[str]:
-        if self.path.suffix == ".gz":
+        if self.path.name.endswith(".gz"):
             return gzip.open(self.path, "rt", encoding="utf-8", errors="replace")
         return open(self.path, encoding="utf-8", errors="replace")
 
@@ -92,9 +95,40 @@ class TraceReader:
             if key >= 0:
                 bracket = buf.find("[", key)
                 if bracket >= 0:
+                    self.header = _header(buf[:key])
                     return buf, bracket + 1
             elif len(buf) > 64:
                 buf = buf[-64:]
+
+
+def trace_header(path: Path, limit: int = 1 << 20) -> dict[str, Any] | None:
+    """Return the keys a Chrome trace has before its ``traceEvents`` array ({} when none
+    parse), or None when the first ``limit`` characters hold no ``traceEvents`` key."""
+    try:
+        if path.name.endswith(".gz"):
+            with gzip.open(path, "rt", encoding="utf-8", errors="replace") as fh:
+                head = fh.read(limit)
+        else:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                head = fh.read(limit)
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return None
+    key = head.find('"traceEvents"')
+    if key < 0 or not head.lstrip().startswith("{"):
+        return None
+    return _header(head[:key])
+
+
+def _header(text: str) -> dict[str, Any]:
+    """Parse the keys before ``traceEvents`` (``{"schemaVersion": 1, ...,``), or return {}."""
+    text = text.strip().rstrip(",").strip()
+    if not text.startswith("{"):
+        return {}
+    try:
+        data = json.loads(text + "}") if text != "{" else {}
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 class Op:
@@ -130,14 +164,31 @@ class Frame:
 
 @dataclass
 class Kernel:
-    """A device kernel (or memcpy/memset) and the op that launched it."""
+    """A device kernel (or memcpy/memset) and the ids that lead to the op that launched it.
+
+    ``ext`` and ``correlation`` are made unique across files: ``(file index, id)``."""
 
     name: str
+    ts: float
     dur: float
     cat: str
     ext: Any
     correlation: Any
     device: Any
+    stream: Any
+
+
+@dataclass
+class RuntimeCall:
+    """A CUDA/HIP runtime call (``cudaLaunchKernel``, ``hipMemcpyAsync``...) on a CPU thread:
+    the link between a device event (same correlation id) and the op that made the call."""
+
+    name: str
+    ts: float
+    end: float
+    tid: str
+    ext: Any  # (file index, External id), or None
+    correlation: Any  # (file index, correlation id)
 
 
 @dataclass
@@ -148,17 +199,26 @@ class TraceAggregate:
     frames: dict[str, list[Frame]] = field(default_factory=dict)
     memory: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     kernels: list[Kernel] = field(default_factory=list)
-    runtime_ext: dict[Any, Any] = field(default_factory=dict)  # correlation -> External id
+    runtime: dict[Any, RuntimeCall] = field(default_factory=dict)  # by correlation
     events: int = 0
     truncated: list[str] = field(default_factory=list)
+    #: each file's header (``distributedInfo``, ``deviceProperties``), in the order read
+    headers: list[dict[str, Any]] = field(default_factory=list)
+    _file: int = 0
 
     def add_file(self, path: Path) -> None:
         """Read one trace file into the aggregate."""
         reader = TraceReader(path)
+        self._file = len(self.headers)
         for event in reader:
             self.add(event)
+        self.headers.append(reader.header)
         if reader.truncated:
             self.truncated.append(path.name)
+
+    def _id(self, value: Any) -> Any:
+        """Ids restart in every trace file: qualify them with the file."""
+        return None if value is None else (self._file, value)
 
     def add(self, ev: dict[str, Any]) -> None:
         """Keep what one event contributes."""
@@ -171,7 +231,7 @@ class TraceAggregate:
             dims = args.get("Input Dims")
             op = Op(name, float(ev["ts"]), float(ev.get("dur", 0)), str(ev.get("tid")),
                     json.dumps(dims, separators=(", ", ":")) if dims else "",
-                    args.get("External id"), inputs)
+                    self._id(args.get("External id")), inputs)
             self.ops.setdefault(op.tid, []).append(op)
         elif ev.get("ph") == "X" and cat == "python_function":
             key = python_key(str(ev.get("name", "")))
@@ -182,13 +242,18 @@ class TraceAggregate:
                     Frame(key, ts, ts + float(ev.get("dur", 0)), tid))
         elif cat in KERNEL_CATEGORIES:
             args = ev.get("args") or {}
-            self.kernels.append(Kernel(str(ev.get("name", "?")), float(ev.get("dur", 0)), cat,
-                                       args.get("External id"), args.get("correlation"),
-                                       args.get("device")))
+            self.kernels.append(Kernel(
+                str(ev.get("name", "?")), float(ev.get("ts", 0)), float(ev.get("dur", 0)), cat,
+                self._id(args.get("External id")), self._id(args.get("correlation")),
+                args.get("device"), args.get("stream", ev.get("tid"))))
         elif cat in RUNTIME_CATEGORIES:
             args = ev.get("args") or {}
             if args.get("correlation") is not None:
-                self.runtime_ext[args["correlation"]] = args.get("External id")
+                ts = float(ev.get("ts", 0))
+                call = RuntimeCall(str(ev.get("name", "")), ts, ts + float(ev.get("dur", 0)),
+                                   str(ev.get("tid")), self._id(args.get("External id")),
+                                   self._id(args["correlation"]))
+                self.runtime[call.correlation] = call
         elif cat == "cpu_instant_event" and ev.get("name") == "[memory]":
             args = ev.get("args") or {}
             if args.get("Device Type", 0) == 0:  # host memory; device memory stays with kernels
@@ -250,7 +315,7 @@ def _remove_duplicates(ops: list[Op]) -> None:
                 changed = True
 
 
-def _innermost(roots: list[Op], starts: list[float], ts: float) -> Op | None:
+def innermost(roots: list[Op], starts: list[float], ts: float) -> Op | None:
     """Return the deepest op holding ``ts``; ``roots`` are sorted by start, ``starts`` theirs."""
     i = bisect.bisect_right(starts, ts) - 1
     if i < 0 or not roots[i].ts <= ts <= roots[i].end:
@@ -269,7 +334,7 @@ def _assign_memory(ops: list[Op], events: list[tuple[float, float]]) -> None:
     starts = [o.ts for o in roots]
     for ts, size in events:
         if size > 0:
-            op = _innermost(roots, starts, ts)
+            op = innermost(roots, starts, ts)
             if op is not None:
                 op.self_alloc += size
 

@@ -1,0 +1,173 @@
+"""``perfstack analyze``: a report from profiles recorded elsewhere, with nothing run.
+
+A user brings the files a profiler wrote on another machine or a cluster job (one file, or a
+folder of per-rank files from several nodes); each backend says which files it recognizes and
+reads them back (``Backend.recognizes`` and ``Backend.analyze``). The records go through the
+same schema, rank merging, cross-rank figures and finding rules as a ``perfstack run``, so
+every renderer and ``perfstack diff`` work on the result. The report says it was analysed
+from files, and which (``run.analyzed``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import perfstack
+from perfstack import assembly, errors
+from perfstack.backend import Collected, Recorded
+from perfstack.distributed import rank_figures
+from perfstack.pluginmanager import BackendEntry, Plugins
+from perfstack.report import (
+    BackendResult,
+    Report,
+    RunInfo,
+    Status,
+    order_findings,
+)
+
+
+def expand(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
+    """Return (files named, files found in named folders), each sorted, hidden files skipped;
+    raise InputNotFound for a path that does not exist."""
+    named: list[Path] = []
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            for root, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                found += [Path(root) / f for f in sorted(files) if not f.startswith(".")]
+        elif path.is_file():
+            named.append(path)
+        else:
+            raise errors.InputNotFound(f"{path}: no such file or folder")
+    return named, found
+
+
+def claim(files: Sequence[Path], backends: dict[str, BackendEntry]) -> tuple[
+        dict[str, list[Path]], list[Path]]:
+    """Return the files each backend recognizes (the first backend, by name, that does) and
+    the files none does."""
+    claimed: dict[str, list[Path]] = {}
+    unclaimed: list[Path] = []
+    for path in files:
+        for name, entry in sorted(backends.items()):
+            try:
+                ours = entry.backend.recognizes(path)
+            except Exception:  # a plugin's bug must not hide the file from the others
+                ours = False
+            if ours:
+                claimed.setdefault(name, []).append(path)
+                break
+        else:
+            unclaimed.append(path)
+    return claimed, unclaimed
+
+
+def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None) -> Report:
+    """Build a report from recorded files; raise NotAReport when no backend reads them."""
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    begin = time.perf_counter()
+    backends, _ = plugins.backends()
+    named, found = expand(paths)
+    claimed, unclaimed = claim([*named, *found], backends)
+    stray = [p for p in unclaimed if p in named]
+    if stray:
+        raise errors.NotAReport(
+            f"{stray[0]}: no installed backend reads this kind of file ('perfstack plugins' "
+            "lists the backends)")
+    if not claimed:
+        raise errors.NotAReport(
+            f"{', '.join(str(p) for p in paths)}: no file here that an installed backend reads")
+    results: list[BackendResult] = []
+    recorded: dict[str, list[Recorded]] = {}
+    for name, files in claimed.items():
+        entry = backends[name]
+        try:
+            recorded[name] = list(entry.backend.analyze(files))
+        except ValueError as exc:
+            raise errors.NotAReport(str(exc).splitlines()[0]) from None
+        except Exception as exc:
+            results.append(BackendResult(
+                name=name, status=Status.FAILED, layers=[lay.value for lay in entry.backend.layers],
+                package=entry.package, reason=f"reading the files failed: {exc}"[:300],
+                traceback=traceback.format_exc()))
+    ranks = _assign_ranks(recorded)
+    multi = len({r for rank_of in ranks.values() for r in rank_of}) > 1
+    environment: dict[str, Any] = {"recorded": {}}
+    merged: dict[str, Collected] = {}
+    for name, items in recorded.items():
+        entry = backends[name]
+        out = Collected()
+        for item, rank in zip(items, ranks[name], strict=True):
+            assembly.merge_rank(out, item.collected, rank, prefix=multi)
+            if item.environment:
+                environment["recorded"].setdefault(f"rank{rank}", {}).update(item.environment)
+        problems = assembly.malformed(out)
+        if problems:
+            results.append(BackendResult(
+                name=name, status=Status.FAILED, layers=[lay.value for lay in entry.backend.layers],
+                package=entry.package, reason=f"records that do not fit the schema: {problems[0]}",
+                traceback="\n".join(problems)))
+            continue
+        merged[name] = out
+        has_rows = any(out.rows.values()) or bool(out.metrics)
+        results.append(BackendResult(
+            name=name, status=Status.OK if has_rows else Status.EMPTY,
+            layers=[lay.value for lay in entry.backend.layers], package=entry.package,
+            reason=None if has_rows else "the files held nothing to report",
+            artifacts={label: str(path) for label, path in out.artifacts.items()},
+            notes=out.notes))
+    world = max((i.world for items in recorded.values() for i in items if i.world), default=None)
+    if world:
+        environment["recorded"]["world_size"] = world
+    report = Report(
+        run=RunInfo(command=[], cwd=str(cwd or Path.cwd()), started=started,
+                    duration_s=time.perf_counter() - begin,
+                    perfstack_version=perfstack.__version__, repeat=1, warmup=0,
+                    timeout_s=None, complete=True, runs=[],
+                    analyzed=[{"path": str(path), "backend": name}
+                              for name, files in claimed.items() for path in files]),
+        environment=environment, backends=results)
+    for collected in merged.values():
+        for layer, rows in collected.rows.items():
+            report.layers[layer].extend(rows)
+        report.metrics.extend(collected.metrics)
+        report.findings.extend(collected.findings)
+    if multi:
+        samples = _step_samples(recorded, ranks)
+        metrics, findings = rank_figures(report, samples, publish_steps=False,
+                                         steps_from="the traces' profiled steps")
+        report.metrics.extend(metrics)
+        report.findings.extend(findings)
+    report.findings.extend(plugins.findings(report))
+    report.findings[:] = order_findings(report.findings)
+    return report
+
+
+def _assign_ranks(recorded: dict[str, list[Recorded]]) -> dict[str, list[int]]:
+    """Each record's rank: its own, else the next number no record of its backend uses."""
+    out: dict[str, list[int]] = {}
+    for name, items in recorded.items():
+        used = {i.rank for i in items if i.rank is not None}
+        spare = (n for n in range(len(items) + len(used) + 1) if n not in used)
+        out[name] = [i.rank if i.rank is not None else next(spare) for i in items]
+    return out
+
+
+def _step_samples(recorded: dict[str, list[Recorded]],
+                  ranks: dict[str, list[int]]) -> dict[int, list[float]]:
+    """Each rank's step times: the first seconds-per-step metric a backend read for it."""
+    samples: dict[int, list[float]] = {}
+    for name, items in recorded.items():
+        for item, rank in zip(items, ranks[name], strict=True):
+            for metric in item.collected.metrics:
+                if metric.samples_of == "steps" and metric.unit == "s" and metric.samples \
+                        and rank not in samples:
+                    samples[rank] = [float(t) for t in metric.samples]
+    return samples

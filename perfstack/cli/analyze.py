@@ -1,0 +1,111 @@
+"""``perfstack analyze`` and ``perfstack merge``: reports from what was recorded elsewhere."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from perfstack import errors, signals
+from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, Parser
+from perfstack.cli.show import add_view_options, check_view_options, print_report
+from perfstack.pluginmanager import Plugins
+from perfstack.report import Report
+
+
+def _output(plugins: Plugins, report: Report, ns: argparse.Namespace, what: str) -> int:
+    """Write the report (``-o`` or a new run folder), print it, write ``--html``."""
+    from perfstack import rundir
+    from perfstack.cli.run import _write_html
+    from perfstack.reportfile import save_report
+
+    output: Path | None = ns.output
+    run_dir = None
+    if output is None:
+        run_dir = rundir.new_run_dir(DEFAULT_RUNS_DIR)
+        output = run_dir / rundir.REPORT_FILE
+    with signals.deferred():
+        save_report(report, output)
+    if run_dir is not None:
+        rundir.point_latest(run_dir)
+    backends = plugins.backends()[0]
+    if not ns.quiet:
+        print_report(report, plugins, backends, top=ns.top,
+                     depth=ns.depth, full=ns.full,
+                     all_frames=ns.all_frames, report_dir=output.parent.resolve())
+    print(f"report: {output}  ({what})", file=sys.stderr)
+    html = ns.html
+    if html is not None:
+        html_path = output.with_suffix(".html") if html in (True, "") else Path(html)
+        _write_html(plugins, report, output, html_path, ns.top, ns.depth)
+        print(f"html: {html_path}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _readers(plugins: Plugins) -> list[str]:
+    """'name: description' of each backend that reads recorded files back."""
+    from perfstack.backend import Backend
+
+    return [f"{name}: {entry.backend.description}"
+            for name, entry in sorted(plugins.backends()[0].items())
+            if type(entry.backend).recognizes is not Backend.recognizes] or [
+        "none (no installed backend reads recorded files)"]
+
+
+def _common(parser: Parser) -> None:
+    parser.add_argument("-o", "--output", type=Path, metavar="FILE",
+                        help=f"report path (default: report.json in a new folder under "
+                        f"{DEFAULT_RUNS_DIR}, which 'perfstack show' then reads; .gz compresses)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="do not print the report")
+    parser.add_argument("--html", nargs="?", const=True, default=None, metavar="FILE",
+                        help="also write the HTML report (default: beside the report)")
+    add_view_options(parser)
+
+
+def cmd_analyze(plugins: Plugins, argv: list[str]) -> int:
+    """Read recorded profiles into a report; write it and print it."""
+    from perfstack import rundir
+    from perfstack.analyze import analyze
+
+    parser = Parser(
+        prog="perfstack analyze",
+        description="Make a report from profiles recorded elsewhere, running nothing: the "
+        "files of one process, or a folder of a job's per-rank files (from several nodes). "
+        "The report has the same layers, findings and diff as a 'perfstack run' report. "
+        "Files read: " + "; ".join(_readers(plugins)) + ".",
+        epilog="example: perfstack analyze traces/ -o job.json --html")
+    parser.add_argument("paths", nargs="+", type=Path, metavar="PATH",
+                        help="trace files (.json, .json.gz) or folders of them")
+    _common(parser)
+    ns = parser.parse_args(argv)
+    check_view_options(ns)
+    if ns.output is not None:
+        rundir.check_writable(ns.output)
+    report = analyze(ns.paths, plugins)
+    files = len(report.run.analyzed or [])
+    return _output(plugins, report, ns, f"analysed from {files} file{'s' * (files != 1)}")
+
+
+def cmd_merge(plugins: Plugins, argv: list[str]) -> int:
+    """Join the reports of one job's nodes into one report."""
+    from perfstack import rundir
+    from perfstack.merge import merge
+    from perfstack.reportfile import load_report
+
+    parser = Parser(
+        prog="perfstack merge",
+        description="Join the reports that 'perfstack run --nproc-per-node' wrote on each "
+        "node of one multi-node job into one job report: every rank's rows and metrics, "
+        "the slowest rank and the straggler gap across nodes.",
+        epilog="example: perfstack merge node0/report.json node1/report.json -o job.json")
+    parser.add_argument("reports", nargs="+", type=Path, metavar="REPORT",
+                        help="the nodes' report files")
+    _common(parser)
+    ns = parser.parse_args(argv)
+    check_view_options(ns)
+    if len(ns.reports) < 2:
+        raise errors.UsageError("perfstack merge needs the reports of at least two nodes")
+    if ns.output is not None:
+        rundir.check_writable(ns.output)
+    report = merge([load_report(p) for p in ns.reports], [str(p) for p in ns.reports])
+    return _output(plugins, report, ns, f"merged from {len(ns.reports)} reports")

@@ -1,0 +1,74 @@
+"""``perfstack merge``: the per-node reports of one multi-node job joined into one report.
+
+Each node's ``perfstack run --nproc-per-node`` sees only its own ranks (their global numbers,
+from torchrun's ``RANK``). Joined, every rank's rows and ``[rankN]`` metrics sit side by side,
+and the cross-rank figures (slowest rank, straggler gap, collective wait, the job's
+``gpu_busy``) are computed again over all of them. Figures of a node as a whole (its wall
+time, its findings) keep the first node's name and get ``[nodeI]`` for the others.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+
+from perfstack.distributed import rank_figures
+from perfstack.report import Layer, Report, order_findings
+
+#: Figures computed across ranks: dropped from the inputs and computed again.
+CROSS_RANK = re.compile(r"^(slowest_rank|straggler_gap|collective_wait\[rank\d+\]|gpu_busy)$")
+CROSS_RANK_RULES = ("dist.straggler", "dist.imbalance")
+_RANKED = re.compile(r"\[rank(\d+)\]$")
+
+
+def merge(reports: Sequence[Report], names: Sequence[str]) -> Report:
+    """Join node reports (in node order) into one job report."""
+    first = reports[0]
+    run = dataclasses.replace(
+        first.run, runs=[], duration_s=max(r.run.duration_s for r in reports),
+        complete=all(r.run.complete for r in reports))
+    environment = dict(first.environment)
+    environment["merged_from"] = [
+        {"report": name, "host": r.environment.get("hostname") or r.environment.get("host"),
+         "ranks": sorted({int(m[1]) for x in r.metrics if (m := _RANKED.search(x.name))})}
+        for name, r in zip(names, reports, strict=True)]
+    job = Report(run=run, environment=environment, backends=list(first.backends))
+    for node, report in enumerate(reports):
+        for record in report.run.runs:
+            job.run.runs.append(record if node == 0 else dataclasses.replace(
+                record, id=f"node{node}:{record.id}"))
+        if node:
+            job.backends += [dataclasses.replace(b, name=b.name, notes=[
+                f"node {node}: {n}" for n in b.notes]) for b in report.backends
+                if job.backend(b.name) is None]
+        for layer in Layer:
+            for row in report.layers[layer]:
+                rank = row.attrs.get("rank")
+                prefix = f"rank{rank}:" if isinstance(rank, int) else f"node{node}:"
+                if not row.key.startswith(prefix):
+                    row.key = prefix + row.key
+                    row.links = {k: [prefix + v for v in vs] for k, vs in row.links.items()}
+                job.layers[layer].append(row)
+        for metric in report.metrics:
+            if CROSS_RANK.match(metric.name):
+                continue
+            if node and not _RANKED.search(metric.name):
+                metric.name = f"{metric.name}[node{node}]"
+            job.metrics.append(metric)
+        for finding in report.findings:
+            if finding.rule in CROSS_RANK_RULES:
+                continue
+            if node:
+                finding.title = f"[node {node}] {finding.title}"
+            job.findings.append(finding)
+    samples: dict[int, list[float]] = {}
+    for metric in job.metrics:
+        found = _RANKED.search(metric.name)
+        if found and metric.name.startswith("step_time[") and metric.samples:
+            samples[int(found[1])] = [float(s) for s in metric.samples]
+    metrics, findings = rank_figures(job, samples, publish_steps=False,
+                                     steps_from="each node's baseline runs")
+    job.metrics += metrics
+    job.findings = order_findings(job.findings + findings)
+    return job
