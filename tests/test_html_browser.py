@@ -252,3 +252,47 @@ def test_resnet50_and_a_diff(browser: WebDriver, tmp_path: Path, shots: Path) ->
         _no_overflow(browser, shots, f"diff-{width}")
 
 
+
+
+def test_gpu_traces_of_two_ranks(browser: WebDriver, tmp_path: Path, shots: Path) -> None:
+    """`perfstack analyze` on real A100 traces of two ranks: the device breakdown in the
+    overview and the kernels pane agrees with the JSON, kernels sort by device time, the
+    ranks pane names the slowest rank, nothing overflows at 1400 or 800 px."""
+    import gzip
+    import json
+    import shutil
+
+    trace = ROOT / "tests" / "fixtures" / "gpu-traces" / "a100_nccl" / "rank-0.json.gz"
+    job = tmp_path / "job"
+    job.mkdir()
+    shutil.copy(trace, job / "rank-0.json.gz")
+    with gzip.open(trace, "rt", encoding="utf-8") as fh:
+        data = json.load(fh)
+    data["distributedInfo"]["rank"] = 1
+    for e in data["traceEvents"]:
+        if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"):
+            e["dur"] *= 1.25
+    with gzip.open(job / "rank-1.json.gz", "wt", encoding="utf-8") as fh:
+        json.dump(data, fh)
+    out = tmp_path / "job.json"
+    proc = subprocess.run([sys.executable, "-m", "perfstack", "analyze", str(job), "-o",
+                           str(out), "-q", "--html"], cwd=tmp_path, env=perfstack_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    metrics = {m["name"]: m["value"] for m in json.loads(out.read_text())["metrics"]}
+    _open(browser, out.with_suffix(".html"))
+    device = browser.find_element(By.ID, "device")
+    assert f"busy {round(metrics['gpu_busy'])}%" in device.text
+    assert "waiting for the host to launch" in device.text
+    kernels = _pane(browser, "kernels")
+    assert f"busy {round(metrics['gpu_busy'])}%" in kernels.find_element(By.ID, "device-k").text
+    table = _sort(kernels, "kernel-torch", "device", descending=True)
+    values = [_seconds(c) for c in _column(table, "device")[1]]
+    assert values == sorted(values, reverse=True) and values[0] > 0.04
+    ranks = _pane(browser, "distributed")
+    assert "rank 1 is the slowest, 25% slower" in ranks.text and "collective_wait" in ranks.text
+    assert "rank 1 is 25% slower per step than rank 0" in ranks.text
+    assert _console_errors(browser) == []
+    _no_overflow(browser, shots, "gpu-1400")
+    browser.set_window_size(800, 1000)
+    _no_overflow(browser, shots, "gpu-800")

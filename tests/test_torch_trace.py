@@ -111,37 +111,3 @@ def test_reader_streams_gzip_and_survives_truncation(tmp_path):
     bad.write_text('{"foo": 1}')
     with pytest.raises(TraceError):
         list(TraceReader(bad))
-
-
-def test_device_kernels_link_to_the_ops_that_launched_them(tmp_path):
-    # Constructed in the shape kineto writes for CUDA (no GPU is lent to this machine):
-    # the op and its cudaLaunchKernel share an External id; the kernel carries the
-    # runtime call's correlation id, and here (as kineto does) the External id too.
-    events = [
-        {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "ts": 0, "dur": 100, "tid": 1,
-         "pid": 1, "args": {"External id": 1, "Input Dims": [[8, 64], [32, 64], [32]]}},
-        {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "ts": 10, "dur": 80, "tid": 1,
-         "pid": 1, "args": {"External id": 2, "Input Dims": [[32], [8, 64], [64, 32], [], []]}},
-        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 20, "dur": 5,
-         "tid": 1, "pid": 1, "args": {"External id": 2, "correlation": 77}},
-        {"ph": "X", "cat": "kernel", "name": "ampere_sgemm_32x32_sliced1x4_tn", "ts": 30,
-         "dur": 40, "tid": 7, "pid": 0, "args": {"correlation": 77, "device": 0, "stream": 7}},
-        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "ts": 95,
-         "dur": 3, "tid": 7, "pid": 0, "args": {"External id": 1, "correlation": 78,
-                                                "device": 0}},
-    ]
-    path = tmp_path / "gpu.json"
-    path.write_text(json.dumps({"traceEvents": events}))
-    agg = TraceAggregate()
-    agg.add_file(path)
-    rows, metrics, _ = summarize(agg)
-    kernels = {r.key: r for r in rows[Layer.KERNEL]}
-    sgemm = kernels["ampere_sgemm_32x32_sliced1x4_tn"]
-    assert sgemm.values["device"].value == pytest.approx(40e-6)
-    assert sgemm.links["framework"] == ["aten::addmm [[32], [8, 64], [64, 32], [], []]"]
-    framework = {r.attrs["op"]: r for r in rows[Layer.FRAMEWORK]}
-    # Device time counts for the launching op and the op above it.
-    assert framework["aten::addmm"].values["device"].value == pytest.approx(40e-6)
-    assert framework["aten::linear"].values["device"].value == pytest.approx(43e-6)
-    device = next(m for m in metrics if m.name == "torch_device_time")
-    assert device.value == pytest.approx(43e-6)

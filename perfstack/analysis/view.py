@@ -13,6 +13,7 @@ linked to Python functions: use --torch-stack") are kept as sentences, once each
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,6 +143,48 @@ DEVICE_METRICS = ("gpu_busy", "gpu_comm_overlap", "gpu_launch_delay",
 
 
 @dataclass
+class RankTable:
+    """A job's ranks side by side: each ``name[rankN]`` metric as a column, a rank a row."""
+
+    columns: list[str]  # metric names without the [rankN]
+    rows: list[tuple[int, list[Metric | None]]]  # (rank, its metric per column)
+    slowest: int | None  # the slowest_rank metric
+    gap: float | None  # straggler_gap, %
+    hidden_columns: int  # per-rank metrics left out (--full shows them)
+
+
+_RANKED = re.compile(r"^(?P<base>.+)\[rank(?P<rank>\d+)\]$")
+
+
+def rank_table(report: Report, full: bool) -> RankTable | None:
+    """The ranks table of a report of two ranks or more (every per-rank figure with
+    ``full``, else those not marked detail), or None."""
+    by_rank: dict[int, dict[str, Metric]] = {}
+    order: list[str] = []
+    detail: set[str] = set()
+    for m in report.metrics:
+        found = _RANKED.match(m.name)
+        if found is None:
+            continue
+        base = found["base"]
+        by_rank.setdefault(int(found["rank"]), {})[base] = m
+        if base not in order:
+            order.append(base)
+        if m.detail:
+            detail.add(base)
+    if len(by_rank) < 2:
+        return None
+    columns = [c for c in order if full or c not in detail]
+    slowest, gap = report.metric("slowest_rank"), report.metric("straggler_gap")
+    return RankTable(
+        columns, [(rank, [metrics.get(c) for c in columns])
+                  for rank, metrics in sorted(by_rank.items())],
+        int(slowest.value) if slowest is not None and slowest.value is not None else None,
+        float(gap.value) if gap is not None and gap.value is not None else None,
+        len(order) - len(columns))
+
+
+@dataclass
 class View:
     """Everything the renderers show."""
 
@@ -151,6 +194,7 @@ class View:
     full: bool  # everything, not the short default (one line per finding's evidence, ...)
     budget: Budget
     device: DeviceTime | None  # the device's time over the profiled steps, when measured
+    ranks: RankTable | None  # a job's ranks side by side, when there are several
     #: figures of different backends that measure related things (Metric.group), each with
     #: its description, shown together so they read as one picture, not a contradiction
     related: dict[str, list[Metric]]
@@ -199,6 +243,9 @@ def _device(report: Report) -> DeviceTime | None:
         return None
     description = busy.description if busy is not None and busy.description else ""
     window = "the profiled steps" if "steps" in description or not description else "the run"
+    ranks = re.search(r"mean over (\d+) ranks", description)
+    if ranks:
+        window += f" (the mean of {ranks[1]} ranks)"
     overlap = report.metric("gpu_comm_overlap")
     delay = report.metric("gpu_launch_delay")
     return DeviceTime(
@@ -457,6 +504,10 @@ def build(report: Report, top: int = 10, depth: int = 3, full: bool = False,
     device = _device(report)
     if device is not None:
         shown_elsewhere |= {id(m) for m in report.metrics if m.name in DEVICE_METRICS}
+    ranks = rank_table(report, full)
+    if ranks is not None:
+        shown_elsewhere |= {id(m) for m in report.metrics if _RANKED.match(m.name)
+                            or m.name in ("slowest_rank", "straggler_gap")}
     wall = report.metric("wall_time")
     if wall is not None and wall.samples:
         shown_elsewhere.add(id(wall))
@@ -469,6 +520,7 @@ def build(report: Report, top: int = 10, depth: int = 3, full: bool = False,
         full=full,
         budget=budget,
         device=device,
+        ranks=ranks,
         related=related,
         tree=tree,
         tree_notes=tree_notes,

@@ -26,6 +26,8 @@ from perfstack.render.words import (
     node_figures,
     pct,
     printed_caption,
+    rank_cells,
+    ranks_title,
     related_line,
     related_title,
     wall_line,
@@ -82,6 +84,10 @@ def render_view(view: View) -> str:
             [("└ " if p.depth else "") + escape(DEVICE_WORDS.get(p.part, p.part)),
              pct(p.share), escape(p.metric)] for p in d.parts])
         out += ["", *(f"_{escape(n)}_" for n in device_notes(d))]
+    ranked = view.ranks
+    if ranked is not None:
+        out += ["", f"### {escape(ranks_title(ranked))}", ""]
+        out += _table(["rank", *map(escape, ranked.columns)], rank_cells(ranked))
     if d is None or view.budget.lines:
         out += ["", "### Where the time goes", ""]
     if view.budget.lines:

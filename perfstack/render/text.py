@@ -29,6 +29,8 @@ from perfstack.render.words import (
     node_figures,
     pct,
     printed_caption,
+    rank_cells,
+    ranks_title,
     related_line,
     related_title,
     wall_line,
@@ -157,6 +159,17 @@ def _device(page: _Page, view: View) -> None:
                       page.width))
     for note in device_notes(d):
         page.extend(wrap(note, page.width, indent=4, first="  "))
+
+
+def _ranks(page: _Page, view: View) -> None:
+    t = view.ranks
+    if t is None:
+        return
+    page.section(ranks_title(t))
+    page.extend(table([Column("rank", name=True), *(Column(c) for c in t.columns)],
+                      rank_cells(t), page.width))
+    if t.hidden_columns:
+        page.add(f"  {t.hidden_columns} more per-rank figures with --full", "dim")
 
 
 def _related(page: _Page, view: View) -> None:
@@ -310,6 +323,7 @@ def render_view(view: View, width: int = 100, color: bool = False,
     _findings(page, view)
     _budget(page, view)
     _device(page, view)
+    _ranks(page, view)
     _related(page, view)
     _tree(page, view)
     _layers(page, view, providers or {})

@@ -8,7 +8,7 @@ backend's status, an overhead, a drill-down line. Formatting of units lives in
 from __future__ import annotations
 
 from perfstack.analysis.budget import Node
-from perfstack.analysis.view import DeviceTime, Header, View
+from perfstack.analysis.view import DeviceTime, Header, RankTable, View
 from perfstack.report import Metric
 from perfstack.units import fmt_seconds, fmt_value
 
@@ -205,3 +205,17 @@ def device_notes(d: DeviceTime) -> list[str]:
     if d.launch_delay_s is not None:
         out.append(f"launch call to start on the device: median {fmt_seconds(d.launch_delay_s)}")
     return out
+
+
+def ranks_title(t: RankTable) -> str:
+    """'Ranks: rank 1 is the slowest, 25% slower per step than the fastest'."""
+    if t.slowest is None:
+        return f"Ranks ({len(t.rows)})"
+    gap = f", {pct(t.gap)} slower per step than the fastest" if t.gap is not None else ""
+    return f"Ranks ({len(t.rows)}): rank {t.slowest} is the slowest{gap}"
+
+
+def rank_cells(t: RankTable) -> list[list[str]]:
+    """Each rank's row of the ranks table, values formatted, '-' where it has none."""
+    return [[f"rank {rank}", *(fmt_value(m.value, m.unit, m.reason) if m is not None else "-"
+                               for m in metrics)] for rank, metrics in t.rows]

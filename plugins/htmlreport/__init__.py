@@ -86,19 +86,15 @@ def _top_ops(view: View) -> str:
 
 
 def _distributed(report: Report) -> str | None:
-    ranked = [m for m in report.metrics if "[rank" in m.name
-              or m.name in ("slowest_rank", "straggler_gap")]
-    if not ranked:
-        return None
-    from perfstack.units import fmt_value
+    """The ranks pane: every per-rank figure, a rank a row, and the cross-rank findings."""
+    from perfstack.analysis.view import rank_table
 
-    rows = "".join(f"<tr><td>{esc(m.name)}</td><td class=\"num\">"
-                   f"{esc(fmt_value(m.value, m.unit, m.reason))}</td><td>{esc(m.source)}</td></tr>"
-                   for m in ranked)
+    table = rank_table(report, full=True)
+    if table is None:
+        return None
     found = "".join(f"<li>{esc(f.title)}</li>" for f in report.findings
                     if f.rule.startswith("dist."))
-    return ("<h2>Ranks</h2><div class=\"scroll\"><table><tr><th>metric</th><th class=\"num\">"
-            f"value</th><th>source</th></tr>{rows}</table></div>"
+    return (page.ranks(table, "ranks-all")
             + (f"<h3>Findings</h3><ul>{found}</ul>" if found else ""))
 
 
@@ -110,7 +106,8 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
     flame, flame_why = flame_tree(report, options.report_dir)
     overview = "".join([
         page.header(view), page.answer(view), page.findings(view), page.budget(view),
-        page.device(view), page.drill_down(view), page.top_functions(view), page.backends(view),
+        page.device(view), page.ranks(view.ranks), page.drill_down(view),
+        page.top_functions(view), page.backends(view),
         page.metrics(view), page.artifacts(view, options.report_dir, page_dir)])
     python = ('<h2>Flame graph of the Python stacks</h2>'
               + ('<div id="flame-box"></div><h2>Call tree</h2><div id="tree-box"></div>'

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from perfstack.analysis.budget import Node
-from perfstack.analysis.view import View
+from perfstack.analysis.view import RankTable, View
 from perfstack.render.words import (
     DEVICE_WORDS,
     STATUS_WORDS,
@@ -23,6 +23,8 @@ from perfstack.render.words import (
     node_figures,
     pct,
     printed_caption,
+    rank_cells,
+    ranks_title,
     related_line,
     related_title,
     wall_line,
@@ -95,6 +97,16 @@ def device(view: View) -> str:
     notes = "".join(f'<p class="muted">{esc(n)}</p>' for n in device_notes(d))
     return (f'<section id="device"><h2>{esc(device_title(d))}</h2>'
             + _table(["part", "share", "metric"], rows, {1}) + notes + "</section>")
+
+
+def ranks(table: RankTable | None, section_id: str = "ranks") -> str:
+    """A job's ranks side by side: step time, device busy, collective wait per rank."""
+    if table is None:
+        return ""
+    rows = [[esc(c) for c in cells] for cells in rank_cells(table)]
+    return (f'<section id="{section_id}"><h2>{esc(ranks_title(table))}</h2>'
+            + _table(["rank", *table.columns], rows, set(range(1, len(table.columns) + 1)))
+            + "</section>")
 
 
 def budget(view: View) -> str:

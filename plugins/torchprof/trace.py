@@ -78,15 +78,22 @@ class TraceReader:
                 if pos > CHUNK:
                     buf, pos = buf[pos:], 0
 
+    def _read(self, fh: IO[str]) -> str:
+        try:
+            return fh.read(CHUNK)
+        except EOFError:  # a .gz cut short (the run killed while writing): what came is kept
+            self.truncated = True
+            return ""
+
     def _more(self, fh: IO[str], buf: str, pos: int) -> tuple[str, int, bool]:
-        chunk = fh.read(CHUNK)
+        chunk = self._read(fh)
         self.bytes_read += len(chunk)
         return buf[pos:] + chunk, 0, not chunk
 
     def _find_array(self, fh: IO[str]) -> tuple[str, int]:
         buf = ""
         while True:
-            chunk = fh.read(CHUNK)
+            chunk = self._read(fh)
             self.bytes_read += len(chunk)
             if not chunk:
                 raise TraceError(f"{self.path}: no traceEvents array (not a Chrome trace)")
