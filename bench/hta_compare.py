@@ -144,11 +144,12 @@ def main() -> int:
             (ns.record / f"{folder.name}.json").write_text(json.dumps(hta, indent=1) + "\n")
         c = compare(hta, ours["kept"])
         t, m = hta["temporal"], ours["metrics"]
+        agree = c["same_count"] - len(c["outside"])
         print(f"{folder.name}: {c['same_count']} of {c['names']} kernel names counted alike "
               "(perfstack's events launched in the steps HTA keeps); summed time agrees "
-              f"(1%, or HTA's rounding: {ROUNDING_US:g} µs a call) on {c['same_count'] - len(c['outside'])}; "
-              f"largest difference where calls average >= {100 * ROUNDING_US:g} µs ({c['held']} names): "
-              f"{100 * c['max_rel_diff']:.3f}%")
+              f"(1%, or HTA's rounding: {ROUNDING_US:g} µs a call) on {agree}; largest "
+              f"difference where calls average >= {100 * ROUNDING_US:g} µs ({c['held']} "
+              f"names): {100 * c['max_rel_diff']:.3f}%")
         for name, o_sum, h_sum in c["outside"][:5]:
             print(f"    outside: {name[:60]}: perfstack {o_sum:.1f} µs, HTA {h_sum:.1f} µs")
         for name, h_count, o_count in c["differ"][:5]:

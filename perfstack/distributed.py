@@ -64,8 +64,9 @@ def cross_rank(report: Report, baseline: list[Outcome], world: int) -> tuple[
         list[Metric], list[Finding]]:
     """Return per-rank step-time metrics (from the baseline runs' ``perfstack.step()``
     calls), straggler metrics, communication shares and findings of a live torchrun job."""
+    present = sorted({r for o in baseline for r in rundir.ranks_in(o.artifact_dir)})
     samples = {rank: [t for o in baseline if o.record.exit.clean for t in _step_times(o, rank)]
-               for rank in range(world)}
+               for rank in present or range(world)}
     return rank_figures(report, samples, publish_steps=True)
 
 

@@ -85,12 +85,18 @@ class RunOptions:
     backend_options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def selected_ranks(spec: str, world: int) -> list[int]:
-    """Return the ranks ``--ranks`` names ("0", "all", "0,3"), within the job's size."""
+def selected_ranks(spec: str, present: list[int]) -> list[int]:
+    """Return the ranks ``--ranks`` names ("0", "all", "0,3") among those present (the
+    global ranks whose processes ran on this node)."""
     if spec.strip() == "all":
-        return list(range(world))
-    ranks = sorted({int(p) for p in spec.split(",") if p.strip()})
-    return [r for r in ranks if 0 <= r < world]
+        return list(present)
+    ranks = {int(p) for p in spec.split(",") if p.strip()}
+    return [r for r in present if r in ranks]
+
+
+def rank_selected(spec: str, rank: int) -> bool:
+    """Return whether ``--ranks`` names ``rank``."""
+    return spec.strip() == "all" or rank in {int(p) for p in spec.split(",") if p.strip()}
 
 
 class Session:
@@ -169,7 +175,7 @@ class Session:
         if nproc and on_rank_started is not None:
             on_tick(0.0)  # ranks that started between the last tick and the end
         record = self._record(label, role, backend, argv, result)
-        record.probe = rundir.read_probe(rundir.rank_dir(folder, 0) if nproc else folder)
+        record.probe = rundir.read_probe(rundir.primary_dir(folder))
         if spec.count_instructions:
             record.instructions = Quantity(result.instructions, "count",
                                            result.instructions_reason)
@@ -180,10 +186,10 @@ class Session:
         if record.exit.status == "interrupted":
             self.interrupted = True
         if nproc:
-            started = rundir.read_started(rundir.rank_dir(folder, 0))
+            first = rundir.primary_dir(folder)
+            started = rundir.read_started(first)
             pid, start_ns = started if started else (None, None)
-            return Outcome(record, folder, pid, start_ns,
-                           rundir.read_steps(rundir.rank_dir(folder, 0)))
+            return Outcome(record, folder, pid, start_ns, rundir.read_steps(first))
         return Outcome(record, folder, result.workload_pid, result.start_ns,
                        rundir.read_steps(folder))
 
@@ -191,11 +197,10 @@ class Session:
                       on_rank_started: Callable[[int, Path, int], None]) -> Callable[[float], None]:
         """Return an on_tick callback that reports each rank's pid once it has started."""
         seen: set[int] = set()
-        world = self.options.nproc_per_node or 1
 
         def tick(elapsed: float) -> None:
             self.progress.tick(elapsed)
-            for rank in range(world):
+            for rank in rundir.ranks_in(folder):
                 if rank in seen:
                     continue
                 found = rundir.read_started(rundir.rank_dir(folder, rank))
@@ -410,12 +415,15 @@ class Session:
             if handle is not None:
                 attachments.append(handle)
 
-        ranks = self._ranks()
+        whole_job: list[int] = []  # the rank a job-wide backend attached to, once it has
 
         def on_rank_started(rank: int, where: Path, pid: int) -> None:
-            if backend.per_rank and rank in ranks:
+            if not rank_selected(self.options.ranks, rank):
+                return
+            if backend.per_rank:
                 on_started(pid, replace(ctx, artifact_dir=where))
-            elif not backend.per_rank and ranks and rank == ranks[0]:
+            elif not whole_job:
+                whole_job.append(rank)
                 on_started(pid)
 
         outcome = self._run(backend.name, "backend", backend.name, launch, on_started,
@@ -425,35 +433,42 @@ class Session:
                 handle.stop()
             except Exception:
                 errors.append("stopping its attachment raised:\n" + traceback.format_exc())
-        for where in [folder, *(rundir.rank_dir(folder, r) for r in ranks)]:
+        for where in [folder, *(rundir.rank_dir(folder, r) for r in self._ranks(folder))]:
             hook_errors = where / HOOK_ERRORS_FILE
             if hook_errors.exists():
                 errors.append(hook_errors.read_text("utf-8", errors="replace"))
         return self._collect(entry, ctx, outcome, errors)
 
-    def _ranks(self) -> list[int]:
-        nproc = self.options.nproc_per_node
-        return selected_ranks(self.options.ranks, nproc) if nproc else []
+    def _ranks(self, folder: Path | None = None) -> list[int]:
+        """The selected ranks among those that ran on this node (in ``folder``, else in the
+        first baseline run)."""
+        if not self.options.nproc_per_node:
+            return []
+        if folder is None:
+            folder = self.baseline[0].artifact_dir if self.baseline else None
+        present = rundir.ranks_in(folder) if folder is not None else []
+        return selected_ranks(self.options.ranks, present)
 
     def _collect_ranks(self, backend: Any, ctx: RunContext, outcome: Outcome | None) -> Collected:
         """Collect once, or once per selected rank (relabelled) for per-rank backends."""
         if outcome is None or not self.options.nproc_per_node or not backend.per_rank:
             result: Collected = backend.collect(ctx, outcome)
             return result
-        ranks = self._ranks()
+        ranks = self._ranks(outcome.artifact_dir)
         merged = Collected()
+        if not ranks:
+            merged.notes.append(f"no rank named by --ranks {self.options.ranks} ran on this "
+                                "node (--ranks takes global ranks, or all)")
         for rank in ranks:
             where = rundir.rank_dir(outcome.artifact_dir, rank)
-            if not where.is_dir():
-                merged.notes.append(f"rank {rank}: its process never started")
-                continue
             started = rundir.read_started(where)
             part = backend.collect(replace(ctx, artifact_dir=where), Outcome(
                 outcome.record, where, started[0] if started else None,
                 started[1] if started else None, rundir.read_steps(where)))
             assembly.merge_rank(merged, part, rank, prefix=len(ranks) > 1)
-        merged.notes.append(f"ranks {', '.join(map(str, ranks))} of "
-                            f"{self.options.nproc_per_node} profiled (--ranks)")
+        if ranks:
+            merged.notes.append(f"ranks {', '.join(map(str, ranks))} of "
+                                f"{self.options.nproc_per_node} on this node profiled (--ranks)")
         return merged
 
     def _collect(self, entry: BackendEntry, ctx: RunContext, outcome: Outcome | None,

@@ -32,10 +32,21 @@ def rank_dir(folder: Path, rank: int) -> Path:
     return folder / f"rank-{rank}"
 
 
+def ranks_in(folder: Path) -> list[int]:
+    """Return the ranks whose processes have a folder in a run folder, in order. Under torchrun
+    these are global ranks: on the second node of a job, 2 and 3 rather than 0 and 1."""
+    try:
+        names = [p.name for p in folder.iterdir() if p.is_dir()]
+    except OSError:
+        return []
+    return sorted(int(n[5:]) for n in names if n.startswith("rank-") and n[5:].isdigit())
+
+
 def primary_dir(folder: Path) -> Path:
-    """Return where the workload's own files are: rank 0's folder under torchrun."""
-    first = rank_dir(folder, 0)
-    return first if first.is_dir() else folder
+    """Return where the workload's own files are: the lowest rank's folder under torchrun
+    (rank 0's on the job's first node), else the run folder."""
+    ranks = ranks_in(folder)
+    return rank_dir(folder, ranks[0]) if ranks else folder
 
 
 def read_started(folder: Path) -> tuple[int, int] | None:

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from tests.conftest import ROOT, WORKLOADS, Result, assert_one_line_error, backend
+from perfstack.reportfile import read_json, schema_errors
+from tests.conftest import (
+    ROOT,
+    WORKLOADS,
+    Result,
+    assert_one_line_error,
+    backend,
+    perfstack_env,
+)
 
 
 def _metric(report: dict[str, Any], name: str) -> dict[str, Any]:
@@ -63,3 +75,51 @@ def test_distributed_flags_are_checked(perfstack: Callable[..., Result]) -> None
     assert_one_line_error(perfstack("run", "--ranks", "all", script), 2)
     assert_one_line_error(perfstack("run", "--nproc-per-node", "2", "--ranks", "3", script), 2)
     assert_one_line_error(perfstack("run", "--nproc-per-node", "2", "--ranks", "x", script), 2)
+
+
+def test_two_nodes_then_merge(tmp_path: Path) -> None:
+    """A job of two "nodes" (two perfstack sessions on this machine, torchrun's static
+    rendezvous on one port): each node's report holds its own global rank, and
+    ``perfstack merge`` joins them: both ranks' rows, the cross-rank figures over both, the
+    straggler (rank 1 does 5x the work) named across nodes."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = []
+    for node in (0, 1):
+        folder = tmp_path / f"node{node}"
+        folder.mkdir()
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "perfstack", "run", "--nproc-per-node", "1", "--ranks",
+             "all", "--plugins", "torch", "--repeat", "1", "--warmup", "0", "-q", "-o",
+             "report.json", "--timeout", "150", "--torchrun-args",
+             f"--nnodes 2 --node-rank {node} --master-addr 127.0.0.1 --master-port {port}",
+             str(WORKLOADS / "ddp_straggler.py")], cwd=folder, env=perfstack_env(),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+    nodes = [read_json(tmp_path / f"node{n}" / "report.json") for n in (0, 1)]
+    for node, report in enumerate(nodes):
+        assert report["environment"]["distributed"]["profiled_ranks"] == [node]
+        assert {r["attrs"]["rank"] for r in report["layers"]["framework"]} == {node}
+        assert _metric(report, f"step_time[rank{node}]")["value"] > 0
+    merged = tmp_path / "job.json"
+    proc = subprocess.run([sys.executable, "-m", "perfstack", "merge",
+                           str(tmp_path / "node0" / "report.json"),
+                           str(tmp_path / "node1" / "report.json"), "-o", str(merged), "-q"],
+                          cwd=tmp_path, env=perfstack_env(), capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    job = read_json(merged)
+    assert schema_errors(job) == []
+    assert {r["attrs"]["rank"] for r in job["layers"]["framework"]} == {0, 1}
+    assert all(r["key"].startswith(f"rank{r['attrs']['rank']}:")
+               for r in job["layers"]["framework"])
+    names = {m["name"] for m in job["metrics"]}
+    assert {"step_time[rank0]", "step_time[rank1]", "slowest_rank", "straggler_gap",
+            "wall_time", "wall_time[node1]"} <= names
+    found = [f for f in job["findings"] if f["rule"] == "dist.imbalance"]
+    assert found and "rank 1 is the straggler" in found[0]["title"], job["findings"]
+    assert [n["ranks"] for n in job["environment"]["merged_from"]] == [[0], [1]]
+    assert {r["id"] for r in job["run"]["runs"]} >= {"baseline-1", "node1:baseline-1"}

@@ -55,7 +55,7 @@ def read() -> dict[str, tuple[TraceAggregate, Any, Any]]:
     for name in NAMES:
         agg = TraceAggregate()
         agg.add_file(_path(name))
-        rows, metrics, notes = summarize(agg)
+        rows, metrics, _ = summarize(agg)
         out[name] = (agg, rows, {m.name: m for m in metrics})
     return out
 

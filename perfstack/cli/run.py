@@ -239,6 +239,23 @@ def backend_options(ns: argparse.Namespace, selected: list[BackendEntry]) -> dic
     return out
 
 
+def _nodes(torchrun_args: list[str]) -> int:
+    """The job's number of nodes from torchrun's --nnodes (N, or MIN:MAX: the most)."""
+    for i, arg in enumerate(torchrun_args):
+        value = None
+        if arg == "--nnodes":
+            value = torchrun_args[i + 1] if i + 1 < len(torchrun_args) else None
+        elif arg.startswith("--nnodes="):
+            value = arg.split("=", 1)[1]
+        if value is not None:
+            last = value.split(":")[-1]
+            if last.isdigit() and int(last) > 0:
+                return int(last)
+            raise errors.UsageError(f"--torchrun-args: --nnodes {value} is not a number of "
+                                    "nodes")
+    return 1
+
+
 def _distributed(ns: argparse.Namespace, own: list[str],
                  backends: dict[str, BackendEntry]) -> dict[str, Any]:
     """Return the torchrun options of RunOptions; check --ranks; pass it on to torch."""
@@ -251,13 +268,13 @@ def _distributed(ns: argparse.Namespace, own: list[str],
     spec = ns.ranks.strip()
     if spec != "all" and not all(p.strip().isdigit() for p in spec.split(",")):
         raise errors.UsageError(f"--ranks takes 0, all, or a list like 0,3; got {ns.ranks!r}")
-    if spec != "all" and any(int(p) >= ns.nproc_per_node for p in spec.split(",")):
-        raise errors.UsageError(f"--ranks {spec}: the job has ranks 0 to "
-                                f"{ns.nproc_per_node - 1}")
     try:
         extra = shlex.split(ns.torchrun_args)
     except ValueError as exc:
         raise errors.UsageError(f"--torchrun-args: {exc}") from None
+    world = ns.nproc_per_node * _nodes(extra)
+    if spec != "all" and any(int(p) >= world for p in spec.split(",")):
+        raise errors.UsageError(f"--ranks {spec}: the job has ranks 0 to {world - 1}")
     if "torch" in backends and not any(a.startswith("--torch-ranks") for a in own):
         setattr(ns, _option_dest("torch", "ranks"), spec)
     return {"nproc_per_node": ns.nproc_per_node, "ranks": spec, "torchrun_args": extra}
