@@ -14,29 +14,61 @@ __version__ = "0.1.0"
 
 #: Set by the bootstrap when this process is a workload run by perfstack: its artifact folder.
 _artifact_dir: str | None = None
-#: Called by step(); in-process backends (the torch profiler) register here.
+#: Called at every step (perfstack.step(), or an optimizer step when the workload never calls
+#: perfstack.step()); in-process backends (the torch profiler's schedule) register here.
 _step_callbacks: list[Any] = []
-#: How many times step() was called; the bootstrap saves it (workload-steps.json) at exit.
+#: How many steps the workload made; the bootstrap saves it (workload-steps.json) at exit.
 _steps = 0
-#: time.perf_counter() at each step() (the first 100,000), for per-step times across ranks.
+#: Whether the workload calls perfstack.step() itself: then optimizer steps no longer count.
+_explicit = False
+#: time.perf_counter() at each step (the first 100,000), for per-step times across ranks.
 _step_times: list[float] = []
+#: Set by the bootstrap under ``perfstack run --steps``: end the workload after this many steps.
+_stop_after: int | None = None
+#: Set by the bootstrap: the step at which the measured window opens, and what to call then.
+_window_at: int | None = None
+_on_window: Any = None
 #: File (in the artifact folder) that report_metric() appends to.
 METRICS_FILE = "workload-metrics.jsonl"
+
+
+class StepLimitReached(SystemExit):
+    """Raised at the step that ``perfstack run --steps`` ends the workload with: a clean exit
+    (status 0) that unwinds the workload's own ``finally`` blocks and context managers."""
 
 
 def step() -> None:
     """Mark the end of one step (a batch, an iteration) of the workload.
 
     A no-op unless the process runs under perfstack, where in-process backends use it to
-    profile a representative window of steps (the torch backend's schedule). Training loops
-    with a torch optimizer need not call it: optimizer steps are counted automatically.
+    profile a representative window of steps (the torch backend's schedule) and
+    ``perfstack run --steps N`` ends the run after its steps. Training loops with a torch
+    optimizer need not call it: optimizer steps are counted automatically.
     """
-    global _steps
+    _count_step(explicit=True)
+
+
+def _optimizer_step(*_: Any) -> None:
+    """The global optimizer step hook the bootstrap registers once torch.optim is imported."""
+    _count_step(explicit=False)
+
+
+def _count_step(explicit: bool) -> None:
+    global _steps, _explicit
+    if explicit:
+        _explicit = True
+    elif _explicit:
+        return  # the workload marks its own steps: optimizer steps no longer count
     _steps += 1
+    if _steps == _window_at and _on_window is not None:
+        _on_window()  # waits for the samplers to attach: before the step ends, so that
+        # the wait belongs to the last warm-up step, in perfstack's step times and torch's
     if _artifact_dir is not None and len(_step_times) < 100_000:
         _step_times.append(_perf_counter())
     for callback in _step_callbacks:
         callback()
+    if _stop_after is not None and _steps >= _stop_after:
+        raise StepLimitReached(0)
 
 
 def load(path: str | os.PathLike[str]) -> Report:

@@ -77,6 +77,21 @@ def overhead(walls: Sequence[float], wall_s: float | None,
     return Overhead(wall_s / base.median, base.median, base.stdev, base.n), None
 
 
+def step_overhead(baseline_steps: Sequence[Sequence[float]], run_steps: Sequence[float],
+                  warmup: int, measured: int, clean: bool) -> tuple[Overhead | None, str | None]:
+    """Under ``--steps``: a backend's measured steps against the clean baseline runs' (each a
+    list of step durations; the measured ones are those after the ``warmup`` steps)."""
+    base = [t for steps in baseline_steps for t in steps[warmup:warmup + measured]]
+    own = list(run_steps[warmup:warmup + measured])
+    if not base:
+        return None, "no baseline run reached its measured steps to compare with"
+    if not clean or not own:
+        return None, "the workload did not reach its measured steps under this backend"
+    ref = summarize(base)
+    return Overhead(statistics.median(own) / ref.median, ref.median, ref.stdev, ref.n,
+                    basis="step"), None
+
+
 def merge_rank(merged: Collected, part: Collected, rank: int, prefix: bool) -> None:
     """Add one rank's records to ``merged``; with several ranks, keys and names say the rank."""
     def key(k: str) -> str:

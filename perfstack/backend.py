@@ -134,6 +134,20 @@ class ExtraRunner(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class StepWindow:
+    """``perfstack run --steps N --warmup-steps K``: every run of the workload ends cleanly
+    after K+N steps, and the backends measure the last N (the window opens at step K)."""
+
+    warmup: int
+    measured: int
+
+    @property
+    def total(self) -> int:
+        """Steps each run makes before it is ended."""
+        return self.warmup + self.measured
+
+
 @dataclass
 class RunContext:
     """What a backend is told about the run it takes part in."""
@@ -146,6 +160,10 @@ class RunContext:
     baseline: list[Outcome] = field(default_factory=list)  # the baseline repeats, warm-ups excluded
     #: Runs the workload again, for backends that compare several runs; set by the driver.
     run_extra: ExtraRunner | None = None
+    #: Set under ``--steps``: each run ends after ``steps.total`` steps. In-process backends
+    #: measure the last ``steps.measured`` (the torch backend's schedule follows it); attach()
+    #: is called when the window opens (after the warm-up steps), not at the start.
+    steps: StepWindow | None = None
 
 
 @dataclass
@@ -190,7 +208,11 @@ class Recorded:
 
 
 class Attachment(Protocol):
-    """Something a backend attached to the running workload."""
+    """Something a backend attached to the running workload.
+
+    It may also have ``wait_ready(timeout_s: float) -> None``, returning once the tool
+    really measures (a sampler that needs a moment to attach): under ``--steps`` the workload
+    waits at the start of its measured steps until it returns."""
 
     def stop(self) -> None:
         """Stop (or wait for) the attached tool once the workload has exited."""

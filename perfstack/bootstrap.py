@@ -35,6 +35,12 @@ STACK_SIGNAL = signal.SIGUSR1
 FAULTHANDLER_FILE = "faulthandler.log"
 STARTED_FILE = "workload.json"
 STEPS_FILE = "workload-steps.json"
+#: Written when the measured window of ``perfstack run --steps`` opens (after the warm-up
+#: steps): samplers attach then, and the driver answers with WINDOW_GO_FILE once they have;
+#: the workload waits for it (at most WINDOW_WAIT_S), so no measured step goes unsampled.
+WINDOW_FILE = "workload-window.json"
+WINDOW_GO_FILE = "workload-window.go"
+WINDOW_WAIT_S = 15.0
 HOOK_ERRORS_FILE = "inprocess-errors.log"
 WORKLOAD_ENV_FILE = "workload-env.json"
 
@@ -132,6 +138,64 @@ def _start_hooks(hooks: list[dict[str, Any]], folder: str) -> list[tuple[str, Ca
     return finishers
 
 
+class _AfterImport:
+    """A one-shot import hook: calls ``then(module)`` right after ``name`` is first imported
+    (how the bootstrap counts optimizer steps without importing torch itself)."""
+
+    def __init__(self, name: str, then: Callable[[Any], None]) -> None:
+        self.name, self.then = name, then
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        """Find the module as the other finders would, and wrap its loader."""
+        if fullname != self.name:
+            return None
+        import importlib.util
+
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        loader = getattr(spec, "loader", None)
+        if spec is None or loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        original = loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            original(module)
+            with contextlib.suppress(Exception):  # the workload runs even if it cannot be set
+                self.then(module)
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def _count_optimizer_steps(module: Any) -> None:
+    import perfstack
+
+    module.register_optimizer_step_post_hook(perfstack._optimizer_step)
+
+
+def _bound_steps(steps: dict[str, int], folder: str) -> None:
+    """``perfstack run --steps N --warmup-steps K``: end after K+N steps; at step K, say the
+    measured window opened (samplers attach then)."""
+    import perfstack
+
+    warmup, measured = int(steps.get("warmup", 0)), int(steps["measured"])
+    perfstack._stop_after = warmup + measured
+    perfstack._step_times.append(time.perf_counter())  # so the first step has a duration
+
+    def opened() -> None:
+        tmp = os.path.join(folder, WINDOW_FILE + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump({"pid": os.getpid(), "step": warmup, "ns": time.time_ns()}, fh)
+        os.replace(tmp, os.path.join(folder, WINDOW_FILE))
+        go = os.path.join(folder, WINDOW_GO_FILE)
+        deadline = time.monotonic() + WINDOW_WAIT_S
+        while not os.path.exists(go) and time.monotonic() < deadline:
+            time.sleep(0.002)
+
+    if warmup > 0:
+        perfstack._window_at, perfstack._on_window = warmup, opened
+
+
 def _parse(argv: list[str]) -> tuple[str, list[str], bool]:
     if argv and argv[0] == "-m" and len(argv) > 1:
         return argv[1], argv[2:], True
@@ -165,6 +229,11 @@ def main(argv: list[str]) -> None:
         import perfstack
 
         perfstack._artifact_dir = folder
+        if "torch.optim.optimizer" not in sys.modules:
+            sys.meta_path.insert(0, _AfterImport("torch.optim.optimizer",
+                                                 _count_optimizer_steps))
+        if config.get("steps"):
+            _bound_steps(config["steps"], folder)
     probes: dict[str, Any] = {}
     scheduled: tuple[float, float] | None = None
     if folder and config.get("probe"):
@@ -205,7 +274,8 @@ def main(argv: list[str]) -> None:
 
             with open(os.path.join(folder, STEPS_FILE), "w", encoding="utf-8") as fh:
                 times = perfstack._step_times
-                json.dump({"steps": perfstack._steps,
+                json.dump({"steps": perfstack._steps, "explicit": perfstack._explicit,
+                           "limit": perfstack._stop_after,
                            "step_times_s": [b - a for a, b in itertools.pairwise(times)]}, fh)
             # Best effort: without it the report lacks the live torch facts, nothing more.
             with contextlib.suppress(Exception):

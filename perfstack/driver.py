@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import sys
 import time
 import traceback
@@ -21,8 +22,9 @@ from typing import Any, Protocol
 
 import perfstack
 from perfstack import assembly, collecting, environment, rundir
-from perfstack.backend import Collected, Launch, Outcome, RunContext, Workload
-from perfstack.bootstrap import CONFIG_ENV, HOOK_ERRORS_FILE, WORKLOAD_ENV_FILE
+from perfstack.backend import Collected, Launch, Outcome, RunContext, StepWindow, Workload
+from perfstack.bootstrap import CONFIG_ENV, HOOK_ERRORS_FILE, WINDOW_WAIT_S, WORKLOAD_ENV_FILE
+from perfstack.errors import UsageError
 from perfstack.pluginmanager import BackendEntry, HookResult, Plugins
 from perfstack.process import ChildResult, ChildSpec, run_child
 from perfstack.report import (
@@ -57,6 +59,10 @@ class Progress(Protocol):
     def end(self, label: str, status: str) -> None:
         """The current run ended with ``status``."""
 
+    # A progress display may also have ``estimate(per_run_s: float | None, runs_after: int)``:
+    # how long a run takes (the baseline's median; None: not known yet) and how many runs
+    # come after the one that begins, for "about 20 s left".
+
 
 class _NoProgress:
     def begin(self, label: str) -> None:
@@ -83,6 +89,8 @@ class RunOptions:
     ranks: str = "0"  # which ranks per-rank backends profile: "0", "all", "0,3"
     torchrun_args: list[str] = field(default_factory=list)  # passed through (rendezvous...)
     backend_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: --steps N --warmup-steps K: every run ends after K+N steps; backends measure N
+    steps: StepWindow | None = None
 
 
 def selected_ranks(spec: str, present: list[int]) -> list[int]:
@@ -131,6 +139,10 @@ class Session:
         self.left_running: list[tuple[str, list[str]]] = []  # (run id, processes stopped)
         self._started = ""
         self._begin = 0.0
+        self._runs_done = 0
+        #: runs this session will make: warm-ups, baselines, one per backend with its own run
+        self._planned = options.warmup + options.repeat + sum(
+            1 for e in selected if getattr(e.backend, "own_run", True))
         self._env: dict[str, Any] = {}
 
     # -- helpers ---------------------------------------------------------------------------
@@ -148,6 +160,9 @@ class Session:
             "artifact_dir": str(folder.resolve()),
             "inprocess": [{"target": h.target, "options": h.options} for h in launch.inprocess],
             "probe": role != "extra",
+            **({"steps": {"warmup": self.options.steps.warmup,
+                          "measured": self.options.steps.measured}}
+               if self.options.steps else {}),
         })
         target = ["-m", self.workload.target] if self.workload.module else [self.workload.target]
         nproc = self.options.nproc_per_node
@@ -167,11 +182,23 @@ class Session:
         spec = ChildSpec(argv, env, self.cwd, folder, self.options.timeout_s,
                          self.options.kill_grace_s,
                          count_instructions=role in ("warmup", "baseline"))
-        self.progress.begin(label)
+        self._runs_done += 1
+        planned = max(self._planned, self._runs_done)
+        self.progress.begin(f"run {self._runs_done} of {planned}, {label}"
+                            if role != "extra" else label)
+        estimate = getattr(self.progress, "estimate", None)
+        if callable(estimate):
+            walls = self._clean_baseline_walls()
+            estimate(statistics.median(walls) if walls and role != "extra" else None,
+                     planned - self._runs_done)
         on_tick: Callable[[float], None] = self.progress.tick
-        if nproc and on_rank_started is not None:
-            on_tick = self._rank_watcher(folder, on_rank_started)
-        result = run_child(spec, on_started=None if nproc else on_started, on_tick=on_tick)
+        windowed = self.options.steps is not None and self.options.steps.warmup > 0
+        if nproc and (on_rank_started is not None or windowed):
+            on_tick = self._rank_watcher(folder, on_rank_started, windowed)
+        elif windowed:
+            on_tick = self._window_watcher(folder, on_started)  # attach after the warm-up
+        result = run_child(spec, on_started=None if nproc or windowed else on_started,
+                           on_tick=on_tick)
         if nproc and on_rank_started is not None:
             on_tick(0.0)  # ranks that started between the last tick and the end
         record = self._record(label, role, backend, argv, result)
@@ -182,7 +209,8 @@ class Session:
         self.records.append(record)
         if result.left_running:
             self.left_running.append((label, result.left_running))
-        self.progress.end(label, record.exit.describe())
+        self.progress.end(f"run {self._runs_done} of {max(self._planned, self._runs_done)}, "
+                          f"{label}" if role != "extra" else label, record.exit.describe())
         if record.exit.status == "interrupted":
             self.interrupted = True
         if nproc:
@@ -194,8 +222,11 @@ class Session:
                        rundir.read_steps(folder))
 
     def _rank_watcher(self, folder: Path,
-                      on_rank_started: Callable[[int, Path, int], None]) -> Callable[[float], None]:
-        """Return an on_tick callback that reports each rank's pid once it has started."""
+                      on_rank_started: Callable[[int, Path, int], None] | None,
+                      windowed: bool = False) -> Callable[[float], None]:
+        """Return an on_tick callback that reports each rank's pid once it has started (with
+        ``windowed``, once its measured window of steps has opened; the rank then waits
+        until its samplers are attached)."""
         seen: set[int] = set()
 
         def tick(elapsed: float) -> None:
@@ -203,10 +234,40 @@ class Session:
             for rank in rundir.ranks_in(folder):
                 if rank in seen:
                     continue
-                found = rundir.read_started(rundir.rank_dir(folder, rank))
-                if found is not None:
+                where = rundir.rank_dir(folder, rank)
+                if windowed:
+                    pid = rundir.read_window(where)
+                else:
+                    found = rundir.read_started(where)
+                    pid = found[0] if found is not None else None
+                if pid is not None:
                     seen.add(rank)
-                    on_rank_started(rank, rundir.rank_dir(folder, rank), found[0])
+                    try:
+                        if on_rank_started is not None:
+                            on_rank_started(rank, where, pid)
+                    finally:
+                        if windowed:
+                            rundir.window_go(where)
+        return tick
+
+    def _window_watcher(self, folder: Path,
+                        on_started: Callable[[int], None] | None) -> Callable[[float], None]:
+        """Return an on_tick callback that, once the measured window of ``--steps`` opens
+        (the workload has made its warm-up steps and waits), calls ``on_started`` (samplers
+        attach) and lets the workload go on."""
+        done: list[int] = []
+
+        def tick(elapsed: float) -> None:
+            self.progress.tick(elapsed)
+            if not done:
+                pid = rundir.read_window(folder)
+                if pid is not None:
+                    done.append(pid)
+                    try:
+                        if on_started is not None:
+                            on_started(pid)
+                    finally:
+                        rundir.window_go(folder)
         return tick
 
     def _bootstrap_path(self) -> Path:
@@ -272,6 +333,12 @@ class Session:
             return False
         if role == "baseline":
             self.baseline.append(outcome)
+        steps = self.options.steps
+        if steps is not None and outcome.record.exit.clean and not outcome.steps:
+            raise UsageError(
+                f"--steps {steps.measured}: the workload marked no steps in its first run, so "
+                "it cannot be ended after them (call perfstack.step() once per step, or "
+                "train with a torch optimizer); it ran to its end")
         # A workload that crashes or hangs will do it again: don't repeat it.
         return outcome.record.exit.clean
 
@@ -309,7 +376,9 @@ class Session:
                 perfstack_version=perfstack.__version__,
                 repeat=self.options.repeat, warmup=self.options.warmup,
                 timeout_s=self.options.timeout_s, complete=not self.interrupted,
-                runs=self.records),
+                runs=self.records,
+                steps={"warmup": self.options.steps.warmup,
+                       "measured": self.options.steps.measured} if self.options.steps else None),
             environment=env,
             backends=self.results,
         )
@@ -395,7 +464,7 @@ class Session:
         ctx = RunContext(backend.name, self.workload, folder,
                          self.options.backend_options.get(backend.name, {}),
                          self.options.timeout_s, list(self.baseline),
-                         run_extra=self._extra_runner(backend.name))
+                         run_extra=self._extra_runner(backend.name), steps=self.options.steps)
         if not backend.own_run:
             return self._collect(entry, ctx, None)
         try:
@@ -412,8 +481,15 @@ class Session:
             except Exception:
                 errors.append("attach() raised:\n" + traceback.format_exc())
                 return
-            if handle is not None:
-                attachments.append(handle)
+            if handle is None:
+                return
+            attachments.append(handle)
+            ready = getattr(handle, "wait_ready", None)
+            if self.options.steps is not None and callable(ready):
+                try:
+                    ready(WINDOW_WAIT_S / 2)  # the workload waits for it at its window
+                except Exception:
+                    errors.append("wait_ready() raised:\n" + traceback.format_exc())
 
         whole_job: list[int] = []  # the rank a job-wide backend attached to, once it has
 
@@ -517,6 +593,13 @@ class Session:
         return result
 
     def _overhead(self, outcome: Outcome) -> tuple[Overhead | None, str | None]:
+        steps = self.options.steps
+        if steps is not None:
+            base = [rundir.read_step_times(rundir.primary_dir(o.artifact_dir))
+                    for o in self.baseline if o.record.exit.clean]
+            own = rundir.read_step_times(rundir.primary_dir(outcome.artifact_dir))
+            return assembly.step_overhead(base, own, steps.warmup, steps.measured,
+                                          outcome.record.exit.clean)
         return assembly.overhead(self._clean_baseline_walls(), outcome.record.wall_s,
                                  outcome.record.exit.clean)
 

@@ -336,20 +336,25 @@ class Overhead:
     baseline_median_s: float
     baseline_stdev_s: float | None  # None with a single baseline sample
     baseline_n: int
+    #: "wall": whole runs' wall times; "step": the measured steps' times (under --steps)
+    basis: str = "wall"
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form."""
-        return {
+        out: dict[str, Any] = {
             "ratio": self.ratio,
             "baseline_median_s": self.baseline_median_s,
             "baseline_stdev_s": self.baseline_stdev_s,
             "baseline_n": self.baseline_n,
         }
+        if self.basis != "wall":
+            out["basis"] = self.basis
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Overhead:
         """Build an Overhead from its JSON form."""
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
 
 
 @dataclass
@@ -419,6 +424,8 @@ class RunInfo:
     #: set by ``perfstack analyze``: nothing was run; the report was read from these files
     #: ({"path": ..., "backend": the backend that read it})
     analyzed: list[dict[str, str]] | None = None
+    #: set by ``--steps``: {"warmup": K, "measured": N}: every run ended after K+N steps
+    steps: dict[str, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form."""
@@ -438,6 +445,8 @@ class RunInfo:
             out["pairing"] = self.pairing
         if self.analyzed is not None:
             out["analyzed"] = self.analyzed
+        if self.steps is not None:
+            out["steps"] = self.steps
         return out
 
     @classmethod

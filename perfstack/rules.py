@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from perfstack.analysis.stats import summarize
 from perfstack.pluginmanager import hookimpl
-from perfstack.report import Finding, Layer, Report, RunRecord, Status
+from perfstack.report import Finding, Layer, Overhead, Report, RunRecord, Status
+from perfstack.units import fmt_seconds
 
 #: Baseline relative standard deviation above which differences are hard to see.
 NOISE_LIMIT = 0.05
@@ -83,6 +84,16 @@ def _noise(report: Report) -> list[Finding]:
         source="perfstack")]
 
 
+def _overhead_evidence(name: str, wall_s: float | None, o: Overhead) -> str:
+    if o.basis == "step":
+        own = o.ratio * o.baseline_median_s
+        return (f"{name}'s measured steps: median {fmt_seconds(own)} a step vs the baseline "
+                f"runs' {fmt_seconds(o.baseline_median_s)} (n={o.baseline_n} steps, --steps)")
+    wall = f"{wall_s:.3f} s" if wall_s is not None else "?"
+    return (f"{name} run {wall} vs baseline median {o.baseline_median_s:.3f} s "
+            f"(n={o.baseline_n})")
+
+
 def _overheads(report: Report) -> list[Finding]:
     out = []
     for b in report.backends:
@@ -93,8 +104,7 @@ def _overheads(report: Report) -> list[Finding]:
                 rule="run.high-overhead",
                 title=f"{b.name} slowed the workload {b.overhead.ratio:.2f}x",
                 layer="run", severity="warning",
-                evidence=[f"{b.name} run {b.wall_s:.3f} s vs baseline median "
-                          f"{b.overhead.baseline_median_s:.3f} s (n={b.overhead.baseline_n})"],
+                evidence=[_overhead_evidence(b.name, b.wall_s, b.overhead)],
                 action=(f"read {b.name}'s absolute times with care; compare shares within it, "
                         "or lower its sampling rate or detail"),
                 source="perfstack"))

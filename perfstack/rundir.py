@@ -71,6 +71,36 @@ def read_steps(folder: Path) -> int | None:
         return None
 
 
+def read_step_times(folder: Path) -> list[float]:
+    """Return each step's duration in seconds (saved by the bootstrap at exit), or []."""
+    from perfstack.bootstrap import STEPS_FILE
+
+    try:
+        data = json.loads((folder / STEPS_FILE).read_text("utf-8"))
+        return [float(t) for t in data["step_times_s"] if isinstance(t, (int, float))]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+def read_window(folder: Path) -> int | None:
+    """Return the pid that opened the measured window of ``--steps`` (at the end of its
+    warm-up steps), once it has, else None."""
+    from perfstack.bootstrap import WINDOW_FILE
+
+    try:
+        return int(json.loads((folder / WINDOW_FILE).read_text("utf-8"))["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def window_go(folder: Path) -> None:
+    """Tell a workload waiting at the start of its measured window to go on."""
+    from perfstack.bootstrap import WINDOW_GO_FILE
+
+    with contextlib.suppress(OSError):
+        (folder / WINDOW_GO_FILE).touch()
+
+
 def read_probe(folder: Path) -> dict[str, dict[str, float]] | None:
     """Return the machine-speed probe the bootstrap timed in this run, or None."""
     from perfstack.probe import PROBE_FILE

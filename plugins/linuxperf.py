@@ -55,6 +55,14 @@ def unknown_events(text: str) -> str | None:
     return f"perf cannot count {text!r}: {why}"
 
 
+def _whole_run(ctx: RunContext) -> list[str]:
+    """Under --steps: perf wraps the command, so it sees the whole run, not the steps."""
+    if ctx.steps is None:
+        return []
+    return [f"perf counts the whole run: start-up, the {ctx.steps.warmup} warm-up steps and the "
+            f"{ctx.steps.measured} measured ones (--steps bounds the run, not perf's window)"]
+
+
 @dataclass(frozen=True)
 class Counter:
     """One line of ``perf stat -x,``: a count, or why there is none."""
@@ -215,7 +223,7 @@ class PerfStatBackend(Backend):
         wall = outcome.record.wall_s if outcome is not None else None
         metrics += derived({c.event: c for c in counters}, wall)
         missing = [c.event for c in counters if c.value is None]
-        notes = []
+        notes = _whole_run(ctx)
         if any(c.running is not None and c.running < 100 for c in counters):
             notes.append("some counters were multiplexed: perf scaled them by the time they ran")
         partial = None
@@ -371,7 +379,7 @@ class PerfTopBackend(Backend):
                    for g, (pct, _) in groups.items()]
         metrics += split_metrics(by_sym)
         total = sum(s for _, s, _ in by_dso)
-        notes = [f"{total} samples at {freq:g} Hz of cpu-clock (all threads)"]
+        notes = [f"{total} samples at {freq:g} Hz of cpu-clock (all threads)", *_whole_run(ctx)]
         return Collected(rows={Layer.KERNEL: rows}, metrics=metrics, notes=notes,
                          artifacts={"perf.data": data})
 

@@ -237,6 +237,8 @@ class NvmlBackend(Backend):
         header = json.loads(lines[0])
         samples = [json.loads(line) for line in lines[1:] if line.strip()]
         steps = outcome.steps if outcome is not None else None
+        if ctx.steps is not None and ctx.steps.warmup:
+            steps = ctx.steps.measured  # attached when the measured steps began
         rows, metrics, notes = summarize(header, samples, steps or None)
         return Collected(rows={Layer.HARDWARE: rows}, metrics=metrics, notes=notes,
                          artifacts={"timeline": path})

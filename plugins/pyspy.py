@@ -61,6 +61,24 @@ class _Samplers:
         self.procs = procs
         self.logs = logs
 
+    def wait_ready(self, timeout_s: float) -> None:
+        """Return once every py-spy says it samples ("Sampling process ..."), or has exited,
+        or after ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            waiting = False
+            for proc, log in zip(self.procs, self.logs, strict=True):
+                if proc.poll() is not None:
+                    continue
+                try:
+                    said = Path(log.name).read_bytes()
+                except (OSError, TypeError):
+                    continue
+                waiting = waiting or b"Sampling process" not in said
+            if not waiting:
+                return
+            time.sleep(0.01)
+
     def stop(self) -> None:
         for proc in self.procs:
             try:
@@ -394,7 +412,12 @@ class PySpyBackend(Backend):
         gil_frames, gil_profiles = read_profile(ctx.artifact_dir / GIL_PROFILE_FILE)
         rows, metrics, notes = summarize(frames, profiles, gil_frames, gil_profiles,
                                          _home(ctx))
-        notes.append("sampling starts when the script starts; py-spy needs ~0.1 s to attach")
+        if ctx.steps is not None and ctx.steps.warmup:
+            notes.append(f"sampling covers the {ctx.steps.measured} measured steps (from the "
+                         f"end of the {ctx.steps.warmup} warm-up steps) and the teardown")
+        else:
+            notes.append("sampling starts when the script starts; py-spy needs ~0.1 s to "
+                         "attach")
         wall = outcome.record.wall_s if outcome is not None else None
         if ctx.options.get("idle"):
             notes.append("no time budget with --pyspy-idle: idle samples cannot be told apart")

@@ -58,6 +58,7 @@ class Header:
     printed: list[str]  # its last lines on stdout
     #: set for ``perfstack analyze``: the recorded files the report was read from
     analyzed: list[str] | None = None
+    steps: dict[str, int] | None = None  # --steps: {"warmup": K, "measured": N}
 
 
 @dataclass
@@ -232,7 +233,8 @@ def _header(report: Report, facts: list[str]) -> Header:
                   len(run.runs), [(r.id, r.exit.describe()) for r in run.runs
                                   if not r.exit.clean], run.complete, summary, printed_by,
                   median_of, printed,
-                  [f["path"] for f in run.analyzed] if run.analyzed is not None else None)
+                  [f["path"] for f in run.analyzed] if run.analyzed is not None else None,
+                  run.steps)
 
 
 def _device(report: Report) -> DeviceTime | None:
@@ -457,6 +459,8 @@ def _backends(report: Report, footnotes: list[str], full: bool) -> list[BackendL
         if b.overhead and b.overhead.baseline_stdev_s is not None \
                 and b.overhead.baseline_median_s:
             noise = b.overhead.baseline_stdev_s / b.overhead.baseline_median_s
+            if b.overhead.basis == "step":  # the median of many steps: its standard error
+                noise /= b.overhead.baseline_n ** 0.5
         lines.append(BackendLine(b.name, b.status.value, list(b.layers), b.wall_s, ratio, noise,
                                  notes))
     return lines

@@ -32,6 +32,7 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
         describe_plan,
         select_backends,
         split_workload_args,
+        step_window,
     )
     from perfstack.driver import RunOptions, Session
     from perfstack.reportfile import save_report
@@ -95,7 +96,7 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
     err = Console(stderr=True, highlight=False)
     options = RunOptions(repeat=ns.repeat, warmup=ns.warmup, timeout_s=ns.timeout,
                          kill_grace_s=ns.kill_grace, collect_timeout_s=ns.collect_timeout,
-                         backend_options=backend_options(ns, selected))
+                         backend_options=backend_options(ns, selected), steps=step_window(ns))
 
     def session(side: str, checkout: ab.Checkout) -> Session:
         folder = run_dir / side

@@ -1,12 +1,28 @@
-"""A one-line progress display on stderr while runs go on; silent when stderr is no TTY."""
+"""Progress on stderr while runs go on: which run of how many, for how long, and about how
+long the session has left (estimated from the baseline's wall time).
+
+On a terminal, one live line replaced by a line per finished run; elsewhere (CI logs, a pipe)
+one plain line per finished run, so a log shows progress as it happens, not only at the end.
+"""
 
 from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
 
 from rich.console import Console
 from rich.markup import escape
 from rich.status import Status
 
 from perfstack.units import fmt_seconds
+
+
+def left(seconds: float | None) -> str:
+    """'about 20 s left', or '' when there is no estimate yet."""
+    if seconds is None:
+        return ""
+    return f"about {fmt_seconds(max(seconds, 0.0))} left"
 
 
 class TerminalProgress:
@@ -17,6 +33,8 @@ class TerminalProgress:
         self.status: Status | None = None
         self.label = ""
         self.elapsed = 0.0
+        self.remaining: float | None = None
+        self.per_run: float | None = None
 
     def begin(self, label: str) -> None:
         """Start showing ``label``."""
@@ -24,11 +42,20 @@ class TerminalProgress:
         self.status = self.console.status(escape(f"{label} …"))
         self.status.start()
 
+    def estimate(self, per_run_s: float | None, runs_after: int) -> None:
+        """How long a run takes (the baseline's median wall time; None: not known yet) and
+        how many runs come after the current one."""
+        self.remaining = None if per_run_s is None else per_run_s * runs_after
+        self.per_run = per_run_s
+
     def tick(self, elapsed: float) -> None:
         """Update the elapsed time."""
         self.elapsed = elapsed
         if self.status is not None:
-            self.status.update(escape(f"{self.label} · {elapsed:.1f} s"))
+            eta = left(self.remaining + max((self.per_run or 0.0) - elapsed, 0.0)
+                       if self.remaining is not None else None)
+            self.status.update(escape(f"{self.label} · {elapsed:.1f} s"
+                                      + (f" · {eta}" if eta else "")))
 
     def end(self, label: str, status: str) -> None:
         """Replace the live line with the finished run's result."""
@@ -41,14 +68,36 @@ class TerminalProgress:
                            highlight=False, markup=True)
 
 
-class QuietProgress:
-    """No output at all (stderr is not a terminal)."""
+class PlainProgress:
+    """One plain line per finished run, for logs: 'perfstack: run 3 of 9, baseline-2: exit 0
+    (2.1 s); about 20 s left'."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream
+        self.elapsed = 0.0
+        self.began = time.monotonic()
+        self.remaining: float | None = None
 
     def begin(self, label: str) -> None:
-        """Do nothing."""
+        """A run starts: nothing is printed until it ends."""
+        self.elapsed, self.began = 0.0, time.monotonic()
+
+    def estimate(self, per_run_s: float | None, runs_after: int) -> None:
+        """How long a run takes (None: not known yet) and how many come after this one."""
+        self.remaining = None if per_run_s is None or not runs_after else per_run_s * runs_after
 
     def tick(self, elapsed: float) -> None:
-        """Do nothing."""
+        """Note the elapsed time."""
+        self.elapsed = elapsed
 
     def end(self, label: str, status: str) -> None:
-        """Do nothing."""
+        """Print the finished run."""
+        self.elapsed = time.monotonic() - self.began
+        eta = left(self.remaining)
+        stream = self.stream or sys.stderr
+        print(f"perfstack: {label}: {status} ({fmt_seconds(self.elapsed)})"
+              + (f"; {eta}" if eta else ""), file=stream, flush=True)
+
+
+#: Kept for the code that names it: the plain progress of a session not on a terminal.
+QuietProgress = PlainProgress

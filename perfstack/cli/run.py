@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from perfstack import errors, signals
-from perfstack.backend import Option, Workload
+from perfstack.backend import Option, StepWindow, Workload
 from perfstack.cli import (
     DEFAULT_RUNS_DIR,
     EXIT_BACKENDS_FAILED,
@@ -58,6 +58,15 @@ def _checked(opt: Option) -> Any:
     return parse
 
 
+def step_window(ns: argparse.Namespace) -> StepWindow | None:
+    """The --steps window, or None; --warmup-steps alone is a usage error."""
+    if ns.steps is None:
+        if ns.warmup_steps is not None:
+            raise errors.UsageError("--warmup-steps needs --steps N")
+        return None
+    return StepWindow(2 if ns.warmup_steps is None else ns.warmup_steps, ns.steps)
+
+
 def _option_dest(backend: str, name: str) -> str:
     return f"backend_opt::{backend}::{name}"
 
@@ -77,6 +86,12 @@ def add_session_options(parser: Parser, backends: dict[str, BackendEntry]) -> No
                         help="stop any single run after S seconds (default: no limit)")
     parser.add_argument("--kill-grace", type=_seconds, default=5.0, metavar="S",
                         help="after a timeout, seconds between SIGTERM and SIGKILL (default: 5)")
+    parser.add_argument("--steps", type=_positive_int(1), metavar="N",
+                        help="end every run (baseline and backends) cleanly after --warmup-steps "
+                        "+ N steps (perfstack.step() or optimizer steps); the backends "
+                        "measure these N: a long training job costs its steps, not its length")
+    parser.add_argument("--warmup-steps", type=_positive_int(0), default=None, metavar="K",
+                        help="with --steps, steps to run before the measured ones (default: 2)")
     parser.add_argument("--collect-timeout", type=_seconds, default=600.0, metavar="S",
                         help="a backend whose collect step takes longer fails, and the others "
                         "go on (default: 600)")
@@ -330,7 +345,8 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     distributed = _distributed(ns, own, backends)  # may set the torch backend's ranks
     options = RunOptions(repeat=ns.repeat, warmup=ns.warmup, timeout_s=ns.timeout,
                          kill_grace_s=ns.kill_grace, collect_timeout_s=ns.collect_timeout,
-                         backend_options=backend_options(ns, selected), **distributed)
+                         backend_options=backend_options(ns, selected),
+                         steps=step_window(ns), **distributed)
     session = Session(workload, selected, plugins, run_dir, report_path.parent.resolve(),
                       options, progress, plugin_failures=failures if ns.plugins is None else [])
     report = session.execute()

@@ -28,6 +28,7 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
         describe_plan,
         select_backends,
         split_workload_args,
+        step_window,
     )
     from perfstack.driver import RunOptions, Session
     from perfstack.reportfile import save_report, write_json_atomic
@@ -87,7 +88,8 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
             options = RunOptions(repeat=ns.repeat, warmup=ns.warmup, timeout_s=ns.timeout,
                                  kill_grace_s=ns.kill_grace,
                                  collect_timeout_s=ns.collect_timeout,
-                                 backend_options=backend_options(ns, selected), **distributed)
+                                 backend_options=backend_options(ns, selected),
+                                 steps=step_window(ns), **distributed)
             report_path = run_dir / "report.json"
             with sweep.environment(env):
                 session = Session(workload, selected, plugins, run_dir,

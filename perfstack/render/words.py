@@ -83,6 +83,9 @@ def wall_line(h: Header) -> str:
         if h.wall.n > 1:
             spread = f", {fmt_seconds(h.wall.minimum)} to {fmt_seconds(h.wall.maximum)}"
         parts.append(f"baseline {fmt_seconds(h.wall.median)} (median of {h.wall.n}{spread})")
+    if h.steps:
+        parts.append(f"each run ended after {h.steps['warmup']} warm-up + "
+                     f"{h.steps['measured']} measured steps (--steps)")
     parts.append("every run exited 0" if not h.failures else
                  f"{len(h.failures)} of {h.runs} runs did not exit 0")
     parts.append(f"{h.runs} runs, {fmt_seconds(h.duration_s)} in all")

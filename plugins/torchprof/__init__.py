@@ -64,10 +64,15 @@ class TorchBackend(Backend):
     def launch(self, ctx: RunContext) -> Launch:
         """Start the profiler in the workload process with this run's options."""
         o = ctx.options
+        schedule = {"skip_first": o.get("skip_first", 1), "wait": o.get("wait", 0),
+                    "warmup": o.get("warmup", 1), "active": o.get("active", 3),
+                    "repeat": o.get("repeat", 1)}
+        if ctx.steps is not None:  # --steps: record exactly the measured steps
+            k = ctx.steps.warmup
+            schedule = {"skip_first": max(k - 1, 0), "wait": 0, "warmup": min(k, 1),
+                        "active": ctx.steps.measured, "repeat": 1}
         settings = {
-            "skip_first": o.get("skip_first", 1), "wait": o.get("wait", 0),
-            "warmup": o.get("warmup", 1), "active": o.get("active", 3),
-            "repeat": o.get("repeat", 1), "record_shapes": not o.get("no_shapes"),
+            **schedule, "record_shapes": not o.get("no_shapes"),
             "profile_memory": bool(o.get("memory")), "with_stack": bool(o.get("stack")),
             "with_flops": not o.get("no_flops") and not o.get("no_shapes"),
             "ranks": o.get("ranks", "0"),

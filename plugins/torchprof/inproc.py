@@ -1,9 +1,9 @@
 """The torch backend's part inside the workload process (started by perfstack's bootstrap).
 
 It starts torch.profiler before the script runs and stops it when the script ends. Steps are
-counted without code changes: every ``optimizer.step()`` (a global optimizer hook), or
-``perfstack.step()`` for inference loops; once the workload calls ``perfstack.step()``, only
-those count. Until the first step everything is recorded, so a workload that never steps is
+perfstack's (the bootstrap counts every ``optimizer.step()`` through a global optimizer hook,
+or ``perfstack.step()`` for inference loops; once the workload calls ``perfstack.step()``, only
+those count). Until the first step everything is recorded, so a workload that never steps is
 profiled whole; once steps come, the schedule (skip_first, wait, warmup, active, repeat)
 picks a representative window and the part before the first step is discarded.
 
@@ -58,7 +58,7 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
     window = schedule(skip_first=int(options.get("skip_first", 1)),
                       wait=int(options.get("wait", 0)), warmup=int(options.get("warmup", 1)),
                       active=int(options.get("active", 3)), repeat=int(options.get("repeat", 1)))
-    state: dict[str, Any] = {"steps": 0, "explicit": False, "prelude_seen": False, "traces": []}
+    state: dict[str, Any] = {"steps": 0, "prelude_seen": False, "traces": []}
 
     def pick(step_num: int) -> ProfilerAction:
         if state["steps"] == 0:
@@ -84,31 +84,18 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
                    with_stack=bool(options.get("with_stack", False)),
                    with_flops=bool(options.get("with_flops", True)))
 
-    def on_step(explicit: bool) -> None:
-        if explicit:
-            state["explicit"] = True
-        elif state["explicit"]:
-            return  # the workload marks its own steps: optimizer steps no longer count
+    def on_step() -> None:
+        # perfstack counts the steps (perfstack.step(), else optimizer steps): one call each.
         state["steps"] += 1
         prof.step()
 
-    def optimizer_hook(optimizer: Any, args: Any, kwargs: Any) -> None:
-        on_step(False)
-
-    def explicit_step() -> None:
-        on_step(True)
-
-    from torch.optim.optimizer import register_optimizer_step_post_hook
-
-    handle = register_optimizer_step_post_hook(optimizer_hook)
-    perfstack._step_callbacks.append(explicit_step)
+    perfstack._step_callbacks.append(on_step)
     prof.start()
 
     def finish() -> None:
-        handle.remove()
-        perfstack._step_callbacks.remove(explicit_step)
+        perfstack._step_callbacks.remove(on_step)
         prof.stop()
-        info = {"steps": state["steps"], "explicit_steps": state["explicit"],
+        info = {"steps": state["steps"], "explicit_steps": perfstack._explicit,
                 "traces": state["traces"], "activities": [a.name for a in activities],
                 "torch": torch.__version__, "cuda": torch.version.cuda,
                 "devices": [torch.cuda.get_device_name(i)

@@ -1,0 +1,75 @@
+"""``perfstack run --steps N --warmup-steps K``: every run ends cleanly after K+N steps, the
+backends measure the N, the overhead is per step, and a workload with no steps gets one line."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.conftest import WORKLOADS, Result, assert_one_line_error, backend
+
+
+def _steps_of(folder: Path) -> dict[str, object]:
+    data: dict[str, object] = json.loads((folder / "workload-steps.json").read_text())
+    return data
+
+
+def test_a_long_job_ends_after_its_steps(perfstack: Callable[..., Result]) -> None:
+    """100,000 optimizer steps asked; every run (warm-up, baselines, torch, py-spy) ends after
+    3 + 20, cleanly, the script's finally run; torch records exactly the 20; py-spy attaches
+    at the window; overheads compare measured steps."""
+    result = perfstack("run", "--steps", "20", "--warmup-steps", "3", "--plugins",
+                       "torch,pyspy,resources", "--repeat", "2", "--warmup", "1",
+                       "--timeout", "120", str(WORKLOADS / "long_train.py"), timeout=300)
+    assert result.code == 0, result.stderr
+    report = result.report()
+    assert report["run"]["steps"] == {"warmup": 3, "measured": 20}
+    run_dir = result.cwd / ".perfstack" / "runs" / "latest"
+    for record in report["run"]["runs"]:
+        assert record["exit"]["status"] == "exited" and record["exit"]["code"] == 0, record
+        folder = run_dir / record["id"]
+        steps = _steps_of(folder)
+        assert steps["steps"] == 23 and steps["limit"] == 23, (record["id"], steps)
+        # The 23rd optimizer step ran; perfstack ended the run in its post-step hook, before
+        # the loop counted it.
+        assert "finally: 22 steps done" in (folder / "stdout.log").read_text()
+    step = next(m for m in report["metrics"] if m["name"] == "torch_step_time")
+    assert len(step["samples"]) == 20
+    for name in ("torch", "pyspy"):
+        entry = backend(report, name)
+        assert entry["status"] == "ok", entry
+        assert entry["overhead"]["basis"] == "step" and entry["overhead"]["baseline_n"] == 40
+    assert (run_dir / "pyspy" / "workload-window.json").is_file()
+    assert any("measured steps" in n for n in backend(report, "pyspy")["notes"])
+    assert "3 warm-up + 20 measured steps" in result.stdout
+    # Progress, one line per finished run when stderr is not a terminal.
+    assert "perfstack: run 1 of 5, warmup-1: exit 0" in result.stderr
+    assert "perfstack: run 5 of 5, pyspy: exit 0" in result.stderr
+
+
+def test_no_steps_is_one_line(perfstack: Callable[..., Result]) -> None:
+    result = perfstack("run", "--steps", "5", "--plugins", "resources", "--repeat", "1",
+                       "--warmup", "0", "-q", str(WORKLOADS / "busy.py"))
+    assert result.code == 2
+    assert result.stderr.strip().splitlines()[-1].startswith(
+        "perfstack: error: --steps 5: the workload marked no steps")
+    assert_one_line_error(perfstack("run", "--warmup-steps", "2", str(WORKLOADS / "busy.py")), 2)
+    assert_one_line_error(perfstack("run", "--steps", "0", str(WORKLOADS / "busy.py")), 2)
+
+
+def test_every_rank_stops_at_the_same_step(perfstack: Callable[..., Result]) -> None:
+    """Two gloo ranks marking steps with perfstack.step(): each stops after 2 + 4."""
+    result = perfstack("run", "--nproc-per-node", "2", "--steps", "4", "--warmup-steps", "2",
+                       "--plugins", "torch", "--ranks", "all", "--repeat", "1", "--warmup",
+                       "0", "-q", "--timeout", "150", str(WORKLOADS / "ddp_straggler.py"),
+                       timeout=300)
+    assert result.code == 0, result.stderr
+    run_dir = result.cwd / ".perfstack" / "runs" / "latest"
+    for run in ("baseline-1", "torch"):
+        for rank in (0, 1):
+            assert _steps_of(run_dir / run / f"rank-{rank}")["steps"] == 6
+    report = result.report()
+    for rank in (0, 1):
+        step = next(m for m in report["metrics"] if m["name"] == f"torch_step_time[rank{rank}]")
+        assert len(step["samples"]) == 4
