@@ -32,12 +32,18 @@ def schema() -> dict[str, Any]:
 
 @cache
 def _validator(definition: str | None) -> Any:
-    from jsonschema import Draft202012Validator  # lazy: only validation pays for it
-
+    """A validator of the whole report, or of one of its definitions: jsonschema-rs (compiled,
+    ~1 ms per thousand rows) when installed, else the pure-Python jsonschema."""
     full = schema()
-    if definition is None:
-        return Draft202012Validator(full)
-    return Draft202012Validator({"$defs": full["$defs"], "$ref": f"#/$defs/{definition}"})
+    target = full if definition is None else {"$defs": full["$defs"],
+                                              "$ref": f"#/$defs/{definition}"}
+    try:
+        import jsonschema_rs
+    except ImportError:
+        from jsonschema import Draft202012Validator  # lazy: only validation pays for it
+
+        return Draft202012Validator(target)
+    return jsonschema_rs.Draft202012Validator(target)
 
 
 def schema_errors(data: Any, definition: str | None = None) -> list[str]:
@@ -46,8 +52,16 @@ def schema_errors(data: Any, definition: str | None = None) -> list[str]:
     ``definition`` names a part of the schema (``"row"``, ``"metric"``, ``"finding"``) to
     check a single record against instead of a whole report.
     """
-    errors = sorted(_validator(definition).iter_errors(data), key=lambda e: list(e.absolute_path))
-    return [f"{_where(e.absolute_path)}: {e.message}" for e in errors]
+    validator = _validator(definition)
+    if validator.is_valid(data):
+        return []
+    found = []
+    for error in validator.iter_errors(data):
+        path = list(getattr(error, "instance_path", None) or getattr(error, "absolute_path", []))
+        found.append((path, f"{_where(path)}: {error.message}"))
+    found.sort(key=lambda item: [(0, p) if isinstance(p, int) else (1, str(p))
+                                 for p in item[0]])
+    return [line for _, line in found]
 
 
 def _where(path: Any) -> str:
@@ -136,10 +150,15 @@ def check_report_data(data: Any, path: str) -> dict[str, Any]:
     return migrated
 
 
+def read_report_data(path: Path) -> dict[str, Any]:
+    """Return the JSON of the report in ``path``, checked against the schema and migrated to
+    the current version, without building the report's objects (``perfstack validate``)."""
+    return check_report_data(read_json(path), str(path))
+
+
 def load_report(path: Path) -> Report:
     """Return the report stored in ``path``, checked against the schema and its version."""
-    data = read_json(path)
-    return Report.from_dict(check_report_data(data, str(path)))
+    return Report.from_dict(read_report_data(path))
 
 
 def write_atomic(path: Path, data: bytes) -> None:

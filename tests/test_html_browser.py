@@ -221,7 +221,7 @@ def test_resnet50_and_a_diff(browser: WebDriver, tmp_path: Path, shots: Path) ->
     for side in ("a", "b"):
         proc = subprocess.run(
             [sys.executable, "-m", "perfstack", "run", "-q", "--plugins", "torch",
-             "--repeat", "2", "--warmup", "0", "--html", "-o", f"{side}.json",
+             "--repeat", "1", "--warmup", "0", "--html", "-o", f"{side}.json",
              str(ROOT / "workloads/resnet50.py"), "--", "--num-batches", "2",
              "--image-size", "32", "--batch-size", "4"],
             cwd=tmp_path, env=perfstack_env(), capture_output=True, text=True, timeout=600)

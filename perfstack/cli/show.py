@@ -123,21 +123,21 @@ def cmd_show(plugins: Plugins, argv: list[str]) -> int:
     return EXIT_OK
 
 
-def cmd_validate(plugins: Plugins, argv: list[str]) -> int:
+def cmd_validate(plugins: Plugins | None, argv: list[str]) -> int:
     """Check report files against the schema; the first invalid one sets the exit code."""
     from perfstack.report import SCHEMA_VERSION
-    from perfstack.reportfile import load_report
+    from perfstack.reportfile import read_report_data
 
     parser = Parser(prog="perfstack validate",
                     description="Check that files are valid perfstack reports.")
     parser.add_argument("reports", nargs="+", type=Path, help="report files")
     ns = parser.parse_args(argv)
     for path in ns.reports:
-        report = load_report(path)
-        rows = sum(len(rows) for rows in report.layers.values())
-        print(f"{path}: valid perfstack/report v{SCHEMA_VERSION}: {len(report.backends)} "
+        data = read_report_data(path)
+        rows = sum(len(rows) for rows in data["layers"].values())
+        print(f"{path}: valid perfstack/report v{SCHEMA_VERSION}: {len(data['backends'])} "
               f"backends, {rows} rows, "
-              f"{len(report.metrics)} metrics, {len(report.findings)} findings")
+              f"{len(data['metrics'])} metrics, {len(data['findings'])} findings")
     return EXIT_OK
 
 
