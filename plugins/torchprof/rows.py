@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from .timeline import (
     device_times,
     percentile,
 )
-from .trace import STEP_PREFIX, Op, TraceAggregate, build_trees
+from .trace import STEP_PREFIX, Op, TraceAggregate, build_trees, without_gc
 
 SOURCE = "torch"
 US = 1e-6  # the trace's unit is the microsecond
@@ -39,6 +40,17 @@ class _Group:
     alloc: float = 0.0
     callers: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     children_of: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+
+
+@functools.lru_cache(maxsize=65536)
+def _shapes(dims: str) -> Any:
+    return json.loads(dims)
+
+
+def shapes(dims: str) -> Any:
+    """The input shapes of an op from its key's form, parsed once per distinct form (shared:
+    read it, never change it)."""
+    return _shapes(dims) if dims else []
 
 
 def op_key(op: Op) -> str:
@@ -61,10 +73,17 @@ def summarize(agg: TraceAggregate, with_flops: bool = True, stepped: bool = True
     ``stepped`` says whether the workload marked steps; without them torch still wraps the
     run in one ``ProfilerStep#0`` range, which is not a step.
     """
+    with without_gc():
+        return _summarize(agg, with_flops, stepped)
+
+
+def _summarize(agg: TraceAggregate, with_flops: bool, stepped: bool) -> tuple[
+        dict[Layer, list[Row]], list[Metric], list[str]]:
     ops = build_trees(agg)
     groups: dict[str, _Group] = defaultdict(_Group)
     steps: list[float] = []
     windows: list[tuple[float, float]] = []
+    flops_seen: dict[Any, Any] = {}
     for op in ops:
         if op.name.startswith(STEP_PREFIX):
             if stepped:
@@ -73,12 +92,20 @@ def summarize(agg: TraceAggregate, with_flops: bool = True, stepped: bool = True
             continue
         g = groups[op_key(op)]
         g.name, g.dims = op.name, op.dims
+        dur = op.end - op.ts
+        op.own = dur - sum(c.end - c.ts for c in op.children)
         g.calls += 1
-        g.total += op.dur
-        g.self_time += op.dur - sum(c.dur for c in op.children)
+        g.total += dur
+        g.self_time += op.own
         g.alloc += op.self_alloc
         if with_flops:
-            count = flops(op.name, json.loads(op.dims) if op.dims else [], op.inputs)
+            if op.inputs is None:  # the count depends on the name and shapes only
+                found = flops_seen.get((op.name, op.dims), flops_seen)
+                if found is flops_seen:
+                    found = flops_seen[(op.name, op.dims)] = flops(op.name, shapes(op.dims))
+                count = found
+            else:
+                count = flops(op.name, shapes(op.dims), op.inputs)
             if count is not None:
                 g.flops = (g.flops or 0) + count
         if op.user_frame is not None:
@@ -244,7 +271,7 @@ def _cpu_native_time(ops: list[Op]) -> list[Row]:
     for op in ops:
         if "::" not in op.name:  # record_function ranges run no native code of their own
             continue
-        own = op.dur - sum(c.dur for c in op.children)
+        own = op.own
         root = op
         while root.parent is not None and not root.parent.name.startswith(STEP_PREFIX):
             root = root.parent

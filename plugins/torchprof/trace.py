@@ -13,6 +13,8 @@ thread that contains it, and a call whose only child is the same op counts once.
 from __future__ import annotations
 
 import bisect
+import contextlib
+import gc
 import gzip
 import json
 import re
@@ -20,6 +22,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
+
+import msgspec
 
 CHUNK = 1 << 20
 _SKIP = re.compile(r"[\s,]*")
@@ -29,12 +33,81 @@ RUNTIME_CATEGORIES = ("cuda_runtime", "cuda_driver", "runtime")
 STEP_PREFIX = "ProfilerStep#"
 
 
+@contextlib.contextmanager
+def without_gc() -> Iterator[None]:
+    """Run a block without the cyclic collector. The records of a trace are an acyclic heap
+    that only grows while it is read and summarized: the collector would walk it again and
+    again (it doubled the time of a 90 MB trace here) and find nothing to free."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
 class TraceError(Exception):
     """The file is not a Chrome trace with a traceEvents array."""
 
 
+class Args(msgspec.Struct):
+    """The arguments of an event that perfstack reads; the others are skipped unparsed."""
+
+    external_id: Any = msgspec.field(name="External id", default=None)
+    correlation: Any = None
+    device: Any = None
+    stream: Any = None
+    input_dims: Any = msgspec.field(name="Input Dims", default=None)
+    concrete_inputs: Any = msgspec.field(name="Concrete Inputs", default=None)
+    size: Any = msgspec.field(name="Bytes", default=None)
+    device_type: Any = msgspec.field(name="Device Type", default=None)
+
+
+class Event(msgspec.Struct):
+    """One trace event, with only the fields perfstack reads."""
+
+    ph: Any = None
+    cat: Any = None
+    name: Any = None
+    ts: Any = None
+    dur: Any = None
+    tid: Any = None
+    args: Args | None = None
+
+
+_BATCH = msgspec.json.Decoder(list[Event])
+#: Between two events of the array: the end of one object and the start of the next.
+_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+#: How far back from the end of the buffer to look for the last boundary.
+_TAIL = 1 << 20
+
+
+def _event(obj: Any) -> Event | None:
+    """An event decoded as a plain object, in the typed form (None: not an event)."""
+    if not isinstance(obj, dict):
+        return None
+    try:
+        return msgspec.convert(obj, Event, strict=False)
+    except msgspec.ValidationError:  # odd args: keep the event without them
+        try:
+            return msgspec.convert({k: v for k, v in obj.items() if k != "args"}, Event,
+                                   strict=False)
+        except msgspec.ValidationError:
+            return None
+
+
+class _Slow(Exception):
+    """The fast reader met what it cannot split safely: read the file the careful way."""
+
+
 class TraceReader:
-    """Iterate over the events of a Chrome trace (``.json`` or ``.json.gz``), streaming."""
+    """Iterate over the events of a Chrome trace (``.json`` or ``.json.gz``), streaming.
+
+    Events are decoded in batches of about a MB by msgspec into typed structs that keep only
+    the fields perfstack reads (the batch boundary is found between two events); a batch it
+    cannot split or decode falls back to decoding event by event with the standard library.
+    Memory stays bounded by the batch, not the file."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -44,12 +117,102 @@ class TraceReader:
         #: ``deviceProperties``...), when they parse; filled once iteration starts
         self.header: dict[str, Any] = {}
 
+    def __iter__(self) -> Iterator[Event]:
+        done = 0
+        try:
+            for event in self._fast():
+                done += 1
+                yield event
+        except _Slow:
+            self.truncated = False
+            for i, event in enumerate(self._careful()):
+                if i >= done:
+                    yield event
+
+    # -- the fast path: bytes, batches ------------------------------------------------------
+
+    def _open_bytes(self) -> IO[bytes]:
+        if self.path.name.endswith(".gz"):
+            return gzip.open(self.path, "rb")  # type: ignore[return-value]
+        return open(self.path, "rb")
+
+    def _read_bytes(self, fh: IO[bytes]) -> bytes:
+        try:
+            chunk = fh.read(CHUNK)
+        except EOFError:  # a .gz cut short (the run killed while writing): what came is kept
+            self.truncated = True
+            return b""
+        self.bytes_read += len(chunk)
+        return chunk
+
+    def _fast(self) -> Iterator[Event]:
+        with self._open_bytes() as fh:
+            buf = b""
+            while True:
+                chunk = self._read_bytes(fh)
+                if not chunk:
+                    raise TraceError(f"{self.path}: no traceEvents array (not a Chrome trace)")
+                buf += chunk
+                key = buf.find(b'"traceEvents"')
+                if key >= 0:
+                    bracket = buf.find(b"[", key)
+                    if bracket >= 0:
+                        self.header = _header(buf[:key].decode("utf-8", "replace"))
+                        buf = buf[bracket + 1:]
+                        break
+                elif len(buf) > 64:
+                    buf = buf[-64:]
+            eof = False
+            while True:
+                if not eof:
+                    more = self._read_bytes(fh)
+                    eof = not more
+                    buf += more
+                if eof:
+                    yield from self._last(buf)
+                    return
+                cuts = list(_BOUNDARY.finditer(buf, max(0, len(buf) - _TAIL)))
+                for cut in reversed(cuts[-5:]):
+                    try:
+                        events = _BATCH.decode(b"[" + buf[:cut.start() + 1] + b"]")
+                    except (msgspec.DecodeError, msgspec.ValidationError):
+                        continue
+                    buf = buf[cut.end() - 1:]
+                    yield from events
+                    break
+                else:
+                    if len(cuts) or len(buf) > 64 * CHUNK:
+                        raise _Slow
+
+    def _last(self, buf: bytes) -> Iterator[Event]:
+        """The last events of the array, one by one, up to its closing bracket."""
+        text = buf.decode("utf-8", "replace")
+        decoder = json.JSONDecoder()
+        pos = 0
+        while True:
+            pos = _SKIP.match(text, pos).end()  # type: ignore[union-attr]
+            if pos >= len(text):
+                self.truncated = True
+                return
+            if text[pos] == "]":
+                return
+            try:
+                obj, pos = decoder.raw_decode(text, pos)
+            except json.JSONDecodeError:
+                self.truncated = True
+                return
+            event = _event(obj)
+            if event is not None:
+                yield event
+
+    # -- the careful path: text, one event at a time -----------------------------------------
+
     def _open(self) -> IO[str]:
         if self.path.name.endswith(".gz"):
             return gzip.open(self.path, "rt", encoding="utf-8", errors="replace")
         return open(self.path, encoding="utf-8", errors="replace")
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
+    def _careful(self) -> Iterator[Event]:
         decoder = json.JSONDecoder()
         with self._open() as fh:
             buf, pos = self._find_array(fh)
@@ -65,7 +228,7 @@ class TraceReader:
                 if buf[pos] == "]":
                     return
                 try:
-                    event, end = decoder.raw_decode(buf, pos)
+                    obj, end = decoder.raw_decode(buf, pos)
                 except json.JSONDecodeError:
                     if eof:
                         self.truncated = True
@@ -73,7 +236,8 @@ class TraceReader:
                     buf, pos, eof = self._more(fh, buf, pos)
                     continue
                 pos = end
-                if isinstance(event, dict):
+                event = _event(obj)
+                if event is not None:
                     yield event
                 if pos > CHUNK:
                     buf, pos = buf[pos:], 0
@@ -87,14 +251,12 @@ class TraceReader:
 
     def _more(self, fh: IO[str], buf: str, pos: int) -> tuple[str, int, bool]:
         chunk = self._read(fh)
-        self.bytes_read += len(chunk)
         return buf[pos:] + chunk, 0, not chunk
 
     def _find_array(self, fh: IO[str]) -> tuple[str, int]:
         buf = ""
         while True:
             chunk = self._read(fh)
-            self.bytes_read += len(chunk)
             if not chunk:
                 raise TraceError(f"{self.path}: no traceEvents array (not a Chrome trace)")
             buf += chunk
@@ -141,8 +303,8 @@ def _header(text: str) -> dict[str, Any]:
 class Op:
     """One op or record_function range on one thread."""
 
-    __slots__ = ("children", "dims", "end", "ext", "inputs", "name", "parent", "self_alloc",
-                 "tid", "ts", "user_frame")
+    __slots__ = ("children", "dims", "end", "ext", "inputs", "name", "own", "parent",
+                 "self_alloc", "tid", "ts", "user_frame")
 
     def __init__(self, name: str, ts: float, dur: float, tid: str, dims: str, ext: Any,
                  inputs: Any) -> None:
@@ -151,6 +313,7 @@ class Op:
         self.children: list[Op] = []
         self.parent: Op | None = None
         self.self_alloc = 0.0
+        self.own = 0.0  # its own time, outside its children (set when summarized)
         self.user_frame: str | None = None
 
     @property
@@ -212,60 +375,74 @@ class TraceAggregate:
     #: each file's header (``distributedInfo``, ``deviceProperties``), in the order read
     headers: list[dict[str, Any]] = field(default_factory=list)
     _file: int = 0
+    _dims: dict[str, str] = field(default_factory=dict)
 
     def add_file(self, path: Path) -> None:
         """Read one trace file into the aggregate."""
         reader = TraceReader(path)
         self._file = len(self.headers)
-        for event in reader:
-            self.add(event)
+        with without_gc():
+            for event in reader:
+                self.add(event)
         self.headers.append(reader.header)
         if reader.truncated:
             self.truncated.append(path.name)
+
+    def _dims_key(self, dims: Any) -> str:
+        """The input shapes as the row key writes them; the same few shapes recur in every
+        step, so each is formatted once."""
+        raw = str(dims)
+        key = self._dims.get(raw)
+        if key is None:
+            key = self._dims[raw] = json.dumps(dims, separators=(", ", ":"))
+        return key
 
     def _id(self, value: Any) -> Any:
         """Ids restart in every trace file: qualify them with the file."""
         return None if value is None else (self._file, value)
 
-    def add(self, ev: dict[str, Any]) -> None:
+    def add(self, ev: Event) -> None:
         """Keep what one event contributes."""
         self.events += 1
-        cat = ev.get("cat")
-        if ev.get("ph") == "X" and cat in OP_CATEGORIES:
-            args = ev.get("args") or {}
-            name = str(ev.get("name", "?"))
-            inputs = args.get("Concrete Inputs") if "conv" in name else None
-            dims = args.get("Input Dims")
-            op = Op(name, float(ev["ts"]), float(ev.get("dur", 0)), str(ev.get("tid")),
-                    json.dumps(dims, separators=(", ", ":")) if dims else "",
-                    self._id(args.get("External id")), inputs)
+        cat = ev.cat
+        if cat in OP_CATEGORIES and ev.ph == "X" and ev.ts is not None:
+            args = ev.args or _NO_ARGS
+            name = str(ev.name if ev.name is not None else "?")
+            inputs = args.concrete_inputs if "conv" in name else None
+            dims = args.input_dims
+            op = Op(name, float(ev.ts), float(ev.dur or 0), str(ev.tid),
+                    self._dims_key(dims) if dims else "", self._id(args.external_id), inputs)
             self.ops.setdefault(op.tid, []).append(op)
-        elif ev.get("ph") == "X" and cat == "python_function":
-            key = python_key(str(ev.get("name", "")))
+        elif cat == "python_function" and ev.ph == "X" and ev.ts is not None:
+            key = python_key(str(ev.name or ""))
             if key is not None:
-                ts = float(ev["ts"])
-                tid = str(ev.get("tid"))
+                ts = float(ev.ts)
+                tid = str(ev.tid)
                 self.frames.setdefault(tid, []).append(
-                    Frame(key, ts, ts + float(ev.get("dur", 0)), tid))
+                    Frame(key, ts, ts + float(ev.dur or 0), tid))
         elif cat in KERNEL_CATEGORIES:
-            args = ev.get("args") or {}
+            args = ev.args or _NO_ARGS
             self.kernels.append(Kernel(
-                str(ev.get("name", "?")), float(ev.get("ts", 0)), float(ev.get("dur", 0)), cat,
-                self._id(args.get("External id")), self._id(args.get("correlation")),
-                args.get("device"), args.get("stream", ev.get("tid"))))
+                str(ev.name if ev.name is not None else "?"), float(ev.ts or 0),
+                float(ev.dur or 0), cat, self._id(args.external_id),
+                self._id(args.correlation), args.device,
+                args.stream if args.stream is not None else ev.tid))
         elif cat in RUNTIME_CATEGORIES:
-            args = ev.get("args") or {}
-            if args.get("correlation") is not None:
-                ts = float(ev.get("ts", 0))
-                call = RuntimeCall(str(ev.get("name", "")), ts, ts + float(ev.get("dur", 0)),
-                                   str(ev.get("tid")), self._id(args.get("External id")),
-                                   self._id(args["correlation"]))
+            args = ev.args or _NO_ARGS
+            if args.correlation is not None:
+                ts = float(ev.ts or 0)
+                call = RuntimeCall(str(ev.name or ""), ts, ts + float(ev.dur or 0),
+                                   str(ev.tid), self._id(args.external_id),
+                                   self._id(args.correlation))
                 self.runtime[call.correlation] = call
-        elif cat == "cpu_instant_event" and ev.get("name") == "[memory]":
-            args = ev.get("args") or {}
-            if args.get("Device Type", 0) == 0:  # host memory; device memory stays with kernels
-                self.memory.setdefault(str(ev.get("tid")), []).append(
-                    (float(ev["ts"]), float(args.get("Bytes", 0))))
+        elif cat == "cpu_instant_event" and ev.name == "[memory]" and ev.ts is not None:
+            args = ev.args or _NO_ARGS
+            if (args.device_type or 0) == 0:  # host memory; device memory stays with kernels
+                self.memory.setdefault(str(ev.tid), []).append(
+                    (float(ev.ts), float(args.size or 0)))
+
+
+_NO_ARGS = Args()
 
 
 #: Frames of these files are torch's or perfstack's, not the user's code.
@@ -283,11 +460,15 @@ def python_key(name: str) -> str | None:
     return f"{match['func']} ({match['file']}:{match['line']})"
 
 
+def _start_then_longest(op: Op) -> tuple[float, float]:
+    return op.ts, -op.end
+
+
 def build_trees(agg: TraceAggregate) -> list[Op]:
     """Nest each thread's ops as torch does; return every surviving op, parents first."""
     survivors: list[Op] = []
     for tid, ops in agg.ops.items():
-        ops.sort(key=lambda o: (o.ts, -o.end))
+        ops.sort(key=_start_then_longest)
         stack: list[Op] = []
         for op in ops:
             while stack and stack[-1].end < op.end - 1e-3:
