@@ -13,7 +13,7 @@ from __future__ import annotations
 from perfstack.analysis.stats import summarize
 from perfstack.pluginmanager import hookimpl
 from perfstack.report import Finding, Layer, Overhead, Report, RunRecord, Status
-from perfstack.units import fmt_seconds
+from perfstack.units import fmt_seconds, pct
 
 #: Baseline relative standard deviation above which differences are hard to see.
 NOISE_LIMIT = 0.05
@@ -155,7 +155,7 @@ def _device_idle(report: Report) -> list[Finding]:
                       "other ranks and dependencies between streams")
     return [Finding(
         rule="time.device-idle",
-        title=f"the GPU is busy only {busy[0]:.0f}% of the profiled steps",
+        title=f"the GPU is busy only {pct(busy[0])} of the profiled steps",
         layer="kernel", severity="warning", evidence=evidence, action=action,
         source="perfstack")]
 

@@ -42,3 +42,9 @@ def fmt_value(value: float | int | None, unit: str, reason: str | None = None) -
 def fmt_quantity(q: Quantity) -> str:
     """Return a Quantity formatted with its unit."""
     return fmt_value(q.value, q.unit, q.reason)
+
+
+def pct(value: float) -> str:
+    """Return a share as people read it: 68%, 4.2%, 0.3% (every format and finding title
+    writes shares this way, so the same figure reads the same everywhere)."""
+    return f"{value:.0f}%" if value >= 10 else f"{value:.1f}%"

@@ -15,6 +15,7 @@ import bisect
 import gzip
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -280,3 +281,29 @@ def test_analyze_refuses_what_it_cannot_read(tmp_path: Path) -> None:
     assert partial.returncode == 0, partial.stderr
     report = json.loads((tmp_path / "r.json").read_text())
     assert any("cut short" in n for b in report["backends"] for n in b["notes"])
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_analyze_prints_the_same_figures_as_its_json(tmp_path: Path, fmt: str) -> None:
+    """The device's busy share and breakdown read the same in the printed report (text or
+    markdown), in the top finding and in the JSON, for each trace."""
+    from perfstack.units import pct
+
+    for name in NAMES:
+        out = tmp_path / f"{name}.json"
+        proc = subprocess.run([sys.executable, "-m", "perfstack", "analyze", str(_path(name)),
+                               "-o", str(out), "--format", fmt], capture_output=True,
+                              text=True, cwd=tmp_path, env={**os.environ, "COLUMNS": "200"},
+                              check=False)
+        assert proc.returncode == 0, proc.stderr
+        report = json.loads(out.read_text())
+        metrics = {m["name"]: m["value"] for m in report["metrics"]}
+        busy = pct(metrics["gpu_busy"])
+        assert f"The GPU is busy {busy} of the profiled steps" in proc.stdout, proc.stdout
+        for part in ("compute", "idle"):
+            assert pct(metrics[f"gpu_time.{part}"]) in proc.stdout
+        idle = [f for f in report["findings"] if f["rule"] == "time.device-idle"]
+        if metrics["gpu_busy"] < 50:
+            assert idle and busy in idle[0]["title"], idle
+        else:
+            assert not idle

@@ -8,7 +8,12 @@ from pathlib import Path
 
 from perfstack import errors, signals
 from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, Parser
-from perfstack.cli.show import add_view_options, check_view_options, print_report
+from perfstack.cli.show import (
+    add_view_options,
+    check_view_options,
+    output_width,
+    print_report,
+)
 from perfstack.pluginmanager import Plugins
 from perfstack.report import Report
 
@@ -29,10 +34,17 @@ def _output(plugins: Plugins, report: Report, ns: argparse.Namespace, what: str)
     if run_dir is not None:
         rundir.point_latest(run_dir)
     backends = plugins.backends()[0]
-    if not ns.quiet:
+    if not ns.quiet and ns.format == "text":
         print_report(report, plugins, backends, top=ns.top,
                      depth=ns.depth, full=ns.full,
                      all_frames=ns.all_frames, report_dir=output.parent.resolve())
+    elif not ns.quiet:  # another format, printed as `perfstack show --format` prints it
+        from perfstack.render import RenderOptions, renderers, terminal_safe
+
+        text = renderers(plugins)[ns.format].render(report, RenderOptions(
+            top=ns.top, depth=ns.depth, width=output_width(), full=ns.full,
+            all_frames=ns.all_frames, report_dir=output.parent.resolve()))
+        sys.stdout.write(terminal_safe(text) if ns.format == "markdown" else text)
     print(f"report: {output}  ({what})", file=sys.stderr)
     html = ns.html
     if html is not None:
@@ -52,7 +64,12 @@ def _readers(plugins: Plugins) -> list[str]:
         "none (no installed backend reads recorded files)"]
 
 
-def _common(parser: Parser) -> None:
+def _common(parser: Parser, plugins: Plugins) -> None:
+    from perfstack.render import renderers
+
+    parser.add_argument("--format", default="text", choices=sorted(renderers(plugins)),
+                        help="what to print (default: text; the JSON report is written "
+                        "either way)")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE",
                         help=f"report path (default: report.json in a new folder under "
                         f"{DEFAULT_RUNS_DIR}, which 'perfstack show' then reads; .gz compresses)")
@@ -76,7 +93,7 @@ def cmd_analyze(plugins: Plugins, argv: list[str]) -> int:
         epilog="example: perfstack analyze traces/ -o job.json --html")
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH",
                         help="trace files (.json, .json.gz) or folders of them")
-    _common(parser)
+    _common(parser, plugins)
     ns = parser.parse_args(argv)
     check_view_options(ns)
     if ns.output is not None:
@@ -100,7 +117,7 @@ def cmd_merge(plugins: Plugins, argv: list[str]) -> int:
         epilog="example: perfstack merge node0/report.json node1/report.json -o job.json")
     parser.add_argument("reports", nargs="+", type=Path, metavar="REPORT",
                         help="the nodes' report files")
-    _common(parser)
+    _common(parser, plugins)
     ns = parser.parse_args(argv)
     check_view_options(ns)
     if len(ns.reports) < 2:

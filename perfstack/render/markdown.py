@@ -24,7 +24,6 @@ from perfstack.render.words import (
     device_title,
     fmt_overhead,
     node_figures,
-    pct,
     printed_caption,
     rank_cells,
     ranks_title,
@@ -33,7 +32,7 @@ from perfstack.render.words import (
     wall_line,
 )
 from perfstack.report import Report
-from perfstack.units import fmt_seconds, fmt_value
+from perfstack.units import fmt_seconds, fmt_value, pct
 
 SEVERITY_MARK = {"critical": "🔴 critical", "warning": "🟠 warning", "info": "🔵 info"}
 

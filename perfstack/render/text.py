@@ -27,7 +27,6 @@ from perfstack.render.words import (
     device_title,
     fmt_overhead,
     node_figures,
-    pct,
     printed_caption,
     rank_cells,
     ranks_title,
@@ -36,7 +35,7 @@ from perfstack.render.words import (
     wall_line,
 )
 from perfstack.report import Report
-from perfstack.units import fmt_seconds, fmt_value
+from perfstack.units import fmt_seconds, fmt_value, pct
 
 ANSI = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36",
         "magenta": "35"}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from perfstack.analysis.budget import Node
 from perfstack.analysis.view import DeviceTime, Header, RankTable, View
 from perfstack.report import Metric
-from perfstack.units import fmt_seconds, fmt_value
+from perfstack.units import fmt_seconds, fmt_value, pct
 
 LAYER_TITLES = {
     "python": "Python: functions, threads, the GIL",
@@ -57,11 +57,6 @@ BOUND_WORDS = {
     "other": "Mostly other native code, which takes",
     "idle": "Waiting-bound: the main thread waits (sleep, I/O, locks, device sync)",
 }
-
-
-def pct(value: float) -> str:
-    """Return a share as people read it: 68%, 4.2%, 0.3%."""
-    return f"{value:.0f}%" if value >= 10 else f"{value:.1f}%"
 
 
 def command_line(h: Header) -> str:

@@ -21,7 +21,6 @@ from perfstack.render.words import (
     device_title,
     fmt_overhead,
     node_figures,
-    pct,
     printed_caption,
     rank_cells,
     ranks_title,
@@ -29,7 +28,7 @@ from perfstack.render.words import (
     related_title,
     wall_line,
 )
-from perfstack.units import fmt_seconds, fmt_value
+from perfstack.units import fmt_seconds, fmt_value, pct
 
 from .charts import LAYER_COLOURS, bar_chart, budget_bar, esc
 
