@@ -194,6 +194,27 @@ def test_gpu_busy_is_the_union_of_device_intervals(name: str, read: Any) -> None
     assert 0 <= metrics["gpu_idle.host_wait"].value <= metrics["gpu_time.idle"].value + 1e-9
 
 
+def test_each_stream_has_its_own_union(read: Any) -> None:
+    _, _, metrics = read["a100_negq"]
+    events = _events("a100_negq")
+    steps = [e for e in events if e.get("cat") == "user_annotation"
+             and e["name"].startswith("ProfilerStep#")]
+    lo, hi = min(e["ts"] for e in steps), max(e["ts"] + e["dur"] for e in steps)
+    streams = {e["args"]["stream"] for e in events if e.get("cat") in DEVICE_CATS}
+    assert len(streams) == 6
+    for stream in streams:
+        spans = sorted((max(e["ts"], lo), min(e["ts"] + e["dur"], hi)) for e in events
+                       if e.get("cat") in DEVICE_CATS and e["args"]["stream"] == stream
+                       and e["ts"] < hi and e["ts"] + e["dur"] > lo)
+        busy, end = 0.0, lo
+        for start, stop in spans:
+            if stop > end:
+                busy += stop - max(start, end)
+                end = stop
+        assert metrics[f"gpu_stream_busy[stream{stream}]"].value == pytest.approx(
+            100 * busy / (hi - lo), abs=1e-9)
+
+
 def test_a_summed_kernel_time_would_count_overlaps_twice(read: Any) -> None:
     _, _, metrics = read["v100_ns"]
     events = _events("v100_ns")

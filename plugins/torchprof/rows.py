@@ -158,6 +158,11 @@ def _summarize(agg: TraceAggregate, with_flops: bool, stepped: bool) -> tuple[
     return rows, metrics, notes
 
 
+def _stream_order(item: tuple[Any, float]) -> tuple[int, str]:
+    stream = item[0]
+    return (0, f"{stream:012d}") if isinstance(stream, int) else (1, str(stream))
+
+
 def device_metrics(times: list[DeviceTime], window: str) -> list[Metric]:
     """The device's busy share and temporal breakdown, as metrics (one device: plain names;
     several: the mean, and each device's busy share as ``gpu_busy[deviceN]``)."""
@@ -175,6 +180,14 @@ def device_metrics(times: list[DeviceTime], window: str) -> list[Metric]:
     if len(times) > 1:
         out += [Metric(f"gpu_busy[device{t.device}]", 100 * t.busy / t.window, "%", "kernel",
                        SOURCE, Better.HIGHER, detail=True) for t in times if t.window > 0]
+    for t in times:  # each stream's own union, when streams run side by side
+        if len(t.streams) > 1 and t.window > 0:
+            where = f"device{t.device}." if len(times) > 1 else ""
+            out += [Metric(f"gpu_stream_busy[{where}stream{stream}]", 100 * busy_us / t.window,
+                           "%", "kernel", SOURCE, Better.NEITHER, detail=True,
+                           description=f"the union of this stream's kernels and copies over "
+                           f"{window} wall time")
+                     for stream, busy_us in sorted(t.streams.items(), key=_stream_order)]
     parts = (("compute", "compute kernels"),
              ("communication", "collective kernels not hidden behind compute"),
              ("memory", "memcpy and memset under no kernel"),
