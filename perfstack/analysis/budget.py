@@ -328,8 +328,12 @@ def drill_down(report: Report, top: int = 5, depth: int = 3, all_frames: bool = 
         nodes = [n for n in nodes if n.ours] + _fold_libraries([n for n in nodes if not n.ours])
     linked = any(r.links.get("python") for r in report.layers.get(Layer.FRAMEWORK, []))
     if depth >= 2 and report.layers.get(Layer.FRAMEWORK) and not linked:
-        notes.append("ops are not linked to Python functions: run the torch backend with "
-                     "--torch-stack to record the calling functions")
+        if report.run.analyzed is not None:  # recorded elsewhere: the fix is at recording
+            notes.append("ops are not linked to Python functions: the traces hold no Python "
+                         "stacks (torch.profiler records them with with_stack=True)")
+        else:
+            notes.append("ops are not linked to Python functions: run the torch backend with "
+                         "--torch-stack to record the calling functions")
     by_key = {r.key: r for r in rows}
     for node in nodes[:top]:
         if depth >= 2 and node.key in by_key:
