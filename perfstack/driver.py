@@ -142,7 +142,7 @@ class Session:
         self._runs_done = 0
         #: runs this session will make: warm-ups, baselines, one per backend with its own run
         self._planned = options.warmup + options.repeat + sum(
-            1 for e in selected if getattr(e.backend, "own_run", True))
+            1 for e in selected if e.backend.own_run)
         self._env: dict[str, Any] = {}
 
     # -- helpers ---------------------------------------------------------------------------

@@ -30,7 +30,7 @@ def merge(reports: Sequence[Report], names: Sequence[str]) -> Report:
         complete=all(r.run.complete for r in reports))
     environment = dict(first.environment)
     environment["merged_from"] = [
-        {"report": name, "host": r.environment.get("hostname") or r.environment.get("host"),
+        {"report": name,
          "ranks": sorted({int(m[1]) for x in r.metrics if (m := _RANKED.search(x.name))})}
         for name, r in zip(names, reports, strict=True)]
     job = Report(run=run, environment=environment, backends=list(first.backends))

@@ -243,11 +243,16 @@ def _device(report: Report) -> DeviceTime | None:
              if (m := report.metric(name)) is not None and m.value is not None]
     if busy is None and not parts:
         return None
-    description = busy.description if busy is not None and busy.description else ""
-    window = "the profiled steps" if "steps" in description or not description else "the run"
-    ranks = re.search(r"mean over (\d+) ranks", description)
-    if ranks:
-        window += f" (the mean of {ranks[1]} ranks)"
+    # Over the profiled steps when the backend that measured the device had steps (it
+    # published a per-step metric), else over the whole run.
+    measured_by = {m.source for m in report.metrics
+                   if m.name == "gpu_busy" or m.name.startswith("gpu_busy[")} - {"perfstack"}
+    stepped = any(m.samples_of == "steps" and m.source in measured_by for m in report.metrics)
+    window = "the profiled steps" if stepped else "the run"
+    ranks = sum(1 for m in report.metrics if _RANKED.match(m.name)
+                and m.name.startswith("gpu_busy["))
+    if busy is not None and busy.source == "perfstack" and ranks > 1:  # the job's mean
+        window += f" (the mean of {ranks} ranks)"
     overlap = report.metric("gpu_comm_overlap")
     delay = report.metric("gpu_launch_delay")
     return DeviceTime(

@@ -25,7 +25,7 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
     from perfstack.analysis.diff import diff
     from perfstack.backend import Workload
     from perfstack.cli.diff import diff_formats, emit, percent
-    from perfstack.cli.progress import QuietProgress, TerminalProgress
+    from perfstack.cli.progress import PlainProgress, TerminalProgress
     from perfstack.cli.run import (
         add_session_options,
         backend_options,
@@ -101,7 +101,7 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
     def session(side: str, checkout: ab.Checkout) -> Session:
         folder = run_dir / side
         folder.mkdir(parents=True, exist_ok=True)
-        progress = TerminalProgress(err) if err.is_terminal else QuietProgress()
+        progress = TerminalProgress(err) if err.is_terminal else PlainProgress()
         return Session(Workload(str(checkout.script), workload_args), selected, plugins,
                        folder, folder.resolve(), options, progress,
                        plugin_failures=failures if ns.plugins is None else [],

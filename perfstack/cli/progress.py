@@ -98,6 +98,3 @@ class PlainProgress:
         print(f"perfstack: {label}: {status} ({fmt_seconds(self.elapsed)})"
               + (f"; {eta}" if eta else ""), file=stream, flush=True)
 
-
-#: Kept for the code that names it: the plain progress of a session not on a terminal.
-QuietProgress = PlainProgress

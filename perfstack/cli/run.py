@@ -314,7 +314,7 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     from rich.console import Console
 
     from perfstack import rundir
-    from perfstack.cli.progress import QuietProgress, TerminalProgress
+    from perfstack.cli.progress import PlainProgress, TerminalProgress
     from perfstack.cli.show import print_report
     from perfstack.driver import RunOptions, Session
     from perfstack.reportfile import save_report
@@ -341,7 +341,7 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
         run_dir = rundir.new_run_dir(DEFAULT_RUNS_DIR)
     report_path: Path = ns.output if ns.output is not None else run_dir / "report.json"
     err = Console(stderr=True, highlight=False)
-    progress = TerminalProgress(err) if err.is_terminal else QuietProgress()
+    progress = TerminalProgress(err) if err.is_terminal else PlainProgress()
     distributed = _distributed(ns, own, backends)  # may set the torch backend's ranks
     options = RunOptions(repeat=ns.repeat, warmup=ns.warmup, timeout_s=ns.timeout,
                          kill_grace_s=ns.kill_grace, collect_timeout_s=ns.collect_timeout,

@@ -19,7 +19,7 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
     from rich.console import Console
 
     from perfstack import rundir, sweep
-    from perfstack.cli.progress import QuietProgress, TerminalProgress
+    from perfstack.cli.progress import PlainProgress, TerminalProgress
     from perfstack.cli.run import (
         _distributed,
         _workload,
@@ -84,7 +84,7 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
             err.print(f"[bold]setting {i}/{len(combos)}[/bold]: {label}")
             run_dir = base / sweep.slug(env)
             run_dir.mkdir(parents=True, exist_ok=True)
-            progress = TerminalProgress(err) if err.is_terminal else QuietProgress()
+            progress = TerminalProgress(err) if err.is_terminal else PlainProgress()
             options = RunOptions(repeat=ns.repeat, warmup=ns.warmup, timeout_s=ns.timeout,
                                  kill_grace_s=ns.kill_grace,
                                  collect_timeout_s=ns.collect_timeout,

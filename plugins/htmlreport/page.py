@@ -85,7 +85,7 @@ def findings(view: View) -> str:
     return "".join(parts)
 
 
-def device(view: View) -> str:
+def device(view: View, section_id: str = "device") -> str:
     """The device's time over the profiled steps: busy, compute, communication, memory,
     idle and how much of it waited for the host; collectives hidden; the launch queue."""
     d = view.device
@@ -94,7 +94,7 @@ def device(view: View) -> str:
     rows = [[("&nbsp;&nbsp;└ " if p.depth else "") + esc(DEVICE_WORDS.get(p.part, p.part)),
              esc(pct(p.share)), f'<span class="mono">{esc(p.metric)}</span>'] for p in d.parts]
     notes = "".join(f'<p class="muted">{esc(n)}</p>' for n in device_notes(d))
-    return (f'<section id="device"><h2>{esc(device_title(d))}</h2>'
+    return (f'<section id="{section_id}"><h2>{esc(device_title(d))}</h2>'
             + _table(["part", "share", "metric"], rows, {1}) + notes + "</section>")
 
 
