@@ -455,9 +455,11 @@ class Session:
         try:
             available = backend.check()
         except Exception:
+            self._planned -= int(backend.own_run)  # its run will not be made
             return self._result(entry, Status.FAILED, reason="check() raised",
                                 traceback=traceback.format_exc())
         if not available.ok:
+            self._planned -= int(backend.own_run)
             return self._result(entry, Status.UNAVAILABLE, reason=available.reason,
                                 fix=available.fix)
         folder = rundir.run_subfolder(self.run_dir, backend.name)
@@ -470,6 +472,7 @@ class Session:
         try:
             launch = backend.launch(ctx)
         except Exception:
+            self._planned -= 1
             return self._result(entry, Status.FAILED, reason="launch() raised",
                                 traceback=traceback.format_exc())
         attachments: list[Any] = []
