@@ -182,22 +182,28 @@ def _main_leaves(frames: list[dict[str, Any]], profiles: list[dict[str, Any]]) -
 
 def time_budget(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
                 gil_frames: list[dict[str, Any]], gil_profiles: list[dict[str, Any]],
-                wall_s: float, unsampled_start_s: float = 0.0) -> list[Metric]:
+                wall_s: float, unsampled_start_s: float = 0.0) -> tuple[list[Metric], str]:
     """Split the main thread's wall time: ``budget.startup`` (imports, the interpreter's set-up
     and teardown), ``budget.interpreter``
     (Python code running with the GIL held), ``budget.native`` (the GIL released: torch ops
     and other native code called from Python) and ``budget.idle`` (not sampled: sleeping,
     I/O, locks, the GIL wanted, and py-spy's attach), each as a share of ``wall_s``.
 
-    Whether a sample held the GIL comes from the GIL pass, a second sampler at the same rate:
-    per innermost function, the ratio of its GIL-pass samples to its main-pass samples.
+    Whether the main thread held the GIL comes from the GIL pass, a second sampler at the
+    same rate that keeps only GIL-holding samples: the interpreter's time is that pass's own
+    seconds on the main thread outside imports (capped at the main pass's active time). The
+    two samplers are independent, so per-function ratios of their counts would be noisy and,
+    capped at 1, biased low; their totals are not.
     ``unsampled_start_s`` (the workload ran before py-spy was started) counts as start-up;
     py-spy's own attach after that (~0.1-0.2 s) cannot be told from waiting.
+
+    Also returns a note with the sampling error of the split: a count of n samples has a
+    standard error of sqrt(n) samples, and ``native`` is the difference of two such counts.
     """
     counts, seconds, importing = _main_leaves(frames, profiles)
-    gil_counts, _, _ = _main_leaves(gil_frames, gil_profiles)
-    interpreter = sum(seconds[k] * min(1.0, gil_counts[k] / counts[k]) for k in counts)
+    gil_counts, gil_seconds, _ = _main_leaves(gil_frames, gil_profiles)
     active = sum(seconds.values())
+    interpreter = min(active, sum(gil_seconds.values()))
     unsampled_start_s = max(0.0, min(unsampled_start_s, wall_s - importing - active))
     importing += unsampled_start_s
     idle = max(0.0, wall_s - importing - active)
@@ -212,10 +218,17 @@ def time_budget(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
         "interpreter": "of wall time in Python code, start-up excluded (main thread)",
         "native": "of wall time in native code that released the GIL (main thread)",
         "idle": "of wall time waiting: sleep, I/O, locks, device sync (main thread)"}
-    return [Metric(f"budget.{name}", 100 * value / wall_s, "%", layer, SOURCE, Better.NEITHER,
-                   description=described[name],
-                   group="interpreter" if name == "interpreter" else None)
-            for name, value, layer in parts]
+    metrics = [Metric(f"budget.{name}", 100 * value / wall_s, "%", layer, SOURCE,
+                      Better.NEITHER, description=described[name],
+                      group="interpreter" if name == "interpreter" else None)
+               for name, value, layer in parts]
+    n_active, n_gil = sum(counts.values()), sum(gil_counts.values())
+    per_sample = active / n_active if n_active else 0.0
+    points = 100 * per_sample * scale / wall_s
+    note = (f"time budget from {n_active} samples ({n_gil} holding the GIL): one standard "
+            f"error is {points * n_gil ** 0.5:.1f} points on interpreter, "
+            f"{points * (n_active + n_gil) ** 0.5:.1f} on native")
+    return metrics, note
 
 
 def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
@@ -424,10 +437,12 @@ class PySpyBackend(Backend):
         elif not gil_profiles:
             notes.append("no time budget without the GIL pass (--pyspy-no-gil)")
         elif wall:
-            metrics += time_budget(frames, profiles, gil_frames, gil_profiles, wall,
-                                   _unsampled_start(ctx.artifact_dir, outcome))
+            budget, error = time_budget(frames, profiles, gil_frames, gil_profiles, wall,
+                                        _unsampled_start(ctx.artifact_dir, outcome))
+            metrics += budget
             notes.append("time budget: the time before py-spy started counts as start-up; "
                          "its attach (~0.1-0.2 s) counts as waiting")
+            notes.append(error)
         artifacts = {"speedscope": ctx.artifact_dir / PROFILE_FILE}
         if (ctx.artifact_dir / GIL_PROFILE_FILE).is_file():
             artifacts["gil_speedscope"] = ctx.artifact_dir / GIL_PROFILE_FILE
