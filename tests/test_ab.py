@@ -1,9 +1,10 @@
 """perfstack ab and machine drift on real runs: A/A is never a change, 30% more work always is.
 
 No test here depends on two sessions' absolute speed: A/A and A/B go through ``perfstack ab``
-(runs interleaved, paired test), and the separate-session test makes the machine slower on
-purpose (two CPU-bound processes competing for the 2 CPUs during one session) and checks that
-the probe, not the workload, takes the blame.
+(runs interleaved, paired test; the A/B session that must name the function, the op and the
+metric is tests/test_diff.py's, with torch and py-spy), and the separate-session test makes
+the machine slower on purpose (two CPU-bound processes competing for the 2 CPUs during one
+session) and checks that the probe, not the workload, takes the blame.
 """
 
 from __future__ import annotations
@@ -56,35 +57,6 @@ def test_a_a_in_one_ab_session_is_never_a_change(perfstack: Callable[..., Result
     again = perfstack("diff", str(folder / "base/report.json"), str(folder / "new/report.json"),
                       "--format", "json")
     assert _metric(_json(again), "throughput")["test"] == "paired t-test"
-
-
-def test_ab_catches_30_percent_more_work_and_names_the_function(
-        perfstack: Callable[..., Result]) -> None:
-    """30% more work, all in grown_part: throughput regresses (exit 1 at a 10% gate), and in
-    the py-spy rows grown_part leads and is beyond noise while fixed_part is not (1000 steps,
-    about 2.5 s: py-spy needs a few tenths of a second to attach, which moves the seconds it
-    sees by as much in a shorter run)."""
-    result = perfstack("ab", "--plugins", "pyspy", "--repeat", "5", "--format", "json",
-                       "--fail-on-regression", "10%", str(DRIFT), str(MORE), "--",
-                       "--steps", "1000", timeout=300)
-    data = _json(result)
-    assert result.code == 1, result.stderr
-    assert "throughput" in data["gate"]["regressions"]
-    throughput = _metric(data, "throughput")
-    assert throughput["verdict"] == "regression" and throughput["change"] < -0.15, throughput
-    ours = [r for r in data["rows"]["python"] if "drift_work.py" in r["key"]]
-    assert ours[0]["name"].startswith("grown_part"), [r["name"] for r in ours[:3]]
-    grown = ours[0]
-    seen = {k: grown[k] for k in ("base", "new", "change", "corrected_change", "beyond_noise")}
-    assert grown["change"] > 0.3, seen
-    fixed = next(r for r in ours if r["name"].startswith("fixed_part"))
-    assert fixed["beyond_noise"] is not True, fixed
-    # Rows come from one profiled run a side. When the machine itself moved between those two
-    # runs (their probes), calling the row "within noise" is the honest answer; otherwise the
-    # 30% more work is beyond noise.
-    drift = (1 + grown["change"]) / (1 + grown["corrected_change"]) - 1
-    if abs(drift) < 0.05:
-        assert grown["beyond_noise"] is True, {**seen, "drift": drift}
 
 
 def _git(repo: Path, *args: str) -> str:

@@ -41,11 +41,15 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     # of its row (about 300 samples a side).
     # One py-spy sampler (no GIL pass): two samplers on 2 CPUs starve each other and the
     # workload, and the rows' seconds drift with it.
+    # The session is gated as CI would gate it: 30% more matmuls fail it (exit 1).
     proc = _cli(cwd, "ab", "--plugins", "torch,pyspy,resources", "--repeat", "5",
                 "--torch-active", "8", "--pyspy-rate", "500", "--pyspy-no-gil",
-                "--out-dir", "ab", "--format", "json", str(A), str(B))
-    assert proc.returncode == 0, proc.stderr
-    return {"a": cwd / "ab/base/report.json", "b": cwd / "ab/new/report.json"}
+                "--fail-on-regression", GATE, "--out-dir", "ab", "--format", "json",
+                str(A), str(B))
+    assert proc.returncode == 1, proc.stderr
+    (cwd / "ab.json").write_text(proc.stdout)
+    return {"a": cwd / "ab/base/report.json", "b": cwd / "ab/new/report.json",
+            "ab": cwd / "ab.json"}
 
 
 def _diff_json(cwd: Path, a: Path, b: Path, *extra: str) -> tuple[int, dict[str, Any]]:
@@ -91,7 +95,10 @@ def test_steps_of_one_run_are_judged_against_the_run_to_run_noise() -> None:
 
 def test_a_b_names_the_function_the_op_and_the_metric(runs: dict[str, Path]) -> None:
     """30% more matmuls in matmul_block: throughput regresses significantly by the paired
-    test (exit 1), and the function and aten::mm lead their layers, beyond noise."""
+    test (exit 1), and the function and aten::mm lead their layers, beyond noise; the
+    unchanged pure-Python function is not called a change. ``ab`` itself said the same."""
+    session = json.loads(runs["ab"].read_text())
+    assert "throughput" in session["gate"]["regressions"], session["gate"]
     code, data = _diff_json(runs["a"].parent, runs["a"], runs["b"],
                             "--fail-on-regression", GATE)
     assert code == 1
@@ -115,6 +122,8 @@ def test_a_b_names_the_function_the_op_and_the_metric(runs: dict[str, Path]) -> 
     drift = (1 + grown["change"]) / (1 + grown["corrected_change"]) - 1
     if abs(drift) < 0.05 and grown["change"] > 0.15:
         assert grown["beyond_noise"] is True, {**seen, "drift": drift}
+    same = next(r for r in ours if r["name"].startswith("python_part"))
+    assert same["beyond_noise"] is not True, same
     framework = [r for r in data["rows"]["framework"] if r["source"] == "torch"]
     assert framework[0]["name"].startswith("aten::mm"), [r["name"] for r in framework[:3]]
     # The op's time is one profiled window per run (noisy: a disturbed window once took 2.5x
