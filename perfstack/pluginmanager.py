@@ -9,16 +9,16 @@ so one plugin that raises cannot take the others' results with it.
 from __future__ import annotations
 
 import os
-import traceback
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from importlib.metadata import entry_points
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
+if TYPE_CHECKING:
+    from perfstack.backend import Backend
+
 from perfstack import hookspecs
-from perfstack.backend import Backend
 from perfstack.errors import PluginModuleNotFound
 from perfstack.report import Finding, Report
 
@@ -69,13 +69,101 @@ class HookResult:
 
 @dataclass
 class Plugins:
-    """A loaded plugin manager plus what perfstack learned while loading it."""
+    """A loaded plugin manager plus what perfstack learned while loading it.
+
+    Loaded with ``defer=True``, only the core's plugins are imported at first: the renderer
+    and layer questions of a reader are answered from the plugin cache
+    (``perfstack.plugincache``) where it is valid, and anything else loads the rest first.
+    """
 
     pm: pluggy.PluginManager
     infos: dict[str, PluginInfo]
+    #: loads the plugins not loaded yet (deferred loading); None once everything is loaded
+    pending: Callable[[], None] | None = None
+    #: the command's plugin choices, part of the cache's key; None: not cached
+    choices: dict[str, Any] | None = None
+    _manifest: Any = field(default=None, repr=False)
+
+    def load_all(self) -> None:
+        """Load every plugin not loaded yet (deferred loading), and refresh the cache."""
+        if self.pending is not None:
+            pending, self.pending = self.pending, None
+            pending()
+            self._remember()
+
+    def _remember(self) -> None:
+        from perfstack import plugincache
+
+        if self.choices is None or plugincache.read(self.choices) is not None:
+            return
+        renderers = {a.plugin: a.result for a in self.call_loaded("perfstack_renderers")}
+        backends = {a.plugin: a.result for a in self.call_loaded("perfstack_backends")}
+        provided = []
+        for name, info in self.infos.items():
+            if info.error is not None:
+                continue
+            backs = {}
+            for item in backends.get(name) or ():
+                if _backend_problem(item) is None:
+                    backs[item.name] = [layer.value for layer in item.layers]
+            plugin = self.pm.get_plugin(name)
+            drawn = list(renderers.get(name) or ())
+            provided.append(plugincache.Provided(
+                name, [str(getattr(r, "name", "")) for r in drawn],
+                [str(getattr(r, "name", "")) for r in drawn if hasattr(r, "render_diff")],
+                backs, plugincache.package_files(plugin, whole=name not in CORE_PLUGINS)))
+        plugincache.write(self.choices, plugincache.Manifest(provided))
+
+    def manifest(self) -> Any:
+        """Return the valid plugin cache of a deferred load, else None (everything is
+        loaded, or the cache does not match the installation)."""
+        if self.pending is None or self.choices is None:
+            return None
+        if self._manifest is None:
+            from perfstack import plugincache
+
+            self._manifest = plugincache.read(self.choices) or False
+        return self._manifest or None
+
+    def renderer_names(self, diffs: bool = False) -> list[str]:
+        """Return the names of every output format (``diffs``: of those that draw diffs),
+        sorted."""
+        manifest = self.manifest()
+        if manifest is not None:
+            return list(manifest.renderer_names(diffs))
+        from perfstack.render import renderers
+
+        return sorted(name for name, r in renderers(self).items()  # loads every plugin
+                      if not diffs or hasattr(r, "render_diff"))
+
+    def renderer(self, name: str) -> Any:
+        """Return the renderer of format ``name`` (a ``perfstack.render.Renderer``), or None.
+        A core format no plugin replaces is found without loading any plugin."""
+        from perfstack.render import renderers
+
+        manifest = self.manifest()
+        if manifest is not None and manifest.renderer_provider(name) in CORE_PLUGINS:
+            return renderers(self, loaded_only=True).get(name)
+        return renderers(self).get(name)
+
+    def layer_providers(self) -> dict[str, list[str]]:
+        """Return, per layer, the installed backends that feed it."""
+        manifest = self.manifest()
+        if manifest is not None:
+            return dict(manifest.layer_providers())
+        out: dict[str, list[str]] = {}
+        for name, entry in sorted(self.backends()[0].items()):
+            for layer in entry.backend.layers:
+                out.setdefault(layer.value, []).append(name)
+        return out
 
     def call_each(self, hook_name: str, **kwargs: Any) -> list[HookResult]:
         """Call one hook on every plugin separately; return each answer or error, in order."""
+        self.load_all()
+        return self.call_loaded(hook_name, **kwargs)
+
+    def call_loaded(self, hook_name: str, **kwargs: Any) -> list[HookResult]:
+        """``call_each`` on the plugins loaded so far (all of them, unless deferred)."""
         hook = getattr(self.pm.hook, hook_name)
         answers = []
         for impl in hook.get_hookimpls():
@@ -83,7 +171,7 @@ class Plugins:
             try:
                 answers.append(HookResult(impl.plugin_name, impl.function(**args)))
             except Exception:
-                answers.append(HookResult(impl.plugin_name, None, traceback.format_exc()))
+                answers.append(HookResult(impl.plugin_name, None, _format_exc()))
         return answers
 
     def findings(self, report: Report) -> list[Finding]:
@@ -130,7 +218,15 @@ class Plugins:
         return found, failures
 
 
+def _format_exc(limit: int | None = None) -> str:
+    import traceback  # only on an error: not part of every command's start-up
+
+    return traceback.format_exc(limit=limit)
+
+
 def _backend_problem(item: object) -> str | None:
+    from perfstack.backend import Backend
+
     if not isinstance(item, Backend):
         return f"perfstack_backends returned {type(item).__name__}, not a perfstack.Backend"
     name = getattr(item, "name", None)
@@ -156,6 +252,7 @@ def load_plugins(
     modules: Sequence[str] = (),
     extra: Sequence[tuple[str, object]] = (),
     autoload: bool | None = None,
+    defer: bool = False,
 ) -> Plugins:
     """Return a fresh plugin manager with the core plugins, entry-point plugins and the rest.
 
@@ -164,6 +261,8 @@ def load_plugins(
         plugin name is the module name. PERFSTACK_PLUGINS adds more.
     :param extra: ``(name, plugin)`` pairs registered last (tests use it).
     :param autoload: load entry points; default: unless PERFSTACK_DISABLE_PLUGIN_AUTOLOAD is set.
+    :param defer: load only the core's plugins now, the rest when first needed (see
+        ``Plugins``); for commands that read reports.
     """
     import importlib
 
@@ -176,24 +275,35 @@ def load_plugins(
         infos[name] = PluginInfo(name, None)
     if autoload is None:
         autoload = not os.environ.get(AUTOLOAD_ENV)
-    if autoload:
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            if ep.name in skip or ep.name in infos:
-                continue
-            dist = getattr(ep, "dist", None)
-            package = f"{dist.name} {dist.version}" if dist is not None else None
-            infos[ep.name] = _register(pm, ep.name, package, ep.load)
+    named = [*modules_from_env(), *modules]
     for module in modules:  # named on the command line: a module that is not there is an error
         if module not in skip and _missing(module):
             raise PluginModuleNotFound(module)
-    for module in [*modules_from_env(), *modules]:
-        if module not in skip and module not in infos:
-            infos[module] = _register(pm, module, None,
-                                      lambda m=module: importlib.import_module(m))
-    for name, plugin in extra:
-        if name not in skip:
-            infos[name] = _register(pm, name, None, lambda p=plugin: p)
-    return Plugins(pm, infos)
+
+    def load_rest() -> None:
+        if autoload:
+            from importlib.metadata import entry_points
+
+            for ep in entry_points(group=ENTRY_POINT_GROUP):
+                if ep.name in skip or ep.name in infos:
+                    continue
+                dist = getattr(ep, "dist", None)
+                package = f"{dist.name} {dist.version}" if dist is not None else None
+                infos[ep.name] = _register(pm, ep.name, package, ep.load)
+        for module in named:
+            if module not in skip and module not in infos:
+                infos[module] = _register(pm, module, None,
+                                          lambda m=module: importlib.import_module(m))
+        for name, plugin in extra:
+            if name not in skip:
+                infos[name] = _register(pm, name, None, lambda p=plugin: p)
+
+    choices = None if extra else {"autoload": autoload, "skip": sorted(skip),
+                                  "modules": named}
+    plugins = Plugins(pm, infos, pending=load_rest, choices=choices)
+    if not defer:
+        plugins.load_all()
+    return plugins
 
 
 def _missing(module: str) -> bool:
@@ -235,7 +345,7 @@ def _register(pm: pluggy.PluginManager, name: str, package: str | None, load: An
     try:
         plugin = load()
     except Exception:
-        return PluginInfo(name, package, error=traceback.format_exc(limit=-3).rstrip())
+        return PluginInfo(name, package, error=_format_exc(limit=-3).rstrip())
     problem = version_problem(plugin)
     if problem is not None:
         return PluginInfo(name, package, error=f"plugin {name}: {problem}")
@@ -246,5 +356,5 @@ def _register(pm: pluggy.PluginManager, name: str, package: str | None, load: An
         return PluginInfo(name, package, error=f"plugin {name}: {exc} (written for another "
                           f"perfstack hook version; this one is {hookspecs.HOOK_VERSION})")
     except Exception:
-        return PluginInfo(name, package, error=traceback.format_exc(limit=-3).rstrip())
+        return PluginInfo(name, package, error=_format_exc(limit=-3).rstrip())
     return PluginInfo(name, package)

@@ -25,8 +25,6 @@ import errno
 import gc
 import os
 import sys
-import tempfile
-import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -140,6 +138,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _internal_error(exc: BaseException) -> int:
     """A bug of ours: one line, the traceback saved to a file for the report."""
+    import tempfile
+    import traceback
+
     fd, path = tempfile.mkstemp(prefix="perfstack-crash-", suffix=".txt")
     with os.fdopen(fd, "w") as fh:
         fh.write(traceback.format_exc())
@@ -165,7 +166,9 @@ def _dispatch(argv: list[str]) -> int:
         return cmd_validate(None, top.rest)
     from perfstack.pluginmanager import load_plugins
 
-    plugins = load_plugins(disabled=disabled, modules=modules)
+    # Reading a report loads the plugins it needs, when the plugin cache says which.
+    plugins = load_plugins(disabled=disabled, modules=modules,
+                           defer=top.command in ("show", "diff"))
     if top.command == "run":
         from perfstack.cli.run import cmd_run
 

@@ -33,10 +33,8 @@ def _output(plugins: Plugins, report: Report, ns: argparse.Namespace, what: str)
         save_report(report, output)
     if run_dir is not None:
         rundir.point_latest(run_dir)
-    backends = plugins.backends()[0]
     if not ns.quiet and ns.format == "text":
-        print_report(report, plugins, backends, top=ns.top,
-                     depth=ns.depth, full=ns.full,
+        print_report(report, plugins, top=ns.top, depth=ns.depth, full=ns.full,
                      all_frames=ns.all_frames, report_dir=output.parent.resolve())
     elif not ns.quiet:  # another format, printed as `perfstack show --format` prints it
         from perfstack.render import RenderOptions, renderers, terminal_safe

@@ -84,10 +84,7 @@ def cmd_diff(plugins: Plugins, argv: list[str]) -> int:
 
 def diff_formats(plugins: Plugins) -> list[str]:
     """The formats a diff can be written in: ours, and every renderer that draws diffs."""
-    from perfstack.render import renderers
-
-    drawn = [name for name, r in renderers(plugins).items() if hasattr(r, "render_diff")]
-    return ["text", "markdown", "json", *sorted(drawn)]
+    return ["text", "markdown", "json", *plugins.renderer_names(diffs=True)]
 
 
 def emit(result: Diff, fmt: str, top: int, threshold: float | None,
@@ -95,11 +92,13 @@ def emit(result: Diff, fmt: str, top: int, threshold: float | None,
     """Write a diff in ``fmt`` to ``output`` (stdout when None); return the exit code: 1 when
     ``threshold`` is set and a metric regressed beyond it."""
     from perfstack.cli.show import output_width
-    from perfstack.render import RenderOptions, renderers, terminal_safe
+    from perfstack.render import RenderOptions, terminal_safe
     from perfstack.render.diff import render_markdown, render_text
     from perfstack.reportfile import finite, write_text_atomic
 
-    drawn = renderers(plugins).get(fmt) if plugins is not None else None
+    drawn = None
+    if plugins is not None and fmt in plugins.renderer_names(diffs=True):
+        drawn = plugins.renderer(fmt)
     if drawn is not None and hasattr(drawn, "render_diff"):
         options = RenderOptions(top=top, output_dir=output.parent.resolve() if output else None)
         text = drawn.render_diff(result, options)

@@ -355,7 +355,7 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     if ns.out_dir is None:
         rundir.point_latest(run_dir)
     if not ns.quiet:
-        print_report(report, plugins, backends, top=ns.top, depth=ns.depth, full=ns.full,
+        print_report(report, plugins, top=ns.top, depth=ns.depth, full=ns.full,
                      all_frames=ns.all_frames, report_dir=report_path.parent.resolve())
     print(f"report: {report_path}  (artifacts: {run_dir})", file=sys.stderr)
     if ns.html is not None:

@@ -9,17 +9,9 @@ from typing import Any
 
 from perfstack import errors
 from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, Parser
-from perfstack.pluginmanager import BackendEntry, Plugins
+from perfstack.pluginmanager import Plugins
 from perfstack.render import RenderOptions, renderers, terminal_safe
-from perfstack.report import Layer, Report
-
-
-def _layer_providers(backends: dict[str, BackendEntry]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {layer.value: [] for layer in Layer}
-    for name, entry in sorted(backends.items()):
-        for layer in entry.backend.layers:
-            out[layer.value].append(name)
-    return out
+from perfstack.report import Report
 
 
 def output_width() -> int:
@@ -37,13 +29,13 @@ def output_width() -> int:
     return max(60, min(columns, 240))
 
 
-def print_report(report: Report, plugins: Plugins, backends: dict[str, BackendEntry],
-                 top: int = 10, depth: int = 3, full: bool = False,
-                 all_frames: bool = False, report_dir: Path | None = None) -> None:
+def print_report(report: Report, plugins: Plugins, top: int = 10, depth: int = 3,
+                 full: bool = False, all_frames: bool = False,
+                 report_dir: Path | None = None) -> None:
     """Print the text rendering of ``report`` to stdout (colour when it is a terminal)."""
     text = renderers(plugins)["text"].render(report, RenderOptions(
         top=top, depth=depth, width=output_width(), color=sys.stdout.isatty(),
-        layer_providers=_layer_providers(backends), full=full, all_frames=all_frames,
+        layer_providers=plugins.layer_providers(), full=full, all_frames=all_frames,
         report_dir=report_dir))
     sys.stdout.write(terminal_safe(text))
     sys.stdout.flush()
@@ -87,7 +79,6 @@ def cmd_show(plugins: Plugins, argv: list[str]) -> int:
     """Render a report in a terminal format or to a file."""
     from perfstack.reportfile import load_report
 
-    available = renderers(plugins)
     parser = Parser(prog="perfstack show",
                     description="Print a report: the answer first, then where the time goes, "
                     "the drill-down, each layer, the backends and the metrics.",
@@ -95,7 +86,7 @@ def cmd_show(plugins: Plugins, argv: list[str]) -> int:
                     "--format markdown -o report.md")
     parser.add_argument("report", nargs="?", type=Path,
                         help="report file (default: the latest run's report)")
-    parser.add_argument("--format", default="text", choices=sorted(available),
+    parser.add_argument("--format", default="text", choices=plugins.renderer_names(),
                         help="output format (default: text)")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE",
                         help="write to FILE instead of stdout")
@@ -104,11 +95,11 @@ def cmd_show(plugins: Plugins, argv: list[str]) -> int:
     check_view_options(ns)
     path = ns.report if ns.report is not None else _default_report()
     report = load_report(path)
-    renderer = available[ns.format]
+    renderer = plugins.renderer(ns.format)
     to_terminal = ns.output is None and sys.stdout.isatty()
     text = renderer.render(report, RenderOptions(
         top=ns.top, depth=ns.depth, width=output_width(), color=to_terminal,
-        report_dir=path.parent.resolve(), layer_providers=_layer_providers(plugins.backends()[0]),
+        report_dir=path.parent.resolve(), layer_providers=plugins.layer_providers(),
         full=ns.full, all_frames=ns.all_frames,
         output_dir=ns.output.parent.resolve() if ns.output is not None else None))
     if ns.output is None or ns.format in ("text", "markdown"):

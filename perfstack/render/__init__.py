@@ -80,10 +80,12 @@ def terminal_safe(text: str) -> str:
     return "".join(out)
 
 
-def renderers(plugins: Plugins) -> dict[str, Renderer]:
-    """Return every renderer by name; a later plugin's renderer replaces an earlier one's."""
+def renderers(plugins: Plugins, loaded_only: bool = False) -> dict[str, Renderer]:
+    """Return every renderer by name; a later plugin's renderer replaces an earlier one's.
+    ``loaded_only``: of the plugins a deferred load has loaded so far (``Plugins.renderer``)."""
     found: dict[str, Renderer] = {}
-    for answer in plugins.call_each("perfstack_renderers"):
+    call = plugins.call_loaded if loaded_only else plugins.call_each
+    for answer in call("perfstack_renderers"):
         for item in answer.result or ():
             if isinstance(item, Renderer):
                 found[item.name] = item

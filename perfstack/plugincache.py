@@ -1,0 +1,158 @@
+"""What each installed plugin provides, remembered between commands.
+
+Reading a report (``show``, ``diff``) needs a renderer and, for its hints, which backends feed
+which layer; importing every installed plugin to learn that costs more than the rest of a
+small ``show``. After a command has loaded all plugins, what they provide is written to
+``$XDG_CACHE_HOME/perfstack/plugins-<digest>.json`` (``PERFSTACK_CACHE_DIR`` overrides the folder),
+under a key that changes whenever it could be wrong:
+
+- perfstack's hook version, and the plugin choices of the command line and environment;
+- the modification time of every folder on ``sys.path`` (installing, upgrading or removing a
+  distribution adds or removes its ``.dist-info`` there, an editable install its ``.pth``);
+- the modification time of every ``.py`` file of each plugin's top-level package (an edited
+  plugin in a source checkout).
+
+A reader whose key matches uses the cache and imports only the plugins it needs; any other
+state loads every plugin, as before, and writes the cache again. A cache that cannot be read
+or written is ignored: it only ever saves time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CACHE_ENV = "PERFSTACK_CACHE_DIR"
+STEM = "plugins"
+#: Files of one plugin's package looked at, at most (a plugin inside a huge package is
+#: checked by its first files only).
+MAX_FILES = 400
+
+
+@dataclass
+class Provided:
+    """What one plugin provides, by name: its renderers and its backends' layers."""
+
+    name: str
+    renderers: list[str] = field(default_factory=list)
+    diffs: list[str] = field(default_factory=list)  # its renderers that also draw diffs
+    backends: dict[str, list[str]] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)  # its package's .py files, for the key
+
+
+@dataclass
+class Manifest:
+    """Every plugin in registration order (a later renderer replaces an earlier one)."""
+
+    plugins: list[Provided]
+
+    def renderer_provider(self, name: str) -> str | None:
+        """Return the plugin whose renderer ``name`` is used, or None."""
+        found = None
+        for plugin in self.plugins:
+            if name in plugin.renderers:
+                found = plugin.name
+        return found
+
+    def renderer_names(self, diffs: bool = False) -> list[str]:
+        """Return every format name (``diffs``: of the renderers that draw diffs), sorted."""
+        return sorted({r for p in self.plugins for r in (p.diffs if diffs else p.renderers)})
+
+    def layer_providers(self) -> dict[str, list[str]]:
+        """Return, per layer, the backends that feed it (sorted by backend name)."""
+        by_backend: dict[str, list[str]] = {}
+        for plugin in self.plugins:
+            by_backend.update(plugin.backends)
+        out: dict[str, list[str]] = {}
+        for backend, layers in sorted(by_backend.items()):
+            for layer in layers:
+                out.setdefault(layer, []).append(backend)
+        return out
+
+
+def cache_file(choices: dict[str, Any]) -> Path:
+    """Return where the manifest of this interpreter, ``sys.path`` and plugin choices lives
+    (``perfstack`` and ``python -m perfstack`` see different paths: one file each)."""
+    import hashlib
+
+    folder = os.environ.get(CACHE_ENV)
+    if not folder:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                                ".cache")
+        folder = os.path.join(base, "perfstack")
+    which = json.dumps([sys.executable, sys.path, choices], sort_keys=True)
+    digest = hashlib.sha256(which.encode()).hexdigest()[:16]
+    return Path(folder) / f"{STEM}-{digest}.json"
+
+
+def package_files(module: object, whole: bool = True) -> list[str]:
+    """Return the ``.py`` files of the top-level package ``module`` belongs to (at most
+    MAX_FILES), or its own file for a module outside any package or when not ``whole`` (the
+    core's own plugins: perfstack's other files do not change what they provide)."""
+    name = str(getattr(module, "__name__", "") or "")
+    top = sys.modules.get(name.split(".")[0]) if name and whole else None
+    source = getattr(top, "__file__", None) or getattr(module, "__file__", None)
+    if not source:
+        return []
+    path = Path(source)
+    if path.name != "__init__.py":
+        return [str(path)]
+    files = []
+    for found in sorted(path.parent.rglob("*.py")):
+        files.append(str(found))
+        if len(files) >= MAX_FILES:
+            break
+    return files
+
+
+def _mtime(path: str) -> int | None:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+
+
+def state_key(choices: dict[str, Any], files: list[str]) -> list[Any]:
+    """Return the key the manifest is valid for: the plugin choices, the sys.path folders'
+    and the plugin files' modification times."""
+    from perfstack import hookspecs
+
+    folders = [[p, _mtime(p)] for p in sys.path if p and os.path.isdir(p)]
+    return [hookspecs.HOOK_VERSION, choices, folders, [[f, _mtime(f)] for f in files]]
+
+
+def read(choices: dict[str, Any]) -> Manifest | None:
+    """Return the cached manifest when its key matches the installation now, else None."""
+    try:
+        data = json.loads(cache_file(choices).read_text("utf-8"))
+        plugins = [Provided(p["name"], list(p["renderers"]), list(p["diffs"]),
+                            dict(p["backends"]), list(p["files"])) for p in data["plugins"]]
+        files = [f for p in plugins for f in p.files]
+        if data["key"] != json.loads(json.dumps(state_key(choices, files))):
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return Manifest(plugins)
+
+
+def write(choices: dict[str, Any], manifest: Manifest) -> None:
+    """Remember ``manifest`` for the installation as it is now; never fails."""
+    files = [f for p in manifest.plugins for f in p.files]
+    target = cache_file(choices)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)  # first: it may be on sys.path
+        data = {"key": state_key(choices, files),
+                "plugins": [{"name": p.name, "renderers": p.renderers, "diffs": p.diffs,
+                             "backends": p.backends, "files": p.files}
+                            for p in manifest.plugins]}
+        tmp.write_text(json.dumps(data), "utf-8")
+        os.replace(tmp, target)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
