@@ -67,7 +67,7 @@ class Quantity:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Quantity:
         """Build a Quantity from its JSON form."""
-        return cls(value=data["value"], unit=data["unit"], reason=data.get("reason"))
+        return cls(data["value"], data["unit"], data.get("reason"))
 
     @classmethod
     def unsupported(cls, unit: str, reason: str) -> Quantity:
@@ -108,13 +108,15 @@ class Row:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Row:
         """Build a Row from its JSON form."""
+        # Positional, and Quantity built inline: a big report has tens of thousands of rows.
+        attrs = data.get("attrs")
+        links = data.get("links")
         return cls(
-            key=data["key"],
-            name=data["name"],
-            source=data["source"],
-            values={k: Quantity.from_dict(v) for k, v in data["values"].items()},
-            attrs=dict(data.get("attrs", {})),
-            links={k: list(v) for k, v in data.get("links", {}).items()},
+            data["key"], data["name"], data["source"],
+            {k: Quantity(v["value"], v["unit"], v.get("reason"))
+             for k, v in data["values"].items()},
+            dict(attrs) if attrs else {},
+            {k: list(v) for k, v in links.items()} if links else {},
         )
 
 
