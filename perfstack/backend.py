@@ -164,6 +164,8 @@ class RunContext:
     #: measure the last ``steps.measured`` (the torch backend's schedule follows it); attach()
     #: is called when the window opens (after the warm-up steps), not at the start.
     steps: StepWindow | None = None
+    #: Which of the backend's runs this is (0: the first; see ``Backend.run_count``).
+    run_index: int = 0
 
 
 @dataclass
@@ -175,6 +177,9 @@ class Outcome:
     workload_pid: int | None  # the Python process's pid (under a wrapper, not the child's)
     start_ns: int | None  # time.time_ns() when the workload script started, if it did
     steps: int | None = None  # how many times the workload called perfstack.step(), if known
+    #: a backend with several runs (``Backend.run_count``): the outcomes of the runs after
+    #: the first, in order
+    more: list[Outcome] = field(default_factory=list)
 
 
 @dataclass
@@ -234,6 +239,15 @@ class Backend:
     #: selected rank, in that rank's folder; False for tools that see the whole job at once
     #: (a command wrapper such as ``perf stat``, the job's stdout, a GPU-wide sampler).
     per_rank: ClassVar[bool] = True
+
+    def run_count(self, options: dict[str, Any]) -> int:
+        """Return how many runs of the workload this backend needs with these options
+        (default 1). Two tools that would compete for the CPUs in one run go in two runs:
+        ``launch`` and ``attach`` are called for each, with ``ctx.run_index`` 0, 1, ...;
+        ``collect`` once after the last, with the first run's outcome and the others in
+        ``outcome.more``. Every run writes into the same ``ctx.artifact_dir`` (per rank under
+        torchrun); the report's overhead is the first run's."""
+        return 1
 
     def check(self) -> Availability:
         """Return whether this backend can run on this machine. Must be quick and safe."""

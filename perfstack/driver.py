@@ -142,7 +142,7 @@ class Session:
         self._runs_done = 0
         #: runs this session will make: warm-ups, baselines, one per backend with its own run
         self._planned = options.warmup + options.repeat + sum(
-            1 for e in selected if e.backend.own_run)
+            self._run_count(e) for e in selected if e.backend.own_run)
         self._env: dict[str, Any] = {}
 
     # -- helpers ---------------------------------------------------------------------------
@@ -153,7 +153,8 @@ class Session:
     def _run(self, label: str, role: str, backend: str | None, launch: Launch,
              on_started: Callable[[int], None] | None = None,
              python: str | None = None,
-             on_rank_started: Callable[[int, Path, int], None] | None = None) -> Outcome:
+             on_rank_started: Callable[[int, Path, int], None] | None = None,
+             in_plan: bool = False) -> Outcome:
         folder = rundir.run_subfolder(self.run_dir, label)
         config = folder / rundir.BOOTSTRAP_CONFIG_FILE
         write_json_atomic(config, {
@@ -184,12 +185,12 @@ class Session:
                          count_instructions=role in ("warmup", "baseline"))
         self._runs_done += 1
         planned = max(self._planned, self._runs_done)
-        self.progress.begin(f"run {self._runs_done} of {planned}, {label}"
-                            if role != "extra" else label)
+        counted = role != "extra" or in_plan  # a run the progress counts ("run 5 of 9")
+        self.progress.begin(f"run {self._runs_done} of {planned}, {label}" if counted else label)
         estimate = getattr(self.progress, "estimate", None)
         if callable(estimate):
             walls = self._clean_baseline_walls()
-            estimate(statistics.median(walls) if walls and role != "extra" else None,
+            estimate(statistics.median(walls) if walls and counted else None,
                      planned - self._runs_done)
         on_tick: Callable[[float], None] = self.progress.tick
         windowed = self.options.steps is not None and self.options.steps.warmup > 0
@@ -210,7 +211,7 @@ class Session:
         if result.left_running:
             self.left_running.append((label, result.left_running))
         self.progress.end(f"run {self._runs_done} of {max(self._planned, self._runs_done)}, "
-                          f"{label}" if role != "extra" else label, record.exit.describe())
+                          f"{label}" if counted else label, record.exit.describe())
         if record.exit.status == "interrupted":
             self.interrupted = True
         if nproc:
@@ -450,16 +451,25 @@ class Session:
                              layers=[layer.value for layer in entry.backend.layers],
                              package=entry.package, **kw)
 
+    def _run_count(self, entry: BackendEntry) -> int:
+        try:
+            count = int(entry.backend.run_count(
+                self.options.backend_options.get(entry.backend.name, {})))
+        except Exception:
+            return 1  # a broken run_count: one run, as every backend had
+        return max(1, min(count, 10))
+
     def _backend(self, entry: BackendEntry) -> BackendResult:
         backend = entry.backend
+        runs = self._run_count(entry) if backend.own_run else 0
         try:
             available = backend.check()
         except Exception:
-            self._planned -= int(backend.own_run)  # its run will not be made
+            self._planned -= runs  # its runs will not be made
             return self._result(entry, Status.FAILED, reason="check() raised",
                                 traceback=traceback.format_exc())
         if not available.ok:
-            self._planned -= int(backend.own_run)
+            self._planned -= runs
             return self._result(entry, Status.UNAVAILABLE, reason=available.reason,
                                 fix=available.fix)
         folder = rundir.run_subfolder(self.run_dir, backend.name)
@@ -472,11 +482,38 @@ class Session:
         try:
             launch = backend.launch(ctx)
         except Exception:
-            self._planned -= 1
+            self._planned -= runs
             return self._result(entry, Status.FAILED, reason="launch() raised",
                                 traceback=traceback.format_exc())
-        attachments: list[Any] = []
         errors: list[str] = []
+        outcome = self._attached_run(entry, ctx, backend.name, launch, errors)
+        for index in range(1, runs):
+            if self.interrupted or not outcome.record.exit.clean:
+                self._planned -= runs - index  # a crash would crash again
+                break
+            later = replace(ctx, run_index=index)
+            try:
+                again = backend.launch(later)
+            except Exception:
+                errors.append(f"launch() of run {index + 1} raised:\n" + traceback.format_exc())
+                self._planned -= runs - index
+                break
+            outcome.more.append(self._attached_run(
+                entry, later, f"{backend.name}/run-{index + 1}", again, errors, home=folder))
+        for where in [folder, *(rundir.rank_dir(folder, r) for r in self._ranks(folder))]:
+            hook_errors = where / HOOK_ERRORS_FILE
+            if hook_errors.exists():
+                errors.append(hook_errors.read_text("utf-8", errors="replace"))
+        return self._collect(entry, ctx, outcome, errors)
+
+    def _attached_run(self, entry: BackendEntry, ctx: RunContext, label: str, launch: Launch,
+                      errors: list[str], home: Path | None = None) -> Outcome:
+        """One run of a backend: launched with ``launch``, attached to as it starts (per
+        rank, or once for the whole job), its attachments stopped after. A later run of the
+        same backend (``home``: the first run's folder) is attached with the first run's
+        folders, so that everything the backend writes is in one place."""
+        backend = entry.backend
+        attachments: list[Any] = []
 
         def on_started(pid: int, where: RunContext = ctx) -> None:
             try:
@@ -500,23 +537,22 @@ class Session:
             if not rank_selected(self.options.ranks, rank):
                 return
             if backend.per_rank:
+                if home is not None:
+                    where = rundir.rank_dir(home, rank)
+                    where.mkdir(parents=True, exist_ok=True)
                 on_started(pid, replace(ctx, artifact_dir=where))
             elif not whole_job:
                 whole_job.append(rank)
                 on_started(pid)
 
-        outcome = self._run(backend.name, "backend", backend.name, launch, on_started,
-                            on_rank_started=on_rank_started)
+        outcome = self._run(label, "backend" if home is None else "extra", backend.name,
+                            launch, on_started, on_rank_started=on_rank_started, in_plan=True)
         for handle in attachments:
             try:
                 handle.stop()
             except Exception:
                 errors.append("stopping its attachment raised:\n" + traceback.format_exc())
-        for where in [folder, *(rundir.rank_dir(folder, r) for r in self._ranks(folder))]:
-            hook_errors = where / HOOK_ERRORS_FILE
-            if hook_errors.exists():
-                errors.append(hook_errors.read_text("utf-8", errors="replace"))
-        return self._collect(entry, ctx, outcome, errors)
+        return outcome
 
     def _ranks(self, folder: Path | None = None) -> list[int]:
         """The selected ranks among those that ran on this node (in ``folder``, else in the

@@ -1,10 +1,12 @@
 """The ``pyspy`` backend: py-spy sampling of the workload's Python stacks (Python layer).
 
-py-spy attaches to the workload's Python pid as soon as the bootstrap has written it. Two
-samplers run side by side in non-blocking mode (they read the process's memory without
-stopping it, so they can coexist and the workload is not paused): one records every sample,
-one only samples whose thread holds the GIL (``--gil``). Per thread, the GIL share is the ratio
-of the two at the same rate. With ``--pyspy-native`` the native frames below Python frames go
+py-spy attaches to the workload's Python pid as soon as the bootstrap has written it, in
+non-blocking mode (it reads the process's memory without stopping it). Two passes at the same
+rate: one records every sample, one only samples whose thread holds the GIL (``--gil``); the
+GIL share is the ratio of the two, each per second of its own run. The passes take two runs
+of the workload (``run_count``): side by side in one run they cost ~10% on a workload that
+keeps every CPU busy, where one sampler costs what py-spy by hand does; ``--pyspy-gil-beside``
+puts them in one run. With ``--pyspy-native`` the native frames below Python frames go
 to the kernel layer, linked to the Python function that called them.
 """
 
@@ -182,7 +184,8 @@ def _main_leaves(frames: list[dict[str, Any]], profiles: list[dict[str, Any]]) -
 
 def time_budget(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
                 gil_frames: list[dict[str, Any]], gil_profiles: list[dict[str, Any]],
-                wall_s: float, unsampled_start_s: float = 0.0) -> tuple[list[Metric], str]:
+                wall_s: float, unsampled_start_s: float = 0.0,
+                gil_scale: float = 1.0) -> tuple[list[Metric], str]:
     """Split the main thread's wall time: ``budget.startup`` (imports, the interpreter's set-up
     and teardown), ``budget.interpreter``
     (Python code running with the GIL held), ``budget.native`` (the GIL released: torch ops
@@ -191,7 +194,8 @@ def time_budget(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
 
     Whether the main thread held the GIL comes from the GIL pass, a second sampler at the
     same rate that keeps only GIL-holding samples: the interpreter's time is that pass's own
-    seconds on the main thread outside imports (capped at the main pass's active time). The
+    seconds on the main thread outside imports, times ``gil_scale`` when the pass had a run of
+    its own (the main run's wall time over its run's), capped at the main pass's active time. The
     two samplers are independent, so per-function ratios of their counts would be noisy and,
     capped at 1, biased low; their totals are not.
     ``unsampled_start_s`` (the workload ran before py-spy was started) counts as start-up;
@@ -203,7 +207,7 @@ def time_budget(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
     counts, seconds, importing = _main_leaves(frames, profiles)
     gil_counts, gil_seconds, _ = _main_leaves(gil_frames, gil_profiles)
     active = sum(seconds.values())
-    interpreter = min(active, sum(gil_seconds.values()))
+    interpreter = min(active, sum(gil_seconds.values()) * gil_scale)
     unsampled_start_s = max(0.0, min(unsampled_start_s, wall_s - importing - active))
     importing += unsampled_start_s
     idle = max(0.0, wall_s - importing - active)
@@ -225,19 +229,23 @@ def time_budget(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
     n_active, n_gil = sum(counts.values()), sum(gil_counts.values())
     per_sample = active / n_active if n_active else 0.0
     points = 100 * per_sample * scale / wall_s
+    gil_points = points * gil_scale
+    native_error = (points ** 2 * n_active + gil_points ** 2 * n_gil) ** 0.5
     note = (f"time budget from {n_active} samples ({n_gil} holding the GIL): one standard "
-            f"error is {points * n_gil ** 0.5:.1f} points on interpreter, "
-            f"{points * (n_active + n_gil) ** 0.5:.1f} on native")
+            f"error is {gil_points * n_gil ** 0.5:.1f} points on interpreter, "
+            f"{native_error:.1f} on native")
     return metrics, note
 
 
 def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
               gil_frames: list[dict[str, Any]], gil_profiles: list[dict[str, Any]],
-              home: str | None = None) -> tuple[dict[Layer, list[Row]], list[Metric],
-                                                list[str]]:
+              home: str | None = None, gil_scale: float = 1.0) -> tuple[
+                  dict[Layer, list[Row]], list[Metric], list[str]]:
     """Return Python rows (self/total samples and seconds), thread rows, native kernel rows.
 
-    ``gil_*`` is the GIL pass (samples whose thread held the GIL), or empty lists. ``home`` is
+    ``gil_*`` is the GIL pass (samples whose thread held the GIL), or empty lists; its counts
+    are multiplied by ``gil_scale`` (the main run's wall time over the GIL run's, when the
+    pass had a run of its own) before they are compared with the main pass's. ``home`` is
     the workload's folder: each of the workload's own functions also gets ``own`` and
     ``own_time``, the samples in which it is the innermost frame of the workload's own code,
     so the library code it calls (torch, the standard library) counts as its time.
@@ -300,8 +308,9 @@ def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
             values["own"] = Quantity(own_n[key], "count")
             values["own_time"] = Quantity(own_seconds[key], "s")
         if gil_profiles and self_n[key]:
-            # Same rate, same run: GIL-holding samples of this function over all of its samples.
-            values["gil_share"] = Quantity(min(100.0, 100 * gil_leaves[key] / self_n[key]), "%")
+            # Same rate: GIL-holding samples of this function over all of its samples.
+            values["gil_share"] = Quantity(
+                min(100.0, 100 * gil_leaves[key] * gil_scale / self_n[key]), "%")
         attrs: dict[str, Any] = {"function": func, "file": file,
                                  "line": int(line) if line.isdigit() else None,
                                  "threads": sorted(where[key])}
@@ -314,7 +323,8 @@ def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
         values = {"samples": Quantity(t["samples"], "count"),
                   "time": Quantity(t["seconds"], "s")}
         if gil_profiles:
-            values["gil_share"] = Quantity(min(100.0, 100 * gil.get(name, 0) / t["samples"]), "%")
+            values["gil_share"] = Quantity(
+                min(100.0, 100 * gil.get(name, 0) * gil_scale / t["samples"]), "%")
         rows.append(Row(f"thread:{_stable_thread_name(name, seen)}", f"thread {name}", SOURCE,
                         values, {"kind": "thread"}))
     kernel = [Row(k, k, SOURCE, {"samples": Quantity(n, "count"),
@@ -325,7 +335,7 @@ def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
                       detail=True)]
     notes = [f"{all_samples} samples in {len(threads)} threads"]
     if gil_profiles and all_samples:
-        share = 100 * min(sum(gil.values()), all_samples) / all_samples
+        share = 100 * min(sum(gil.values()) * gil_scale, all_samples) / all_samples
         metrics.append(Metric(
             "gil_held_share", share, "%", "python", SOURCE, Better.NEITHER,
             description="of py-spy's samples holding the GIL, start-up included",
@@ -353,6 +363,20 @@ class _OwnFrames:
         return self.known[index]
 
 
+def _gil_run(ctx: RunContext, outcome: Outcome | None) -> tuple[float | None, str | None]:
+    """The GIL pass's scale to the main run (its wall time over the GIL run's, 1 beside the
+    main pass), and a note; None when the GIL pass cannot be used."""
+    if outcome is None or not outcome.more:
+        return 1.0, None  # beside the main pass, or none at all
+    gil_run = outcome.more[0].record
+    if not gil_run.exit.clean or not gil_run.wall_s or not outcome.record.wall_s:
+        return None, (f"the GIL pass's run ended with {gil_run.exit.describe()}: GIL shares "
+                      "and the interpreter/native split are not given")
+    scale = outcome.record.wall_s / gil_run.wall_s
+    return scale, (f"GIL pass in a run of its own ({gil_run.id}, {gil_run.wall_s:.2f} s against "
+                   f"{outcome.record.wall_s:.2f} s): its counts are taken per second of its run")
+
+
 class PySpyBackend(Backend):
     """py-spy sampling: Python functions, threads, GIL share (Python layer)."""
 
@@ -364,8 +388,15 @@ class PySpyBackend(Backend):
         Option("native", "also sample native frames (C/C++ below Python)", flag=True),
         Option("idle", "include idle (waiting) threads' samples", flag=True),
         Option("subprocesses", "also sample the workload's child processes", flag=True),
-        Option("no_gil", "skip the GIL-share pass", flag=True),
+        Option("no_gil", "skip the GIL-share pass (one run instead of two)", flag=True),
+        Option("gil_beside", "run the GIL pass beside the main one, in one run: costs ~10% "
+               "more where the workload keeps every CPU busy", flag=True),
     )
+
+    def run_count(self, options: dict[str, Any]) -> int:
+        """Two runs (the main pass, then the GIL pass), unless --pyspy-no-gil or
+        --pyspy-gil-beside."""
+        return 1 if options.get("no_gil") or options.get("gil_beside") else 2
 
     def check(self) -> Availability:
         """Available when py-spy is installed and this user may attach to another process."""
@@ -391,14 +422,18 @@ class PySpyBackend(Backend):
                 common.append(f"--{flag}")
         # Native stacks need py-spy to pause the process; the GIL pass only reads its memory.
         main = ["--native"] if ctx.options.get("native") else ["--nonblocking"]
-        passes = [(PROFILE_FILE, main)]
-        if not ctx.options.get("no_gil"):
-            passes.append((GIL_PROFILE_FILE, ["--nonblocking", "--gil"]))
+        gil = (GIL_PROFILE_FILE, ["--nonblocking", "--gil"])
+        if ctx.run_index > 0:  # the second run: the GIL pass alone
+            passes = [gil]
+        else:
+            passes = [(PROFILE_FILE, main)]
+            if self.run_count(ctx.options) == 1 and not ctx.options.get("no_gil"):
+                passes.append(gil)  # beside the main pass (--pyspy-gil-beside, the gil backend)
+            # When sampling began, against the bootstrap's start (workload.json): the time
+            # before it is start-up the sampler did not see, not waiting.
+            (ctx.artifact_dir / "pyspy-spawn.json").write_text(
+                json.dumps({"spawn_ns": time.time_ns()}), "utf-8")
         procs, logs = [], []
-        # When sampling began, against the bootstrap's start (workload.json): the time before
-        # it is start-up the sampler did not see, not waiting.
-        (ctx.artifact_dir / "pyspy-spawn.json").write_text(
-            json.dumps({"spawn_ns": time.time_ns()}), "utf-8")
         for name, extra in passes:
             log = open(ctx.artifact_dir / f"{name}.log", "wb")  # noqa: SIM115 - closed by stop()
             logs.append(log)
@@ -423,8 +458,13 @@ class PySpyBackend(Backend):
                                         "run"))
             raise RuntimeError(f"py-spy wrote no profile: {said.splitlines()[0] if said else ''}")
         gil_frames, gil_profiles = read_profile(ctx.artifact_dir / GIL_PROFILE_FILE)
+        gil_scale, gil_note = _gil_run(ctx, outcome)
+        if gil_scale is None:
+            gil_frames, gil_profiles, gil_scale = [], [], 1.0
         rows, metrics, notes = summarize(frames, profiles, gil_frames, gil_profiles,
-                                         _home(ctx))
+                                         _home(ctx), gil_scale)
+        if gil_note:
+            notes.append(gil_note)
         if ctx.steps is not None and ctx.steps.warmup:
             notes.append(f"sampling covers the {ctx.steps.measured} measured steps (from the "
                          f"end of the {ctx.steps.warmup} warm-up steps) and the teardown")
@@ -438,7 +478,7 @@ class PySpyBackend(Backend):
             notes.append("no time budget without the GIL pass (--pyspy-no-gil)")
         elif wall:
             budget, error = time_budget(frames, profiles, gil_frames, gil_profiles, wall,
-                                        _unsampled_start(ctx.artifact_dir, outcome))
+                                        _unsampled_start(ctx.artifact_dir, outcome), gil_scale)
             metrics += budget
             notes.append("time budget: the time before py-spy started counts as start-up; "
                          "its attach (~0.1-0.2 s) counts as waiting")
