@@ -7,8 +7,11 @@ small ``show``. After a command has loaded all plugins, what they provide is wri
 under a key that changes whenever it could be wrong:
 
 - perfstack's hook version, and the plugin choices of the command line and environment;
-- the modification time of every folder on ``sys.path`` (installing, upgrading or removing a
-  distribution adds or removes its ``.dist-info`` there, an editable install its ``.pth``);
+- the modification time of every folder on ``sys.path`` but the first (installing, upgrading
+  or removing a distribution adds or removes its ``.dist-info`` there, an editable install its
+  ``.pth``); the first is the current folder under ``python -m`` or the ``perfstack``
+  script's own, which installs nothing, and a module in it named by ``-p`` is in the key by
+  its files;
 - the modification time of every ``.py`` file of each plugin's top-level package (an edited
   plugin in a source checkout).
 
@@ -29,6 +32,8 @@ from typing import Any
 
 CACHE_ENV = "PERFSTACK_CACHE_DIR"
 STEM = "plugins"
+#: Cache files kept (one per interpreter and plugin choices); the oldest go first.
+KEEP = 8
 #: Files of one plugin's package looked at, at most (a plugin inside a huge package is
 #: checked by its first files only).
 MAX_FILES = 400
@@ -85,7 +90,7 @@ def cache_file(choices: dict[str, Any]) -> Path:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
                                                                 ".cache")
         folder = os.path.join(base, "perfstack")
-    which = json.dumps([sys.executable, sys.path, choices], sort_keys=True)
+    which = json.dumps([sys.executable, _site_path(), choices], sort_keys=True)
     digest = hashlib.sha256(which.encode()).hexdigest()[:16]
     return Path(folder) / f"{STEM}-{digest}.json"
 
@@ -110,6 +115,11 @@ def package_files(module: object, whole: bool = True) -> list[str]:
     return files
 
 
+def _site_path() -> list[str]:
+    """``sys.path`` without its first entry (the script's folder, or the current one)."""
+    return sys.path[1:]
+
+
 def _mtime(path: str) -> int | None:
     try:
         return os.stat(path).st_mtime_ns
@@ -122,7 +132,7 @@ def state_key(choices: dict[str, Any], files: list[str]) -> list[Any]:
     and the plugin files' modification times."""
     from perfstack import hookspecs
 
-    folders = [[p, _mtime(p)] for p in sys.path if p and os.path.isdir(p)]
+    folders = [[p, _mtime(p)] for p in _site_path() if p and os.path.isdir(p)]
     return [hookspecs.HOOK_VERSION, choices, folders, [[f, _mtime(f)] for f in files]]
 
 
@@ -140,6 +150,14 @@ def read(choices: dict[str, Any]) -> Manifest | None:
     return Manifest(plugins)
 
 
+def _prune(folder: Path) -> None:
+    """Keep the KEEP newest cache files of the folder."""
+    files = sorted(folder.glob(f"{STEM}-*.json"), key=lambda f: _mtime(str(f)) or 0)
+    for old in files[:-KEEP]:
+        with contextlib.suppress(OSError):
+            old.unlink()
+
+
 def write(choices: dict[str, Any], manifest: Manifest) -> None:
     """Remember ``manifest`` for the installation as it is now; never fails."""
     files = [f for p in manifest.plugins for f in p.files]
@@ -153,6 +171,7 @@ def write(choices: dict[str, Any], manifest: Manifest) -> None:
                             for p in manifest.plugins]}
         tmp.write_text(json.dumps(data), "utf-8")
         os.replace(tmp, target)
+        _prune(target.parent)
     except OSError:
         with contextlib.suppress(OSError):
             tmp.unlink()

@@ -121,3 +121,20 @@ def test_a_later_plugins_renderer_wins() -> None:
     assert manifest.renderer_names() == ["loud", "text"]
     assert manifest.renderer_names(diffs=True) == ["loud"]
     assert manifest.layer_providers() == {"hardware": ["perf"], "kernel": ["perf", "strace"]}
+
+
+def test_the_cache_keeps_a_few_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One file per interpreter and plugin choices, the oldest pruned; the current folder
+    (``python -m`` puts it first on sys.path) is no part of the file's name."""
+    from perfstack import plugincache
+
+    monkeypatch.setenv(plugincache.CACHE_ENV, str(tmp_path))
+    manifest = Manifest([Provided("perfstack.render.text", ["text"])])
+    for n in range(plugincache.KEEP + 3):
+        plugincache.write({"skip": [f"p{n}"]}, manifest)
+    assert len(list(tmp_path.glob("plugins-*.json"))) == plugincache.KEEP
+    assert plugincache.read({"skip": [f"p{plugincache.KEEP + 2}"]}) is not None
+    monkeypatch.syspath_prepend(str(tmp_path / "elsewhere"))
+    name = plugincache.cache_file({"skip": []})
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "another"), *sys.path[1:]])
+    assert plugincache.cache_file({"skip": []}) == name
