@@ -93,9 +93,8 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None) ->
         except ValueError as exc:
             raise errors.NotAReport(str(exc).splitlines()[0]) from None
         except Exception as exc:
-            results.append(BackendResult(
-                name=name, status=Status.FAILED, layers=[lay.value for lay in entry.backend.layers],
-                package=entry.package, reason=f"reading the files failed: {exc}"[:300],
+            results.append(assembly.result_of(
+                entry, Status.FAILED, reason=f"reading the files failed: {exc}"[:300],
                 traceback=traceback.format_exc()))
     ranks = _assign_ranks(recorded)
     multi = len({r for rank_of in ranks.values() for r in rank_of}) > 1
@@ -110,16 +109,14 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None) ->
                 environment["recorded"].setdefault(f"rank{rank}", {}).update(item.environment)
         problems = assembly.malformed(out)
         if problems:
-            results.append(BackendResult(
-                name=name, status=Status.FAILED, layers=[lay.value for lay in entry.backend.layers],
-                package=entry.package, reason=f"records that do not fit the schema: {problems[0]}",
+            results.append(assembly.result_of(
+                entry, Status.FAILED, reason=f"records that do not fit the schema: {problems[0]}",
                 traceback="\n".join(problems)))
             continue
         merged[name] = out
         has_rows = any(out.rows.values()) or bool(out.metrics)
-        results.append(BackendResult(
-            name=name, status=Status.OK if has_rows else Status.EMPTY,
-            layers=[lay.value for lay in entry.backend.layers], package=entry.package,
+        results.append(assembly.result_of(
+            entry, Status.OK if has_rows else Status.EMPTY,
             reason=None if has_rows else "the files held nothing to report",
             artifacts={label: str(path) for label, path in out.artifacts.items()},
             notes=out.notes))

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perfstack.analysis.stats import summarize
 from perfstack.backend import Collected
-from perfstack.report import Better, Finding, Layer, Metric, Overhead, Status
+from perfstack.report import BackendResult, Better, Finding, Layer, Metric, Overhead, Status
 from perfstack.reportfile import schema_errors
+
+if TYPE_CHECKING:
+    from perfstack.pluginmanager import BackendEntry
 
 
 def status_of(exit_status: str, clean: bool) -> Status:
@@ -151,3 +154,12 @@ def left_running(stopped: Sequence[tuple[str, Sequence[str]]]) -> list[Finding]:
         action="wait for (or stop) the processes the workload starts before it exits; a "
                "child in a session of its own outlives its parent",
         source="perfstack")]
+
+
+def result_of(entry: BackendEntry, status: Status, **fields: Any) -> BackendResult:
+    """Return a backend's entry of the report: its name, layers, package and declared primary
+    value, with ``status`` and the other ``fields``."""
+    return BackendResult(name=entry.backend.name, status=status,
+                         layers=[layer.value for layer in entry.backend.layers],
+                         package=entry.package, primary=entry.backend.primary_by_kind(),
+                         **fields)

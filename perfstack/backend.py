@@ -239,6 +239,11 @@ class Backend:
     #: selected rank, in that rank's folder; False for tools that see the whole job at once
     #: (a command wrapper such as ``perf stat``, the job's stdout, a GPU-wide sampler).
     per_rank: ClassVar[bool] = True
+    #: The value of this backend's rows that ``diff`` compares and every table ranks by: one
+    #: value name for all rows, or one per row kind (``attrs["kind"]``; ``""`` for rows
+    #: without one). Undeclared: the first time value (in seconds) of ``self_time``,
+    #: ``self``, ``time``, ... the row has (``perfstack.analysis.primary``).
+    primary: ClassVar[str | dict[str, str] | None] = None
 
     def run_count(self, options: dict[str, Any]) -> int:
         """Return how many runs of the workload this backend needs with these options
@@ -252,6 +257,13 @@ class Backend:
     def check(self) -> Availability:
         """Return whether this backend can run on this machine. Must be quick and safe."""
         return Availability.yes()
+
+    def primary_by_kind(self) -> dict[str, str]:
+        """Return ``primary`` as a mapping from row kind to value name."""
+        declared = self.primary
+        if isinstance(declared, str):
+            return {"": declared}
+        return {str(k): str(v) for k, v in (declared or {}).items()}
 
     def launch(self, ctx: RunContext) -> Launch:
         """Return how to change the workload's command, environment or process for this run."""

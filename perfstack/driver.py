@@ -447,9 +447,7 @@ class Session:
             for o in self.baseline if o.record.exit.clean])
 
     def _result(self, entry: BackendEntry, status: Status, **kw: Any) -> BackendResult:
-        return BackendResult(name=entry.backend.name, status=status,
-                             layers=[layer.value for layer in entry.backend.layers],
-                             package=entry.package, **kw)
+        return assembly.result_of(entry, status, **kw)
 
     def _run_count(self, entry: BackendEntry) -> int:
         try:

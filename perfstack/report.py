@@ -376,10 +376,13 @@ class BackendResult:
     artifacts: dict[str, str] = field(default_factory=dict)  # label -> relative path
     notes: list[str] = field(default_factory=list)
     traceback: str | None = None
+    #: the value of its rows that diff compares and tables rank by, per row kind ("" for
+    #: rows without one), as the backend declared it (``Backend.primary``)
+    primary: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form."""
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "status": self.status.value,
             "layers": self.layers,
@@ -394,6 +397,9 @@ class BackendResult:
             "notes": self.notes,
             "traceback": self.traceback,
         }
+        if self.primary:
+            out["primary"] = self.primary
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BackendResult:
@@ -403,6 +409,7 @@ class BackendResult:
         fields["overhead"] = Overhead.from_dict(data["overhead"]) if data.get("overhead") else None
         fields["artifacts"] = dict(data.get("artifacts") or {})
         fields["notes"] = list(data.get("notes") or [])
+        fields["primary"] = dict(data.get("primary") or {})
         return cls(**fields)
 
 

@@ -387,6 +387,7 @@ class PerfTopBackend(Backend):
     name = "perftop"
     per_rank = False  # sees the whole torchrun job at once
     layers = (Layer.KERNEL,)
+    primary = "cpu_time"
     description = "perf record -e cpu-clock: hot native symbols grouped by library (perf top)"
     options = (Option("freq", "samples per second", 999, int, minimum=1, maximum=100_000),
                Option("callgraph", "call graphs: fp, dwarf (large) or none", "fp",

@@ -382,6 +382,7 @@ class PySpyBackend(Backend):
 
     name = "pyspy"
     layers = (Layer.PYTHON, Layer.KERNEL)
+    primary = {"": "self_time", "thread": "time", "native-frame": "samples"}
     description = "py-spy sampling: Python functions and threads, GIL share, native frames"
     options = (
         Option("rate", "samples per second", 250, int, minimum=1, maximum=10_000),

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from perfstack.analysis.origin import origin, workload_dir
+from perfstack.analysis.primary import Primary
 from perfstack.report import Better, Layer, Metric, Report, Row
 
 #: part -> (title, layer), in the order the budget lists them.
@@ -152,14 +153,6 @@ class Node:
     children: list[Node] = field(default_factory=list)
 
 
-def _time_value(row: Row) -> float:
-    for name in ("self_time", "self", "time", "total", "samples", "share"):
-        q = row.values.get(name)
-        if q is not None and isinstance(q.value, (int, float)):
-            return float(q.value)
-    return 0.0
-
-
 def _value(row: Row, name: str) -> float | None:
     q = row.values.get(name)
     return float(q.value) if q is not None and isinstance(q.value, (int, float)) else None
@@ -215,7 +208,8 @@ def same_function(a: str, b: str) -> bool:
 def _ops_of(report: Report, key: str) -> list[Row]:
     ops = [r for r in report.layers.get(Layer.FRAMEWORK, [])
            if any(same_function(key, k) for k in r.links.get("python", []))]
-    ops.sort(key=lambda r: -_time_value(r))
+    rank = Primary(report)
+    ops.sort(key=lambda r: -rank.value(r))
     return ops
 
 
@@ -226,7 +220,8 @@ def _kernels_of(report: Report, op: Row) -> list[Row]:
                 r.attrs.get("kind") == "cpu-op-native" and r.source == op.source
                 and r.key == op.attrs.get("op")):
             out.append(r)
-    out.sort(key=lambda r: -_time_value(r))
+    rank = Primary(report)
+    out.sort(key=lambda r: -rank.value(r))
     return out
 
 
@@ -234,7 +229,8 @@ def _native_frames_of(report: Report, key: str) -> list[Row]:
     rows = [r for r in report.layers.get(Layer.KERNEL, [])
             if r.attrs.get("kind") == "native-frame"
             and any(same_function(key, k) for k in r.links.get("python", []))]
-    rows.sort(key=lambda r: -_time_value(r))
+    rank = Primary(report)
+    rows.sort(key=lambda r: -rank.value(r))
     return rows
 
 

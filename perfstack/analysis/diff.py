@@ -35,6 +35,7 @@ from perfstack.analysis.drift import (
     speed_ratio_of_runs,
 )
 from perfstack.analysis.origin import workload_dir
+from perfstack.analysis.primary import Primary
 from perfstack.analysis.stats import MIN_EFFECT, compare, compare_paired, summarize
 from perfstack.analysis.view import display_name
 from perfstack.report import Better, Layer, Metric, Report, Row
@@ -68,7 +69,6 @@ ENV_FACTS: tuple[tuple[str, tuple[str, ...]], ...] = (
 AGGREGATE_KINDS = ("thread", "thread-sweep")
 
 #: Row values that are times, in the order a row's "time" is chosen.
-TIME_FIELDS = ("self", "self_time", "total", "time", "cpu_time", "median", "mean")
 
 
 @dataclass
@@ -337,17 +337,6 @@ def metric_changes(base: Report, new: Report, judge: _Judge) -> list[MetricChang
     return changes
 
 
-def _row_value(row: Row) -> tuple[str, str, float | None]:
-    for name in TIME_FIELDS:
-        q = row.values.get(name)
-        if q is not None and q.unit == "s":
-            return name, q.unit, q.value
-    for name, q in row.values.items():
-        if isinstance(q.value, (int, float)):
-            return name, q.unit, q.value
-    return "", "", None
-
-
 def _noise(base: Report, new: Report, judge_paired: bool,
            session_noise: float) -> tuple[float | None, str]:
     rel = []
@@ -422,6 +411,8 @@ def row_changes(base: Report, new: Report, judge: _Judge,
     if threshold is not None and not judge.paired:
         threshold = max(threshold, judge.machine.session_noise)
     drifts = _run_drifts(base, new, judge.machine.change)
+    primary = Primary(new)
+    primary.declared = {**Primary(base).declared, **primary.declared}
     for layer in Layer:
         a = {(r.source, r.key): r for r in base.layers.get(layer, [])}
         b = {(r.source, r.key): r for r in new.layers.get(layer, [])}
@@ -430,7 +421,8 @@ def row_changes(base: Report, new: Report, judge: _Judge,
             ra, rb = a.get(key), b.get(key)
             ref = rb or ra
             assert ref is not None
-            field_name, unit, _ = _row_value(ref)
+            field_name = primary.name(ref) or ""
+            unit = ref.values[field_name].unit if field_name else ""
             va = ra.values[field_name].value if ra and field_name in ra.values else None
             vb = rb.values[field_name].value if rb and field_name in rb.values else None
             status = "appeared" if ra is None else "vanished" if rb is None else "changed"

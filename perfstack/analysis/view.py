@@ -21,6 +21,7 @@ from typing import Any
 from perfstack.analysis.budget import MAIN_PARTS, Budget, Node, drill_down, hardware_beside
 from perfstack.analysis.budget import time_budget as _time_budget
 from perfstack.analysis.origin import origin, short_key, workload_dir
+from perfstack.analysis.primary import Primary
 from perfstack.analysis.stats import Summary, summarize
 from perfstack.report import (
     BackendResult,
@@ -338,7 +339,8 @@ def _columns(rows: list[Row], limit: int) -> list[str]:
     return columns[:limit]
 
 
-def _fold_python(rows: list[Row], home: str | None) -> tuple[list[Row], dict[str, int]]:
+def _fold_python(rows: list[Row], home: str | None,
+                 rank: Primary) -> tuple[list[Row], dict[str, int]]:
     """The workload's own functions as they are; each library's functions as one row (their
     own time summed): the workload's code leads."""
     from perfstack.report import Quantity
@@ -372,7 +374,7 @@ def _fold_python(rows: list[Row], home: str | None) -> tuple[list[Row], dict[str
                           {"kind": "library", "library": library, "functions": len(members)}))
     merged = ours + folded
     merged.sort(key=lambda r: (r.attrs.get("kind") == "thread",
-                               r.attrs.get("kind") == "library", -_row_time(r)))
+                               r.attrs.get("kind") == "library", -rank.value(r)))
     return merged, {k: len(v) for k, v in libraries.items()}
 
 
@@ -384,15 +386,6 @@ def display_name(row: Row, home: str | None) -> str:
         line = row.attrs.get("line")
         return short_key(function, file, line if isinstance(line, int) else None, home)
     return row.name
-
-
-def _row_time(row: Row) -> float:
-    for name in ("self_time", "self", "time", "device", "total", "cpu_time", "median",
-                 "share", "samples", "value"):
-        q = row.values.get(name)
-        if q is not None and isinstance(q.value, (int, float)):
-            return float(q.value)
-    return 0.0
 
 
 def _unmeasured(row: Row) -> bool:
@@ -413,6 +406,7 @@ def _restates_metrics(rows: list[Row]) -> bool:
 def _layer_tables(report: Report, top: int, all_frames: bool, max_columns: int,
                   full: bool = True) -> dict[str, list[LayerTable]]:
     home = workload_dir(report)
+    rank = Primary(report)
     out: dict[str, list[LayerTable]] = {}
     for layer in Layer:
         by_source: dict[str, list[Row]] = {}
@@ -425,7 +419,7 @@ def _layer_tables(report: Report, top: int, all_frames: bool, max_columns: int,
             folded: dict[str, int] = {}
             shown = rows
             if layer is Layer.PYTHON and not all_frames:
-                shown, folded = _fold_python(rows, home)
+                shown, folded = _fold_python(rows, home, rank)
             unmeasured: list[Row] = []
             if not full:
                 unmeasured = [r for r in shown if _unmeasured(r)]
