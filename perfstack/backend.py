@@ -16,6 +16,7 @@ for measurements that cost nothing (the OS's resource accounting).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,8 @@ class Availability:
     ok: bool
     reason: str | None = None
     fix: str | None = None
+    #: the traceback when the backend's own check raised (``availability``)
+    error: str | None = None
 
     @classmethod
     def yes(cls) -> Availability:
@@ -238,7 +241,16 @@ class Backend:
     #: process (in-process hooks, attaching to a pid), so it is attached and collected once per
     #: selected rank, in that rank's folder; False for tools that see the whole job at once
     #: (a command wrapper such as ``perf stat``, the job's stdout, a GPU-wide sampler).
-    per_rank: ClassVar[bool] = True
+    #: None (the default): decided by how it runs, from its ``launch``: a ``wrap`` wraps the
+    #: whole job (torchrun and every rank), so False; otherwise (attach, in-process) True.
+    per_rank: ClassVar[bool | None] = None
+
+    def is_per_rank(self, launch: Launch | None) -> bool:
+        """Return whether this backend is attached and collected per rank under torchrun
+        (``per_rank``, or else decided by ``launch``)."""
+        if self.per_rank is not None:
+            return bool(self.per_rank)
+        return not (launch is not None and launch.wrap)
     #: The value of this backend's rows that ``diff`` compares and every table ranks by: one
     #: value name for all rows, or one per row kind (``attrs["kind"]``; ``""`` for rows
     #: without one). Undeclared: the first time value (in seconds) of ``self_time``,
@@ -293,3 +305,24 @@ class Backend:
         collect what was written, and say in ``notes`` what is partial.
         """
         return Collected()
+
+
+_CHECKED: weakref.WeakKeyDictionary[Backend, Availability] = weakref.WeakKeyDictionary()
+
+
+def availability(backend: Backend) -> Availability:
+    """Return ``backend.check()``, asked once per backend object in a process (the plan, the
+    run and the listing of one command agree). A check that raises is "not available", with
+    the exception as its reason and the traceback in ``error``: the backend's own code failed,
+    the command goes on."""
+    known = _CHECKED.get(backend)
+    if known is None:
+        try:
+            known = backend.check()
+        except Exception as exc:
+            import traceback
+
+            known = Availability(False, f"its availability check raised {type(exc).__name__}: "
+                                 f"{exc}", None, traceback.format_exc())
+        _CHECKED[backend] = known
+    return known

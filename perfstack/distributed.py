@@ -15,9 +15,10 @@ import statistics
 from collections import defaultdict
 
 from perfstack import rundir
+from perfstack.analysis.primary import Primary
 from perfstack.backend import Outcome
 from perfstack.bootstrap import STEPS_FILE
-from perfstack.report import Better, Finding, Layer, Metric, Report
+from perfstack.report import Better, Finding, Layer, Metric, Report, Row
 
 #: Op names of collective communication in torch traces (c10d, gloo, nccl, DDP's markers).
 COLLECTIVE = re.compile(r"all_?reduce|broadcast|all_?gather|reduce_?scatter|all_?to_?all|"
@@ -43,21 +44,30 @@ def _step_times(outcome: Outcome, rank: int) -> list[float]:
     return [float(t) for t in times if isinstance(t, (int, float)) and t > 0]
 
 
-def _comm_shares(report: Report) -> dict[int, tuple[float, float]]:
-    """Return rank -> (seconds in collectives, seconds in all ops' own time)."""
+def _comm_shares(report: Report) -> tuple[str, dict[int, tuple[float, float]]]:
+    """Return the backend whose framework rows carry ranks (the one with the most such rows),
+    and its rank -> (seconds in collectives, seconds in all its ops), each op by its primary
+    value (an op's own time)."""
+    rank_of = Primary(report)
+    per_source: dict[str, list[Row]] = defaultdict(list)
+    for row in report.layers[Layer.FRAMEWORK]:
+        if isinstance(row.attrs.get("rank"), int):
+            per_source[row.source].append(row)
+    if not per_source:
+        return "", {}
+    source = max(per_source, key=lambda s: len(per_source[s]))
     comm: dict[int, float] = defaultdict(float)
     total: dict[int, float] = defaultdict(float)
-    for row in report.layers[Layer.FRAMEWORK]:
-        rank = row.attrs.get("rank")
-        if row.source != "torch" or not isinstance(rank, int):
-            continue
-        own = row.values.get("self")
-        if own is None or own.value is None:
+    for row in per_source[source]:
+        rank = int(row.attrs["rank"])
+        name = rank_of.name(row)
+        own = row.values.get(name) if name is not None else None
+        if own is None or own.value is None or own.unit != "s":
             continue
         total[rank] += float(own.value)
         if COLLECTIVE.search(str(row.attrs.get("op") or row.name)):
             comm[rank] += float(own.value)
-    return {r: (comm[r], total[r]) for r in total if total[r] > 0}
+    return source, {r: (comm[r], total[r]) for r in total if total[r] > 0}
 
 
 def cross_rank(report: Report, baseline: list[Outcome], world: int) -> tuple[
@@ -165,10 +175,10 @@ def _device_figures(report: Report, samples: dict[int, list[float]]) -> tuple[
 def _cpu_comm_figures(report: Report) -> tuple[list[Metric], list[Finding]]:
     metrics: list[Metric] = []
     findings: list[Finding] = []
-    shares = _comm_shares(report)
+    source, shares = _comm_shares(report)
     for rank, (comm, total) in sorted(shares.items()):
         metrics.append(Metric(f"communication_share[rank{rank}]", 100 * comm / total, "%",
-                              "framework", "torch", Better.LOWER))
+                              "framework", source, Better.LOWER))
     if len(shares) >= 2:
         pct = {r: 100 * c / t for r, (c, t) in shares.items()}
         low, high = min(pct, key=lambda r: pct[r]), max(pct, key=lambda r: pct[r])
@@ -177,7 +187,7 @@ def _cpu_comm_figures(report: Report) -> tuple[list[Metric], list[Finding]]:
                 "dist.imbalance", f"rank {high} waits in collectives {pct[high]:.0f}% of its op "
                 f"time, rank {low} only {pct[low]:.0f}%: rank {low} is the straggler",
                 "framework", "warning",
-                [f"rank {r}: {c * 1e3:.1f} ms of {t * 1e3:.1f} ms in collective ops (torch)"
+                [f"rank {r}: {c * 1e3:.1f} ms of {t * 1e3:.1f} ms in collective ops ({source})"
                  for r, (c, t) in sorted(shares.items())],
                 f"the other ranks wait for rank {low} at every collective: give it less work "
                 "or find what slows it (data loading, a slower device, host contention)",

@@ -22,7 +22,15 @@ from typing import Any, Protocol
 
 import perfstack
 from perfstack import assembly, collecting, environment, rundir
-from perfstack.backend import Collected, Launch, Outcome, RunContext, StepWindow, Workload
+from perfstack.backend import (
+    Collected,
+    Launch,
+    Outcome,
+    RunContext,
+    StepWindow,
+    Workload,
+    availability,
+)
 from perfstack.bootstrap import CONFIG_ENV, HOOK_ERRORS_FILE, WINDOW_WAIT_S, WORKLOAD_ENV_FILE
 from perfstack.errors import UsageError
 from perfstack.pluginmanager import BackendEntry, HookResult, Plugins
@@ -460,12 +468,11 @@ class Session:
     def _backend(self, entry: BackendEntry) -> BackendResult:
         backend = entry.backend
         runs = self._run_count(entry) if backend.own_run else 0
-        try:
-            available = backend.check()
-        except Exception:
+        available = availability(backend)
+        if available.error is not None:
             self._planned -= runs  # its runs will not be made
             return self._result(entry, Status.FAILED, reason="check() raised",
-                                traceback=traceback.format_exc())
+                                traceback=available.error)
         if not available.ok:
             self._planned -= runs
             return self._result(entry, Status.UNAVAILABLE, reason=available.reason,
@@ -484,6 +491,7 @@ class Session:
             return self._result(entry, Status.FAILED, reason="launch() raised",
                                 traceback=traceback.format_exc())
         errors: list[str] = []
+        per_rank = backend.is_per_rank(launch)
         outcome = self._attached_run(entry, ctx, backend.name, launch, errors)
         for index in range(1, runs):
             if self.interrupted or not outcome.record.exit.clean:
@@ -502,7 +510,7 @@ class Session:
             hook_errors = where / HOOK_ERRORS_FILE
             if hook_errors.exists():
                 errors.append(hook_errors.read_text("utf-8", errors="replace"))
-        return self._collect(entry, ctx, outcome, errors)
+        return self._collect(entry, ctx, outcome, errors, per_rank)
 
     def _attached_run(self, entry: BackendEntry, ctx: RunContext, label: str, launch: Launch,
                       errors: list[str], home: Path | None = None) -> Outcome:
@@ -534,7 +542,7 @@ class Session:
         def on_rank_started(rank: int, where: Path, pid: int) -> None:
             if not rank_selected(self.options.ranks, rank):
                 return
-            if backend.per_rank:
+            if backend.is_per_rank(launch):
                 if home is not None:
                     where = rundir.rank_dir(home, rank)
                     where.mkdir(parents=True, exist_ok=True)
@@ -562,9 +570,10 @@ class Session:
         present = rundir.ranks_in(folder) if folder is not None else []
         return selected_ranks(self.options.ranks, present)
 
-    def _collect_ranks(self, backend: Any, ctx: RunContext, outcome: Outcome | None) -> Collected:
+    def _collect_ranks(self, backend: Any, ctx: RunContext, outcome: Outcome | None,
+                       per_rank: bool = True) -> Collected:
         """Collect once, or once per selected rank (relabelled) for per-rank backends."""
-        if outcome is None or not self.options.nproc_per_node or not backend.per_rank:
+        if outcome is None or not self.options.nproc_per_node or not per_rank:
             result: Collected = backend.collect(ctx, outcome)
             return result
         ranks = self._ranks(outcome.artifact_dir)
@@ -585,7 +594,7 @@ class Session:
         return merged
 
     def _collect(self, entry: BackendEntry, ctx: RunContext, outcome: Outcome | None,
-                 errors: list[str] | None = None) -> BackendResult:
+                 errors: list[str] | None = None, per_rank: bool = True) -> BackendResult:
         backend = entry.backend
         if outcome is not None:
             status = assembly.status_of(outcome.record.exit.status, outcome.record.exit.clean)
@@ -603,7 +612,7 @@ class Session:
             result.reason = f"the workload ended with {outcome.record.exit.describe()}"
         try:
             collected = collecting.call_with_timeout(
-                lambda: self._collect_ranks(backend, ctx, outcome),
+                lambda: self._collect_ranks(backend, ctx, outcome, per_rank),
                 self.options.collect_timeout_s)
             problems = assembly.malformed(collected)
         except collecting.CollectTimeout as exc:

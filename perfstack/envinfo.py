@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from perfstack import environment, interpreters
+from perfstack.backend import availability
 from perfstack.pluginmanager import Plugins
 
 _TORCH_PROBE = """
@@ -106,13 +107,9 @@ def gather(plugins: Plugins, with_torch: bool = True, with_system: bool = True) 
         env["torch"] = torch_details()
     backends = {}
     for name, entry in sorted(plugins.backends()[0].items()):
-        try:
-            available = entry.backend.check()
-            backends[name] = {"available": available.ok, "reason": available.reason,
-                              "fix": available.fix}
-        except Exception as exc:
-            backends[name] = {"available": False, "reason": f"check() raised {exc!r}",
-                              "fix": None}
+        available = availability(entry.backend)
+        backends[name] = {"available": available.ok, "reason": available.reason,
+                          "fix": available.fix}
     env["backends"] = backends
     env["free_threaded_interpreters"] = [
         {"path": i.path, "version": i.version, "label": i.label}
@@ -178,18 +175,9 @@ def render_text(env: dict[str, Any]) -> str:
     if not threads:
         item("(none set)", "OMP_NUM_THREADS etc. unset: libraries pick their defaults")
     section("Profilers")
-    perf = env.get("perf") or {}
-    item("perf", f"{perf.get('version') or 'not found'}; hardware counters: "
-         f"{'yes' if perf.get('hardware_counters') else 'no'}"
-         + (f" ({perf['hardware_reason']})" if perf.get("hardware_reason") else ""))
     item("perf_event_paranoid", env.get("perf_event_paranoid"))
-    nvml = env.get("nvml") or {}
-    if nvml.get("available"):
-        gpus = "; ".join(f"{g.get('index')}: {g.get('name')} {g.get('memory_total_mib')} MiB"
-                         for g in nvml.get("gpus", []))
-        item("NVML", f"driver {nvml.get('driver')}, CUDA {nvml.get('cuda_driver')}; {gpus}")
-    else:
-        item("NVML", nvml.get("reason", "not checked"))
+    for block in environment.plugin_blocks(env):  # what each plugin said about the machine
+        item(block, environment.describe_block(env[block]))
     for name, b in (env.get("backends") or {}).items():
         state = "available" if b["available"] else f"unavailable: {b['reason']}"
         if b.get("fix") and not b["available"]:

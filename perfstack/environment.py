@@ -99,6 +99,35 @@ def _pyperf_metadata() -> dict[str, Any]:
     return {k: v if isinstance(v, (int, float, str)) else str(v) for k, v in meta.items()}
 
 
+#: The top-level blocks of an environment the core writes (``capture``, the driver, ``perfstack
+#: env``, ``analyze``); every other block is a plugin's (``perfstack_environment``).
+CORE_BLOCKS = frozenset({
+    "python", "os", "cpu", "threads", "packages", "perf_event_paranoid", "pyperf", "torch",
+    "backends", "distributed", "recorded", "plugin_errors", "free_threaded_interpreters",
+    "system", "noise_advice"})
+
+
+def plugin_blocks(env: dict[str, Any]) -> list[str]:
+    """Return the names of the blocks plugins added to ``env``, in order."""
+    return [k for k, v in env.items() if k not in CORE_BLOCKS and isinstance(v, dict)]
+
+
+def describe_block(block: dict[str, Any]) -> str:
+    """One line for a plugin's environment block: its reason when not available, else its
+    facts (``key value``, lists of records by their values)."""
+    if block.get("available") is False:
+        return str(block.get("reason") or "not available")
+    parts = []
+    for key, value in block.items():
+        if key == "available":
+            continue
+        if isinstance(value, list):
+            value = "; ".join(" ".join(str(v) for v in item.values()) if isinstance(item, dict)
+                              else str(item) for item in value) or "none"
+        parts.append(f"{key} {value}")
+    return ", ".join(parts) or "available"
+
+
 def capture_with_plugins(plugins: Plugins) -> dict[str, Any]:
     """Return the core block plus each plugin's ``perfstack_environment`` facts.
 

@@ -83,6 +83,9 @@ class Plugins:
     #: the command's plugin choices, part of the cache's key; None: not cached
     choices: dict[str, Any] | None = None
     _manifest: Any = field(default=None, repr=False)
+    #: every hook call that raised, (hook name, answer), in order: each becomes a
+    #: ``perfstack.plugin-error`` finding of the report (``findings``)
+    errors: list[tuple[str, HookResult]] = field(default_factory=list)
 
     def load_all(self) -> None:
         """Load every plugin not loaded yet (deferred loading), and refresh the cache."""
@@ -163,35 +166,56 @@ class Plugins:
         return self.call_loaded(hook_name, **kwargs)
 
     def call_loaded(self, hook_name: str, **kwargs: Any) -> list[HookResult]:
-        """``call_each`` on the plugins loaded so far (all of them, unless deferred)."""
-        hook = getattr(self.pm.hook, hook_name)
+        """``call_each`` on the plugins loaded so far (all of them, unless deferred).
+
+        This is the one place perfstack calls hooks. Each plugin is called through pluggy's
+        own call loop (a subset caller holding that plugin alone), so pluggy's hook tracing
+        and call monitoring see every call; a plugin that raises is kept as an error answer
+        (and in ``errors``), and the others are still called."""
+        impls = getattr(self.pm.hook, hook_name).get_hookimpls()
         answers = []
-        for impl in hook.get_hookimpls():
-            args = {name: kwargs[name] for name in impl.argnames}
+        for impl in impls:
+            alone = self.pm.subset_hook_caller(
+                hook_name, remove_plugins=[i.plugin for i in impls if i is not impl])
             try:
-                answers.append(HookResult(impl.plugin_name, impl.function(**args)))
+                results = alone(**kwargs)
             except Exception:
-                answers.append(HookResult(impl.plugin_name, None, _format_exc()))
+                answer = HookResult(impl.plugin_name, None, _format_exc())
+                self.errors.append((hook_name, answer))
+                answers.append(answer)
+                continue
+            answers.append(HookResult(impl.plugin_name, results[0] if results else None))
         return answers
 
     def findings(self, report: Report) -> list[Finding]:
-        """Call every plugin's ``perfstack_findings`` on a finished report. A plugin that
-        raises becomes a ``perfstack.plugin-error`` finding; findings that do not fit the
-        schema are dropped."""
+        """Call every plugin's ``perfstack_findings`` on a finished report; return their
+        findings (those that do not fit the schema are dropped) and one
+        ``perfstack.plugin-error`` finding, with its traceback, for every hook call of this
+        session that raised (finding rules, backends, environment facts, renderers)."""
         from perfstack.reportfile import schema_errors
 
         found: list[Finding] = []
         for answer in self.call_each("perfstack_findings", report=report):
-            if answer.error is not None:
-                found.append(Finding(
-                    rule="perfstack.plugin-error",
-                    title=f"finding rules of {answer.plugin} failed", layer="run",
-                    severity="warning", evidence=answer.error.strip().splitlines()[-3:],
-                    action="report this to the plugin's authors", source=answer.plugin))
-                continue
             for item in answer.result or ():
                 if isinstance(item, Finding) and not schema_errors(item.to_dict(), "finding"):
                     found.append(item)
+        seen: set[tuple[str, str]] = set()
+        for hook_name, answer in self.errors:
+            if (hook_name, answer.plugin) in seen or answer.error is None:
+                continue
+            seen.add((hook_name, answer.plugin))
+            what = {"perfstack_findings": "finding rules",
+                    "perfstack_backends": "backends",
+                    "perfstack_environment": "environment facts",
+                    "perfstack_renderers": "output formats"}.get(hook_name, hook_name)
+            found.append(Finding(
+                rule="perfstack.plugin-error",
+                title=f"the {what} of plugin {answer.plugin} failed ({hook_name} raised)",
+                layer="run", severity="warning",
+                evidence=answer.error.strip().splitlines()[-3:],
+                action="report this to the plugin's authors (the traceback is in the "
+                       "finding's evidence; `perfstack plugins` lists the plugin)",
+                source=answer.plugin))
         return found
 
     def package_of(self, plugin: str) -> str | None:

@@ -201,7 +201,6 @@ class PerfStatBackend(Backend):
     """``perf stat``: hardware and software counters of one run (hardware layer)."""
 
     name = "perf"
-    per_rank = False  # sees the whole torchrun job at once
     layers = (Layer.HARDWARE,)
     description = "perf stat counters: cycles, instructions, caches, branches, task-clock..."
     options = (Option("events", "extra events for perf stat, comma-separated", "",
@@ -385,7 +384,6 @@ class PerfTopBackend(Backend):
     """``perf record``: the hottest native code of one run, by shared object (kernel layer)."""
 
     name = "perftop"
-    per_rank = False  # sees the whole torchrun job at once
     layers = (Layer.KERNEL,)
     primary = "cpu_time"
     description = "perf record -e cpu-clock: hot native symbols grouped by library (perf top)"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
@@ -14,16 +14,20 @@ from tests.conftest import ROOT, WORKLOADS, Result, backend
 EXAMPLE = ROOT / "examples" / "perfstack-tracemalloc"
 
 
+OSKIT = ROOT / "examples" / "perfstack-oskit"
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """pip-install the example project (a real wheel build) into its own folder."""
+    """pip-install both example projects (real wheel builds) into a folder of their own."""
     target = tmp_path_factory.mktemp("site")
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-         "--no-build-isolation", "--target", str(target), str(EXAMPLE)],
+         "--no-build-isolation", "--target", str(target), str(EXAMPLE), str(OSKIT)],
         capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert list(target.glob("perfstack_tracemalloc-0.1.0.dist-info"))
+    assert list(target.glob("perfstack_oskit-0.1.0.dist-info"))
     return f"{ROOT}:{target}"
 
 
@@ -56,11 +60,69 @@ def test_run_end_to_end_with_its_finding(perfstack: Callable[..., Result],
     assert peak["value"] >= 4 * 2**20 and peak["source"] == "tracemalloc"
 
 
+def test_wrap_and_attach_examples_plainly(perfstack: Callable[..., Result],
+                                          installed: str) -> None:
+    """The wrapper sees the job's CPU time and memory; the sampler the process's memory; the
+    workload's exit code passes through the wrapper."""
+    result = perfstack("run", "--plugins", "rusage,rss", "--repeat", "1", "--warmup", "0",
+                       "-q", str(WORKLOADS / "hoarder.py"), env={"PYTHONPATH": installed})
+    assert result.code == 0, result.stderr
+    report = result.report()
+    for name in ("rusage", "rss"):
+        assert backend(report, name)["status"] == "ok", backend(report, name)
+        assert backend(report, name)["package"] == "perfstack-oskit 0.1.0"
+    job = next(r for r in report["layers"]["hardware"] if r["source"] == "rusage")
+    assert job["values"]["cpu_time"]["value"] > 0.02
+    rss = next(r for r in report["layers"]["hardware"] if r["source"] == "rss")
+    assert rss["values"]["samples"]["value"] > 3
+    # Two measurements of one process's memory, by two means (the kernel's own maximum, and
+    # samples every 20 ms that may miss the very top), in two runs: they agree.
+    peak, max_rss = rss["values"]["peak"]["value"], job["values"]["max_rss"]["value"]
+    assert peak > 8 * 2**20 and 0.7 * max_rss < peak < 1.1 * max_rss, (peak, max_rss)
+    assert backend(report, "rss")["primary"] == {"": "peak"}
+    failing = perfstack("run", "--plugins", "rusage", "--repeat", "1", "--warmup", "0", "-q",
+                        str(WORKLOADS / "fail_exit.py"), env={"PYTHONPATH": installed})
+    runs = failing.report()["run"]["runs"]
+    assert next(r for r in runs if r["backend"] == "rusage")["exit"] == next(
+        r for r in runs if r["role"] == "baseline")["exit"]
+
+
+def test_every_kind_of_example_under_torchrun(perfstack: Callable[..., Result],
+                                              installed: str) -> None:
+    """In-process (tracemalloc) and attached (rss) backends are collected per rank, with rows
+    for each rank; the wrapper (rusage) once for the whole job; none declares per_rank. diff
+    compares each by the value it declared primary."""
+    result = perfstack("run", "--nproc-per-node", "2", "--ranks", "all", "--plugins",
+                       "tracemalloc,rss,rusage", "--repeat", "1", "--warmup", "0", "-q",
+                       "--timeout", "150", str(WORKLOADS / "ddp_straggler.py"),
+                       env={"PYTHONPATH": installed}, timeout=300)
+    assert result.code == 0, result.stderr
+    report = result.report()
+    for name in ("tracemalloc", "rss", "rusage"):
+        assert backend(report, name)["status"] == "ok", backend(report, name)
+    rows = {name: [r for layer in report["layers"].values() for r in layer
+                   if r["source"] == name] for name in ("tracemalloc", "rss", "rusage")}
+    assert {r["attrs"]["rank"] for r in rows["tracemalloc"]} == {0, 1}
+    assert {r["attrs"]["rank"] for r in rows["rss"]} == {0, 1}
+    assert len(rows["rusage"]) == 1 and "rank" not in rows["rusage"][0]["attrs"]
+    same = perfstack("diff", ".perfstack/runs/latest/report.json",
+                     ".perfstack/runs/latest/report.json", "--format", "json",
+                     env={"PYTHONPATH": installed})
+    assert same.code == 0, same.stderr
+    compared = {r["source"]: r["by"] for layer in json.loads(same.stdout)["rows"].values()
+                for r in layer}
+    assert compared["tracemalloc"] == "size" and compared["rss"] == "peak"
+    assert compared["rusage"] == "cpu_time"
+
+
 def test_example_is_lint_clean() -> None:
-    """The example is held to the project's own standard."""
-    src = str(EXAMPLE / "src")
-    for cmd in ([sys.executable, "-m", "ruff", "check", src],
-                [sys.executable, "-m", "mypy", "--strict", "--ignore-missing-imports", src]):
-        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert Path(EXAMPLE / "pyproject.toml").read_text().count("[project.entry-points.perfstack]")
+    """The examples are held to the project's own standard."""
+    for example in (EXAMPLE, OSKIT):
+        src = str(example / "src")
+        for cmd in ([sys.executable, "-m", "ruff", "check", src],
+                    [sys.executable, "-m", "mypy", "--strict", "--ignore-missing-imports",
+                     src]):
+            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert (example / "pyproject.toml").read_text().count(
+            "[project.entry-points.perfstack]")

@@ -152,3 +152,50 @@ def test_plugins_says_what_runs_by_default(perfstack: Callable[..., Result]) -> 
     assert all(len(line) <= 80 for line in text.stdout.splitlines())
     gil = next(line for line in text.stdout.splitlines() if line.strip().startswith("gil "))
     assert "opt-in" in gil
+
+
+class _RaisesEverywhere:
+    """A plugin whose every hook but the backends raises."""
+
+    @hookimpl
+    def perfstack_environment(self) -> dict[str, Any]:
+        raise RuntimeError("environment boom")
+
+    @hookimpl
+    def perfstack_renderers(self) -> list[Any]:
+        raise RuntimeError("renderers boom")
+
+    @hookimpl
+    def perfstack_findings(self, report: Any) -> list[Any]:
+        raise RuntimeError("rules boom")
+
+
+def test_every_hook_call_goes_through_pluggy_and_every_failure_is_a_finding() -> None:
+    """One place calls hooks, each plugin alone through pluggy's call loop (so pluggy's call
+    monitoring sees it), with one policy: a hook that raises is a plugin-error finding with
+    its traceback, and the other plugins still answer."""
+    from perfstack.environment import capture_with_plugins
+    from perfstack.render import renderers
+    from perfstack.reportfile import load_report
+    from tests.conftest import ROOT
+
+    plugins = load_plugins(extra=[("broken", _RaisesEverywhere())])
+    calls: list[tuple[str, list[str]]] = []
+    plugins.pm.add_hookcall_monitoring(
+        lambda name, impls, kwargs: calls.append((name, [i.plugin_name for i in impls])),
+        lambda outcome, name, impls, kwargs: None)
+    env = capture_with_plugins(plugins)
+    assert "perf" in env and "broken" in env["plugin_errors"]
+    assert "text" in renderers(plugins) and "html" in renderers(plugins)
+    found = plugins.findings(load_report(ROOT / "tests/fixtures/reports/v1-busy.json"))
+    errors = {f.title: f for f in found if f.rule == "perfstack.plugin-error"}
+    assert sorted(errors) == [
+        "the environment facts of plugin broken failed (perfstack_environment raised)",
+        "the finding rules of plugin broken failed (perfstack_findings raised)",
+        "the output formats of plugin broken failed (perfstack_renderers raised)"]
+    assert all(f.source == "broken" and "boom" in f.evidence[-1] for f in errors.values())
+    # Each call held one plugin: the broken one, and every other plugin on its own.
+    assert ("perfstack_findings", ["broken"]) in calls
+    assert all(len(impls) == 1 for _, impls in calls)
+    assert {name for name, _ in calls} >= {"perfstack_environment", "perfstack_renderers",
+                                           "perfstack_findings"}

@@ -118,6 +118,9 @@ def test_a_dry_run_checks_what_a_run_would_need_and_runs_nothing(sandbox: Path) 
     assert proc.stdout.splitlines()[:3] == [
         "perfstack would run: python workload.py --steps 3",
         "  warm-up: 1 run(s), not measured", "  baseline: 3 run(s) with no profiler"]
+    # Each backend's runs, as it declared them (py-spy's GIL pass has a run of its own).
+    assert "  resources: no run of its own (reads the baseline runs)" in proc.stdout
+    assert "  pyspy: 2 runs" in proc.stdout
     after = sorted(p.name for p in runs.iterdir()) if runs.exists() else []
     assert after == before  # no run folder, no report
 

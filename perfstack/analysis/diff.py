@@ -60,8 +60,6 @@ ENV_FACTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sockets", ("cpu", "sockets")),
     ("thread settings", ("threads",)),
     ("OS release", ("os", "release")),
-    ("NVIDIA driver", ("nvml", "driver")),
-    ("GPUs", ("nvml", "gpus")),
     ("installed packages", ("packages",)),
 )
 
@@ -183,7 +181,19 @@ def _get(env: dict[str, Any], path: tuple[str, ...]) -> Any:
 def environment_changes(base: Report, new: Report) -> list[EnvChange]:
     """Return the environment facts that differ (one missing on a side is not a difference)."""
     out = []
-    for label, path in ENV_FACTS:
+    from perfstack.environment import plugin_blocks
+
+    def fields(env: dict[str, Any], block: str) -> list[str]:
+        found = env.get(block)
+        return list(found) if isinstance(found, dict) else []
+
+    # A plugin's block (perfstack_environment): each of its fields, compared as it is.
+    plugin_facts = [(f"{block} {name}", (block, name))
+                    for block in dict.fromkeys([*plugin_blocks(base.environment),
+                                                *plugin_blocks(new.environment)])
+                    for name in dict.fromkeys([*fields(base.environment, block),
+                                               *fields(new.environment, block)])]
+    for label, path in [*ENV_FACTS, *plugin_facts]:
         a, b = _get(base.environment, path), _get(new.environment, path)
         if a is None or b is None or a == b:
             continue

@@ -88,8 +88,8 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
         print(f"perfstack would compare {sides[0]} (base) with {sides[1]} (new): "
               f"{ns.repeat} baseline runs a side, interleaved, after {ns.warmup} warm-up run(s)")
         for line in describe_plan(Workload(ns.scripts[-1], workload_args), selected, ns.repeat,
-                                  ns.warmup, None)[3:]:
-            print(line + " per side" if line.endswith("one run") else line)
+                                  ns.warmup, None, backend_options(ns, selected))[3:]:
+            print(line + " per side" if line.endswith((" run", " runs")) else line)
         return EXIT_OK
     run_dir = (rundir.use_out_dir(ns.out_dir) if ns.out_dir is not None
                else rundir.new_run_dir(DEFAULT_RUNS_DIR))

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from perfstack import errors, signals
-from perfstack.backend import Option, StepWindow, Workload
+from perfstack.backend import Option, StepWindow, Workload, availability
 from perfstack.cli import (
     DEFAULT_RUNS_DIR,
     EXIT_BACKENDS_FAILED,
@@ -129,8 +129,8 @@ def build_parser(backends: dict[str, BackendEntry]) -> Parser:
                       help="launch the workload through torchrun (torch.distributed.run) with N "
                       "processes; each rank gets its own folder and report rows")
     dist.add_argument("--ranks", default="0", metavar="0|all|0,3",
-                      help="ranks the per-rank backends profile (default: 0); also the torch "
-                      "backend's --torch-ranks unless that is given")
+                      help="ranks the per-rank backends profile (default: 0); also the "
+                      "--NAME-ranks option of a backend that has one, unless that is given")
     dist.add_argument("--torchrun-args", default="", metavar="'ARGS'",
                       help="more torchrun options, e.g. '--nnodes 2 --rdzv-backend c10d "
                       "--rdzv-endpoint host:29400' (default: --standalone)")
@@ -152,7 +152,8 @@ def build_parser(backends: dict[str, BackendEntry]) -> Parser:
 
 
 def describe_plan(workload: Workload, selected: list[BackendEntry], repeat: int, warmup: int,
-                  nproc_per_node: int | None) -> list[str]:
+                  nproc_per_node: int | None,
+                  backend_options: dict[str, dict[str, Any]] | None = None) -> list[str]:
     """The runs a session would make, one line each, and whether each backend can run here."""
     command = " ".join(workload.command())
     launcher = f" under torchrun, {nproc_per_node} processes" if nproc_per_node else ""
@@ -160,13 +161,12 @@ def describe_plan(workload: Workload, selected: list[BackendEntry], repeat: int,
              f"  warm-up: {warmup} run(s), not measured" if warmup else "  no warm-up run",
              f"  baseline: {repeat} run(s) with no profiler"]
     for entry in selected:
-        try:
-            available = entry.backend.check()
-        except Exception as exc:  # a backend's check is its own code: report, do not crash
-            lines.append(f"  {entry.backend.name}: its availability check failed: {exc}")
-            continue
+        available = availability(entry.backend)
         if available.ok:
-            lines.append(f"  {entry.backend.name}: one run")
+            runs = entry.backend.run_count((backend_options or {}).get(entry.backend.name, {}))
+            lines.append(f"  {entry.backend.name}: " + (
+                "no run of its own (reads the baseline runs)" if not entry.backend.own_run
+                else "one run" if runs == 1 else f"{runs} runs"))
         else:
             fix = f" (fix: {available.fix})" if available.fix else ""
             lines.append(f"  {entry.backend.name}: cannot run here: {available.reason}{fix}")
@@ -273,7 +273,8 @@ def _nodes(torchrun_args: list[str]) -> int:
 
 def _distributed(ns: argparse.Namespace, own: list[str],
                  backends: dict[str, BackendEntry]) -> dict[str, Any]:
-    """Return the torchrun options of RunOptions; check --ranks; pass it on to torch."""
+    """Return the torchrun options of RunOptions; check --ranks; pass it on to every backend
+    with a ``ranks`` option."""
     import shlex
 
     if ns.nproc_per_node is None:
@@ -290,8 +291,13 @@ def _distributed(ns: argparse.Namespace, own: list[str],
     world = ns.nproc_per_node * _nodes(extra)
     if spec != "all" and any(int(p) >= world for p in spec.split(",")):
         raise errors.UsageError(f"--ranks {spec}: the job has ranks 0 to {world - 1}")
-    if "torch" in backends and not any(a.startswith("--torch-ranks") for a in own):
-        setattr(ns, _option_dest("torch", "ranks"), spec)
+    # Every backend with a "ranks" option takes the session's --ranks, unless it was given
+    # its own (--NAME-ranks).
+    for name, entry in backends.items():
+        if not any(o.name == "ranks" for o in entry.backend.options):
+            continue
+        if not any(a.startswith(f"--{name}-ranks") for a in own):
+            setattr(ns, _option_dest(name, "ranks"), spec)
     return {"nproc_per_node": ns.nproc_per_node, "ranks": spec, "torchrun_args": extra}
 
 
@@ -300,10 +306,12 @@ def _write_html(plugins: Plugins, report: Any, report_path: Path, html_path: Pat
     from perfstack.render import RenderOptions, renderers
     from perfstack.reportfile import write_text_atomic
 
-    found = renderers(plugins).get("html")
+    # The format that writes .html pages (the html plugin's; another plugin may provide it).
+    found = next((r for r in renderers(plugins).values()
+                  if r.output_file_extension in (".html", ".htm")), None)
     if found is None:
-        raise errors.UsageError("--html: no html renderer is installed (is the html plugin "
-                                "disabled?)")
+        raise errors.UsageError("--html: no installed output format writes HTML (is the html "
+                                "plugin disabled?)")
     write_text_atomic(html_path, found.render(report, RenderOptions(
         top=top, depth=depth, report_dir=report_path.parent.resolve(),
         output_dir=html_path.parent.resolve())))
@@ -332,7 +340,8 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     _refuse_collisions(ns, workload)
     if ns.dry_run:
         _distributed(ns, own, backends)  # checks --ranks and --torchrun-args
-        for line in describe_plan(workload, selected, ns.repeat, ns.warmup, ns.nproc_per_node):
+        for line in describe_plan(workload, selected, ns.repeat, ns.warmup, ns.nproc_per_node,
+                                  backend_options(ns, selected)):
             print(line)
         return EXIT_OK
     if ns.out_dir is not None:

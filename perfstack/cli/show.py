@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from perfstack import errors
+from perfstack.backend import availability
 from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, Parser
 from perfstack.pluginmanager import Plugins
 from perfstack.render import RenderOptions, renderers, terminal_safe
@@ -139,12 +140,8 @@ def plugin_listing(plugins: Plugins) -> dict[str, Any]:
     backends, failures = plugins.backends()
     rows = []
     for name, entry in sorted(backends.items()):
-        try:
-            avail = entry.backend.check()
-            here = {"available": avail.ok, "reason": avail.reason, "fix": avail.fix}
-        except Exception as exc:
-            here = {"available": False, "reason": f"check() raised {type(exc).__name__}: {exc}",
-                    "fix": None}
+        avail = availability(entry.backend)
+        here = {"available": avail.ok, "reason": avail.reason, "fix": avail.fix}
         rows.append({"name": name, "layers": [layer.value for layer in entry.backend.layers],
                      "default": not entry.backend.opt_in, **here, "plugin": entry.plugin,
                      "package": entry.package})

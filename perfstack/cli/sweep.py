@@ -37,7 +37,8 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
     own, workload_args = split_workload_args(argv)
     parser = build_parser(backends)
     parser.prog = "perfstack sweep"
-    parser.description = ("Run the workload (and the chosen backends; default: resources) "
+    parser.description = ("Run the workload (and the chosen backends; default: those that "
+                          "need no run of their own) "
                           "once per combination of --env settings; each gets an ordinary "
                           "report, and sweep.json compares them.")
     parser.epilog = ("example: perfstack sweep --env OMP_NUM_THREADS=1,2 "
@@ -47,8 +48,9 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
     ns = parser.parse_args(own)
     settings = sweep.parse_settings(ns.sweep_env)
     workload = _workload(ns, workload_args)
-    if ns.plugins is None:
-        ns.plugins = "resources" if "resources" in backends else None
+    if ns.plugins is None:  # the backends that read the runs made anyway: they cost nothing
+        ns.plugins = ",".join(sorted(name for name, e in backends.items()
+                                     if not e.backend.own_run and not e.backend.opt_in)) or None
     selected = select_backends(ns, backends) if ns.plugins else []
     distributed = _distributed(ns, own, backends)
     if ns.output is not None:
@@ -58,7 +60,7 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
         print(f"perfstack would sweep {len(combos)} settings: " + "; ".join(
             ", ".join(f"{k}={v}" for k, v in env.items()) for env in combos))
         for line in describe_plan(workload, selected, ns.repeat, ns.warmup,
-                                  ns.nproc_per_node):
+                                  ns.nproc_per_node, backend_options(ns, selected)):
             print(line)
         return EXIT_OK
     base = rundir.use_out_dir(ns.out_dir) if ns.out_dir is not None else \

@@ -31,6 +31,7 @@ class TracemallocBackend(Backend):
     layers = (Layer.PYTHON,)
     description = "tracemalloc: Python allocations by line near the memory peak, and the peak"
     opt_in = True  # slows allocation-heavy code: run only when asked for
+    primary = "size"  # diff compares, and tables rank, allocation sites by their bytes
     options = (
         Option("top", "allocation sites to keep", 25, int),
         Option("frames", "stack frames per allocation (more: slower)", 1, int),
