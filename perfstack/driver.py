@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import perfstack
-from perfstack import assembly, collecting, environment, rundir
+from perfstack import assembly, collecting, environment, ranks, rundir
 from perfstack.backend import (
     Collected,
     Launch,
@@ -104,15 +104,12 @@ class RunOptions:
 def selected_ranks(spec: str, present: list[int]) -> list[int]:
     """Return the ranks ``--ranks`` names ("0", "all", "0,3") among those present (the
     global ranks whose processes ran on this node)."""
-    if spec.strip() == "all":
-        return list(present)
-    ranks = {int(p) for p in spec.split(",") if p.strip()}
-    return [r for r in present if r in ranks]
+    return ranks.among(spec, present)
 
 
 def rank_selected(spec: str, rank: int) -> bool:
     """Return whether ``--ranks`` names ``rank``."""
-    return spec.strip() == "all" or rank in {int(p) for p in spec.split(",") if p.strip()}
+    return ranks.selected(spec, rank)
 
 
 class Session:

@@ -10,6 +10,7 @@ idle device, and more threads than CPUs.
 
 from __future__ import annotations
 
+from perfstack import cpus
 from perfstack.analysis.stats import summarize
 from perfstack.pluginmanager import hookimpl
 from perfstack.report import Finding, Layer, Overhead, Report, RunRecord, Status
@@ -258,40 +259,28 @@ def _startup(report: Report) -> list[Finding]:
         source="perfstack")]
 
 
-def _usable_cpus(env: dict[str, object]) -> int | None:
-    cpu = env.get("cpu")
-    if not isinstance(cpu, dict):
-        return None
-    affinity = cpu.get("affinity")
-    if isinstance(affinity, list) and affinity:
-        return len(affinity)
-    logical = cpu.get("logical_cpus")
-    return logical if isinstance(logical, int) else None
-
-
 def _oversubscription(report: Report) -> list[Finding]:
-    cpus = _usable_cpus(report.environment)
     torch = report.environment.get("torch")
-    if cpus is None or not isinstance(torch, dict):
-        return []
-    threads = torch.get("intra_op_threads")
-    if not isinstance(threads, int):
+    settings = report.environment.get("threads")
+    if not isinstance(torch, dict):
         return []
     ranks = sum(1 for m in report.metrics if m.name.startswith("step_time[rank")) or 1
-    if threads * ranks <= cpus:
+    found = cpus.oversubscription(settings if isinstance(settings, dict) else {}, torch,
+                                  cpus.usable_cpus(report.environment), ranks)
+    if found is None:
         return []
-    evidence = [f"torch intra-op threads {threads} x {ranks} process"
-                f"{'es' if ranks > 1 else ''} = {threads * ranks} on {cpus} usable CPUs"]
+    evidence = [found.describe()]
     spin = _share(report, "split.openmp")
     if spin is not None:
         evidence.append(f"the OpenMP pool spins or waits {spin[0]:.1f}% of the native CPU "
                         f"time (split.openmp, from {spin[1]})")
     return [Finding(
         rule="threads.oversubscribed",
-        title=f"{threads * ranks} compute threads on {cpus} CPUs",
+        title=f"{found.threads} compute threads on {found.cpus} CPUs",
         layer="hardware", severity="warning", evidence=evidence,
-        action=(f"set OMP_NUM_THREADS (or torch.set_num_threads) to {max(1, cpus // ranks)} "
-                "per process; 'perfstack sweep --env OMP_NUM_THREADS=...' finds the best"),
+        action=(f"set OMP_NUM_THREADS (or torch.set_num_threads) to "
+                f"{max(1, found.cpus // ranks)} per process; 'perfstack sweep --env "
+                "OMP_NUM_THREADS=...' finds the best"),
         source="perfstack")]
 
 

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfstack import errors
+from perfstack import cpus, errors
 from perfstack.analysis.stats import compare
 from perfstack.report import Report
 
@@ -28,8 +28,6 @@ SWEEP_SCHEMA = "perfstack-sweep"
 SWEEP_VERSION = 1
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: Variables whose value is a thread count per process.
-THREAD_COUNT_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                          "PERFSTACK_THREADS")
 
 
 def parse_settings(specs: list[str]) -> list[tuple[str, list[str]]]:
@@ -124,34 +122,20 @@ def _printed_throughput(report: Report) -> Measure | None:
     return Measure("throughput (printed)", unit, "higher", values) if values else None
 
 
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
 def oversubscription(env: dict[str, str], report: Report | None,
                      processes: int = 1) -> str | None:
-    """Return a warning when threads x processes exceed the usable cores, else None.
+    """Return a warning when threads x processes exceed the usable CPUs, else None.
 
     Thread counts come from the setting itself (OMP_NUM_THREADS and kin) and from what torch
-    said it uses in the run (its intra-op threads, recorded in the report's environment).
+    said it uses in the run (its intra-op threads, recorded in the report's environment); the
+    CPUs from the report's environment, else this process's (``perfstack.cpus``).
     """
-    cores = _cores()
-    counts = {k: int(v) for k, v in env.items() if k in THREAD_COUNT_VARIABLES and v.isdigit()}
-    torch = (report.environment.get("torch") or {}) if report is not None else {}
-    intra = torch.get("intra_op_threads") if isinstance(torch, dict) else None
-    if isinstance(intra, int):
-        counts["torch intra-op threads"] = intra
-    per_process = max(counts.values(), default=0)
-    if "PERFSTACK_THREADS" in counts and isinstance(intra, int):
-        per_process = counts["PERFSTACK_THREADS"] * intra  # Python threads x torch's pool
-    if per_process * processes > cores:
-        what = ", ".join(f"{k}={v}" for k, v in counts.items())
-        return (f"oversubscribed: {what} x {processes} process(es) = {per_process * processes} "
-                f"threads on {cores} usable cores")
-    return None
+    torch = report.environment.get("torch") if report is not None else None
+    usable = cpus.usable_cpus(report.environment if report is not None else None)
+    found = cpus.oversubscription(env, torch if isinstance(torch, dict) else None,
+                                  usable if usable is not None else cpus.usable_cpus(),
+                                  processes)
+    return f"oversubscribed: {found.describe()}" if found is not None else None
 
 
 def summarize_setting(env: dict[str, str], report: Report | None, report_path: str | None,

@@ -8,7 +8,6 @@ a report moved without its run folder still renders, without those parts.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,17 +59,9 @@ def read_speedscope(path: Path) -> Stacks:
 
 def read_nvml(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Return the NVML sampler's header and samples (``t`` seconds from its start)."""
-    lines = path.read_text("utf-8").splitlines()
-    if not lines:
-        return {}, []
-    header = json.loads(lines[0])
-    samples = []
-    for line in lines[1:]:
-        try:
-            samples.append(json.loads(line))
-        except ValueError:
-            continue  # a line cut short when the sampler was stopped
-    return header, samples
+    from .nvmlsampler import read_timeline
+
+    return read_timeline(path)
 
 
 def walk_tree(stacks: Stacks) -> dict[str, Any]:

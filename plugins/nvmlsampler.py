@@ -194,6 +194,29 @@ class _Sampler(threading.Thread):
         self.join(timeout=10)
 
 
+def read_timeline(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Return the sampler's header and samples (``t``: seconds from its start) from its
+    ``nvml-timeline.jsonl``: the one reader of the format (collect, the HTML charts and the
+    Perfetto trace use it). A line cut short when the sampler was stopped is skipped; a
+    missing or torn header gives ``({}, [])``."""
+    try:
+        lines = path.read_text("utf-8", errors="replace").splitlines()
+    except OSError:
+        return {}, []
+    try:
+        header = json.loads(lines[0]) if lines else {}
+    except ValueError:
+        return {}, []
+    samples = []
+    for line in lines[1:]:
+        try:
+            samples.append(json.loads(line))
+        except ValueError:
+            continue
+    return (header if isinstance(header, dict) else {}), [s for s in samples
+                                                          if isinstance(s, dict)]
+
+
 class NvmlBackend(Backend):
     """NVML sampling of every GPU while the workload runs (hardware layer)."""
 
@@ -233,9 +256,10 @@ class NvmlBackend(Backend):
         path = ctx.artifact_dir / TIMELINE
         if not path.is_file():
             return Collected(notes=["the sampler wrote nothing"])
-        lines = path.read_text("utf-8").splitlines()
-        header = json.loads(lines[0])
-        samples = [json.loads(line) for line in lines[1:] if line.strip()]
+        header, samples = read_timeline(path)
+        if not header:
+            return Collected(notes=["the sampler's timeline has no readable header: it was "
+                                    "stopped before it wrote one"])
         steps = outcome.steps if outcome is not None else None
         if ctx.steps is not None and ctx.steps.warmup:
             steps = ctx.steps.measured  # attached when the measured steps began

@@ -23,7 +23,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, ClassVar
 
 from perfstack import hookimpl
 from perfstack.backend import (
@@ -382,7 +382,8 @@ class PySpyBackend(Backend):
 
     name = "pyspy"
     layers = (Layer.PYTHON, Layer.KERNEL)
-    primary = {"": "self_time", "thread": "time", "native-frame": "samples"}
+    primary: ClassVar[dict[str, str]] = {"": "self_time", "thread": "time",
+                                         "native-frame": "samples"}
     description = "py-spy sampling: Python functions and threads, GIL share, native frames"
     options = (
         Option("rate", "samples per second", 250, int, minimum=1, maximum=10_000),

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from perfstack import errors, signals
+from perfstack import errors, ranks, signals
 from perfstack.backend import Option, StepWindow, Workload, availability
 from perfstack.cli import (
     DEFAULT_RUNS_DIR,
@@ -282,14 +282,16 @@ def _distributed(ns: argparse.Namespace, own: list[str],
             raise errors.UsageError("--ranks and --torchrun-args need --nproc-per-node")
         return {}
     spec = ns.ranks.strip()
-    if spec != "all" and not all(p.strip().isdigit() for p in spec.split(",")):
-        raise errors.UsageError(f"--ranks takes 0, all, or a list like 0,3; got {ns.ranks!r}")
+    try:
+        named = ranks.parse(spec)
+    except ValueError as exc:
+        raise errors.UsageError(str(exc)) from None
     try:
         extra = shlex.split(ns.torchrun_args)
     except ValueError as exc:
         raise errors.UsageError(f"--torchrun-args: {exc}") from None
     world = ns.nproc_per_node * _nodes(extra)
-    if spec != "all" and any(int(p) >= world for p in spec.split(",")):
+    if named is not None and any(r >= world for r in named):
         raise errors.UsageError(f"--ranks {spec}: the job has ranks 0 to {world - 1}")
     # Every backend with a "ranks" option takes the session's --ranks, unless it was given
     # its own (--NAME-ranks).

@@ -17,13 +17,12 @@ py-spy cannot sample free-threaded builds yet, so the free-threaded side is timi
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfstack import hookimpl, interpreters
+from perfstack import cpus, hookimpl, interpreters
 from perfstack.backend import (
     Attachment,
     Availability,
@@ -50,10 +49,7 @@ SCALES_EFFICIENCY = 0.6
 
 def default_thread_counts() -> list[int]:
     """Return 1, 2, 4, ... up to the CPUs this process may use, and that count itself."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cores = os.cpu_count() or 1
+    cores = cpus.usable_cpus() or 1
     counts, n = [], 1
     while n < cores:
         counts.append(n)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perfstack import hookimpl
+from perfstack import hookimpl, ranks
 from perfstack.backend import (
     Availability,
     Backend,
@@ -32,6 +32,15 @@ from perfstack.report import Finding, Layer, Report
 INPROC = "perfstack_plugins.torchprof.inproc:start"
 #: A rank in a trace's file name: rank-3.json.gz, rank3.pt.trace.json, trace_rank_12.json
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
+
+
+def _ranks_problem(spec: str) -> str | None:
+    """Why ``spec`` is not a ranks spec, or None (perfstack's one parser of it)."""
+    try:
+        ranks.parse(spec)
+    except ValueError as exc:
+        return str(exc).removeprefix("--ranks ")
+    return None
 
 
 class TorchBackend(Backend):
@@ -51,7 +60,8 @@ class TorchBackend(Backend):
         Option("stack", "record Python stacks (with_stack): Python rows and op links; slow",
                flag=True),
         Option("no_flops", "do not count FLOPs", flag=True),
-        Option("ranks", "under torch.distributed, the ranks to profile: 0, all, or 0,3", "0"),
+        Option("ranks", "under torch.distributed, the ranks to profile: 0, all, or 0,3", "0",
+               check=_ranks_problem),
     )
 
     def check(self) -> Availability:

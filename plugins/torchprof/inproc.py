@@ -29,10 +29,12 @@ def trace_index(name: str) -> int:
 
 
 def _rank_selected(spec: str) -> bool:
+    from perfstack import ranks  # standard library only: cheap in the workload
+
     rank = os.environ.get("RANK")
-    if rank is None or spec == "all":
+    if rank is None or not rank.strip().isdigit():
         return True
-    return rank in {part.strip() for part in spec.split(",")}
+    return ranks.selected(spec, int(rank))
 
 
 def _write_sidecar(folder: str, info: dict[str, Any]) -> None:
