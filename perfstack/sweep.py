@@ -186,3 +186,48 @@ def best_of(entries: list[dict[str, Any]]) -> dict[str, Any] | None:
         out["significant"] = result.significant
         out["reason"] = result.reason
     return out
+
+
+def document(started: str, command: list[str], settings: list[tuple[str, list[str]]],
+             entries: list[dict[str, Any]], complete: bool) -> dict[str, Any]:
+    """Return the sweep document (schemas/sweep.schema.json) of the settings run so far:
+    ``complete`` is False while the sweep goes on or after it was interrupted."""
+    import perfstack
+
+    return {
+        "schema": SWEEP_SCHEMA, "version": SWEEP_VERSION,
+        "perfstack_version": perfstack.__version__, "started": started,
+        "command": command, "variables": [{"name": n, "values": v} for n, v in settings],
+        "complete": complete, "settings": entries, "best": best_of(entries),
+    }
+
+
+def render(doc: dict[str, Any]) -> str:
+    """Return the sweep as a plain table, the best setting and the warnings."""
+    lines = [f"sweep of {' '.join(doc['command'])}", ""]
+    rows = []
+    for e in doc["settings"]:
+        m = e.get("measure")
+        value = (f"{m['median']:.4g} {m['unit']}".strip() + f"  ±{m['spread_pct']:.1f}% "
+                 f"(n={len(m['samples'])}, {m['name']})") if m else e.get("reason", "n/a")
+        setting = ", ".join(f"{k}={v}" for k, v in e["env"].items())
+        rows.append((setting, e["status"], value, e.get("warning", "")))
+    width = max(len(r[0]) for r in rows) if rows else 10
+    for setting, status, value, warning in rows:
+        lines.append(f"  {setting:<{width}}  {status:<6}  {value}")
+        if warning:
+            lines.append(f"  {'':<{width}}  warning: {warning}")
+    best = doc.get("best")
+    lines.append("")
+    if best:
+        setting = ", ".join(f"{k}={v}" for k, v in best["env"].items())
+        verdict = ""
+        if "runner_up" in best:
+            runner = ", ".join(f"{k}={v}" for k, v in best["runner_up"].items())
+            verdict = (f"; {100 * best['change_vs_runner_up']:+.1f}% vs {runner}: "
+                       f"{best['reason']}")
+        lines.append(f"best: {setting} ({best['median']:.4g} {best['unit']}){verdict}")
+    else:
+        lines.append("best: none could be chosen (no setting measured cleanly)")
+    return "\n".join(lines) + "\n"
+

@@ -80,3 +80,22 @@ def test_oversubscription_counts_python_threads_times_torch_threads(tmp_path: Pa
     assert oversubscription({"PERFSTACK_THREADS": "1"}, report) is None
     warning = oversubscription({"PERFSTACK_THREADS": "2"}, report)
     assert warning is not None and f"= {2 * cores} threads on {cores}" in warning
+
+
+def test_the_sweep_document_is_built_and_drawn_without_the_cli() -> None:
+    """The library builds the document (valid against its schema, the best setting named, a
+    partial sweep marked) and its table; the command only runs sessions and prints."""
+    from perfstack import sweep
+    from perfstack.reportfile import load_report
+
+    report = load_report(ROOT / "tests/fixtures/reports/v1-busy.json")
+    settings = [("OMP_NUM_THREADS", ["1", "2"])]
+    entries = [sweep.summarize_setting({"OMP_NUM_THREADS": v}, report, f"{v}/report.json")
+               for v in ("1", "2")]
+    doc = sweep.document("2026-11-22T00:00:00+00:00", ["python", "busy.py"], settings,
+                         entries, complete=False)
+    jsonschema.validate(doc, _sweep_schema())
+    assert doc["complete"] is False and len(doc["settings"]) == 2
+    text = sweep.render(doc)
+    assert "sweep of python busy.py" in text
+    assert "OMP_NUM_THREADS=1" in text and "OMP_NUM_THREADS=2" in text

@@ -10,13 +10,11 @@ from typing import TYPE_CHECKING
 
 from perfstack import errors
 from perfstack.analysis.drift import SESSION_NOISE
-from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, Parser
+from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, EXIT_REGRESSION, Parser
 
 if TYPE_CHECKING:
     from perfstack.analysis.diff import Diff
 from perfstack.pluginmanager import Plugins
-
-EXIT_REGRESSION = 1
 
 
 def percent(text: str) -> float:

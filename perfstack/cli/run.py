@@ -192,7 +192,7 @@ def split_workload_args(argv: list[str]) -> tuple[list[str], list[str]]:
     return fixed, rest
 
 
-def _workload(ns: argparse.Namespace, args: list[str]) -> Workload:
+def workload_of(ns: argparse.Namespace, args: list[str]) -> Workload:
     if ns.script and ns.module:
         raise errors.UsageError("give a script or -m MODULE, not both")
     if ns.module:
@@ -271,7 +271,7 @@ def _nodes(torchrun_args: list[str]) -> int:
     return 1
 
 
-def _distributed(ns: argparse.Namespace, own: list[str],
+def distributed_options(ns: argparse.Namespace, own: list[str],
                  backends: dict[str, BackendEntry]) -> dict[str, Any]:
     """Return the torchrun options of RunOptions; check --ranks; pass it on to every backend
     with a ``ranks`` option."""
@@ -333,7 +333,7 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     own, workload_args = split_workload_args(argv)
     ns = build_parser(backends).parse_args(own)
     check_view_options(ns)
-    workload = _workload(ns, workload_args)
+    workload = workload_of(ns, workload_args)
     selected = select_backends(ns, backends)
     if ns.output is not None:
         rundir.check_writable(ns.output)
@@ -341,7 +341,7 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
         rundir.check_writable(Path(ns.html))
     _refuse_collisions(ns, workload)
     if ns.dry_run:
-        _distributed(ns, own, backends)  # checks --ranks and --torchrun-args
+        distributed_options(ns, own, backends)  # checks --ranks and --torchrun-args
         for line in describe_plan(workload, selected, ns.repeat, ns.warmup, ns.nproc_per_node,
                                   backend_options(ns, selected)):
             print(line)
@@ -353,7 +353,7 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     report_path: Path = ns.output if ns.output is not None else run_dir / "report.json"
     err = Console(stderr=True, highlight=False)
     progress = TerminalProgress(err) if err.is_terminal else PlainProgress()
-    distributed = _distributed(ns, own, backends)  # may set the torch backend's ranks
+    distributed = distributed_options(ns, own, backends)  # --ranks to backends taking it
     options = RunOptions(repeat=ns.repeat, warmup=ns.warmup, timeout_s=ns.timeout,
                          kill_grace_s=ns.kill_grace, collect_timeout_s=ns.collect_timeout,
                          backend_options=backend_options(ns, selected),

@@ -8,7 +8,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import perfstack
 from perfstack import signals
 from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, EXIT_WORKLOAD_FAILED
 from perfstack.pluginmanager import Plugins
@@ -21,14 +20,14 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
     from perfstack import rundir, sweep
     from perfstack.cli.progress import PlainProgress, TerminalProgress
     from perfstack.cli.run import (
-        _distributed,
-        _workload,
         backend_options,
         build_parser,
         describe_plan,
+        distributed_options,
         select_backends,
         split_workload_args,
         step_window,
+        workload_of,
     )
     from perfstack.driver import RunOptions, Session
     from perfstack.reportfile import save_report, write_json_atomic
@@ -47,12 +46,12 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
                         metavar="NAME=V1,V2", help="a variable and its values (repeatable)")
     ns = parser.parse_args(own)
     settings = sweep.parse_settings(ns.sweep_env)
-    workload = _workload(ns, workload_args)
+    workload = workload_of(ns, workload_args)
     if ns.plugins is None:  # the backends that read the runs made anyway: they cost nothing
         ns.plugins = ",".join(sorted(name for name, e in backends.items()
                                      if not e.backend.own_run and not e.backend.opt_in)) or None
     selected = select_backends(ns, backends) if ns.plugins else []
-    distributed = _distributed(ns, own, backends)
+    distributed = distributed_options(ns, own, backends)
     if ns.output is not None:
         rundir.check_writable(ns.output)
     combos = sweep.combinations(settings)
@@ -72,13 +71,7 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
 
     def document(complete: bool) -> dict[str, Any]:
-        return {
-            "schema": sweep.SWEEP_SCHEMA, "version": sweep.SWEEP_VERSION,
-            "perfstack_version": perfstack.__version__, "started": started,
-            "command": workload.command(), "variables": [{"name": n, "values": v}
-                                                         for n, v in settings],
-            "complete": complete, "settings": entries, "best": sweep.best_of(entries),
-        }
+        return sweep.document(started, workload.command(), settings, entries, complete)
 
     for i, env in enumerate(combos, 1):
         try:
@@ -115,7 +108,7 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
     if ns.out_dir is None:
         rundir.point_latest(base)
     if not ns.quiet:
-        sys.stdout.write(render(doc))
+        sys.stdout.write(sweep.render(doc))
     print(f"sweep: {sweep_path}  (reports: {base})", file=sys.stderr)
     if interrupted:
         signals.note_interrupt()
@@ -123,34 +116,3 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
     if any(e["status"] != "ok" for e in entries):
         return EXIT_WORKLOAD_FAILED
     return EXIT_OK
-
-
-def render(doc: dict[str, Any]) -> str:
-    """Return the sweep as a plain table, the best setting and the warnings."""
-    lines = [f"sweep of {' '.join(doc['command'])}", ""]
-    rows = []
-    for e in doc["settings"]:
-        m = e.get("measure")
-        value = (f"{m['median']:.4g} {m['unit']}".strip() + f"  ±{m['spread_pct']:.1f}% "
-                 f"(n={len(m['samples'])}, {m['name']})") if m else e.get("reason", "n/a")
-        setting = ", ".join(f"{k}={v}" for k, v in e["env"].items())
-        rows.append((setting, e["status"], value, e.get("warning", "")))
-    width = max(len(r[0]) for r in rows) if rows else 10
-    for setting, status, value, warning in rows:
-        lines.append(f"  {setting:<{width}}  {status:<6}  {value}")
-        if warning:
-            lines.append(f"  {'':<{width}}  warning: {warning}")
-    best = doc.get("best")
-    lines.append("")
-    if best:
-        setting = ", ".join(f"{k}={v}" for k, v in best["env"].items())
-        verdict = ""
-        if "runner_up" in best:
-            runner = ", ".join(f"{k}={v}" for k, v in best["runner_up"].items())
-            verdict = (f"; {100 * best['change_vs_runner_up']:+.1f}% vs {runner}: "
-                       f"{best['reason']}")
-        lines.append(f"best: {setting} ({best['median']:.4g} {best['unit']}){verdict}")
-    else:
-        lines.append("best: none could be chosen (no setting measured cleanly)")
-    return "\n".join(lines) + "\n"
-
