@@ -256,6 +256,9 @@ class Backend:
     #: without one). Undeclared: the first time value (in seconds) of ``self_time``,
     #: ``self``, ``time``, ... the row has (``perfstack.analysis.primary``).
     primary: ClassVar[str | dict[str, str] | None] = None
+    #: The metrics this backend publishes, by name prefix (``"budget."``, ``"gpu_busy"``): a
+    #: report that lacks them can say which installed backend would give them.
+    publishes: ClassVar[tuple[str, ...]] = ()
 
     def run_count(self, options: dict[str, Any]) -> int:
         """Return how many runs of the workload this backend needs with these options

@@ -47,6 +47,8 @@ class Provided:
     renderers: list[str] = field(default_factory=list)
     diffs: list[str] = field(default_factory=list)  # its renderers that also draw diffs
     backends: dict[str, list[str]] = field(default_factory=dict)
+    #: backend -> the metric name prefixes it publishes (``Backend.publishes``)
+    publishes: dict[str, list[str]] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)  # its package's .py files, for the key
 
 
@@ -67,6 +69,15 @@ class Manifest:
     def renderer_names(self, diffs: bool = False) -> list[str]:
         """Return every format name (``diffs``: of the renderers that draw diffs), sorted."""
         return sorted({r for p in self.plugins for r in (p.diffs if diffs else p.renderers)})
+
+    def metric_providers(self) -> dict[str, list[str]]:
+        """Return, per metric name prefix, the backends that publish it (sorted)."""
+        out: dict[str, list[str]] = {}
+        for plugin in self.plugins:
+            for backend, prefixes in plugin.publishes.items():
+                for prefix in prefixes:
+                    out.setdefault(prefix, []).append(backend)
+        return {k: sorted(set(v)) for k, v in out.items()}
 
     def layer_providers(self) -> dict[str, list[str]]:
         """Return, per layer, the backends that feed it (sorted by backend name)."""
@@ -141,7 +152,8 @@ def read(choices: dict[str, Any]) -> Manifest | None:
     try:
         data = json.loads(cache_file(choices).read_text("utf-8"))
         plugins = [Provided(p["name"], list(p["renderers"]), list(p["diffs"]),
-                            dict(p["backends"]), list(p["files"])) for p in data["plugins"]]
+                            dict(p["backends"]), dict(p["publishes"]), list(p["files"]))
+                   for p in data["plugins"]]
         files = [f for p in plugins for f in p.files]
         if data["key"] != json.loads(json.dumps(state_key(choices, files))):
             return None
@@ -167,7 +179,8 @@ def write(choices: dict[str, Any], manifest: Manifest) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)  # first: it may be on sys.path
         data = {"key": state_key(choices, files),
                 "plugins": [{"name": p.name, "renderers": p.renderers, "diffs": p.diffs,
-                             "backends": p.backends, "files": p.files}
+                             "backends": p.backends, "publishes": p.publishes,
+                             "files": p.files}
                             for p in manifest.plugins]}
         tmp.write_text(json.dumps(data), "utf-8")
         os.replace(tmp, target)

@@ -105,16 +105,18 @@ class Plugins:
         for name, info in self.infos.items():
             if info.error is not None:
                 continue
-            backs = {}
+            backs, publishes = {}, {}
             for item in backends.get(name) or ():
                 if _backend_problem(item) is None:
                     backs[item.name] = [layer.value for layer in item.layers]
+                    publishes[item.name] = [str(p) for p in item.publishes]
             plugin = self.pm.get_plugin(name)
             drawn = list(renderers.get(name) or ())
             provided.append(plugincache.Provided(
                 name, [str(getattr(r, "name", "")) for r in drawn],
                 [str(getattr(r, "name", "")) for r in drawn if hasattr(r, "render_diff")],
-                backs, plugincache.package_files(plugin, whole=name not in CORE_PLUGINS)))
+                backs, publishes,
+                plugincache.package_files(plugin, whole=name not in CORE_PLUGINS)))
         plugincache.write(self.choices, plugincache.Manifest(provided))
 
     def manifest(self) -> Any:
@@ -148,6 +150,17 @@ class Plugins:
         if manifest is not None and manifest.renderer_provider(name) in CORE_PLUGINS:
             return renderers(self, loaded_only=True).get(name)
         return renderers(self).get(name)
+
+    def metric_providers(self) -> dict[str, list[str]]:
+        """Return, per metric name prefix, the installed backends that publish it."""
+        manifest = self.manifest()
+        if manifest is not None:
+            return dict(manifest.metric_providers())
+        out: dict[str, list[str]] = {}
+        for name, entry in sorted(self.backends()[0].items()):
+            for prefix in entry.backend.publishes:
+                out.setdefault(str(prefix), []).append(name)
+        return out
 
     def layer_providers(self) -> dict[str, list[str]]:
         """Return, per layer, the installed backends that feed it."""

@@ -384,6 +384,7 @@ class PySpyBackend(Backend):
     layers = (Layer.PYTHON, Layer.KERNEL)
     primary: ClassVar[dict[str, str]] = {"": "self_time", "thread": "time",
                                          "native-frame": "samples"}
+    publishes = ("budget.", "gil_held_share")
     description = "py-spy sampling: Python functions and threads, GIL share, native frames"
     options = (
         Option("rate", "samples per second", 250, int, minimum=1, maximum=10_000),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from importlib import import_module
+from pathlib import Path
 
 import tomllib
 
@@ -45,3 +46,53 @@ def test_builtin_backends_are_entry_points_and_the_core_names_none():
 def test_schema_is_package_data():
     assert "*.json" in SETUPTOOLS["package-data"]["perfstack_schemas"]
     assert (ROOT / "schemas" / "report.schema.json").is_file()
+
+
+#: Where the core may say "torch": the torch *library* (its version and threads in the
+#: environment block, the package a frame belongs to), never the torch backend.
+TORCH_THE_LIBRARY = {"perfstack/analysis/diff.py", "perfstack/analysis/view.py",
+                     "perfstack/analysis/origin.py", "perfstack/bootstrap.py",
+                     "perfstack/driver.py", "perfstack/envinfo.py", "perfstack/environment.py",
+                     "perfstack/rules.py", "perfstack/sweep.py", "perfstack/cpus.py"}
+
+
+def _string_constants(path: Path) -> list[tuple[int, str]]:
+    """Every string literal of a module but its docstrings, with its line."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                       ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr)
+                  and isinstance(node.body[0].value, ast.Constant)}
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and id(node) not in docstrings]
+
+
+def test_the_core_code_names_no_builtin_backend():
+    """No string of the core's code (comments and docstrings aside) is a built-in backend's
+    name or a built-in plugin's format: what the core knows of a backend, it reads from the
+    backend's declarations (primary, run_count, per_rank, options, output_file_extension)."""
+    from perfstack.pluginmanager import CORE_PLUGINS, load_plugins
+    from perfstack.render import renderers
+
+    plugins = load_plugins()
+    builtin = {name for name, e in plugins.backends()[0].items()
+               if (e.package or "").startswith("perfstack ")}
+    core_formats = {name for answer in plugins.call_each("perfstack_renderers")
+                    if answer.plugin in CORE_PLUGINS for name in
+                    (r.name for r in answer.result or ())}
+    names = builtin | (set(renderers(plugins)) - core_formats)
+    assert {"torch", "pyspy", "perftop", "html"} <= names, names
+    hits = []
+    for source in sorted((ROOT / "perfstack").rglob("*.py")):
+        where = source.relative_to(ROOT).as_posix()
+        for line, text in _string_constants(source):
+            if text in names and not (text == "torch" and where in TORCH_THE_LIBRARY):
+                hits.append(f"{where}:{line}: {text!r}")
+            elif any(f"--plugins {n}" in text or f"({n} does" in text or f"({n})" in text
+                     for n in names - {"torch"}):
+                hits.append(f"{where}:{line}: {text[:60]!r}")
+    assert hits == [], hits

@@ -133,3 +133,4 @@ def test_run_help_names_no_internals_and_gives_defaults() -> None:
     assert "backend_opt" not in proc.stdout.lower() and "::" not in proc.stdout
     text = re.sub(r"\s+", " ", proc.stdout)
     assert "--pyspy-rate RATE samples per second (default: 250)" in text, text
+    assert "costs ~10% more" in text  # a switch's help may hold a per cent sign

@@ -84,8 +84,17 @@ def _by_prefix(report: Report, prefix: str) -> dict[str, Metric]:
     return out
 
 
-def time_budget(report: Report) -> Budget:
-    """Compose the budget from every backend's ``budget.*`` and ``split.*`` metrics."""
+def _who(providers: dict[str, list[str]] | None, prefix: str) -> str:
+    """' (--plugins a, b)' for the installed backends that publish ``prefix`` metrics."""
+    names = (providers or {}).get(prefix) or []
+    return f" (--plugins {','.join(names)})" if names else ""
+
+
+def time_budget(report: Report, providers: dict[str, list[str]] | None = None) -> Budget:
+    """Compose the budget from every backend's ``budget.*`` and ``split.*`` metrics.
+
+    ``providers`` (metric name prefix -> installed backends that publish it, from their
+    ``Backend.publishes``) lets a note say which backend would fill a missing part."""
     wall = _wall(report)
     shares = _by_prefix(report, "budget.")
     split = _by_prefix(report, "split.")
@@ -114,17 +123,18 @@ def time_budget(report: Report) -> Budget:
     if not any(ln.part in MAIN_PARTS for ln in budget.lines):
         if split:
             budget.notes.append("only the CPU-time split outside the interpreter was measured; "
-                                "a Python sampler (pyspy) gives the wall-time budget")
+                                "a Python sampler gives the wall-time budget"
+                                + _who(providers, "budget."))
             for sub, m in split.items():
                 title, layer = PARTS.get(sub, (sub, "kernel"))
                 budget.lines.append(BudgetLine(sub, f"{title} (% of native CPU time)", layer,
                                                float(m.value or 0.0), None, m.source))
         elif budget.lines:
-            budget.notes.append("no backend split the main thread's wall time "
-                                "(pyspy does)")
+            budget.notes.append("no backend split the main thread's wall time"
+                                + _who(providers, "budget."))
     elif "native" in shares and not split:
-        budget.notes.append("native code is not split into framework and kernels: "
-                            "perf record (perftop) does that")
+        budget.notes.append("native code is not split into framework and kernels"
+                            + _who(providers, "split."))
     if budget.lines and wall is None:
         budget.notes.append("no baseline wall time: shares only")
     return budget

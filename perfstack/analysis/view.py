@@ -492,12 +492,13 @@ def _artifacts(report: Report, report_dir: Path | None) -> list[ArtifactLine]:
 
 def build(report: Report, top: int = 10, depth: int = 3, full: bool = False,
           all_frames: bool = False, max_columns: int = 6,
-          report_dir: Path | None = None) -> View:
+          report_dir: Path | None = None,
+          providers: dict[str, list[str]] | None = None) -> View:
     """Return the view of ``report``: ``top`` rows per table, drill-down ``depth`` (1-3),
     every metric with ``full``, library frames unfolded with ``all_frames``; artifact paths
     relative to the current folder when ``report_dir`` (the report file's folder) is given."""
     findings = order_findings(report.findings)
-    budget = _time_budget(report)
+    budget = _time_budget(report, providers)
     # The short report shows three ops under a function and the top kernel of each op.
     tree, tree_notes = drill_down(report, top=top, depth=depth, all_frames=all_frames,
                                   children=top if full else min(top, 3),

@@ -41,7 +41,9 @@ def _output(plugins: Plugins, report: Report, ns: argparse.Namespace, what: str)
 
         text = renderers(plugins)[ns.format].render(report, RenderOptions(
             top=ns.top, depth=ns.depth, width=output_width(), full=ns.full,
-            all_frames=ns.all_frames, report_dir=output.parent.resolve()))
+            all_frames=ns.all_frames, report_dir=output.parent.resolve(),
+            layer_providers=plugins.layer_providers(),
+            metric_providers=plugins.metric_providers()))
         sys.stdout.write(terminal_safe(text) if ns.format == "markdown" else text)
     print(f"report: {output}  ({what})", file=sys.stderr)
     html = ns.html

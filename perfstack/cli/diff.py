@@ -49,8 +49,10 @@ def cmd_diff(plugins: Plugins, argv: list[str]) -> int:
                     epilog="example: perfstack diff base.json new.json --fail-on-regression 5%")
     parser.add_argument("reports", nargs="*", type=Path, metavar="REPORT",
                         help="BASE and NEW (default: the two newest runs in the run folder)")
-    parser.add_argument("--format", choices=diff_formats(plugins), default="text",
-                        help="text, markdown, json, or a renderer's page (html)")
+    formats = diff_formats(plugins)
+    parser.add_argument("--format", choices=formats, default="text",
+                        help=", ".join(formats) + " (pages from installed output formats "
+                        "need -o)" if len(formats) > 3 else "text, markdown or json")
     parser.add_argument("--fail-on-regression", type=percent, metavar="PCT",
                         help="exit 1 when a metric that must not get worse regressed "
                         "significantly by more than PCT (e.g. 5%%)")

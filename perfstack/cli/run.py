@@ -20,7 +20,7 @@ from perfstack.cli import (
 )
 from perfstack.cli.show import add_view_options, check_view_options
 from perfstack.pluginmanager import BackendEntry, Plugins
-from perfstack.report import Status
+from perfstack.report import Layer, Status
 
 
 def _positive_int(minimum: int) -> Any:
@@ -103,7 +103,8 @@ def add_session_options(parser: Parser, backends: dict[str, BackendEntry]) -> No
             flag = f"--{name}-{opt.name.replace('_', '-')}"
             dest = _option_dest(name, opt.name)
             if opt.flag:
-                group.add_argument(flag, dest=dest, action="store_true", help=opt.help)
+                group.add_argument(flag, dest=dest, action="store_true",
+                                   help=opt.help.replace("%", "%%"))
             else:
                 shown = "" if opt.default is None else f" (default: {opt.default})"
                 metavar = ("|".join(str(c) for c in opt.choices) if opt.choices
@@ -115,11 +116,17 @@ def add_session_options(parser: Parser, backends: dict[str, BackendEntry]) -> No
 
 def build_parser(backends: dict[str, BackendEntry]) -> Parser:
     """Return the parser of ``perfstack run``, with every backend's own options."""
+    # The example names two installed backends that run by default (none installed: a
+    # placeholder), so it is true of this installation: one that costs no run of its own,
+    # then one that sees Python, as a first look would want.
+    shown = [n for n, e in sorted(backends.items(), key=lambda kv: (
+        kv[1].backend.own_run, Layer.PYTHON not in kv[1].backend.layers, kv[0]))
+        if not e.backend.opt_in][:2] or ["NAME"]
     parser = Parser(
         prog="perfstack run",
         description="Run the workload once with no profiler (the baseline, --repeat times) and "
         "once per backend, then write one layered report. Workload arguments go after --.",
-        epilog="example: perfstack run --plugins resources,pyspy workloads/tiny_mlp.py -- "
+        epilog=f"example: perfstack run --plugins {','.join(shown)} workloads/tiny_mlp.py -- "
         "--num-batches 50",
     )
     parser.add_argument("script", nargs="?", help="the workload script")
@@ -316,7 +323,8 @@ def _write_html(plugins: Plugins, report: Any, report_path: Path, html_path: Pat
                                 "plugin disabled?)")
     write_text_atomic(html_path, found.render(report, RenderOptions(
         top=top, depth=depth, report_dir=report_path.parent.resolve(),
-        output_dir=html_path.parent.resolve())))
+        output_dir=html_path.parent.resolve(), layer_providers=plugins.layer_providers(),
+        metric_providers=plugins.metric_providers())))
 
 
 def cmd_run(plugins: Plugins, argv: list[str]) -> int:

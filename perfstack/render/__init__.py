@@ -27,6 +27,8 @@ class RenderOptions:
     color: bool = False
     #: layer -> installed backends that feed it, to say what would fill an empty layer
     layer_providers: dict[str, list[str]] = field(default_factory=dict)
+    #: metric name prefix -> installed backends that publish it (``Backend.publishes``)
+    metric_providers: dict[str, list[str]] = field(default_factory=dict)
     #: the folder of the report file: its artifact paths are relative to it
     report_dir: Path | None = None
     full: bool = False  # every metric, not only those a person reads by default

@@ -341,7 +341,8 @@ class TextRenderer(Renderer):
     def render(self, report: Report, options: RenderOptions) -> str:
         """Return the report as terminal text."""
         view = build(report, top=options.top, depth=options.depth, full=options.full,
-                     all_frames=options.all_frames, report_dir=options.report_dir)
+                     all_frames=options.all_frames, report_dir=options.report_dir,
+                     providers=options.metric_providers)
         return render_view(view, options.width, options.color, options.layer_providers)
 
 

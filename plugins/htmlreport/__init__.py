@@ -101,7 +101,8 @@ def _distributed(report: Report) -> str | None:
 def render_report(report: Report, options: RenderOptions, page_dir: Path | None = None) -> str:
     """Return the interactive page of one report."""
     view = build(report, top=options.top, depth=options.depth, full=True,
-                 all_frames=options.all_frames, report_dir=options.report_dir)
+                 all_frames=options.all_frames, report_dir=options.report_dir,
+                     providers=options.metric_providers)
     tables = {layer: layer_tables(report, layer) for layer in Layer}
     flame, flame_why = flame_tree(report, options.report_dir)
     overview = "".join([
