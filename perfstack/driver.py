@@ -411,7 +411,16 @@ class Session:
         return assembly.left_running(self.left_running)
 
     def _environment(self) -> dict[str, Any]:
-        return environment.capture_with_plugins(self.plugins)
+        from perfstack.history import repository_of
+
+        env = environment.capture_with_plugins(self.plugins)
+        # The workload's repository as it is when the run starts (the history's commit).
+        where = Path(self.workload.target).parent if not self.workload.module else Path(
+            self.cwd)
+        repo = repository_of(where if str(where) else Path("."))
+        if repo is not None:
+            env["repository"] = repo
+        return env
 
     def _workload_environment(self) -> dict[str, Any]:
         """What the workload process itself saw (the torch it imported, its threads)."""
@@ -607,11 +616,13 @@ class Session:
                               overhead_note=note)
         if outcome is not None and not outcome.record.exit.clean:
             result.reason = f"the workload ended with {outcome.record.exit.describe()}"
+        began = time.perf_counter()
         try:
             collected = collecting.call_with_timeout(
                 lambda: self._collect_ranks(backend, ctx, outcome, per_rank),
                 self.options.collect_timeout_s)
             problems = assembly.malformed(collected)
+            result.collect_s = time.perf_counter() - began
         except collecting.CollectTimeout as exc:
             errors = [*(errors or []), str(exc)]
         except Exception:

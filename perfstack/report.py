@@ -127,7 +127,7 @@ class Metric:
     name: str
     value: float | int | None
     unit: str
-    layer: str
+    layer: str  # a Layer's value, or "run"; a Layer is accepted
     source: str
     better: Better
     samples: list[float] | None = None  # repeated measurements, for significance tests
@@ -144,6 +144,11 @@ class Metric:
     #: figures of different backends that measure related things share a group (e.g.
     #: "interpreter"); the report shows them together, each with its description
     group: str | None = None
+
+    def __post_init__(self) -> None:
+        # A layer may be given as the Layer enum, as rows' layers are, or as its name.
+        if isinstance(self.layer, Layer):
+            self.layer = self.layer.value
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form."""
@@ -212,6 +217,10 @@ class Finding:
     evidence: list[str]
     action: str
     source: str
+
+    def __post_init__(self) -> None:
+        if isinstance(self.layer, Layer):  # the enum, as rows use it, or its name
+            self.layer = self.layer.value
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form."""
@@ -379,6 +388,8 @@ class BackendResult:
     #: the value of its rows that diff compares and tables rank by, per row kind ("" for
     #: rows without one), as the backend declared it (``Backend.primary``)
     primary: dict[str, str] = field(default_factory=dict)
+    #: seconds perfstack spent reading this backend's output into records (its collect)
+    collect_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form."""
@@ -399,6 +410,8 @@ class BackendResult:
         }
         if self.primary:
             out["primary"] = self.primary
+        if self.collect_s is not None:
+            out["collect_s"] = self.collect_s
         return out
 
     @classmethod

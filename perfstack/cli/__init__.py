@@ -79,7 +79,7 @@ def _top_parser() -> Parser:
                         help="load the plugin module MODULE, or disable the plugin NAME with "
                         "no:NAME (repeatable), as pytest's -p")
     commands = ["run", "ab", "sweep", "analyze", "merge", "show", "diff", "validate", "plugins",
-                "env"]
+                "env", "history"]
     parser.add_argument("command", nargs="?", choices=commands,
                         help="run: profile a workload; ab: compare two versions of it, runs "
                         "interleaved; sweep: run it per setting of "
@@ -87,7 +87,8 @@ def _top_parser() -> Parser:
                         "profiles recorded elsewhere (traces of a cluster job); merge: join "
                         "the nodes' reports of one job; show: print a report; "
                         "diff: compare two reports; validate: check report files; plugins: "
-                        "list the backends and their availability; env: describe this machine")
+                        "list the backends and their availability; env: describe this "
+                        "machine; history: the runs remembered, and a figure's series")
     parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     return parser
 
@@ -160,6 +161,10 @@ def _dispatch(argv: list[str]) -> int:
         # cyclic collector would walk it again and again as it grows (2.5x the time of a
         # 20,000-row load), and finds nothing to free. Reference counting still frees memory.
         gc.disable()
+    if top.command == "history":  # reads and writes the history: no plugin takes part
+        from perfstack.cli.history import cmd_history
+
+        return cmd_history(top.rest)
     if top.command == "validate":  # reads files against the schema: no plugin takes part
         from perfstack.cli.show import cmd_validate
 

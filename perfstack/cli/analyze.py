@@ -21,6 +21,7 @@ from perfstack.report import Report
 def _output(plugins: Plugins, report: Report, ns: argparse.Namespace, what: str) -> int:
     """Write the report (``-o`` or a new run folder), print it, write ``--html``."""
     from perfstack import rundir
+    from perfstack.cli.history import remember
     from perfstack.cli.run import _write_html
     from perfstack.reportfile import save_report
 
@@ -31,6 +32,7 @@ def _output(plugins: Plugins, report: Report, ns: argparse.Namespace, what: str)
         output = run_dir / rundir.REPORT_FILE
     with signals.deferred():
         save_report(report, output)
+        remember(report, output)
     if run_dir is not None:
         rundir.point_latest(run_dir)
     if not ns.quiet and ns.format == "text":

@@ -332,6 +332,7 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     from rich.console import Console
 
     from perfstack import rundir
+    from perfstack.cli.history import remember
     from perfstack.cli.progress import PlainProgress, TerminalProgress
     from perfstack.cli.show import print_report
     from perfstack.driver import RunOptions, Session
@@ -371,6 +372,7 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     report = session.execute()
     with signals.deferred():  # a second signal must not lose the report being written
         save_report(report, report_path)
+        remember(report, report_path)
     if ns.out_dir is None:
         rundir.point_latest(run_dir)
     if not ns.quiet:

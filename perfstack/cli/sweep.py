@@ -18,6 +18,7 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
     from rich.console import Console
 
     from perfstack import rundir, sweep
+    from perfstack.cli.history import remember
     from perfstack.cli.progress import PlainProgress, TerminalProgress
     from perfstack.cli.run import (
         backend_options,
@@ -95,6 +96,7 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
             break
         with signals.deferred():  # the report and the sweep so far, whole, after every setting
             save_report(report, report_path)
+            remember(report, report_path)
             rel = os.path.relpath(report_path.resolve(), sweep_path.parent.resolve())
             entries.append(sweep.summarize_setting(env, report, rel,
                                                    processes=ns.nproc_per_node or 1))

@@ -1,0 +1,140 @@
+"""``perfstack history``: the runs remembered, a metric's or a row's series; ``history add``."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from perfstack import errors
+from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, Parser
+from perfstack.report import Report
+
+
+def database(given: Path | None) -> Path:
+    """Return the history database: ``--db``, else PERFSTACK_HISTORY, else
+    ``.perfstack/history.sqlite``."""
+    from perfstack import history
+
+    if given is not None:
+        return given
+    found = history.default_path(DEFAULT_RUNS_DIR)
+    if found is None:
+        raise errors.UsageError(f"{history.HISTORY_ENV} is off: name a database with --db")
+    return found
+
+
+def remember(report: Report, report_path: Path) -> None:
+    """Add a report a command has just written to the history (never fails the command: a
+    history that cannot be written is one line on stderr)."""
+    import sqlite3
+
+    from perfstack import history
+
+    path = history.default_path(DEFAULT_RUNS_DIR)
+    if path is None:
+        return
+    try:
+        history.add(path, report, report_path)
+    except (OSError, sqlite3.Error) as exc:
+        print(f"perfstack: warning: the run was not added to the history {path}: {exc}",
+              file=sys.stderr)
+
+
+def _table(rows: list[dict[str, Any]], fmt: str, columns: list[str]) -> str:
+    if fmt == "json":
+        return json.dumps(rows, indent=1) + "\n"
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore",
+                                lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: (" ".join(v) if isinstance(v, list) else v)
+                             for k, v in row.items()})
+        return out.getvalue()
+    widths = {c: max([len(c), *(len(_cell(r.get(c))) for r in rows)]) for c in columns}
+    lines = ["  ".join(c.ljust(widths[c]) for c in columns).rstrip()]
+    lines += ["  ".join(_cell(r.get(c)).ljust(widths[c]) for c in columns).rstrip()
+              for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "dirty" if value else "clean"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, list):
+        return " ".join(str(v) for v in value)
+    return str(value)
+
+
+def cmd_history(argv: list[str]) -> int:
+    """List the runs in the history, print a series, or add reports."""
+    from perfstack import history
+    from perfstack.reportfile import load_report
+
+    if argv[:1] == ["add"]:
+        parser = Parser(prog="perfstack history add",
+                        description="Add reports written earlier to the history.")
+        parser.add_argument("reports", nargs="+", type=Path, metavar="REPORT")
+        parser.add_argument("--db", type=Path, metavar="FILE",
+                            help="the history database (default: .perfstack/history.sqlite)")
+        ns = parser.parse_args(argv[1:])
+        path = database(ns.db)
+        loaded = [(p, load_report(p)) for p in ns.reports]  # every file checked first
+        added = sum(history.add(path, report, p) for p, report in loaded)
+        print(f"added {added} of {len(loaded)} report(s) to {path}"
+              + (" (the others were there already)" if added < len(loaded) else ""),
+              file=sys.stderr)
+        return EXIT_OK
+    parser = Parser(prog="perfstack history",
+                    description="The runs in the history (every run, analyze and sweep adds "
+                    "its reports), or one metric's or row's series over them.",
+                    epilog="examples: perfstack history --workload train.py | perfstack "
+                    "history --metric wall_time --format csv | perfstack history add "
+                    "old/report.json")
+    parser.add_argument("--workload", metavar="TEXT",
+                        help="runs whose command contains TEXT (or whose workload id is TEXT)")
+    parser.add_argument("--branch", help="runs on this git branch")
+    parser.add_argument("--machine", metavar="ID", help="runs on this machine (its id)")
+    parser.add_argument("--since", metavar="DATE", help="runs started on or after DATE "
+                        "(ISO: 2026-11-01)")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--metric", metavar="NAME", help="this metric's series")
+    which.add_argument("--row", metavar="KEY", help="this row's series (its primary value)")
+    parser.add_argument("--format", choices=("text", "json", "csv"), default="text")
+    parser.add_argument("--db", type=Path, metavar="FILE",
+                        help="the history database (default: .perfstack/history.sqlite)")
+    ns = parser.parse_args(argv)
+    path = database(ns.db)
+    if not path.is_file():
+        raise errors.InputNotFound(f"{path}: no history yet ('perfstack run' writes it; "
+                                   "'perfstack history add REPORT' adds old reports)")
+    filters = {"workload": ns.workload, "branch": ns.branch, "machine": ns.machine,
+               "since": ns.since}
+    if ns.metric or ns.row:
+        points = history.series(path, metric=ns.metric, row=ns.row, **filters)
+        rows = [p.to_dict() for p in points]
+        sys.stdout.write(_table(rows, ns.format, ["run", "started", "commit", "value",
+                                                  "unit"]))
+        return EXIT_OK
+    entries = history.runs(path, **filters)
+    rows = [e.to_dict() for e in entries]
+    if ns.format == "text":  # a short commit and the state in words; json and csv keep all
+        for row in rows:
+            row["commit"] = (row["commit"] or "")[:10] or None
+            row["state"] = row.pop("dirty")
+        columns = ["id", "started", "commit", "branch", "state", "machine", "wall_time",
+                   "workload"]
+    else:
+        columns = ["id", "started", "commit", "branch", "dirty", "machine", "wall_time",
+                   "report", "workload"]
+    sys.stdout.write(_table(rows, ns.format, columns))
+    return EXIT_OK

@@ -1,0 +1,162 @@
+"""The history store on real runs and real files: what each entry holds, the series, and that
+neither a killed writer nor two writers at once corrupt it or leave half an entry."""
+
+from __future__ import annotations
+
+import copy
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from perfstack import history
+from perfstack.report import Layer, Quantity, Row
+from perfstack.reportfile import load_report, save_report
+from tests.conftest import ROOT, WORKLOADS, Result, assert_one_line_error
+
+FIXTURE = ROOT / "tests/fixtures/reports/v1-busy.json"
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def test_runs_are_remembered_with_their_commit_and_read_as_series(
+        perfstack: Callable[..., Result], tmp_path: Path) -> None:
+    repo = tmp_path
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "config", "user.email", "t@example.com")
+    _git(repo, "config", "user.name", "t")
+    script = repo / "work.py"
+    script.write_text((WORKLOADS / "busy.py").read_text())
+    (repo / ".gitignore").write_text(".perfstack/\n")
+    _git(repo, "add", "work.py", ".gitignore")
+    _git(repo, "commit", "-q", "-m", "first")
+    head = _git(repo, "rev-parse", "HEAD")
+    run = ("run", "--plugins", "resources", "--repeat", "1", "--warmup", "0", "-q", "work.py")
+    assert perfstack(*run).code == 0
+    assert perfstack(*run).code == 0
+    script.write_text(script.read_text() + "\n# edited\n")  # uncommitted
+    assert perfstack(*run).code == 0
+    listed = perfstack("history", "--format", "json")
+    assert listed.code == 0, listed.stderr
+    entries = json.loads(listed.stdout)
+    assert [e["commit"] for e in entries] == [head] * 3
+    assert [e["branch"] for e in entries] == ["main"] * 3
+    assert [e["dirty"] for e in entries] == [False, False, True]
+    assert len({e["machine"] for e in entries}) == 1
+    assert all(e["wall_time"] > 0 for e in entries)
+    # Each entry's figures are the report's: the series agrees with the reports themselves.
+    walls = [next(m["value"] for m in json.loads(Path(e["report"]).read_text())["metrics"]
+                  if m["name"] == "wall_time") for e in entries]
+    csv_out = perfstack("history", "--metric", "wall_time", "--format", "csv")
+    lines = csv_out.stdout.strip().splitlines()
+    assert lines[0] == "run,started,commit,value,unit" and len(lines) == 4
+    assert [float(line.split(",")[3]) for line in lines[1:]] == walls
+    text = perfstack("history", "--workload", "work.py")
+    assert text.code == 0 and "dirty" in text.stdout and head[:10] in text.stdout
+    assert perfstack("history", "--branch", "other", "--format", "json").stdout.strip() == "[]"
+
+
+def test_old_reports_are_added_once(perfstack: Callable[..., Result], tmp_path: Path) -> None:
+    copy_of = tmp_path / "old.json"
+    copy_of.write_bytes(FIXTURE.read_bytes())
+    first = perfstack("history", "add", str(copy_of))
+    assert first.code == 0 and "added 1 of 1" in first.stderr, first.stderr
+    again = perfstack("history", "add", str(copy_of))
+    assert again.code == 0 and "added 0 of 1" in again.stderr
+    series = json.loads(perfstack("history", "--metric", "wall_time", "--format",
+                                  "json").stdout)
+    assert len(series) == 1 and series[0]["value"] > 0 and series[0]["commit"] is None
+    assert_one_line_error(perfstack("history", "add", "missing.json"), 3)
+    (tmp_path / "bad.json").write_text("{")
+    assert_one_line_error(perfstack("history", "add", str(tmp_path / "bad.json")), 4)
+    assert_one_line_error(perfstack("history", "--metric", "a", "--row", "b"), 2)
+
+
+def test_no_history_yet_is_one_line(perfstack: Callable[..., Result]) -> None:
+    assert_one_line_error(perfstack("history"), 3)
+    off = perfstack("history", env={history.HISTORY_ENV: "off"})
+    assert off.code == 2 and "off" in off.stderr
+
+
+def _variants(folder: Path, count: int, rows: int, tag: str) -> list[Path]:
+    """``count`` distinct real reports of ``rows`` rows each (the fixture, its rows repeated
+    with distinct keys), written to files."""
+    base = load_report(FIXTURE)
+    paths = []
+    for i in range(count):
+        report = copy.deepcopy(base)
+        report.run.started = f"2026-11-22T10:{i // 60:02d}:{i % 60:02d}+00:00"
+        report.layers[Layer.KERNEL] = [
+            Row(f"{tag}-{i}-{k}", f"row {k}", "bench", {"time": Quantity(k * 1e-3, "s")})
+            for k in range(rows)]
+        path = folder / f"{tag}-{i}.json"
+        save_report(report, path)
+        paths.append(path)
+    return paths
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from perfstack import history
+from perfstack.reportfile import load_report
+db = Path(sys.argv[1])
+for name in sys.argv[2:]:
+    history.add(db, load_report(Path(name)), Path(name))
+    print("added", name, flush=True)
+"""
+
+
+def _writer(db: Path, reports: list[Path]) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-c", WRITER, str(db), *map(str, reports)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT)
+
+
+def _complete(db: Path, rows: int) -> list[int]:
+    """Every run in the database has all of its rows: return the runs' row counts."""
+    import sqlite3
+
+    assert history.integrity(db) == "ok"
+    with sqlite3.connect(db) as con:
+        counts = [n for (n,) in con.execute(
+            "SELECT COUNT(x.key) FROM runs r LEFT JOIN rows x ON x.run_id = r.id "
+            "AND x.source = 'bench' GROUP BY r.id")]
+    assert all(n == rows for n in counts), counts
+    return counts
+
+
+def test_a_killed_writer_leaves_no_half_entry(tmp_path: Path) -> None:
+    """SIGKILL at moments spread over a stream of adds: what is in the database is whole,
+    and the next writer goes on."""
+    db = tmp_path / "history.sqlite"
+    reports = _variants(tmp_path, 12, 20_000, "k")
+    done = 0
+    for delay in (0.4, 0.9, 1.6):
+        proc = _writer(db, reports)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        done = len(_complete(db, 20_000))
+    proc = _writer(db, reports)  # adds what is missing; the rest were added whole already
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert len(_complete(db, 20_000)) == 12 >= done
+
+
+def test_two_writers_at_once(tmp_path: Path) -> None:
+    db = tmp_path / "history.sqlite"
+    mine = _variants(tmp_path, 10, 3_000, "a")
+    theirs = _variants(tmp_path, 10, 3_000, "b")
+    writers = [_writer(db, mine), _writer(db, theirs)]
+    for proc in writers:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+    assert len(_complete(db, 3_000)) == 20
+    assert len(history.runs(db)) == 20
