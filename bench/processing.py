@@ -1,7 +1,7 @@
 """What a default `perfstack run` spends beyond running the workload, and py-spy's cost.
 
     .venv/bin/python bench/processing.py processing [--rounds 3] [--workload workloads/tiny_mlp.py]
-    .venv/bin/python bench/processing.py pyspy [--rounds 4]
+    .venv/bin/python bench/processing.py pyspy [--rounds 6] [--workload 'SCRIPT ARGS']
 
 ``processing``: a default session (every available backend) of the workload, timed from the
 outside; its report gives each run's wall time and each backend's ``collect_s``. Printed per
@@ -38,13 +38,21 @@ def _session(args: list[str], cwd: Path) -> tuple[float, dict[str, Any]]:
     return wall, report
 
 
+def _workload(text: str) -> list[str]:
+    """'script.py ARGS' -> the script's path and '--' ARGS, as perfstack run takes them."""
+    import shlex
+
+    script, *args = shlex.split(text)
+    return [str(ROOT / script), *(["--", *args] if args else [])]
+
+
 def processing(rounds: int, workload: str) -> None:
     """Print the processing share of default sessions."""
     totals, runs, shares = [], [], []
     collect: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(rounds):
-            wall, report = _session([str(ROOT / workload)], Path(tmp))
+            wall, report = _session(_workload(workload), Path(tmp))
             in_runs = sum(r["wall_s"] for r in report["run"]["runs"])
             share = (wall - in_runs) / in_runs
             totals.append(wall)
@@ -69,7 +77,7 @@ def pyspy(rounds: int, workload: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(rounds):
             for label, extra in (("own run", []), ("beside", ["--pyspy-gil-beside"])):
-                _, report = _session(["--plugins", "pyspy", *extra, str(ROOT / workload)],
+                _, report = _session(["--plugins", "pyspy", *extra, *_workload(workload)],
                                      Path(tmp))
                 entry = next(b for b in report["backends"] if b["name"] == "pyspy")
                 ratios[label].append(entry["overhead"]["ratio"])
@@ -85,7 +93,8 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("what", choices=("processing", "pyspy"))
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--workload", default="workloads/tiny_mlp.py")
+    parser.add_argument("--workload", default="workloads/tiny_mlp.py",
+                        help="the script and its arguments, quoted as one")
     args = parser.parse_args()
     (processing if args.what == "processing" else pyspy)(args.rounds, args.workload)
 
