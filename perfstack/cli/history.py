@@ -60,7 +60,11 @@ def _table(rows: list[dict[str, Any]], fmt: str, columns: list[str]) -> str:
     lines = ["  ".join(c.ljust(widths[c]) for c in columns).rstrip()]
     lines += ["  ".join(_cell(r.get(c)).ljust(widths[c]) for c in columns).rstrip()
               for r in rows]
-    return "\n".join(lines) + "\n"
+    from perfstack.cli.show import output_width
+
+    width = output_width()  # the last column (the command) gives way first
+    return "\n".join(line if len(line) <= width else line[:width - 1] + "…"
+                     for line in lines) + "\n"
 
 
 def _cell(value: Any) -> str:
@@ -127,11 +131,17 @@ def cmd_history(argv: list[str]) -> int:
         return EXIT_OK
     entries = history.runs(path, **filters)
     rows = [e.to_dict() for e in entries]
-    if ns.format == "text":  # a short commit and the state in words; json and csv keep all
+    if ns.format == "text":  # short forms, to fit 80 columns; json and csv keep everything
+        from perfstack.units import fmt_seconds
+
         for row in rows:
             row["commit"] = (row["commit"] or "")[:10] or None
             row["state"] = row.pop("dirty")
-        columns = ["id", "started", "commit", "branch", "state", "machine", "wall_time",
+            row["started"] = str(row["started"])[:16].replace("T", " ")
+            row["machine"] = str(row["machine"])[:8]
+            wall = row.pop("wall_time")
+            row["wall"] = fmt_seconds(wall) if isinstance(wall, (int, float)) else None
+        columns = ["id", "started", "commit", "branch", "state", "machine", "wall",
                    "workload"]
     else:
         columns = ["id", "started", "commit", "branch", "dirty", "machine", "wall_time",
