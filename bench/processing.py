@@ -10,8 +10,8 @@ processing (the rest: start-up, environment, spawning, collecting, assembling, w
 share of the runs' time, and each backend's collect time.
 
 ``pyspy``: sessions with only the pyspy backend, alternately with its GIL pass in a run of its
-own (the default) and beside the main sampler (``--pyspy-gil-beside``); the overhead ratio
-each report states for py-spy's run, medians of the rounds, and their ratio.
+own (``--pyspy-gil-run``) and beside the main sampler (the default); the overhead ratio each
+report states for py-spy's run, medians of the rounds, and their ratio.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def pyspy(rounds: int, workload: str) -> None:
     ratios: dict[str, list[float]] = {"own run": [], "beside": []}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(rounds):
-            for label, extra in (("own run", []), ("beside", ["--pyspy-gil-beside"])):
+            for label, extra in (("own run", ["--pyspy-gil-run"]), ("beside", [])):
                 _, report = _session(["--plugins", "pyspy", *extra, *_workload(workload)],
                                      Path(tmp))
                 entry = next(b for b in report["backends"] if b["name"] == "pyspy")

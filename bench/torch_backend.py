@@ -1,7 +1,7 @@
 """The torch backend's costs, measured side by side.
 
     .venv/bin/python bench/torch_backend.py overhead [--rounds 5]
-    .venv/bin/python bench/torch_backend.py ingest [--steps 3000]
+    .venv/bin/python bench/torch_backend.py ingest [--steps 3000] [--hta VENV]
 
 overhead: wall time of each workload run plainly, under torch.profiler by hand (the same
 settings: bench/hand_profile.py), and under perfstack's torch backend (its own run's wall time
@@ -10,6 +10,8 @@ from the report), interleaved round by round; medians and ratios to the plain ru
 ingest: profiles many training steps to make a large trace (200 MB or more), then reads it
 with perfstack's streaming aggregate and, as the reference, with json.load; each in its own
 process so peak memory (max RSS) is its own. Prints MB/s and peak memory, and their ratios.
+With ``--hta VENV``, also with Holistic Trace Analysis 0.5 (its TraceAnalysis parses the
+trace into dataframes), installed into a venv of its own, and the ratios to it.
 """
 
 from __future__ import annotations
@@ -62,9 +64,9 @@ def overhead(rounds: int) -> None:
             print(f"  perfstack vs by hand: {ratio:.3f}x")
 
 
-def _peak_of(code: str, path: Path) -> tuple[float, float, str]:
-    out = subprocess.run([PY, "-c", code, str(path)], capture_output=True, text=True, check=True,
-                         cwd=ROOT).stdout.split()
+def _peak_of(code: str, path: Path, python: str = PY) -> tuple[float, float, str]:
+    out = subprocess.run([python, "-c", code, str(path)], capture_output=True, text=True,
+                         check=True, cwd=ROOT).stdout.split()
     return float(out[0]), float(out[1]), " ".join(out[2:])
 
 
@@ -90,7 +92,20 @@ print(0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "interpreter
 """
 
 
-def ingest(steps: int) -> None:
+READ_HTA = """
+import os, resource, shutil, sys, tempfile, time, warnings
+warnings.filterwarnings("ignore")
+from hta.trace_analysis import TraceAnalysis
+folder = tempfile.mkdtemp()
+os.symlink(sys.argv[1], os.path.join(folder, "rank-0.json"))
+t = time.perf_counter(); ta = TraceAnalysis(trace_dir=folder)
+events = sum(len(tr) for tr in ta.t.traces.values())
+print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+      events, "events kept")
+"""
+
+
+def ingest(steps: int, hta_venv: Path | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         trace = Path(tmp) / "big.json"
         make = f"""
@@ -110,28 +125,42 @@ prof.export_chrome_trace({str(trace)!r})
         print(f"trace: {size:.0f} MB from {steps} steps (made in {took:.0f} s)")
         _, base_rss, _ = _peak_of(BASE, trace)
         rows = []
-        for label, code in (("perfstack streaming aggregate", READ_OURS),
-                            ("json.load (reference)", READ_JSON)):
-            secs, rss, what = _peak_of(code, trace)
+        readers = [("perfstack streaming aggregate", READ_OURS, PY),
+                   ("json.load (reference)", READ_JSON, PY)]
+        if hta_venv is not None:
+            sys.path.insert(0, str(ROOT / "bench"))
+            from hta_compare import _venv
+
+            readers.append(("HTA 0.5 TraceAnalysis", READ_HTA, str(_venv(hta_venv))))
+        for label, code, python in readers:
+            secs, rss, what = _peak_of(code, trace, python)
             rows.append((label, secs, rss))
             print(f"  {label:<30} {secs:6.1f} s  {size / secs:6.1f} MB/s  "
                   f"peak {rss / 2**20:7.0f} MiB (+{(rss - base_rss) / 2**20:.0f} over the "
                   f"interpreter)  {what}")
-        (_, s1, r1), (_, s2, r2) = rows
+        (_, s1, r1), (_, s2, r2) = rows[:2]
         print(f"  ratios, ours / json.load: time {s1 / s2:.2f}x, peak memory {r1 / r2:.2f}x, "
               f"memory above the interpreter {(r1 - base_rss) / (r2 - base_rss):.2f}x")
+        if len(rows) > 2:
+            _, s3, r3 = rows[2]
+            print(f"  ratios, ours / HTA: time {s1 / s3:.2f}x ({s3 / s1:.1f}x faster), peak "
+                  f"memory {r1 / r3:.2f}x")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     sub = parser.add_subparsers(dest="what", required=True)
     sub.add_parser("overhead").add_argument("--rounds", type=int, default=5)
-    sub.add_parser("ingest").add_argument("--steps", type=int, default=3000)
+    reader = sub.add_parser("ingest")
+    reader.add_argument("--steps", type=int, default=3000)
+    reader.add_argument("--hta", type=Path, metavar="VENV",
+                        help="also read the trace with HTA 0.5, installed into VENV (made "
+                        "when missing; no torch needed)")
     args = parser.parse_args()
     if args.what == "overhead":
         overhead(args.rounds)
     else:
-        ingest(args.steps)
+        ingest(args.steps, args.hta)
 
 
 if __name__ == "__main__":

@@ -4,9 +4,11 @@ py-spy attaches to the workload's Python pid as soon as the bootstrap has writte
 non-blocking mode (it reads the process's memory without stopping it). Two passes at the same
 rate: one records every sample, one only samples whose thread holds the GIL (``--gil``); the
 GIL share is the ratio of the two, each per second of its own run. The passes take two runs
-of the workload (``run_count``): side by side in one run they cost ~10% on a workload that
-keeps every CPU busy, where one sampler costs what py-spy by hand does; ``--pyspy-gil-beside``
-puts them in one run. With ``--pyspy-native`` the native frames below Python frames go
+of the workload side by side by default; ``--pyspy-gil-run`` gives the GIL pass a run of its
+own (``run_count`` 2), so that one sampler at a time competes with the workload for the CPUs.
+Measured on 2 vCPUs (docs/performance.md), the second sampler's cost was within the noise of
+one run's overhead, while a second run mixes two runs' splits into the budget: one run is the
+default. With ``--pyspy-native`` the native frames below Python frames go
 to the kernel layer, linked to the Python function that called them.
 """
 
@@ -392,14 +394,13 @@ class PySpyBackend(Backend):
         Option("idle", "include idle (waiting) threads' samples", flag=True),
         Option("subprocesses", "also sample the workload's child processes", flag=True),
         Option("no_gil", "skip the GIL-share pass (one run instead of two)", flag=True),
-        Option("gil_beside", "run the GIL pass beside the main one, in one run: costs ~10% "
-               "more where the workload keeps every CPU busy", flag=True),
+        Option("gil_run", "give the GIL pass a run of its own (one more run; no second "
+               "sampler competing for the CPUs, e.g. 100% of 2 cores)", flag=True),
     )
 
     def run_count(self, options: dict[str, Any]) -> int:
-        """Two runs (the main pass, then the GIL pass), unless --pyspy-no-gil or
-        --pyspy-gil-beside."""
-        return 1 if options.get("no_gil") or options.get("gil_beside") else 2
+        """One run; two (the main pass, then the GIL pass) with --pyspy-gil-run."""
+        return 2 if options.get("gil_run") and not options.get("no_gil") else 1
 
     def check(self) -> Availability:
         """Available when py-spy is installed and this user may attach to another process."""
@@ -431,7 +432,7 @@ class PySpyBackend(Backend):
         else:
             passes = [(PROFILE_FILE, main)]
             if self.run_count(ctx.options) == 1 and not ctx.options.get("no_gil"):
-                passes.append(gil)  # beside the main pass (--pyspy-gil-beside, the gil backend)
+                passes.append(gil)  # beside the main pass (without --pyspy-gil-run)
             # When sampling began, against the bootstrap's start (workload.json): the time
             # before it is start-up the sampler did not see, not waiting.
             (ctx.artifact_dir / "pyspy-spawn.json").write_text(

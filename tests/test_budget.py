@@ -25,8 +25,8 @@ TRUTH = re.compile(r"python ([\d.]+) s, torch ([\d.]+) s")
 
 def _truth(report: dict[str, Any], backend_name: str) -> tuple[float, float]:
     """(python %, torch %) of the wall time of the named backend's runs, as the workload
-    timed itself: the mean over its runs (py-spy's GIL pass has a run of its own, and the
-    workload's calibration moves the split by a few points from one run to the next)."""
+    timed itself: the mean over its runs (one; two when py-spy's GIL pass has a run of its
+    own, and the workload's calibration moves the split by a few points between runs)."""
     shares = []
     for run in (r for r in report["run"]["runs"] if r["backend"] == backend_name):
         found = TRUTH.search(run["stdout_tail"])

@@ -42,9 +42,7 @@ def test_python_bound(perfstack):
 
 def test_many_small_ops_are_dispatch_bound(perfstack):
     # Enough steps that the loop, not torch's import, is most of the run.
-    # py-spy's GIL pass beside its main pass: one run fewer; the rules read the same metrics.
-    found = _zoo(perfstack, "tiny-ops", "torch,pyspy,perftop", "--steps", "80",
-                 options=("--pyspy-gil-beside",))
+    found = _zoo(perfstack, "tiny-ops", "torch,pyspy,perftop", "--steps", "80")
     assert "torch.small-ops" in found, found
     assert "time.dispatch-bound" in found, found  # perf: libtorch outside kernels dominates
     assert found["time.dispatch-bound"]["severity"] == "warning"
@@ -52,7 +50,7 @@ def test_many_small_ops_are_dispatch_bound(perfstack):
 
 @pytest.mark.skipif(py_spy() is None, reason="py-spy is not installed")
 def test_waiting_main_thread(perfstack):
-    found = _zoo(perfstack, "sleepy", "pyspy", options=("--pyspy-gil-beside",))
+    found = _zoo(perfstack, "sleepy", "pyspy")
     assert "time.waiting" in found, found
     assert "time.python-bound" not in found
 
