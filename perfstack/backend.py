@@ -16,6 +16,7 @@ for measurements that cost nothing (the OS's resource accounting).
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -318,7 +319,10 @@ def availability(backend: Backend) -> Availability:
     run and the listing of one command agree). A check that raises is "not available", with
     the exception as its reason and the traceback in ``error``: the backend's own code failed,
     the command goes on."""
-    known = _CHECKED.get(backend)
+    try:
+        known = _CHECKED.get(backend)
+    except TypeError:  # an unhashable backend (a dataclass with eq): asked every time
+        known = None
     if known is None:
         try:
             known = backend.check()
@@ -327,5 +331,6 @@ def availability(backend: Backend) -> Availability:
 
             known = Availability(False, f"its availability check raised {type(exc).__name__}: "
                                  f"{exc}", None, traceback.format_exc())
-        _CHECKED[backend] = known
+        with contextlib.suppress(TypeError):
+            _CHECKED[backend] = known
     return known

@@ -199,3 +199,33 @@ def test_every_hook_call_goes_through_pluggy_and_every_failure_is_a_finding() ->
     assert all(len(impls) == 1 for _, impls in calls)
     assert {name for name, _ in calls} >= {"perfstack_environment", "perfstack_renderers",
                                            "perfstack_findings"}
+
+
+def test_a_backends_check_is_asked_once_and_a_raise_is_an_answer() -> None:
+    from dataclasses import dataclass
+
+    from perfstack.backend import Availability, availability
+
+    asked: list[str] = []
+
+    class Counted(Backend):
+        name = "counted"
+        layers = (Layer.KERNEL,)
+
+        def check(self) -> Availability:
+            asked.append(self.name)
+            raise RuntimeError("no device")
+
+    backend_ = Counted()
+    first, second = availability(backend_), availability(backend_)
+    assert asked == ["counted"] and first is second
+    assert not first.ok and "RuntimeError: no device" in (first.reason or "")
+    assert first.error is not None and "Traceback" in first.error
+
+    @dataclass
+    class Unhashable(Backend):  # eq=True makes it unhashable: asked each time, never an error
+        name = "plain"
+        layers = (Layer.KERNEL,)
+        size: int = 0
+
+    assert availability(Unhashable()).ok
