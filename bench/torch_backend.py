@@ -99,7 +99,7 @@ from hta.trace_analysis import TraceAnalysis
 folder = tempfile.mkdtemp()
 os.symlink(sys.argv[1], os.path.join(folder, "rank-0.json"))
 t = time.perf_counter(); ta = TraceAnalysis(trace_dir=folder)
-events = sum(len(tr) for tr in ta.t.traces.values())
+events = sum(len(df) for df in ta.t.get_all_traces().values())
 print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
       events, "events kept")
 """
