@@ -72,29 +72,31 @@ class Manifest:
 
     def metric_providers(self) -> dict[str, list[str]]:
         """Return, per metric name prefix, the backends that publish it (sorted)."""
-        out: dict[str, list[str]] = {}
-        for plugin in self.plugins:
-            for backend, prefixes in plugin.publishes.items():
-                for prefix in prefixes:
-                    out.setdefault(prefix, []).append(backend)
-        return {k: sorted(set(v)) for k, v in out.items()}
+        return _by_value([p.publishes for p in self.plugins])
 
     def layer_providers(self) -> dict[str, list[str]]:
         """Return, per layer, the backends that feed it (sorted by backend name)."""
-        by_backend: dict[str, list[str]] = {}
-        for plugin in self.plugins:
-            by_backend.update(plugin.backends)
-        out: dict[str, list[str]] = {}
-        for backend, layers in sorted(by_backend.items()):
-            for layer in layers:
-                out.setdefault(layer, []).append(backend)
-        return out
+        return _by_value([p.backends for p in self.plugins])
+
+
+def _by_value(per_plugin: list[dict[str, list[str]]]) -> dict[str, list[str]]:
+    """Invert each plugin's backend -> [layer or prefix] into layer or prefix -> sorted
+    backends (of two backends of one name, the first plugin's counts, as when loading)."""
+    by_backend: dict[str, list[str]] = {}
+    for backends in per_plugin:
+        for name, values in backends.items():
+            by_backend.setdefault(name, values)
+    out: dict[str, list[str]] = {}
+    for backend, values in sorted(by_backend.items()):
+        for value in values:
+            out.setdefault(value, []).append(backend)
+    return out
 
 
 def cache_file(choices: dict[str, Any]) -> Path:
     """Return where the manifest of this interpreter, ``sys.path`` and plugin choices lives
     (``perfstack`` and ``python -m perfstack`` see different paths: one file each)."""
-    import hashlib
+    import zlib  # a cheap name, not a security hash: the key inside the file is checked
 
     folder = os.environ.get(CACHE_ENV)
     if not folder:
@@ -102,7 +104,7 @@ def cache_file(choices: dict[str, Any]) -> Path:
                                                                 ".cache")
         folder = os.path.join(base, "perfstack")
     which = json.dumps([sys.executable, _site_path(), choices], sort_keys=True)
-    digest = hashlib.sha256(which.encode()).hexdigest()[:16]
+    digest = f"{zlib.crc32(which.encode()):08x}"
     return Path(folder) / f"{STEM}-{digest}.json"
 
 

@@ -83,6 +83,7 @@ class Plugins:
     #: the command's plugin choices, part of the cache's key; None: not cached
     choices: dict[str, Any] | None = None
     _manifest: Any = field(default=None, repr=False)
+    _built: Any = field(default=None, repr=False)
     #: every hook call that raised, (hook name, answer), in order: each becomes a
     #: ``perfstack.plugin-error`` finding of the report (``findings``)
     errors: list[tuple[str, HookResult]] = field(default_factory=list)
@@ -97,8 +98,16 @@ class Plugins:
     def _remember(self) -> None:
         from perfstack import plugincache
 
-        if self.choices is None or plugincache.read(self.choices) is not None:
-            return
+        if self.choices is not None and plugincache.read(self.choices) is None:
+            plugincache.write(self.choices, self._described())
+
+    def _described(self) -> Any:
+        """Return what every loaded plugin provides, as a ``plugincache.Manifest`` (the one
+        written to the cache), built once per load."""
+        from perfstack import plugincache
+
+        if self._built is not None:
+            return self._built
         renderers = {a.plugin: a.result for a in self.call_loaded("perfstack_renderers")}
         backends = {a.plugin: a.result for a in self.call_loaded("perfstack_backends")}
         provided = []
@@ -117,7 +126,8 @@ class Plugins:
                 [str(getattr(r, "name", "")) for r in drawn if hasattr(r, "render_diff")],
                 backs, publishes,
                 plugincache.package_files(plugin, whole=name not in CORE_PLUGINS)))
-        plugincache.write(self.choices, plugincache.Manifest(provided))
+        self._built = plugincache.Manifest(provided)
+        return self._built
 
     def manifest(self) -> Any:
         """Return the valid plugin cache of a deferred load, else None (everything is
@@ -130,16 +140,19 @@ class Plugins:
             self._manifest = plugincache.read(self.choices) or False
         return self._manifest or None
 
+    def _provided(self) -> Any:
+        """The cache of a deferred load where it is valid, else what the loaded plugins say
+        (loading them all first)."""
+        manifest = self.manifest()
+        if manifest is not None:
+            return manifest
+        self.load_all()
+        return self._described()
+
     def renderer_names(self, diffs: bool = False) -> list[str]:
         """Return the names of every output format (``diffs``: of those that draw diffs),
         sorted."""
-        manifest = self.manifest()
-        if manifest is not None:
-            return list(manifest.renderer_names(diffs))
-        from perfstack.render import renderers
-
-        return sorted(name for name, r in renderers(self).items()  # loads every plugin
-                      if not diffs or hasattr(r, "render_diff"))
+        return list(self._provided().renderer_names(diffs))
 
     def renderer(self, name: str) -> Any:
         """Return the renderer of format ``name`` (a ``perfstack.render.Renderer``), or None.
@@ -153,25 +166,11 @@ class Plugins:
 
     def metric_providers(self) -> dict[str, list[str]]:
         """Return, per metric name prefix, the installed backends that publish it."""
-        manifest = self.manifest()
-        if manifest is not None:
-            return dict(manifest.metric_providers())
-        out: dict[str, list[str]] = {}
-        for name, entry in sorted(self.backends()[0].items()):
-            for prefix in entry.backend.publishes:
-                out.setdefault(str(prefix), []).append(name)
-        return out
+        return dict(self._provided().metric_providers())
 
     def layer_providers(self) -> dict[str, list[str]]:
         """Return, per layer, the installed backends that feed it."""
-        manifest = self.manifest()
-        if manifest is not None:
-            return dict(manifest.layer_providers())
-        out: dict[str, list[str]] = {}
-        for name, entry in sorted(self.backends()[0].items()):
-            for layer in entry.backend.layers:
-                out.setdefault(layer.value, []).append(name)
-        return out
+        return dict(self._provided().layer_providers())
 
     def call_each(self, hook_name: str, **kwargs: Any) -> list[HookResult]:
         """Call one hook on every plugin separately; return each answer or error, in order."""
