@@ -54,3 +54,12 @@ class UnsupportedVersion(PerfstackError):
 
 class OutputError(PerfstackError):
     """A report or artifact folder cannot be written."""
+
+
+class HistoryUnavailable(PerfstackError):
+    """The history database cannot be opened, read or written (a server that does not answer,
+    a file that is not a database)."""
+
+
+class MissingDependency(PerfstackError):
+    """A command needs a package that is not installed."""

@@ -17,11 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 import subprocess
-import time
-from collections.abc import Iterator, Sequence
-from contextlib import closing, contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,14 +26,13 @@ from typing import Any
 
 from perfstack import cpus
 from perfstack.analysis.primary import Primary
+from perfstack.historydb import Database, connect, exists, is_url
 from perfstack.report import Report
 
 FILE_NAME = "history.sqlite"
 #: Set to "off" (or "0") to write no history; or to a database path.
 HISTORY_ENV = "PERFSTACK_HISTORY"
-#: Seconds a writer waits for another to finish before giving up.
-LOCK_TIMEOUT_S = 30.0
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: metrics.better
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -59,7 +55,7 @@ CREATE INDEX IF NOT EXISTS runs_by_workload ON runs (workload_key, machine, star
 CREATE TABLE IF NOT EXISTS metrics (
     run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
     name TEXT NOT NULL, source TEXT NOT NULL, value REAL, unit TEXT NOT NULL,
-    layer TEXT NOT NULL
+    layer TEXT NOT NULL, better TEXT
 );
 CREATE INDEX IF NOT EXISTS metrics_by_name ON metrics (name, source, run_id);
 CREATE TABLE IF NOT EXISTS rows (
@@ -109,14 +105,18 @@ class Point:
                 "value": self.value, "unit": self.unit}
 
 
-def default_path(runs_dir: Path) -> Path | None:
-    """Return the history database for reports under ``runs_dir`` (``.perfstack/runs``), or
-    None when PERFSTACK_HISTORY is "off"."""
+#: A history's location: an SQLite file, or a PostgreSQL URL (``postgresql://...``).
+Location = str | Path
+
+
+def default_path(runs_dir: Path) -> Location | None:
+    """Return the history database for reports under ``runs_dir`` (``.perfstack/runs``): the
+    PERFSTACK_HISTORY variable's path or PostgreSQL URL when set, None when it is "off"."""
     chosen = os.environ.get(HISTORY_ENV, "").strip()
     if chosen.lower() in ("off", "0", "no", "false"):
         return None
     if chosen:
-        return Path(chosen)
+        return chosen if is_url(chosen) else Path(chosen)
     return runs_dir.parent / FILE_NAME
 
 
@@ -161,37 +161,29 @@ def workload_key(command: Sequence[str]) -> str:
     return hashlib.sha256(json.dumps(list(command)).encode()).hexdigest()[:12]
 
 
-@contextmanager
-def _connect(path: Path) -> Iterator[sqlite3.Connection]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with closing(sqlite3.connect(path, timeout=LOCK_TIMEOUT_S, isolation_level=None)) as con:
-        con.execute(f"PRAGMA busy_timeout={int(LOCK_TIMEOUT_S * 1000)}")
-        con.execute("PRAGMA foreign_keys=ON")
-        # Switching to WAL takes the database alone and does not wait for a busy one (two
-        # writers creating it at once): retry until the other is done.
-        deadline = time.monotonic() + LOCK_TIMEOUT_S
-        while True:
-            try:
-                if con.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                    con.execute("PRAGMA journal_mode=WAL")
-                break
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.02)
-        yield con
+def ensure_schema(db: Database) -> None:
+    """Create the history's tables where they are missing (and bring an older one up to
+    date), in one transaction that other writers wait for."""
+    db.begin()
+    try:
+        db.schema_lock()
+        db.script(_SCHEMA)
+        columns = [c[0] for c in db.execute("SELECT * FROM metrics LIMIT 0").description]
+        if "better" not in columns:  # a history written before schema 2
+            db.execute("ALTER TABLE metrics ADD COLUMN better TEXT")
+        db.execute("INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO "
+                   "UPDATE SET value = excluded.value", (str(SCHEMA_VERSION),))
+        db.commit()
+    except BaseException:
+        db.rollback()
+        raise
 
 
-def _ensure_schema(con: sqlite3.Connection) -> None:
-    con.executescript(_SCHEMA)
-    con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
-                (str(SCHEMA_VERSION),))
-
-
-def add(path: Path, report: Report, report_path: Path, data: bytes | None = None) -> bool:
-    """Add one report to the history database at ``path`` in one transaction; return False
-    when it was there already (the same digest). ``data`` is the report file's bytes, when
-    the caller has them."""
+def add(location: Location, report: Report, report_path: Path,
+        data: bytes | None = None) -> bool:
+    """Add one report to the history at ``location`` in one transaction; return False when it
+    was there already (the same digest). ``data`` is the report file's bytes, when the caller
+    has them."""
     raw = data if data is not None else report_path.read_bytes()
     digest = hashlib.sha256(raw).hexdigest()
     facts = machine_facts(report)
@@ -199,8 +191,8 @@ def add(path: Path, report: Report, report_path: Path, data: bytes | None = None
     repo = repo if isinstance(repo, dict) else {}
     primary = Primary(report)
     metric_rows = [(m.name, m.source, float(m.value) if isinstance(m.value, (int, float))
-                    and not isinstance(m.value, bool) else None, m.unit, m.layer)
-                   for m in report.metrics]
+                    and not isinstance(m.value, bool) else None, m.unit, m.layer,
+                    m.better.value) for m in report.metrics]
     layer_rows = []
     for layer, rows in report.layers.items():
         for row in rows:
@@ -209,31 +201,33 @@ def add(path: Path, report: Report, report_path: Path, data: bytes | None = None
             layer_rows.append((layer.value, row.source, row.key, row.name, name,
                                float(q.value) if q is not None and q.value is not None
                                else None, q.unit if q is not None else None))
-    with _connect(path) as con:
-        _ensure_schema(con)
-        con.execute("BEGIN IMMEDIATE")
+    with connect(location) as db:
+        ensure_schema(db)
+        db.begin()
         try:
-            if con.execute("SELECT 1 FROM runs WHERE digest = ?", (digest,)).fetchone():
-                con.execute("ROLLBACK")
-                return False
-            cur = con.execute(
+            # Two writers of one report: the unique digest lets one in, the other does nothing.
+            run = db.execute(
                 "INSERT INTO runs (digest, report_path, workload, workload_key, commit_id, "
                 "branch, dirty, machine, machine_facts, started, added, perfstack_version) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (digest) DO NOTHING "
+                "RETURNING id",
                 (digest, str(report_path.resolve()), json.dumps(report.run.command),
                  workload_key(report.run.command), repo.get("commit"), repo.get("branch"),
                  None if repo.get("dirty") is None else int(bool(repo.get("dirty"))),
                  fingerprint(facts), json.dumps(facts, sort_keys=True), report.run.started,
                  datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                 report.run.perfstack_version))
-            run_id = cur.lastrowid
-            con.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?)",
-                            [(run_id, *m) for m in metric_rows])
-            con.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                            [(run_id, *r) for r in layer_rows])
-            con.execute("COMMIT")
+                 report.run.perfstack_version)).fetchone()
+            if run is None:
+                db.rollback()
+                return False
+            run_id = run[0]
+            db.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           [(run_id, *m) for m in metric_rows])
+            db.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                           [(run_id, *r) for r in layer_rows])
+            db.commit()
         except BaseException:
-            con.execute("ROLLBACK")
+            db.rollback()
             raise
     return True
 
@@ -248,54 +242,138 @@ def _where(workload: str | None, branch: str | None, machine: str | None,
         clauses.append("r.branch = ?")
         params.append(branch)
     if machine:
-        clauses.append("r.machine = ?")
-        params.append(machine)
+        clauses.append("r.machine LIKE ?")
+        params.append(f"{machine}%")
     if since:
         clauses.append("r.started >= ?")
         params.append(since)
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 
-def runs(path: Path, workload: str | None = None, branch: str | None = None,
+def runs(location: Location, workload: str | None = None, branch: str | None = None,
          machine: str | None = None, since: str | None = None) -> list[Entry]:
     """Return the runs in the history (filtered), oldest first."""
-    if not path.is_file():
+    if not exists(location):
         return []
     where, params = _where(workload, branch, machine, since)
-    with _connect(path) as con:
-        _ensure_schema(con)
-        found = con.execute(
+    with connect(location) as db:
+        ensure_schema(db)
+        found = db.execute(
             "SELECT r.id, r.started, r.workload, r.commit_id, r.branch, r.dirty, r.machine, "
             "r.report_path, (SELECT value FROM metrics m WHERE m.run_id = r.id AND "
             "m.name = 'wall_time' LIMIT 1) FROM runs r" + where + " ORDER BY r.started, r.id",
             params).fetchall()
-    return [Entry(i, started, json.loads(wl), commit, branch_, None if dirty is None
+    return [Entry(int(i), str(started), json.loads(wl), commit, branch_, None if dirty is None
                   else bool(dirty), mach, rp, wall)
             for i, started, wl, commit, branch_, dirty, mach, rp, wall in found]
 
 
-def series(path: Path, metric: str | None = None, row: str | None = None,
+def series(location: Location, metric: str | None = None, row: str | None = None,
            workload: str | None = None, branch: str | None = None,
            machine: str | None = None, since: str | None = None) -> list[Point]:
     """Return one metric's (by name) or one row's (by key, its primary value) series over the
     runs, oldest first."""
-    if not path.is_file() or (metric is None) == (row is None):
+    if not exists(location) or (metric is None) == (row is None):
         return []
     where, params = _where(workload, branch, machine, since)
     table, column, wanted = ("metrics", "name", metric) if metric is not None else (
         "rows", "key", row)
     query = (f"SELECT r.id, r.started, r.commit_id, x.value, x.unit FROM runs r JOIN {table} "
              f"x ON x.run_id = r.id AND x.{column} = ?")
-    first = [wanted]
-    with _connect(path) as con:
-        _ensure_schema(con)
-        found = con.execute(query + where + " ORDER BY r.started, r.id",
-                            [*first, *params]).fetchall()
-    return [Point(i, started, commit, value, unit or "")
+    with connect(location) as db:
+        ensure_schema(db)
+        found = db.execute(query + where + " ORDER BY r.started, r.id",
+                           [wanted, *params]).fetchall()
+    return [Point(int(i), str(started), commit, value, unit or "")
             for i, started, commit, value, unit in found]
 
 
-def integrity(path: Path) -> str:
-    """Return SQLite's integrity check of the database ("ok" when sound)."""
-    with _connect(path) as con:
-        return str(con.execute("PRAGMA integrity_check").fetchone()[0])
+@dataclass(frozen=True)
+class Group:
+    """Every series of one workload on one machine, read in one pass: the runs oldest first,
+    and per metric (by name) and per row (by key) one value per run (None where a run had
+    none)."""
+
+    workload: list[str]
+    workload_key: str
+    machine: str
+    runs: list[Entry]
+    metrics: dict[str, list[float | None]]
+    metric_info: dict[str, tuple[str, str, str]]  # name -> (unit, layer, better)
+    rows: dict[str, list[float | None]]
+    row_info: dict[str, tuple[str, str, str]]  # key -> (name, unit, layer)
+
+
+def groups(location: Location, workload: str | None = None, branch: str | None = None,
+           machine: str | None = None, since: str | None = None,
+           top_rows: int = 5) -> list[Group]:
+    """Return every (workload, machine) group of the history with its series: every metric,
+    and the ``top_rows`` largest rows of each layer (by primary value in the group's newest
+    run that has rows in that layer)."""
+    if not exists(location):
+        return []
+    where, params = _where(workload, branch, machine, since)
+    with connect(location) as db:
+        ensure_schema(db)
+        listed = db.execute(
+            "SELECT r.id, r.started, r.workload, r.commit_id, r.branch, r.dirty, r.machine, "
+            "r.report_path, r.workload_key FROM runs r" + where
+            + " ORDER BY r.workload_key, r.machine, r.started, r.id", params).fetchall()
+        by_group: dict[tuple[str, str], list[Any]] = {}
+        for found in listed:
+            by_group.setdefault((found[8], found[6]), []).append(found)
+        out = []
+        for (key, mach), members in by_group.items():
+            ids = [int(m[0]) for m in members]
+            position = {run_id: i for i, run_id in enumerate(ids)}
+            marks = ",".join("?" * len(ids))
+            metrics: dict[str, list[float | None]] = {}
+            metric_info: dict[str, tuple[str, str, str]] = {}
+            for run_id, name, value, unit, layer, better in db.execute(
+                    f"SELECT run_id, name, value, unit, layer, better FROM metrics WHERE "
+                    f"run_id IN ({marks})", ids).fetchall():
+                metrics.setdefault(name, [None] * len(ids))[position[int(run_id)]] = value
+                metric_info[name] = (unit, layer, better or "neither")
+            chosen = _top_row_keys(db, ids, marks, top_rows)
+            rows: dict[str, list[float | None]] = {}
+            row_info: dict[str, tuple[str, str, str]] = {}
+            if chosen:
+                keys = ",".join("?" * len(chosen))
+                for run_id, row_key, name, value, unit, layer in db.execute(
+                        f"SELECT run_id, key, name, value, unit, layer FROM rows WHERE run_id "
+                        f"IN ({marks}) AND key IN ({keys})", [*ids, *chosen]).fetchall():
+                    rows.setdefault(row_key, [None] * len(ids))[position[int(run_id)]] = value
+                    row_info.setdefault(row_key, (name, unit or "", layer))
+            entries = [Entry(int(i), str(started), json.loads(wl), commit, branch_,
+                             None if dirty is None else bool(dirty), m_, rp, None)
+                       for i, started, wl, commit, branch_, dirty, m_, rp, _ in members]
+            out.append(Group(entries[-1].workload, key, mach, entries, metrics, metric_info,
+                             rows, row_info))
+    return out
+
+
+def _top_row_keys(db: Database, ids: list[int], marks: str, top: int) -> list[str]:
+    """The ``top`` largest rows of each layer in the newest run that has rows in it."""
+    if top <= 0:
+        return []
+    order = {run_id: i for i, run_id in enumerate(ids)}  # ids are oldest first
+    newest: dict[str, int] = {}
+    for run_id, layer in db.execute(
+            f"SELECT DISTINCT run_id, layer FROM rows WHERE run_id IN ({marks})", ids):
+        if layer not in newest or order[int(run_id)] > order[newest[layer]]:
+            newest[layer] = int(run_id)
+    chosen: list[str] = []
+    for layer, run_id in sorted(newest.items()):
+        found = db.execute(
+            "SELECT key FROM rows WHERE run_id = ? AND layer = ? AND value IS NOT NULL "
+            "ORDER BY value DESC, key LIMIT ?", (run_id, layer, top)).fetchall()
+        chosen += [k for (k,) in found if k not in chosen]
+    return chosen
+
+
+def integrity(location: Location) -> str:
+    """Return the database's integrity check ("ok" when sound; PostgreSQL checks its own)."""
+    if is_url(location):
+        return "ok"
+    with connect(location) as db:
+        return str(db.execute("PRAGMA integrity_check").fetchone()[0])

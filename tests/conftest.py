@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -122,3 +122,63 @@ def chromium() -> str:
                           text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """A throwaway PostgreSQL server (Debian's package, installed when missing by
+    scripts/install-postgresql.sh): a cluster made with initdb in a temporary folder, listening
+    on a free loopback port, stopped at the end of the session. Returns the URL of its
+    maintenance database."""
+    import pwd
+    import shutil
+    import socket
+    import tempfile
+
+    proc = subprocess.run([str(ROOT / "scripts" / "install-postgresql.sh")],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    bin_dir = Path(proc.stdout.strip().splitlines()[-1])
+    # Not under pytest's own temporary folders: they are closed to other users.
+    folder = Path(tempfile.mkdtemp(prefix="perfstack-pg-"))
+    as_user: list[str] = []
+    if os.geteuid() == 0:  # initdb refuses root: the package's own user runs the server
+        pw = pwd.getpwnam("postgres")
+        os.chown(folder, pw.pw_uid, pw.pw_gid)
+        as_user = ["runuser", "-u", "postgres", "--"]
+    data = folder / "data"
+    subprocess.run([*as_user, str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres",
+                    "--auth=trust", "-E", "UTF8", "--no-sync"], check=True,
+                   capture_output=True, timeout=300)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1"
+    started = subprocess.run([*as_user, str(bin_dir / "pg_ctl"), "-D", str(data), "-o",
+                              options, "-l", str(folder / "server.log"), "-w", "start"],
+                             capture_output=True, text=True, timeout=120)
+    assert started.returncode == 0, started.stderr + (folder / "server.log").read_text()
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*as_user, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast",
+                        "-w", "stop"], capture_output=True, timeout=120)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def postgres_db(postgres_server: str, request: pytest.FixtureRequest) -> str:
+    """A new, empty database on the session's PostgreSQL server; returns its URL."""
+    import re
+
+    import pg8000.dbapi
+
+    name = "t_" + re.sub(r"\W", "_", request.node.name.lower())[:50]
+    con = pg8000.dbapi.connect(user="postgres", host="127.0.0.1",
+                               port=int(postgres_server.rsplit(":", 1)[1].split("/")[0]),
+                               database="postgres")
+    con.autocommit = True
+    con.cursor().execute(f"DROP DATABASE IF EXISTS {name}")
+    con.cursor().execute(f"CREATE DATABASE {name}")
+    con.close()
+    return postgres_server.rsplit("/", 1)[0] + "/" + name

@@ -12,7 +12,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from perfstack import history
+import pytest
+
+from perfstack import history, historydb
 from perfstack.report import Layer, Quantity, Row
 from perfstack.reportfile import load_report, save_report
 from tests.conftest import ROOT, WORKLOADS, Result, assert_one_line_error
@@ -104,9 +106,11 @@ def _variants(folder: Path, count: int, rows: int, tag: str) -> list[Path]:
 WRITER = """
 import sys
 from pathlib import Path
-from perfstack import history
+import pytest
+
+from perfstack import history, historydb
 from perfstack.reportfile import load_report
-db = Path(sys.argv[1])
+db = sys.argv[1]
 loaded = [(Path(name), load_report(Path(name))) for name in sys.argv[2:]]
 print("ready", flush=True)  # from here on the writer only adds: a kill lands in an add
 for path, report in loaded:
@@ -115,29 +119,37 @@ for path, report in loaded:
 """
 
 
-def _writer(db: Path, reports: list[Path]) -> subprocess.Popen[str]:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where the history lives: an SQLite file, or a database on a throwaway PostgreSQL
+    server; the same tests run against both."""
+    if request.param == "sqlite":
+        return str(tmp_path / "history.sqlite")
+    return str(request.getfixturevalue("postgres_db"))
+
+
+def _writer(db: str, reports: list[Path]) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-c", WRITER, str(db), *map(str, reports)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=ROOT)
 
 
-def _complete(db: Path, rows: int) -> list[int]:
+def _complete(db: str, rows: int) -> list[int]:
     """Every run in the database has all of its rows: return the runs' row counts."""
-    import sqlite3
-
     assert history.integrity(db) == "ok"
-    with sqlite3.connect(db) as con:
+    with historydb.connect(db) as con:
+        history.ensure_schema(con)  # a writer killed before it made the tables left none
         counts = [n for (n,) in con.execute(
             "SELECT COUNT(x.key) FROM runs r LEFT JOIN rows x ON x.run_id = r.id "
-            "AND x.source = 'bench' GROUP BY r.id")]
+            "AND x.source = 'bench' GROUP BY r.id").fetchall()]
     assert all(n == rows for n in counts), counts
     return counts
 
 
-def test_a_killed_writer_leaves_no_half_entry(tmp_path: Path) -> None:
+def test_a_killed_writer_leaves_no_half_entry(tmp_path: Path, store: str) -> None:
     """SIGKILL at moments spread over a stream of adds (each about 0.1 s, most of it in its
     transaction): what is in the database is whole, and the next writer goes on."""
-    db = tmp_path / "history.sqlite"
+    db = store
     reports = _variants(tmp_path, 8, 20_000, "k")
     done = 0
     for delay in (0.05, 0.23, 0.41):
@@ -153,8 +165,8 @@ def test_a_killed_writer_leaves_no_half_entry(tmp_path: Path) -> None:
     assert len(_complete(db, 20_000)) == 8 >= done
 
 
-def test_two_writers_at_once(tmp_path: Path) -> None:
-    db = tmp_path / "history.sqlite"
+def test_two_writers_at_once(tmp_path: Path, store: str) -> None:
+    db = store
     mine = _variants(tmp_path, 10, 3_000, "a")
     theirs = _variants(tmp_path, 10, 3_000, "b")
     writers = [_writer(db, mine), _writer(db, theirs)]

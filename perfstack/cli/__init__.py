@@ -42,6 +42,8 @@ EXIT_UNKNOWN_PLUGIN = 6
 EXIT_OUTPUT = 7
 EXIT_WORKLOAD_FAILED = 8
 EXIT_BACKENDS_FAILED = 9
+EXIT_HISTORY = 10
+EXIT_MISSING_DEPENDENCY = 11
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
 
@@ -53,6 +55,8 @@ EXIT_CODES: dict[type[errors.PerfstackError], int] = {
     errors.UnknownPlugin: EXIT_UNKNOWN_PLUGIN,
     errors.PluginModuleNotFound: EXIT_UNKNOWN_PLUGIN,
     errors.OutputError: EXIT_OUTPUT,
+    errors.HistoryUnavailable: EXIT_HISTORY,
+    errors.MissingDependency: EXIT_MISSING_DEPENDENCY,
 }
 
 DEFAULT_RUNS_DIR = Path(".perfstack") / "runs"
@@ -79,7 +83,7 @@ def _top_parser() -> Parser:
                         help="load the plugin module MODULE, or disable the plugin NAME with "
                         "no:NAME (repeatable), as pytest's -p")
     commands = ["run", "ab", "sweep", "analyze", "merge", "show", "diff", "validate", "plugins",
-                "env", "history"]
+                "env", "history", "trend", "gate"]
     parser.add_argument("command", nargs="?", choices=commands,
                         help="run: profile a workload; ab: compare two versions of it, runs "
                         "interleaved; sweep: run it per setting of "
@@ -88,7 +92,9 @@ def _top_parser() -> Parser:
                         "the nodes' reports of one job; show: print a report; "
                         "diff: compare two reports; validate: check report files; plugins: "
                         "list the backends and their availability; env: describe this "
-                        "machine; history: the runs remembered, and a figure's series")
+                        "machine; history: the runs remembered, and a figure's series; trend: "
+                        "change points over the history, by layer; gate: judge the newest "
+                        "run against its history (for CI)")
     parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     return parser
 
@@ -165,6 +171,10 @@ def _dispatch(argv: list[str]) -> int:
         from perfstack.cli.history import cmd_history
 
         return cmd_history(top.rest)
+    if top.command in ("trend", "gate"):
+        from perfstack.cli import trend
+
+        return (trend.cmd_trend if top.command == "trend" else trend.cmd_gate)(top.rest)
     if top.command == "validate":  # reads files against the schema: no plugin takes part
         from perfstack.cli.show import cmd_validate
 

@@ -13,14 +13,19 @@ from perfstack import errors
 from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, Parser
 from perfstack.report import Report
 
+history_location = str | Path
+DB_HELP = ("the history: a file, or a PostgreSQL URL postgresql://USER:PASSWORD@HOST:PORT/DB "
+           "(default: $PERFSTACK_HISTORY, else .perfstack/history.sqlite)")
 
-def database(given: Path | None) -> Path:
-    """Return the history database: ``--db``, else PERFSTACK_HISTORY, else
-    ``.perfstack/history.sqlite``."""
+
+def database(given: str | None) -> history_location:
+    """Return the history database: ``--db`` (a path or a PostgreSQL URL), else
+    PERFSTACK_HISTORY, else ``.perfstack/history.sqlite``."""
     from perfstack import history
+    from perfstack.historydb import is_url
 
     if given is not None:
-        return given
+        return given if is_url(given) else Path(given)
     found = history.default_path(DEFAULT_RUNS_DIR)
     if found is None:
         raise errors.UsageError(f"{history.HISTORY_ENV} is off: name a database with --db")
@@ -30,18 +35,16 @@ def database(given: Path | None) -> Path:
 def remember(report: Report, report_path: Path) -> None:
     """Add a report a command has just written to the history (never fails the command: a
     history that cannot be written is one line on stderr)."""
-    import sqlite3
-
-    from perfstack import history
+    from perfstack import history, historydb
 
     path = history.default_path(DEFAULT_RUNS_DIR)
     if path is None:
         return
     try:
         history.add(path, report, report_path)
-    except (OSError, sqlite3.Error) as exc:
-        print(f"perfstack: warning: the run was not added to the history {path}: {exc}",
-              file=sys.stderr)
+    except historydb.errors() as exc:
+        print(f"perfstack: warning: the run was not added to the history "
+              f"{historydb.describe(path)}: {exc}", file=sys.stderr)
 
 
 def _table(rows: list[dict[str, Any]], fmt: str, columns: list[str]) -> str:
@@ -81,20 +84,28 @@ def _cell(value: Any) -> str:
 
 def cmd_history(argv: list[str]) -> int:
     """List the runs in the history, print a series, or add reports."""
-    from perfstack import history
+    from perfstack import historydb
+
+    try:
+        return _history(argv)
+    except historydb.errors() as exc:
+        raise errors.HistoryUnavailable(f"cannot use the history: {exc}") from None
+
+
+def _history(argv: list[str]) -> int:
+    from perfstack import history, historydb
     from perfstack.reportfile import load_report
 
     if argv[:1] == ["add"]:
         parser = Parser(prog="perfstack history add",
                         description="Add reports written earlier to the history.")
         parser.add_argument("reports", nargs="+", type=Path, metavar="REPORT")
-        parser.add_argument("--db", type=Path, metavar="FILE",
-                            help="the history database (default: .perfstack/history.sqlite)")
+        parser.add_argument("--db", metavar="FILE|URL", help=DB_HELP)
         ns = parser.parse_args(argv[1:])
         path = database(ns.db)
         loaded = [(p, load_report(p)) for p in ns.reports]  # every file checked first
         added = sum(history.add(path, report, p) for p, report in loaded)
-        print(f"added {added} of {len(loaded)} report(s) to {path}"
+        print(f"added {added} of {len(loaded)} report(s) to {historydb.describe(path)}"
               + (" (the others were there already)" if added < len(loaded) else ""),
               file=sys.stderr)
         return EXIT_OK
@@ -114,11 +125,10 @@ def cmd_history(argv: list[str]) -> int:
     which.add_argument("--metric", metavar="NAME", help="this metric's series")
     which.add_argument("--row", metavar="KEY", help="this row's series (its primary value)")
     parser.add_argument("--format", choices=("text", "json", "csv"), default="text")
-    parser.add_argument("--db", type=Path, metavar="FILE",
-                        help="the history database (default: .perfstack/history.sqlite)")
+    parser.add_argument("--db", metavar="FILE|URL", help=DB_HELP)
     ns = parser.parse_args(argv)
     path = database(ns.db)
-    if not path.is_file():
+    if not historydb.exists(path):
         raise errors.InputNotFound(f"{path}: no history yet ('perfstack run' writes it; "
                                    "'perfstack history add REPORT' adds old reports)")
     filters = {"workload": ns.workload, "branch": ns.branch, "machine": ns.machine,

@@ -1,0 +1,147 @@
+"""``perfstack trend`` (change points over the history) and ``perfstack gate`` (the newest
+run against its history, for CI)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from perfstack import errors
+from perfstack.cli import EXIT_OK, EXIT_REGRESSION, Parser
+from perfstack.cli.history import DB_HELP, database
+
+
+def _percent(text: str) -> float:
+    """'5%', '5' or '0.05' -> 0.05."""
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        raise errors.UsageError(f"not a percentage: {text!r} (give e.g. 5%)") from None
+    value = value / 100 if text.endswith("%") or value >= 1 else value
+    if not 0 <= value < 10:
+        raise errors.UsageError(f"percentage out of range: {text!r}")
+    return value
+
+
+def _filters(parser: Parser) -> None:
+    parser.add_argument("--workload", metavar="TEXT",
+                        help="workloads whose command contains TEXT (or whose id is TEXT)")
+    parser.add_argument("--branch", help="runs on this git branch only")
+    parser.add_argument("--machine", metavar="ID", help="this machine only (its id or a prefix)")
+    parser.add_argument("--since", metavar="DATE", help="runs started on or after DATE")
+    parser.add_argument("--db", metavar="FILE|URL", help=DB_HELP)
+
+
+def _groups(ns: Any, top_rows: int) -> list[Any]:
+    try:
+        import numpy  # noqa: F401
+        import otava.analysis  # noqa: F401
+        import scipy  # noqa: F401
+    except ImportError as exc:
+        raise errors.MissingDependency(
+            f"this command needs Apache Otava, numpy and scipy ({exc.name} is missing): "
+            "pip install numpy scipy && pip install --no-deps apache-otava==0.8.0") from None
+    from perfstack import history, historydb
+
+    location = database(ns.db)
+    if not historydb.exists(location):
+        raise errors.InputNotFound(f"{location}: no history yet ('perfstack run' writes it; "
+                                   "'perfstack history add REPORT' adds old reports)")
+    try:
+        found = history.groups(location, workload=ns.workload, branch=ns.branch,
+                               machine=ns.machine, since=ns.since, top_rows=top_rows)
+    except historydb.errors() as exc:
+        raise errors.HistoryUnavailable(
+            f"cannot read the history {historydb.describe(location)}: {exc}") from None
+    if not found:
+        raise errors.InputNotFound(f"{historydb.describe(location)}: no runs match")
+    return found
+
+
+def cmd_trend(argv: list[str]) -> int:
+    """Find the change points of every series in the history."""
+    from perfstack import trend
+    from perfstack.cli.show import output_width
+    from perfstack.render import trend as render
+
+    parser = Parser(prog="perfstack trend",
+                    description="Change points in every metric's and every top row's series "
+                    "over the history, per workload and machine (never mixing machines): "
+                    "where each stepped, the commits around it, its size with a 95%% "
+                    "interval, and the layer and rows that moved with it.",
+                    epilog="a series says 'cannot tell yet' when a step is possible but not "
+                    "significant, or its runs are too few or too noisy for a step of "
+                    "--min-change to show. examples: perfstack trend | perfstack trend "
+                    "--workload train.py --html trend.html | perfstack trend --format json")
+    _filters(parser)
+    parser.add_argument("--min-change", default="5%", metavar="PCT",
+                        help="the smallest step that counts (default: 5%%)")
+    parser.add_argument("--rows", type=int, default=5, metavar="N",
+                        help="rows of each layer followed (the newest run's largest; "
+                        "default: 5)")
+    parser.add_argument("--all", action="store_true",
+                        help="list every series, not only those that changed or cannot tell")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--html", type=Path, metavar="FILE",
+                        help="also write an offline HTML page with a chart per series")
+    ns = parser.parse_args(argv)
+    if ns.rows < 0:
+        raise errors.UsageError("--rows must be 0 or more")
+    min_change = _percent(ns.min_change)
+    trends = [trend.analyse(g, min_change) for g in _groups(ns, ns.rows)]
+    if ns.html is not None:
+        from perfstack.reportfile import write_text_atomic
+
+        write_text_atomic(ns.html, render.render_html(trends))
+        print(f"perfstack: trend chart: {ns.html}", file=sys.stderr)
+    if ns.format == "json":
+        sys.stdout.write(json.dumps([t.to_dict() for t in trends], indent=1) + "\n")
+    else:
+        sys.stdout.write(render.render_text(trends, output_width(), ns.all))
+    return EXIT_OK
+
+
+def cmd_gate(argv: list[str]) -> int:
+    """Judge the newest run of a workload against the newest segment of its history."""
+    from perfstack import trend
+    from perfstack.cli.show import output_width
+    from perfstack.render import trend as render
+
+    parser = Parser(prog="perfstack gate",
+                    description="Judge the newest run of a workload against the runs before "
+                    "it since their last change point (not one baseline report): exit 1 "
+                    "when a metric got worse by more than --threshold and beyond the "
+                    "history's own noise.",
+                    epilog="example, in CI after 'perfstack run ... ': perfstack gate "
+                    "--workload train.py --branch main --threshold 5%%")
+    _filters(parser)
+    parser.add_argument("--threshold", default="5%", metavar="PCT",
+                        help="a change smaller than this never fails (default: 5%%)")
+    parser.add_argument("--alpha", type=float, default=trend.GATE_ALPHA, metavar="P",
+                        help=f"significance (default: {trend.GATE_ALPHA})")
+    parser.add_argument("--metric", action="append", metavar="NAME",
+                        help="gate on this metric or row key (repeatable; default: every "
+                        "metric with a direction, higher or lower is better)")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    ns = parser.parse_args(argv)
+    if not 0 < ns.alpha < 1:
+        raise errors.UsageError("--alpha must be between 0 and 1")
+    threshold = _percent(ns.threshold)
+    groups = _groups(ns, top_rows=50 if ns.metric else 0)
+    if len(groups) > 1:
+        names = "; ".join(f"{' '.join(g.workload)[:40]} on {g.machine[:8]}" for g in groups)
+        raise errors.UsageError(f"{len(groups)} workloads or machines match ({names}): name "
+                                "one with --workload or --machine")
+    judged = trend.gate(groups[0], ns.metric, threshold, ns.alpha)
+    if ns.metric and not judged:
+        raise errors.UsageError(f"no series named {', '.join(ns.metric)} in the newest run")
+    if ns.format == "json":
+        sys.stdout.write(json.dumps({"threshold": threshold, "alpha": ns.alpha,
+                                     "run": groups[0].runs[-1].id,
+                                     "judgements": [j.to_dict() for j in judged]},
+                                    indent=1) + "\n")
+    else:
+        sys.stdout.write(render.render_gate(judged, output_width(), threshold))
+    return EXIT_REGRESSION if any(j.regression for j in judged) else EXIT_OK

@@ -1,0 +1,333 @@
+"""Trends over the history: where each series stepped, which commits, which layer and rows.
+
+A group is one workload on one machine (runs on different machines are never compared). Its
+series are every metric and the top rows of each layer (their primary value). Each series gets
+a verdict over its newest segment, the runs since its last significant step:
+
+- **changed**: it has significant steps (``perfstack.changepoints``); each with the commit range
+  it happened in, its size with a 95% interval, and the other series that stepped at the same
+  run, ranked by how much of the step they explain (rows in seconds against a step in seconds),
+  the layer being that of the row that explains most;
+- **cannot tell yet**: a possible step that is not significant, or a newest segment too noisy or
+  too short for a step of ``min_change`` to be seen (with the runs it would take);
+- **no change**: neither.
+
+``gate`` judges the newest run against its series' newest segment (not one baseline report).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from perfstack import changepoints
+from perfstack.changepoints import Side, Step
+from perfstack.history import Entry, Group
+
+CHANGED, UNSURE, STEADY = "changed", "cannot tell yet", "no change"
+#: A series with fewer runs than this gets "cannot tell yet".
+MIN_RUNS = 2 * changepoints.MIN_SIDE
+#: The p-value below which another series counts as having stepped with a change point.
+MOVED_P = 0.01
+
+
+@dataclass(frozen=True)
+class SeriesId:
+    """Which series: a metric (by name) or a row (by key), with what it is measured in."""
+
+    kind: str  # "metric" | "row"
+    key: str
+    label: str
+    unit: str
+    layer: str
+    better: str  # "higher" | "lower" | "neither"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form."""
+        return {"kind": self.kind, "key": self.key, "label": self.label, "unit": self.unit,
+                "layer": self.layer, "better": self.better}
+
+
+@dataclass(frozen=True)
+class Mover:
+    """Another series that stepped at a change point."""
+
+    series: SeriesId
+    change: float  # relative
+    delta: float  # absolute, in the series' unit
+    share: float | None  # of the lead series' step, where the units agree
+    pvalue: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form."""
+        return {"series": self.series.to_dict(), "change": self.change, "delta": self.delta,
+                "share": self.share, "pvalue": self.pvalue}
+
+
+@dataclass(frozen=True)
+class Change:
+    """A significant step of one series, placed in the history."""
+
+    series: SeriesId
+    step: Step
+    run: Entry  # the first run of the new level
+    previous: Entry  # the last run of the old one
+    movers: list[Mover]
+    layer: str | None  # the layer of the row that explains most of it
+    #: Where the step may be: the first run that may be on the new level, the last run that
+    #: may still be on the old one (the run before ``earliest``) and the last that may be new.
+    earliest: Entry | None = None
+    before_earliest: Entry | None = None
+    latest: Entry | None = None
+
+    @property
+    def precise(self) -> bool:
+        """True when the step is placed at one run."""
+        return self.earliest is None or self.earliest.id == self.latest_id
+
+    @property
+    def latest_id(self) -> int:
+        """The last run that may be the first on the new level."""
+        return (self.latest or self.run).id
+
+    @property
+    def worse(self) -> bool | None:
+        """True for a regression, False for an improvement, None where neither applies."""
+        if self.series.better == "neither":
+            return None
+        return (self.step.change > 0) == (self.series.better == "lower")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form."""
+        s = self.step
+        return {"series": self.series.to_dict(), "index": s.index, "run": self.run.id,
+                "commits": [self.previous.commit, self.run.commit],
+                "may_be_at": {"first_run": (self.earliest or self.run).id,
+                              "last_run": self.latest_id,
+                              "commits": [(self.before_earliest or self.previous).commit,
+                                          (self.latest or self.run).commit]},
+                "started": self.run.started, "change": s.change, "interval": [s.low, s.high],
+                "pvalue": s.pvalue, "before": _side(s.before), "after": _side(s.after),
+                "worse": self.worse, "layer": self.layer,
+                "movers": [m.to_dict() for m in self.movers]}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One series over the history."""
+
+    series: SeriesId
+    status: str
+    values: list[float | None]
+    changes: list[Change]
+    possible: Change | None
+    current: Side | None  # the newest segment
+    detectable: float | None  # the smallest step the newest segment would show
+    runs_needed: int | None  # runs in the newest segment before ``min_change`` would show
+
+    @property
+    def noise(self) -> float | None:
+        """The newest segment's relative standard deviation."""
+        c = self.current
+        return c.sd / abs(c.mean) if c and c.mean else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form."""
+        return {"series": self.series.to_dict(), "status": self.status, "values": self.values,
+                "changes": [c.to_dict() for c in self.changes],
+                "possible": self.possible.to_dict() if self.possible else None,
+                "current": _side(self.current) if self.current else None,
+                "noise": self.noise, "detectable": self.detectable,
+                "runs_needed": self.runs_needed}
+
+
+@dataclass
+class Trend:
+    """The verdicts of one group."""
+
+    group: Group
+    min_change: float
+    verdicts: list[Verdict] = field(default_factory=list)
+
+    @property
+    def changes(self) -> list[Change]:
+        """Every significant step, oldest first; at one run, metrics before rows."""
+        found = [c for v in self.verdicts for c in v.changes]
+        return sorted(found, key=lambda c: (c.step.index, c.series.kind != "metric",
+                                            -abs(c.step.change)))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form."""
+        g = self.group
+        return {"workload": g.workload, "workload_id": g.workload_key, "machine": g.machine,
+                "runs": [{"id": r.id, "started": r.started, "commit": r.commit,
+                          "branch": r.branch, "dirty": r.dirty} for r in g.runs],
+                "min_change": self.min_change, "alpha": changepoints.ALPHA,
+                "verdicts": [v.to_dict() for v in self.verdicts]}
+
+
+def _side(s: Side) -> dict[str, Any]:
+    return {"mean": s.mean, "sd": s.sd, "n": s.n}
+
+
+def series_of(group: Group) -> list[tuple[SeriesId, list[float | None]]]:
+    """Return every series of a group: the metrics, then the rows."""
+    out = [(SeriesId("metric", name, name, unit, layer, better), group.metrics[name])
+           for name, (unit, layer, better) in sorted(group.metric_info.items())]
+    for key, (name, unit, layer) in sorted(group.row_info.items(),
+                                           key=lambda kv: (kv[1][2], kv[0])):
+        # A row's primary value is time, size or a count it spent: more is worse.
+        out.append((SeriesId("row", key, name, unit, layer, "lower"), group.rows[key]))
+    return out
+
+
+def _present(values: Sequence[float | None]) -> tuple[list[int], list[float]]:
+    where = [i for i, v in enumerate(values) if v is not None and math.isfinite(v)]
+    return where, [float(values[i]) for i in where]  # type: ignore[arg-type]
+
+
+def analyse(group: Group, min_change: float = 0.05) -> Trend:
+    """Return the verdict of every series of ``group``."""
+    trend = Trend(group, min_change)
+    every = series_of(group)
+    for sid, values in every:
+        where, present = _present(values)
+        if len(present) < MIN_RUNS:
+            trend.verdicts.append(Verdict(sid, UNSURE, list(values), [], None, None, None,
+                                          MIN_RUNS))
+            continue
+        if max(present) == min(present):  # constant (a count that never moves)
+            current = changepoints.side(present)
+            trend.verdicts.append(Verdict(sid, STEADY, list(values), [], None, current, 0.0,
+                                          None))
+            continue
+        steps, possible = changepoints.detect(present, min_change)
+        changes = [_place(group, sid, s, where, every) for s in steps]
+        start = steps[-1].index if steps else 0
+        segment = present[start:]
+        current = changepoints.side(segment)
+        smallest = changepoints.detectable(segment)
+        needed = changepoints.runs_needed(segment, min_change)
+        if changes:
+            status = CHANGED
+        elif possible is not None or smallest is None or smallest > min_change:
+            status = UNSURE
+        else:
+            status = STEADY
+        trend.verdicts.append(Verdict(
+            sid, status, list(values), changes,
+            _place(group, sid, possible, where, every) if possible else None, current,
+            smallest, needed if smallest is None or smallest > min_change else None))
+    return trend
+
+
+def _place(group: Group, sid: SeriesId, step: Step, where: list[int],
+           every: list[tuple[SeriesId, list[float | None]]]) -> Change:
+    """Put a step found among a series' present values back among the group's runs, with
+    the other series that stepped there."""
+    run_index = where[step.index]
+    first = where[step.index - step.before.n]
+    last = where[step.index + step.after.n - 1]
+    lead_delta = step.after.mean - step.before.mean
+    movers = []
+    for other, values in every:
+        if other == sid:
+            continue
+        left = [v for v in values[first:run_index] if v is not None]
+        right = [v for v in values[run_index:last + 1] if v is not None]
+        if len(left) < 2 or len(right) < 2:
+            continue
+        diff, _, p = changepoints.welch(left, right)
+        level = sum(left) / len(left)
+        if p >= MOVED_P or not level:
+            continue
+        share = diff / lead_delta if other.unit == sid.unit and lead_delta else None
+        movers.append(Mover(other, diff / level, diff, share, p))
+    movers.sort(key=lambda m: (m.series.kind != "row",
+                               -abs(m.share) if m.share is not None else 0.0, m.pvalue))
+    rows = [m for m in movers if m.series.kind == "row"]
+    layer = rows[0].series.layer if rows else (sid.layer if sid.kind == "row" else None)
+    earliest = where[step.first] if step.first >= 0 else run_index
+    latest = where[step.last] if step.last >= 0 else run_index
+    return Change(sid, step, group.runs[run_index], group.runs[run_index - 1], movers, layer,
+                  group.runs[earliest], group.runs[max(earliest - 1, 0)], group.runs[latest])
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The gate's answer for one series: the newest run against its series' newest segment."""
+
+    series: SeriesId
+    value: float
+    reference: Side  # the newest segment of the history, the newest run left out
+    change: float  # relative
+    pvalue: float  # of the newest value under the segment's spread (prediction, Student t)
+    regression: bool
+    note: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form."""
+        return {"series": self.series.to_dict(), "value": self.value,
+                "reference": _side(self.reference), "change": self.change,
+                "pvalue": self.pvalue, "regression": self.regression, "note": self.note}
+
+
+#: The gate's default significance: one new run against a segment (a single comparison).
+GATE_ALPHA = 0.01
+#: The smallest step that starts a new segment for the gate's reference.
+GATE_SEGMENT_STEP = 0.01
+
+
+def gate(group: Group, names: Sequence[str] | None, threshold: float,
+         alpha: float = GATE_ALPHA) -> list[Judgement]:
+    """Judge the group's newest run: for each gated series (``names``, else every metric that
+    has a better direction), its value against the newest segment of the runs before it. A
+    regression is a change in the worse direction beyond ``threshold`` (relative) whose
+    p-value, under the segment's own spread, is below ``alpha``."""
+    out = []
+    for sid, values in series_of(group):
+        if names is not None:
+            if sid.key not in names:
+                continue
+        elif sid.kind != "metric" or sid.better == "neither":
+            continue
+        newest = values[-1] if values else None
+        if newest is None:
+            continue
+        _, past = _present(values[:-1])
+        if len(past) < MIN_RUNS:
+            out.append(Judgement(sid, newest, changepoints.side(past), math.nan, 1.0, False,
+                                 f"{len(past)} earlier runs: needs {MIN_RUNS} to judge"))
+            continue
+        steps, _ = changepoints.detect(past, GATE_SEGMENT_STEP)
+        segment = past[steps[-1].index:] if steps else past
+        ref = changepoints.side(segment)
+        change = newest / ref.mean - 1 if ref.mean else math.nan
+        p = _prediction_p(newest, ref)
+        worse = sid.better != "neither" and (change > 0) == (sid.better == "lower")
+        regression = bool(worse and abs(change) > threshold and p < alpha)
+        if regression:
+            note = "REGRESSION"
+        elif worse and abs(change) > threshold:
+            note = "within noise"  # worse by more than the threshold, but not beyond noise
+        elif worse and p < alpha:
+            note = "under threshold"  # beyond noise, but a smaller change than the threshold
+        else:
+            note = "ok"
+        out.append(Judgement(sid, newest, ref, change, p, regression, note))
+    return out
+
+
+def _prediction_p(value: float, ref: Side) -> float:
+    """Two-sided p-value of one new value under a segment's spread (Student t with n-1
+    degrees of freedom, the segment's mean uncertain too)."""
+    from scipy import stats
+
+    if ref.n < 2:
+        return 1.0
+    scale = ref.sd * math.sqrt(1 + 1 / ref.n)
+    if scale == 0:
+        return 1.0 if value == ref.mean else 0.0
+    return float(2 * stats.t.sf(abs(value - ref.mean) / scale, ref.n - 1))
