@@ -153,6 +153,18 @@ class Trend:
 
     @property
     def changes(self) -> list[Change]:
+        """Every significant step of a series with a better direction, oldest first; at one
+        run, metrics before rows."""
+        return [c for c in self.all_changes if c.series.better != "neither"]
+
+    @property
+    def informational(self) -> list[Change]:
+        """The steps of series with no better direction (counts of what happened: block
+        operations, samples): reported, never a regression."""
+        return [c for c in self.all_changes if c.series.better == "neither"]
+
+    @property
+    def all_changes(self) -> list[Change]:
         """Every significant step, oldest first; at one run, metrics before rows."""
         found = [c for v in self.verdicts for c in v.changes]
         return sorted(found, key=lambda c: (c.step.index, c.series.kind != "metric",
@@ -178,8 +190,10 @@ def series_of(group: Group) -> list[tuple[SeriesId, list[float | None]]]:
            for name, (unit, layer, better) in sorted(group.metric_info.items())]
     for key, (name, unit, layer) in sorted(group.row_info.items(),
                                            key=lambda kv: (kv[1][2], kv[0])):
-        # A row's primary value is time, size or a count it spent: more is worse.
-        out.append((SeriesId("row", key, name, unit, layer, "lower"), group.rows[key]))
+        # A row's primary value in time or bytes is what it cost: more is worse. A count
+        # (samples, calls, block operations) says what happened, not how well.
+        better = "lower" if unit in ("s", "B") else "neither"
+        out.append((SeriesId("row", key, name, unit, layer, better), group.rows[key]))
     return out
 
 
@@ -188,12 +202,40 @@ def _present(values: Sequence[float | None]) -> tuple[list[int], list[float]]:
     return where, [float(values[i]) for i in where]  # type: ignore[arg-type]
 
 
+#: Below this many values in all, the series are searched in this process; above it, by one
+#: worker per usable CPU (each series is searched alone: the answers do not depend on it).
+PARALLEL_FROM = 20_000
+
+
+def _detect(job: tuple[list[float], float]) -> tuple[list[Step], Step | None]:
+    return changepoints.detect(job[0], job[1])
+
+
+def _detect_all(presents: list[list[float]], min_change: float
+                ) -> list[tuple[list[Step], Step | None]]:
+    """Search every series (the few below MIN_RUNS or constant are not asked)."""
+    import os
+
+    jobs = [(p, min_change) for p in presents]
+    workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    if workers < 2 or len(jobs) < 2 * workers or sum(map(len, presents)) < PARALLEL_FROM:
+        return [_detect(j) for j in jobs]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        return list(pool.map(_detect, jobs, chunksize=max(1, len(jobs) // (4 * workers))))
+
+
 def analyse(group: Group, min_change: float = 0.05) -> Trend:
     """Return the verdict of every series of ``group``."""
     trend = Trend(group, min_change)
     every = series_of(group)
-    for sid, values in every:
-        where, present = _present(values)
+    searched = [(sid, values, *_present(values)) for sid, values in every]
+    wanted = [present for _, _, _, present in searched
+              if len(present) >= MIN_RUNS and max(present) != min(present)]
+    answers = iter(_detect_all(wanted, min_change))
+    for sid, values, where, present in searched:
         if len(present) < MIN_RUNS:
             trend.verdicts.append(Verdict(sid, UNSURE, list(values), [], None, None, None,
                                           MIN_RUNS))
@@ -203,7 +245,7 @@ def analyse(group: Group, min_change: float = 0.05) -> Trend:
             trend.verdicts.append(Verdict(sid, STEADY, list(values), [], None, current, 0.0,
                                           None))
             continue
-        steps, possible = changepoints.detect(present, min_change)
+        steps, possible = next(answers)
         changes = [_place(group, sid, s, where, every) for s in steps]
         start = steps[-1].index if steps else 0
         segment = present[start:]
@@ -283,23 +325,30 @@ GATE_SEGMENT_STEP = 0.01
 def gate(group: Group, names: Sequence[str] | None, threshold: float,
          alpha: float = GATE_ALPHA) -> list[Judgement]:
     """Judge the group's newest run: for each gated series (``names``, else every metric that
-    has a better direction), its value against the newest segment of the runs before it. A
-    regression is a change in the worse direction beyond ``threshold`` (relative) whose
-    p-value, under the segment's own spread, is below ``alpha``."""
-    out = []
+    has a better direction), its value against the newest segment of the runs before it.
+
+    A regression is a change in the worse direction beyond ``threshold`` (relative) that is
+    beyond noise three ways: its p-value under the segment's spread (Student t) is below
+    ``alpha`` shared among the series gated (Bonferroni: the job fails on one series out of
+    many only as often as ``alpha`` says), and it is worse than every run of the segment (a
+    spread with long tails, such as a few ms of system time, fools the t-test alone)."""
+    gated = []
     for sid, values in series_of(group):
         if names is not None:
             if sid.key not in names:
                 continue
         elif sid.kind != "metric" or sid.better == "neither":
             continue
-        newest = values[-1] if values else None
-        if newest is None:
-            continue
+        if values and values[-1] is not None:
+            gated.append((sid, values))
+    each = alpha / max(len(gated), 1)
+    out = []
+    for sid, values in gated:
+        newest = float(values[-1])  # type: ignore[arg-type]
         _, past = _present(values[:-1])
         if len(past) < MIN_RUNS:
             out.append(Judgement(sid, newest, changepoints.side(past), math.nan, 1.0, False,
-                                 f"{len(past)} earlier runs: needs {MIN_RUNS} to judge"))
+                                 f"{len(past)} runs before: needs {MIN_RUNS}"))
             continue
         steps, _ = changepoints.detect(past, GATE_SEGMENT_STEP)
         segment = past[steps[-1].index:] if steps else past
@@ -307,13 +356,15 @@ def gate(group: Group, names: Sequence[str] | None, threshold: float,
         change = newest / ref.mean - 1 if ref.mean else math.nan
         p = _prediction_p(newest, ref)
         worse = sid.better != "neither" and (change > 0) == (sid.better == "lower")
-        regression = bool(worse and abs(change) > threshold and p < alpha)
+        beyond_all = newest > max(segment) if sid.better == "lower" else newest < min(segment)
+        big = abs(change) > threshold
+        regression = bool(worse and big and p < each and beyond_all)
         if regression:
             note = "REGRESSION"
-        elif worse and abs(change) > threshold:
-            note = "within noise"  # worse by more than the threshold, but not beyond noise
-        elif worse and p < alpha:
-            note = "under threshold"  # beyond noise, but a smaller change than the threshold
+        elif worse and big:
+            note = "within noise"  # worse by more than the threshold, not beyond noise
+        elif worse and p < each and beyond_all:
+            note = "under threshold"  # beyond noise, but smaller than the threshold
         else:
             note = "ok"
         out.append(Judgement(sid, newest, ref, change, p, regression, note))

@@ -112,7 +112,10 @@ def test_a_known_step_is_found_at_its_run_with_its_layer_and_row(
 
 def test_real_runs_of_one_workload_give_no_change_point(
         perfstack: Callable[..., Result]) -> None:
-    """30 real runs of the same workload, one after another, added by perfstack run itself."""
+    """30 real runs of the same workload, one after another, added by perfstack run itself.
+    Series with no better direction (the operating system's block operations) may really
+    step as the folders around the runs grow: they are informational, never a change point
+    of the workload's performance."""
     for _ in range(30):
         done = perfstack("run", "--plugins", "resources", "--repeat", "1", "--warmup", "0",
                          "-q", str(WORKLOADS / "busy.py"))
@@ -121,7 +124,8 @@ def test_real_runs_of_one_workload_give_no_change_point(
     assert out.code == 0, out.stderr
     [found] = json.loads(out.stdout)
     assert len(found["runs"]) == 30
-    changed = {v["series"]["key"]: v["changes"] for v in found["verdicts"] if v["changes"]}
+    changed = {v["series"]["key"]: v["changes"] for v in found["verdicts"]
+               if v["changes"] and v["series"]["better"] != "neither"}
     assert changed == {}, changed
     wall = next(v for v in found["verdicts"] if v["series"]["key"] == "wall_time")
     assert wall["status"] in (trend.STEADY, trend.UNSURE) and len(wall["values"]) == 30

@@ -137,6 +137,11 @@ def render_text(trends: Sequence[Trend], width: int, all_series: bool = False) -
                 out += change_lines(c, width)
         else:
             out.append(f"No change points ({rule}).")
+        if t.informational:
+            out += ["", "Informational (series with no better direction)"]
+            for c in _leading(t.informational):
+                out += wrap(f"{where(c)}: {c.series.label} {signed(c.step.change)}", width,
+                            indent=4, first="  ")
         out += _unsure_lines(t, width)
         shown = [v for v in t.verdicts if all_series or v.status != STEADY
                  or v.series.key == "wall_time"]
