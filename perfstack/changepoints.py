@@ -143,14 +143,22 @@ def _null(n: int) -> Any:
     return _NULLS[size]
 
 
+def prepare(longest: int) -> None:
+    """Draw the screens' null distributions now, for segments up to ``longest`` values (so
+    that workers forked after this share them instead of drawing them each)."""
+    for size in _GRID:
+        if size <= min(longest, 2 * LOCAL):
+            _null(size)
+
+
 def permutation_p(segment: Sequence[float], index: int, seed: int = 0,
-                  permutations: int = PERMUTATIONS) -> float:
+                  permutations: int = PERMUTATIONS, wanted: float = SUGGEST) -> float:
     """Return the permutation p-value of a step at ``index`` of ``segment``: how often a
     shuffled segment has a split at least as far apart (largest |t| over every split).
 
-    The shuffles are drawn in rounds and stop as soon as the answer cannot fall below SUGGEST
-    (a clear non-step costs a twentieth of the work); a step that stays rare is tested with all
-    ``permutations``."""
+    The shuffles are drawn in rounds and stop as soon as the answer cannot fall below
+    ``wanted``, the level the caller decides at (then the p-value returned is the estimate so
+    far); a step that stays rare is tested with all ``permutations``."""
     np = _np()
     x = np.asarray(segment, dtype=float)
     n = len(x)
@@ -163,25 +171,28 @@ def permutation_p(segment: Sequence[float], index: int, seed: int = 0,
         return float((screen >= observed).mean())  # clearly no step: no shuffles needed
     rng = np.random.default_rng(seed)
     exceed = drawn = 0
-    first = permutations // 20
-    for batch in (first, permutations - first):
+    while drawn < permutations:
+        batch = min(permutations - drawn, max(100, drawn))  # 100, 100, 200, 400, ...
         shuffled = rng.permuted(np.broadcast_to(x, (batch, n)), axis=1)
         exceed += int((_split_t(shuffled, np).max(axis=1) >= observed).sum())
         drawn += batch
-        if (1 + exceed) / (1 + drawn) >= SUGGEST:
-            break
+        if (1 + exceed) / (1 + permutations) >= wanted:
+            break  # it cannot end below ``wanted`` any more
+        if drawn >= 200 and (1 + exceed) / (1 + drawn) >= 2 * wanted >= 2 * SUGGEST:
+            break  # a possible step's p far above SUGGEST: the estimate says enough
     return (1 + exceed) / (1 + drawn)
 
 
 def step_at(values: Sequence[float], index: int, start: int, stop: int,
-            seed: int = 0) -> Step:
+            seed: int = 0, wanted: float = SUGGEST) -> Step:
     """Return the step at ``index`` between the segment's bounds [start, stop)."""
     left, right = values[start:index], values[index:stop]
     diff, half, _ = welch(left, right)
     before, after = side(left), side(right)
     base = before.mean if before.mean else math.nan
     near = max(start, index - LOCAL)
-    p = permutation_p(values[near:min(stop, index + LOCAL)], index - near, seed=seed + index)
+    p = permutation_p(values[near:min(stop, index + LOCAL)], index - near, seed=seed + index,
+                      wanted=wanted)
     first, last = place(values[start:stop], index - start)
     return Step(index, before, after, p, diff / base, (diff - half) / base,
                 (diff + half) / base, start + first, start + last)
@@ -212,7 +223,13 @@ def place(segment: Sequence[float], index: int) -> tuple[int, int]:
     return int(min(inside.min(), index)), int(max(inside.max(), index))
 
 
-def _candidates(values: Sequence[float], min_change: float) -> tuple[list[int], list[int]]:
+def too_small(step: Step, min_change: float) -> bool:
+    """True when a step is surely smaller than ``min_change``: its whole 95% interval is. (A
+    true 5% step is estimated below 5% half the time; it still counts.)"""
+    return max(abs(step.low), abs(step.high)) < min_change
+
+
+def _candidates(values: Sequence[float]) -> tuple[list[int], list[int]]:
     """Otava's change points (merged at ALPHA) and its weak candidates (first pass at
     FIRST_PASS), as indexes."""
     from otava.analysis import merge, split
@@ -220,7 +237,9 @@ def _candidates(values: Sequence[float], min_change: float) -> tuple[list[int], 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # scipy's precision warnings on constant windows
         weak = split(list(values), window_len=WINDOW, max_pvalue=FIRST_PASS)
-        kept = merge(list(weak), list(values), max_pvalue=ALPHA, min_magnitude=min_change)
+        # Every significant point is kept here; the size rule is ours (``too_small``): a
+        # step's estimate is compared with its interval, not alone.
+        kept = merge(list(weak), list(values), max_pvalue=ALPHA, min_magnitude=0.0)
     return [int(c.index) for c in kept], [int(c.index) for c in weak]
 
 
@@ -231,19 +250,19 @@ def detect(values: Sequence[float], min_change: float,
     if len(values) < 2 * MIN_SIDE:
         return [], None
     values = _np().asarray(values, dtype=float)
-    kept, weak = _candidates(values, min_change)
+    kept, weak = _candidates(values)
     kept = [i for i in kept if MIN_SIDE <= i <= len(values) - MIN_SIDE]
-    cache: dict[tuple[int, int, int], Step] = {}
+    cache: dict[tuple[int, int, int, float], Step] = {}
 
-    def at(i: int, start: int, stop: int) -> Step:
-        if (i, start, stop) not in cache:
-            cache[i, start, stop] = step_at(values, i, start, stop, seed)
-        return cache[i, start, stop]
+    def at(i: int, start: int, stop: int, wanted: float) -> Step:
+        if (i, start, stop, wanted) not in cache:
+            cache[i, start, stop, wanted] = step_at(values, i, start, stop, seed, wanted)
+        return cache[i, start, stop, wanted]
 
     while True:  # drop the weakest that the permutation test does not confirm, then again
         bounds = [0, *kept, len(values)]
-        steps = [at(i, bounds[j], bounds[j + 2]) for j, i in enumerate(kept)]
-        failing = [s for s in steps if not s.significant or abs(s.change) < min_change]
+        steps = [at(i, bounds[j], bounds[j + 2], ALPHA) for j, i in enumerate(kept)]
+        failing = [s for s in steps if not s.significant or too_small(s, min_change)]
         if not failing:
             break
         kept.remove(max(failing, key=lambda s: s.pvalue).index)
@@ -255,15 +274,16 @@ def detect(values: Sequence[float], min_change: float,
         if i - start < MIN_SIDE or len(values) - i < MIN_SIDE:
             continue
         near = max(start, i - LOCAL)
-        diff, _, p = welch(values[near:i], values[i:i + LOCAL])
+        diff, half, p = welch(values[near:i], values[i:i + LOCAL])
         level = side(values[near:i]).mean
-        if p < SUGGEST and level and abs(diff / level) >= min_change and (
+        if p < SUGGEST and level and (abs(diff) + half) / abs(level) >= min_change and (
                 best is None or p < best[0]):
             best = (p, i)
     possible = None
     if best is not None:
-        found = at(best[1], start, len(values))
-        possible = found if found.pvalue < SUGGEST else None
+        found = at(best[1], start, len(values), SUGGEST)
+        possible = found if found.pvalue < SUGGEST and not too_small(found, min_change) \
+            else None
     return steps, possible
 
 

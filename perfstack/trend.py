@@ -223,6 +223,7 @@ def _detect_all(presents: list[list[float]], min_change: float
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
+    changepoints.prepare(max(map(len, presents)))
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
         return list(pool.map(_detect, jobs, chunksize=max(1, len(jobs) // (4 * workers))))
 

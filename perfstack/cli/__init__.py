@@ -4,7 +4,7 @@ Exit codes (also in the README):
 
 ====  ==========================================================================
 0     success
-1     ``diff --fail-on-regression``: a significant regression
+1     ``diff --fail-on-regression``, ``gate``: a significant regression
 2     usage error: an unknown option, a value out of range (negative timeout...)
 3     a file named on the command line does not exist (script, module, report)
 4     not a perfstack report: not JSON, another tool's JSON, or fails the schema
@@ -12,6 +12,9 @@ Exit codes (also in the README):
 6     unknown plugin name
 7     the report or run folder cannot be written
 8     the workload did not finish cleanly in some run (the report was written)
+9     every backend named with --plugins failed (the report was written)
+10    the history cannot be opened or read
+11    a package the command needs is missing
 70    internal error in perfstack (the traceback is saved to a file, not printed)
 130   interrupted by Ctrl-C (a partial report was written)
 ====  ==========================================================================
