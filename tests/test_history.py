@@ -147,12 +147,12 @@ def _complete(db: str, rows: int) -> list[int]:
 
 
 def test_a_killed_writer_leaves_no_half_entry(tmp_path: Path, store: str) -> None:
-    """SIGKILL at moments spread over a stream of adds (each about 0.1 s, most of it in its
+    """SIGKILL at two moments of a stream of adds (each about 0.1 s, most of it in its
     transaction): what is in the database is whole, and the next writer goes on."""
     db = store
-    reports = _variants(tmp_path, 8, 20_000, "k")
+    reports = _variants(tmp_path, 5, 20_000, "k")
     done = 0
-    for delay in (0.05, 0.23, 0.41):
+    for delay in (0.05, 0.27):
         proc = _writer(db, reports)
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         time.sleep(delay)
@@ -162,7 +162,7 @@ def test_a_killed_writer_leaves_no_half_entry(tmp_path: Path, store: str) -> Non
     proc = _writer(db, reports)  # adds what is missing; the rest were added whole already
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
-    assert len(_complete(db, 20_000)) == 8 >= done
+    assert len(_complete(db, 20_000)) == 5 >= done
 
 
 def test_two_writers_at_once(tmp_path: Path, store: str) -> None:
