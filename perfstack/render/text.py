@@ -100,10 +100,21 @@ def _findings(page: _Page, view: View) -> None:
             for line in f.evidence:
                 page.extend(wrap(line, page.width, indent=6, first="      "))
             page.extend(wrap(f"→ {f.action}", page.width, indent=6, first="    "))
-        else:  # the short report: the first piece of evidence, and the action, a line each
+        else:  # the short report: the first piece of evidence in two lines at most, the
+            # action in three (at 80 columns, one cut line lost what to do)
             if f.evidence:
-                page.add(cut("      " + f.evidence[0], page.width))
-            page.add(cut(f"    → {f.action}", page.width))
+                page.extend(_at_most(2, wrap(f.evidence[0], page.width, indent=6,
+                                             first="      "), page.width))
+            page.extend(_at_most(3, wrap(f"→ {f.action}", page.width, indent=6,
+                                         first="    "), page.width))
+
+
+def _at_most(count: int, lines: list[str], width: int) -> list[str]:
+    """The first ``count`` lines of a wrapped text, the last cut with '…' when more
+    followed."""
+    if len(lines) <= count:
+        return lines
+    return [*lines[:count - 1], cut(lines[count - 1] + " " + lines[count].strip(), width)]
 
 
 def _bar(share: float, width: int = 10) -> str:
