@@ -127,8 +127,15 @@ def render_text(trends: Sequence[Trend], width: int, all_series: bool = False) -
         g = t.group
         first, last = g.runs[0].started[:10], g.runs[-1].started[:10]
         out += wrap(f"{' '.join(g.workload)}", width, indent=2, first="workload: ")
-        out.append(cut(f"machine {g.machine}: {len(g.runs)} runs, {first} to {last}", width))
+        out.append(cut(f"machine {g.machine}: {len(g.runs)} run{'s' if len(g.runs) != 1 else ''}"
+                       f", {first} to {last}", width))
         out.append("")
+        if len(g.runs) < MIN_RUNS and not all_series:
+            out += wrap(f"Cannot tell yet: a trend needs {MIN_RUNS} runs of a workload on one "
+                        f"machine, and this one has {len(g.runs)} (each perfstack run of it "
+                        "adds one; --all lists its series).", width)
+            out.append("")
+            continue
         changes = t.changes
         rule = f"permutation test p < 0.001, steps of {t.min_change:.0%} or more"
         if changes:
@@ -146,13 +153,14 @@ def render_text(trends: Sequence[Trend], width: int, all_series: bool = False) -
         shown = [v for v in t.verdicts if all_series or v.status != STEADY
                  or v.series.key == "wall_time"]
         out.append("")
-        rows = [[v.series.label, sparkline(v.values),
-                 _value(v.current.mean, v.series.unit) if v.current else "n/a",
+        rows = [[v.series.label, sparkline(v.values), verdict_note(v),
                  f"{v.noise * 100:.1f}%" if v.noise is not None else "n/a",
-                 verdict_note(v)] for v in shown]
-        out += table([Column("series (newest level)", name=True),
-                      Column("history", left=True), Column("level"), Column("noise"),
-                      Column("verdict", left=True)], rows, width)
+                 _value(v.current.mean, v.series.unit) if v.current else "n/a"]
+                for v in shown]
+        # The verdict before the figures: at 80 columns the level gives way first.
+        out += table([Column("series", name=True), Column("history", left=True),
+                      Column("verdict", left=True), Column("noise"),
+                      Column("newest level")], rows, width)
         hidden = len(t.verdicts) - len(shown)
         if hidden:
             out.append(f"  and {hidden} more series with no change (--all lists them)")
@@ -185,7 +193,7 @@ def _unsure_lines(t: Trend, width: int) -> list[str]:
                                                         or v.current.n < MIN_RUNS)]
     if few:
         out += wrap(f"{len(few)} series with fewer than {MIN_RUNS} runs: "
-                    + ", ".join(v.series.label for v in few), width, indent=4, first="  ")
+                    + _names(few), width, indent=4, first="  ")
     noisy = [v for v in unsure if v.possible is None and v not in few]
     if noisy:
         needed = [max(v.runs_needed - v.current.n, 1) for v in noisy
@@ -196,12 +204,26 @@ def _unsure_lines(t: Trend, width: int) -> list[str]:
                     f"{(worst.noise or 0) * 100:.1f}% noise, steps under "
                     f"{(worst.detectable or 0) * 100:.1f}% unseen"
                     + (f"; up to {max(needed)} more runs" if needed else "") + "): "
-                    + ", ".join(v.series.label for v in noisy), width, indent=4, first="  ")
+                    + _names(noisy), width, indent=4, first="  ")
     return out
+
+
+def _names(verdicts: Sequence[Verdict], shown: int = 6) -> str:
+    """Some series' names, the first few (the table below lists them all with --all)."""
+    names = [v.series.label for v in verdicts[:shown]]
+    more = len(verdicts) - shown
+    return ", ".join(names) + (f" and {more} more" if more > 0 else "")
 
 
 def render_gate(judgements: Sequence[Judgement], width: int, threshold: float) -> str:
     """Return the gate's answer: one line per series, the verdict first."""
+    judged = [j for j in judgements if j.reference.n >= MIN_RUNS]
+    if judgements and not judged:
+        before = max(j.reference.n for j in judgements)
+        return "\n".join(wrap(
+            f"ok (cannot judge yet): {before} run{'s' if before != 1 else ''} before the newest;"
+            f" the gate judges a series once it has {MIN_RUNS} (each perfstack run adds one)",
+            width)) + "\n"
     bad = [j for j in judgements if j.regression]
     head = (f"REGRESSION: {len(bad)} of {len(judgements)} series worse by more than "
             f"{threshold:.0%}, beyond the history's noise" if bad else
