@@ -306,10 +306,10 @@ class Group:
 
 def groups(location: Location, workload: str | None = None, branch: str | None = None,
            machine: str | None = None, since: str | None = None,
-           top_rows: int = 5) -> list[Group]:
+           top_rows: int = 5, row_keys: Sequence[str] = ()) -> list[Group]:
     """Return every (workload, machine) group of the history with its series: every metric,
-    and the ``top_rows`` largest rows of each layer (by primary value in the group's newest
-    run that has rows in that layer)."""
+    the ``top_rows`` largest rows of each layer (by primary value in the group's newest run
+    that has rows in that layer), and the rows named in ``row_keys``."""
     if not exists(location):
         return []
     where, params = _where(workload, branch, machine, since)
@@ -335,6 +335,7 @@ def groups(location: Location, workload: str | None = None, branch: str | None =
                 metrics.setdefault(name, [None] * len(ids))[position[int(run_id)]] = value
                 metric_info[name] = (unit, layer, better or "neither")
             chosen = _top_row_keys(db, ids, marks, top_rows)
+            chosen += [k for k in row_keys if k not in chosen]
             rows: dict[str, list[float | None]] = {}
             row_info: dict[str, tuple[str, str, str]] = {}
             if chosen:

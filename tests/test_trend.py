@@ -106,8 +106,11 @@ def test_a_known_step_is_found_at_its_run_with_its_layer_and_row(
     assert any("wall_time +" in line and "worse" in line for line in lines)
     assert any("in the framework layer" in line for line in lines)
     # The gate: the newest run against the segment after the step is not a regression.
-    gate = perfstack("gate", "--db", str(db), "--metric", "wall_time")
+    gate = perfstack("gate", "--db", str(db), "--metric", "wall_time", "--metric", row,
+                     "--format", "json")
     assert gate.code == 0, gate.stdout + gate.stderr
+    judged = {j["series"]["key"]: j for j in json.loads(gate.stdout)["judgements"]}
+    assert set(judged) == {"wall_time", row} and judged[row]["reference"]["n"] >= 28
 
 
 def test_real_runs_of_one_workload_give_no_change_point(
@@ -245,3 +248,25 @@ def test_history_and_trend_on_postgresql(perfstack: Callable[..., Result],
                      str(WORKLOADS / "busy.py"),
                      env={history.HISTORY_ENV: "postgresql://nobody@127.0.0.1:9/none"})
     assert down.code == 0 and "not added to the history" in down.stderr
+
+
+def test_machines_are_never_mixed(perfstack: Callable[..., Result], tmp_path: Path) -> None:
+    """The same workload on two machines (another CPU model): two series, each judged alone;
+    a machine 20% slower is not a change point, and the gate asks which machine."""
+    db = tmp_path / "h.sqlite"
+    base = load_report(BUSY)
+    other = copy.deepcopy(base)
+    other.environment["cpu"] = {**other.environment.get("cpu", {}), "model": "Another CPU"}
+    _history(base, tmp_path, db, _noisy(0.02, seed=1), runs=10)
+    folder = tmp_path / "other"
+    folder.mkdir()
+    _history(other, folder, db, lambda i, key, value: (value * 1.2 if key == "wall_time"
+                                                      else value), runs=10)
+    out = perfstack("trend", "--db", str(db), "--format", "json")
+    found = json.loads(out.stdout)
+    assert len(found) == 2 and len({g["machine"] for g in found}) == 2
+    assert all(len(g["runs"]) == 10 for g in found)
+    assert not [v for g in found for v in g["verdicts"] if v["changes"]]
+    assert_one_line_error(perfstack("gate", "--db", str(db)), 2)
+    one = found[0]["machine"]
+    assert perfstack("gate", "--db", str(db), "--machine", one[:8]).code == 0

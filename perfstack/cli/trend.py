@@ -34,7 +34,7 @@ def _filters(parser: Parser) -> None:
     parser.add_argument("--db", metavar="FILE|URL", help=DB_HELP)
 
 
-def _groups(ns: Any, top_rows: int) -> list[Any]:
+def _groups(ns: Any, top_rows: int, row_keys: list[str] | None = None) -> list[Any]:
     try:
         import numpy  # noqa: F401
         import otava.analysis  # noqa: F401
@@ -51,7 +51,8 @@ def _groups(ns: Any, top_rows: int) -> list[Any]:
                                    "'perfstack history add REPORT' adds old reports)")
     try:
         found = history.groups(location, workload=ns.workload, branch=ns.branch,
-                               machine=ns.machine, since=ns.since, top_rows=top_rows)
+                               machine=ns.machine, since=ns.since, top_rows=top_rows,
+                               row_keys=row_keys or [])
     except historydb.errors() as exc:
         raise errors.HistoryUnavailable(
             f"cannot read the history {historydb.describe(location)}: {exc}") from None
@@ -129,7 +130,7 @@ def cmd_gate(argv: list[str]) -> int:
     if not 0 < ns.alpha < 1:
         raise errors.UsageError("--alpha must be between 0 and 1")
     threshold = _percent(ns.threshold)
-    groups = _groups(ns, top_rows=50 if ns.metric else 0)
+    groups = _groups(ns, top_rows=0, row_keys=ns.metric)
     if len(groups) > 1:
         names = "; ".join(f"{' '.join(g.workload)[:40]} on {g.machine[:8]}" for g in groups)
         raise errors.UsageError(f"{len(groups)} workloads or machines match ({names}): name "
