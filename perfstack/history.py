@@ -1,4 +1,5 @@
-"""The history of runs: every report remembered in an embedded SQLite database.
+"""The history of runs: every report remembered in an embedded SQLite database, or for a team
+in PostgreSQL (``perfstack.historydb`` holds the difference).
 
 ``.perfstack/history.sqlite`` (next to the run folders) holds one entry per report: where the
 report is and its digest, the workload's identity (its command), the git commit, branch and
@@ -6,10 +7,10 @@ dirty state of the workload's repository when the run recorded them, a machine f
 (CPU model, ISA, usable CPUs, torch build, Python), when it ran, and every metric and every
 row's primary value, so that a metric's or a row's series is read without opening reports.
 
-Every write is one transaction (``BEGIN IMMEDIATE``) in WAL mode: a writer killed halfway
-leaves nothing of its entry, and two writers wait for each other (SQLite's lock, with a
+Every write is one transaction (SQLite: ``BEGIN IMMEDIATE`` in WAL mode): a writer killed
+halfway leaves nothing of its entry, and two writers wait for each other (SQLite's lock, with a
 timeout) instead of corrupting the file. A report already in the history (same digest) is not
-added twice.
+added twice (the digest's unique key decides between two writers of one report).
 """
 
 from __future__ import annotations
