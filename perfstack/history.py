@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import statistics
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from perfstack.report import Report
 FILE_NAME = "history.sqlite"
 #: Set to "off" (or "0") to write no history; or to a database path.
 HISTORY_ENV = "PERFSTACK_HISTORY"
-SCHEMA_VERSION = 2  # 2: metrics.better
+SCHEMA_VERSION = 3  # 2: metrics.better; 3: runs.speed_wall, runs.speed_cpu
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -50,7 +51,9 @@ CREATE TABLE IF NOT EXISTS runs (
     machine_facts TEXT NOT NULL,
     started TEXT NOT NULL,
     added TEXT NOT NULL,
-    perfstack_version TEXT
+    perfstack_version TEXT,
+    speed_wall REAL,
+    speed_cpu REAL
 );
 CREATE INDEX IF NOT EXISTS runs_by_workload ON runs (workload_key, machine, started);
 CREATE TABLE IF NOT EXISTS metrics (
@@ -81,6 +84,10 @@ class Entry:
     machine: str
     report_path: str
     wall_time: float | None  # the run's wall_time metric, when it has one
+    #: how slow the machine was during the run's baseline runs (the probe, median; larger is
+    #: slower), wall-clock and CPU-only; None without probes
+    speed_wall: float | None = None
+    speed_cpu: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form."""
@@ -172,6 +179,10 @@ def ensure_schema(db: Database) -> None:
         columns = [c[0] for c in db.execute("SELECT * FROM metrics LIMIT 0").description]
         if "better" not in columns:  # a history written before schema 2
             db.execute("ALTER TABLE metrics ADD COLUMN better TEXT")
+        columns = [c[0] for c in db.execute("SELECT * FROM runs LIMIT 0").description]
+        for name in ("speed_wall", "speed_cpu"):  # before schema 3
+            if name not in columns:
+                db.execute(f"ALTER TABLE runs ADD COLUMN {name} REAL")
         db.execute("INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO "
                    "UPDATE SET value = excluded.value", (str(SCHEMA_VERSION),))
         db.commit()
@@ -209,15 +220,15 @@ def add(location: Location, report: Report, report_path: Path,
             # Two writers of one report: the unique digest lets one in, the other does nothing.
             run = db.execute(
                 "INSERT INTO runs (digest, report_path, workload, workload_key, commit_id, "
-                "branch, dirty, machine, machine_facts, started, added, perfstack_version) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (digest) DO NOTHING "
-                "RETURNING id",
+                "branch, dirty, machine, machine_facts, started, added, perfstack_version, "
+                "speed_wall, speed_cpu) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (digest) DO NOTHING RETURNING id",
                 (digest, str(report_path.resolve()), json.dumps(report.run.command),
                  workload_key(report.run.command), repo.get("commit"), repo.get("branch"),
                  None if repo.get("dirty") is None else int(bool(repo.get("dirty"))),
                  fingerprint(facts), json.dumps(facts, sort_keys=True), report.run.started,
                  datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                 report.run.perfstack_version)).fetchone()
+                 report.run.perfstack_version, *_speeds(report))).fetchone()
             if run is None:
                 db.rollback()
                 return False
@@ -231,6 +242,18 @@ def add(location: Location, report: Report, report_path: Path,
             db.rollback()
             raise
     return True
+
+
+def _speeds(report: Report) -> tuple[float | None, float | None]:
+    """The machine's slowness during a report's baseline runs (medians of the probes),
+    wall-clock and CPU-only."""
+    from perfstack.analysis.drift import baseline_speeds
+
+    out = []
+    for wall_clock in (True, False):
+        found = baseline_speeds(report, wall_clock)
+        out.append(statistics.median(found) if found else None)
+    return out[0], out[1]
 
 
 def _where(workload: str | None, branch: str | None, machine: str | None,
@@ -318,7 +341,7 @@ def groups(location: Location, workload: str | None = None, branch: str | None =
         ensure_schema(db)
         listed = db.execute(
             "SELECT r.id, r.started, r.workload, r.commit_id, r.branch, r.dirty, r.machine, "
-            "r.report_path, r.workload_key FROM runs r" + where
+            "r.report_path, r.workload_key, r.speed_wall, r.speed_cpu FROM runs r" + where
             + " ORDER BY r.workload_key, r.machine, r.started, r.id", params).fetchall()
         by_group: dict[tuple[str, str], list[Any]] = {}
         for found in listed:
@@ -347,8 +370,9 @@ def groups(location: Location, workload: str | None = None, branch: str | None =
                     rows.setdefault(row_key, [None] * len(ids))[position[int(run_id)]] = value
                     row_info.setdefault(row_key, (name, unit or "", layer))
             entries = [Entry(int(i), str(started), json.loads(wl), commit, branch_,
-                             None if dirty is None else bool(dirty), m_, rp, None)
-                       for i, started, wl, commit, branch_, dirty, m_, rp, _ in members]
+                             None if dirty is None else bool(dirty), m_, rp, None, sw, sc)
+                       for i, started, wl, commit, branch_, dirty, m_, rp, _, sw, sc
+                       in members]
             out.append(Group(entries[-1].workload, key, mach, entries, metrics, metric_info,
                              rows, row_info))
     return out

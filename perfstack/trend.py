@@ -18,11 +18,13 @@ a verdict over its newest segment, the runs since its last significant step:
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from perfstack import changepoints
+from perfstack.analysis.drift import corrected
 from perfstack.changepoints import Side, Step
 from perfstack.history import Entry, Group
 
@@ -309,12 +311,15 @@ class Judgement:
     pvalue: float  # of the newest value under the segment's spread (prediction, Student t)
     regression: bool
     note: str
+    #: how much slower the machine was for the newest run than for the segment (the probes)
+    machine: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form."""
         return {"series": self.series.to_dict(), "value": self.value,
                 "reference": _side(self.reference), "change": self.change,
-                "pvalue": self.pvalue, "regression": self.regression, "note": self.note}
+                "pvalue": self.pvalue, "regression": self.regression, "note": self.note,
+                "machine_change": self.machine}
 
 
 #: The gate's default significance: one new run against a segment (a single comparison).
@@ -332,7 +337,10 @@ def gate(group: Group, names: Sequence[str] | None, threshold: float,
     beyond noise three ways: its p-value under the segment's spread (Student t) is below
     ``alpha`` shared among the series gated (Bonferroni: the job fails on one series out of
     many only as often as ``alpha`` says), and it is worse than every run of the segment (a
-    spread with long tails, such as a few ms of system time, fools the t-test alone)."""
+    spread with long tails, such as a few ms of system time, fools the t-test alone). And a
+    time or rate stays beyond the threshold once the machine's own change is taken out (the
+    probe each run times: a newest run on a machine 20% slower for the moment, with 20% more
+    time, is the machine's doing, as ``perfstack diff`` judges it)."""
     gated = []
     for sid, values in series_of(group):
         if names is not None:
@@ -346,30 +354,54 @@ def gate(group: Group, names: Sequence[str] | None, threshold: float,
     out = []
     for sid, values in gated:
         newest = float(values[-1])  # type: ignore[arg-type]
-        _, past = _present(values[:-1])
+        where, past = _present(values[:-1])
         if len(past) < MIN_RUNS:
             out.append(Judgement(sid, newest, changepoints.side(past), math.nan, 1.0, False,
                                  f"{len(past)} runs before: needs {MIN_RUNS}"))
             continue
         steps, _ = changepoints.detect(past, GATE_SEGMENT_STEP)
-        segment = past[steps[-1].index:] if steps else past
+        first = steps[-1].index if steps else 0
+        segment = past[first:]
         ref = changepoints.side(segment)
         change = newest / ref.mean - 1 if ref.mean else math.nan
         p = _prediction_p(newest, ref)
         worse = sid.better != "neither" and (change > 0) == (sid.better == "lower")
         beyond_all = newest > max(segment) if sid.better == "lower" else newest < min(segment)
         big = abs(change) > threshold
-        regression = bool(worse and big and p < each and beyond_all)
+        machine = _machine_change(group, sid, [where[i] for i in range(first, len(past))])
+        fixed = corrected(change, machine, sid.unit)
+        explained = machine is not None and not (abs(fixed) > threshold
+                                                 and (fixed > 0) == (change > 0))
+        regression = bool(worse and big and p < each and beyond_all and not explained)
         if regression:
             note = "REGRESSION"
+        elif worse and big and explained and machine is not None:
+            way = "slower" if machine > 0 else "faster"
+            note = f"machine {abs(machine):.0%} {way}"  # the probe explains the change
         elif worse and big:
             note = "within noise"  # worse by more than the threshold, not beyond noise
         elif worse and p < each and beyond_all:
             note = "under threshold"  # beyond noise, but smaller than the threshold
         else:
             note = "ok"
-        out.append(Judgement(sid, newest, ref, change, p, regression, note))
+        out.append(Judgement(sid, newest, ref, change, p, regression, note, machine))
     return out
+
+
+def _machine_change(group: Group, sid: SeriesId, segment_runs: list[int]) -> float | None:
+    """How much slower the machine was during the newest run than during the segment's runs
+    (the probe every run times in its own process: wall-clock for the run's own figures,
+    CPU-only for the others), or None without probes."""
+    wall = sid.layer == "run"
+
+    def speed(entry: Entry) -> float | None:
+        return entry.speed_wall if wall else entry.speed_cpu
+
+    newest = speed(group.runs[-1])
+    before = [x for x in (speed(group.runs[i]) for i in segment_runs) if x]
+    if not newest or not before:
+        return None
+    return newest / statistics.median(before) - 1
 
 
 def _prediction_p(value: float, ref: Side) -> float:
