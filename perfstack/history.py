@@ -283,13 +283,23 @@ def runs(location: Location, workload: str | None = None, branch: str | None = N
     with connect(location) as db:
         ensure_schema(db)
         found = db.execute(
-            "SELECT r.id, r.started, r.workload, r.commit_id, r.branch, r.dirty, r.machine, "
-            "r.report_path, (SELECT value FROM metrics m WHERE m.run_id = r.id AND "
+            f"SELECT {_RUN_COLUMNS}, (SELECT value FROM metrics m WHERE m.run_id = r.id AND "
             "m.name = 'wall_time' LIMIT 1) FROM runs r" + where + " ORDER BY r.started, r.id",
             params).fetchall()
-    return [Entry(int(i), str(started), json.loads(wl), commit, branch_, None if dirty is None
-                  else bool(dirty), mach, rp, wall)
-            for i, started, wl, commit, branch_, dirty, mach, rp, wall in found]
+    return [_entry(row[:-1], row[-1]) for row in found]
+
+
+#: The columns an Entry is made of, in ``_entry``'s order.
+_RUN_COLUMNS = ("r.id, r.started, r.workload, r.commit_id, r.branch, r.dirty, r.machine, "
+                "r.report_path, r.speed_wall, r.speed_cpu")
+
+
+def _entry(row: Sequence[Any], wall: float | None = None) -> Entry:
+    """An Entry from a row of ``_RUN_COLUMNS``."""
+    i, started, wl, commit, branch, dirty, machine, path, speed_wall, speed_cpu = row
+    return Entry(int(i), str(started), json.loads(wl), commit, branch,
+                 None if dirty is None else bool(dirty), machine, path, wall, speed_wall,
+                 speed_cpu)
 
 
 def series(location: Location, metric: str | None = None, row: str | None = None,
@@ -340,12 +350,11 @@ def groups(location: Location, workload: str | None = None, branch: str | None =
     with connect(location) as db:
         ensure_schema(db)
         listed = db.execute(
-            "SELECT r.id, r.started, r.workload, r.commit_id, r.branch, r.dirty, r.machine, "
-            "r.report_path, r.workload_key, r.speed_wall, r.speed_cpu FROM runs r" + where
+            f"SELECT {_RUN_COLUMNS}, r.workload_key FROM runs r" + where
             + " ORDER BY r.workload_key, r.machine, r.started, r.id", params).fetchall()
         by_group: dict[tuple[str, str], list[Any]] = {}
         for found in listed:
-            by_group.setdefault((found[8], found[6]), []).append(found)
+            by_group.setdefault((found[-1], found[6]), []).append(found[:-1])
         out = []
         for (key, mach), members in by_group.items():
             ids = [int(m[0]) for m in members]
@@ -369,10 +378,7 @@ def groups(location: Location, workload: str | None = None, branch: str | None =
                         f"IN ({marks}) AND key IN ({keys})", [*ids, *chosen]).fetchall():
                     rows.setdefault(row_key, [None] * len(ids))[position[int(run_id)]] = value
                     row_info.setdefault(row_key, (name, unit or "", layer))
-            entries = [Entry(int(i), str(started), json.loads(wl), commit, branch_,
-                             None if dirty is None else bool(dirty), m_, rp, None, sw, sc)
-                       for i, started, wl, commit, branch_, dirty, m_, rp, _, sw, sc
-                       in members]
+            entries = [_entry(found) for found in members]
             out.append(Group(entries[-1].workload, key, mach, entries, metrics, metric_info,
                              rows, row_info))
     return out

@@ -7,18 +7,20 @@ import io
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perfstack import errors
 from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, Parser
 from perfstack.report import Report
 
-history_location = str | Path
+if TYPE_CHECKING:  # the history module itself is imported when it is used
+    from perfstack.history import Location
+
 DB_HELP = ("the history: a file, or a PostgreSQL URL postgresql://USER:PASSWORD@HOST:PORT/DB "
            "(default: $PERFSTACK_HISTORY, else .perfstack/history.sqlite)")
 
 
-def database(given: str | None) -> history_location:
+def database(given: str | None) -> Location:
     """Return the history database: ``--db`` (a path or a PostgreSQL URL), else
     PERFSTACK_HISTORY, else ``.perfstack/history.sqlite``."""
     from perfstack import history

@@ -72,10 +72,6 @@ def commit_range(c: Change) -> str:
     return f"{before or '?'}..{after or '?'}"
 
 
-def _value(v: float, unit: str) -> str:
-    return fmt_value(v, unit)
-
-
 def change_lines(c: Change, width: int, top: int = 3) -> list[str]:
     """Return one change point in a few lines: where, what, how sure, and what moved."""
     s = c.step
@@ -83,8 +79,8 @@ def change_lines(c: Change, width: int, top: int = 3) -> list[str]:
     head = (f"{where(c)}: {c.series.label} {signed(s.change)} "
             f"[{signed(s.low)}, {signed(s.high)}] {verdict}").rstrip()
     lines = wrap(head, width, indent=4, first="  ")
-    lines += wrap(f"{_value(s.before.mean, c.series.unit)} -> "
-                  f"{_value(s.after.mean, c.series.unit)}, {s.before.n} runs before, "
+    lines += wrap(f"{fmt_value(s.before.mean, c.series.unit)} -> "
+                  f"{fmt_value(s.after.mean, c.series.unit)}, {s.before.n} runs before, "
                   f"{s.after.n} after, p {_p(s.pvalue)}", width, indent=4, first="    ")
     rows = [m for m in c.movers if m.series.kind == "row"][:top]
     if rows:
@@ -155,7 +151,7 @@ def render_text(trends: Sequence[Trend], width: int, all_series: bool = False) -
         out.append("")
         rows = [[v.series.label, sparkline(v.values), verdict_note(v),
                  f"{v.noise * 100:.1f}%" if v.noise is not None else "n/a",
-                 _value(v.current.mean, v.series.unit) if v.current else "n/a"]
+                 fmt_value(v.current.mean, v.series.unit) if v.current else "n/a"]
                 for v in shown]
         # The verdict before the figures: at 80 columns the level gives way first.
         out += table([Column("series", name=True), Column("history", left=True),
@@ -230,8 +226,8 @@ def render_gate(judgements: Sequence[Judgement], width: int, threshold: float) -
             f"ok: no series worse by more than {threshold:.0%} beyond the history's noise "
             f"({len(judgements)} checked)")
     rows = [[j.series.label, signed(j.change), f"{j.pvalue:.4f}", j.note,
-             _value(j.value, j.series.unit),
-             _value(j.reference.mean, j.series.unit) if j.reference.n else "n/a"]
+             fmt_value(j.value, j.series.unit),
+             fmt_value(j.reference.mean, j.series.unit) if j.reference.n else "n/a"]
             for j in judgements]
     return "\n".join([*wrap(head, width),
                       *table([Column("series", name=True), Column("change"), Column("p"),
