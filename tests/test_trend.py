@@ -48,10 +48,11 @@ def _history(base: Report, folder: Path, db: Path | str, values: Callable[[int, 
 def _noisy(noise: float, seed: int, step_key: str | None = None, at: int = 0,
            step: float = 0.0, extra: dict[str, float] | None = None
            ) -> Callable[[int, str, float], float]:
-    rng = random.Random(seed)
-
     def values(i: int, key: str, value: float) -> float:
-        out = value * (1 + rng.gauss(0, noise))
+        # Each figure's noise depends on its run and name only, not on how many figures the
+        # report holds (a fresh report of tiny_mlp has a few more or fewer): the same draws
+        # every session.
+        out = value * (1 + random.Random(f"{seed}/{key}/{i}").gauss(0, noise))
         if i >= at and key == step_key:
             out += step * value
         if i >= at and extra and key in extra:
