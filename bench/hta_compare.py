@@ -83,14 +83,13 @@ def ours_of(trace: Path) -> dict[str, Any]:
     name's calls and summed time, and the same over the events HTA keeps (launched within
     the profiled steps but the last)."""
     from perfstack_plugins.torchprof.rows import summarize
-    from perfstack_plugins.torchprof.trace import STEP_PREFIX, TraceAggregate
+    from perfstack_plugins.torchprof.trace import TraceAggregate
 
     from perfstack.report import Layer
 
     agg = TraceAggregate()
     agg.add_file(trace)
-    steps = sorted(op.ts for ops in agg.ops.values() for op in ops
-                   if op.name.startswith(STEP_PREFIX))
+    steps = agg.step_starts()
     kept: dict[str, dict[str, float]] = defaultdict(lambda: {"count": 0, "sum_us": 0.0})
     for k in agg.kernels:
         call = agg.runtime.get(k.correlation)

@@ -145,8 +145,7 @@ def test_every_device_event_with_a_launching_op_gets_it(name: str, read: Any) ->
     # Ops' device time is known, not an unknown shown as zero.
     framework = rows[Layer.FRAMEWORK]
     assert sum(1 for r in framework if r.values["device"].value) > 0
-    linker = Linker(agg)
-    build_trees(agg)  # idempotent on a built aggregate: the links do not change
+    linker = Linker(agg, build_trees(agg))  # built once: the summary's trees again
     counted = sum(1 for k in agg.kernels if linker.launcher(k) is not None)
     assert counted == linked
 

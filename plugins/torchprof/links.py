@@ -18,10 +18,11 @@ event with no launching op (launched before the trace window opened, or by no op
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from typing import Any
 
-from .trace import STEP_PREFIX, Kernel, Op, TraceAggregate, innermost
+import numpy as np
+
+from .optree import Tree
+from .trace import NO_ID, Kernel, TraceAggregate
 
 #: The op a collective's kernel belongs to (torch's c10d and backend annotations).
 COLLECTIVE_OP = re.compile(r"^(nccl:|c10d::|gloo:|rccl:)")
@@ -31,92 +32,88 @@ COMM_KERNEL = re.compile(r"nccl|rccl", re.IGNORECASE)
 PARAM_COMMS = "record_param_comms"
 
 
-def survivor(op: Op) -> Op:
-    """Return the op itself, or the op it was merged into (torch's duplicate removal)."""
-    while not op.name and op.parent is not None:
-        op = op.parent
-    return op
-
-
 class Linker:
-    """Finds the op that launched a device event; counts how each link was made."""
+    """Finds the op that launched a device event; counts how each link was made.
 
-    def __init__(self, agg: TraceAggregate) -> None:
+    An op is named by its thread's tree and its row there (``optree.Tree``)."""
+
+    def __init__(self, agg: TraceAggregate, trees: dict[str, Tree]) -> None:
         self.agg = agg
-        self.by_ext: dict[Any, Op] = {}
-        self.roots: dict[str, tuple[list[Op], list[float]]] = {}
-        for tid, ops in agg.ops.items():
-            for op in ops:
-                if op.ext is not None:
-                    self.by_ext.setdefault(op.ext, survivor(op))
-            roots = sorted((o for o in ops if o.parent is None and o.name), key=lambda o: o.ts)
-            self.roots[tid] = (roots, [o.ts for o in roots])
+        self.trees = trees
+        self.names = agg.names
+        wanted: set[int] = set()
+        for kernel in agg.kernels:
+            wanted.add(kernel.ext)
+            call = agg.runtime.get(kernel.correlation)
+            if call is not None:
+                wanted.add(call.ext)
+        wanted.discard(NO_ID)
+        #: External id -> the first op (by thread, then start) carrying it, merged or not
+        self.by_ext: dict[int, tuple[Tree, int]] = {}
+        if wanted:
+            codes = np.fromiter(wanted, dtype=np.int64, count=len(wanted))
+            for tree in trees.values():
+                exts = np.frombuffer(tree.ext, dtype=np.int64) if len(tree) else \
+                    np.empty(0, dtype=np.int64)
+                for i in np.flatnonzero(np.isin(exts, codes)).tolist():
+                    if tree.ext[i] not in self.by_ext:
+                        self.by_ext[tree.ext[i]] = (tree, tree.survivor(i))
         self.counts = {"external id": 0, "runtime call": 0, "none": 0}
 
-    def launcher(self, kernel: Kernel) -> Op | None:
+    def launcher(self, kernel: Kernel) -> tuple[Tree, int] | None:
         """Return the op that launched ``kernel``, or None when no op did (unattributed)."""
-        op = self._by_ext(kernel.ext, kernel.correlation)
+        found = self._by_ext(kernel.ext, kernel.correlation)
         how = "external id"
-        if op is None:
+        if found is None:
             call = self.agg.runtime.get(kernel.correlation)
             if call is not None:
-                op = self._by_ext(call.ext, call.correlation)
-                if op is None and call.tid in self.roots:
-                    roots, starts = self.roots[call.tid]
-                    op = innermost(roots, starts, call.ts)
+                found = self._by_ext(call.ext, call.correlation)
+                if found is None and call.tid in self.trees:
+                    tree = self.trees[call.tid]
+                    i = tree.innermost(call.ts)
+                    found = (tree, i) if i >= 0 else None
                     how = "runtime call"
-        if op is not None and op.name.startswith(STEP_PREFIX):
-            op = None  # the step's range is not an op: nothing inside it made the call
-        if op is not None and (op.name == PARAM_COMMS or COMM_KERNEL.search(kernel.name)):
-            op = _collective(op)
-        self.counts[how if op is not None else "none"] += 1
-        return op
+        if found is not None:
+            tree, i = found
+            if tree.is_step(i):
+                found = None  # the step's range is not an op: nothing inside it made the call
+            elif (self.names[tree.name[i]] == PARAM_COMMS
+                  or COMM_KERNEL.search(kernel.name)):
+                found = (tree, _collective(tree, i, self.names))
+        self.counts[how if found is not None else "none"] += 1
+        return found
 
-    def _by_ext(self, ext: Any, correlation: Any) -> Op | None:
+    def _by_ext(self, ext: int, correlation: int) -> tuple[Tree, int] | None:
         # An External id equal to the correlation id is the older scheme's: it names no op.
-        if ext is None or ext == correlation:
+        if ext in (NO_ID, correlation):
             return None
         return self.by_ext.get(ext)
 
 
-def _collective(op: Op) -> Op:
+def _is_collective(name: str) -> bool:
+    return bool(COLLECTIVE_OP.match(name)) and not name.startswith("c10d::")
+
+
+def _collective(tree: Tree, op: int, names: list[str]) -> int:
     """Return the collective's own op (``nccl:all_reduce``...) for a collective's launch.
 
     Depending on the build, that op encloses the launch, or is a child of the
     ``record_param_comms`` that made it (ending just before the launch); failing both, the
     ``c10d::`` op around it; failing all, ``op`` itself."""
     chain = []
-    node: Op | None = op
-    while node is not None:
+    node = op
+    while node >= 0:
         chain.append(node)
-        node = node.parent
-    named = next((n for n in chain if COLLECTIVE_OP.match(n.name)
-                  and not n.name.startswith("c10d::")), None)
+        node = tree.parent[node]
+        if node >= 0:
+            node = tree.survivor(node)
+    named = next((n for n in chain if _is_collective(names[tree.name[n]])), None)
     if named is not None:
         return named
-    comms = next((n for n in chain if n.name == PARAM_COMMS), None)
+    comms = next((n for n in chain if names[tree.name[n]] == PARAM_COMMS), None)
     if comms is not None:
-        inner = _first_named(comms)
+        inner = next((c for c in range(comms + 1, comms + tree.size[comms])
+                      if not tree.gone(c) and _is_collective(names[tree.name[c]])), None)
         if inner is not None:
             return inner
-    return next((n for n in chain if n.name.startswith("c10d::")), op)
-
-
-def _first_named(op: Op) -> Op | None:
-    """Return the first op under ``op`` (depth first) named like a collective's own op."""
-    for child in op.children:
-        if COLLECTIVE_OP.match(child.name) and not child.name.startswith("c10d::"):
-            return child
-        inner = _first_named(child)
-        if inner is not None:
-            return inner
-    return None
-
-
-def ancestors(op: Op) -> Iterable[Op]:
-    """Yield the op and every op above it that is a real op (not a step, not merged away)."""
-    node: Op | None = op
-    while node is not None:
-        if node.name and not node.name.startswith(STEP_PREFIX):
-            yield node
-        node = node.parent
+    return next((n for n in chain if names[tree.name[n]].startswith("c10d::")), op)

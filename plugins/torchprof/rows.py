@@ -11,7 +11,8 @@ from typing import Any
 from perfstack.report import Better, Layer, Metric, Quantity, Row
 
 from .flops import flops
-from .links import COMM_KERNEL, Linker, ancestors
+from .links import COMM_KERNEL, Linker
+from .optree import Tree
 from .timeline import (
     COMMUNICATION,
     COMPUTE,
@@ -21,7 +22,7 @@ from .timeline import (
     device_times,
     percentile,
 )
-from .trace import STEP_PREFIX, Op, TraceAggregate, build_trees, without_gc
+from .trace import STEP_PREFIX, TraceAggregate, build_trees, without_gc
 
 SOURCE = "torch"
 US = 1e-6  # the trace's unit is the microsecond
@@ -32,6 +33,7 @@ MAX_LINKS = 5
 class _Group:
     name: str = ""
     dims: str = ""
+    key: str = ""
     calls: int = 0
     total: float = 0.0
     self_time: float = 0.0
@@ -51,11 +53,6 @@ def shapes(dims: str) -> Any:
     """The input shapes of an op from its key's form, parsed once per distinct form (shared:
     read it, never change it)."""
     return _shapes(dims) if dims else []
-
-
-def op_key(op: Op) -> str:
-    """Return the framework row key: the op name and its input shapes."""
-    return f"{op.name} {op.dims}" if op.dims else op.name
 
 
 def _top_links(weights: dict[str, float]) -> list[str]:
@@ -79,42 +76,16 @@ def summarize(agg: TraceAggregate, with_flops: bool = True, stepped: bool = True
 
 def _summarize(agg: TraceAggregate, with_flops: bool, stepped: bool) -> tuple[
         dict[Layer, list[Row]], list[Metric], list[str]]:
-    ops = build_trees(agg)
-    groups: dict[str, _Group] = defaultdict(_Group)
-    steps: list[float] = []
-    windows: list[tuple[float, float]] = []
-    flops_seen: dict[Any, Any] = {}
-    for op in ops:
-        if op.name.startswith(STEP_PREFIX):
-            if stepped:
-                steps.append(op.dur * US)
-                windows.append((op.ts, op.end))
-            continue
-        g = groups[op_key(op)]
-        g.name, g.dims = op.name, op.dims
-        dur = op.end - op.ts
-        op.own = dur - sum(c.end - c.ts for c in op.children)
-        g.calls += 1
-        g.total += dur
-        g.self_time += op.own
-        g.alloc += op.self_alloc
-        if with_flops:
-            if op.inputs is None:  # the count depends on the name and shapes only
-                found = flops_seen.get((op.name, op.dims), flops_seen)
-                if found is flops_seen:
-                    found = flops_seen[(op.name, op.dims)] = flops(op.name, shapes(op.dims))
-                count = found
-            else:
-                count = flops(op.name, shapes(op.dims), op.inputs)
-            if count is not None:
-                g.flops = (g.flops or 0) + count
-        if op.user_frame is not None:
-            g.callers[op.user_frame] += op.dur
+    trees = build_trees(agg)
+    ops = _Ops(agg, with_flops, stepped, native=not agg.kernels)
+    for tree in trees.values():
+        ops.add(tree)
+    groups, steps, windows = ops.groups, ops.steps, ops.windows
     notes = [f"{len(steps)} profiled steps" if steps else "no steps: the whole run was profiled"]
     metrics: list[Metric] = []
     if agg.kernels:
-        linker = Linker(agg)
-        kernel_rows, device_total, unattributed, events = _device_kernels(agg, linker, groups)
+        linker = Linker(agg, trees)
+        kernel_rows, device_total, unattributed, events = _device_kernels(agg, linker, ops)
         metrics += [
             Metric("torch_device_time", device_total * US, "s", "kernel", SOURCE, Better.LOWER,
                    description="kernels, memcpy and memset summed (streams that overlap count "
@@ -131,17 +102,18 @@ def _summarize(agg: TraceAggregate, with_flops: bool, stepped: bool) -> tuple[
             f"{counts['none']:,} with no launching op (unattributed)")
         if windows:
             start, end = min(w[0] for w in windows), max(w[1] for w in windows)
+        elif ops.first is not None and ops.last is not None:
+            start, end = ops.first, ops.last
         else:
-            start = min(op.ts for op in ops) if ops else min(e.ts for e in events)
-            end = max(op.end for op in ops) if ops else max(e.end for e in events)
+            start, end = min(e.ts for e in events), max(e.end for e in events)
         metrics += device_metrics(device_times(events, start, end),
                                   "the profiled steps'" if windows else "the profiled run's")
     else:
-        kernel_rows = _cpu_native_time(ops)
+        kernel_rows = ops.native_rows()
     framework = [_framework_row(key, g, bool(agg.kernels)) for key, g in groups.items()]
     framework.sort(key=lambda r: -(r.values["self"].value or 0))
     rows = {Layer.FRAMEWORK: framework, Layer.KERNEL: kernel_rows,
-            Layer.PYTHON: _python_rows(agg, ops)}
+            Layer.PYTHON: _python_rows(agg, ops.root_frames)}
     metrics[:0] = [
         Metric("torch_ops_self_time", sum(g.self_time for g in groups.values()) * US, "s",
                "framework", SOURCE, Better.LOWER, detail=True,
@@ -156,6 +128,118 @@ def _summarize(agg: TraceAggregate, with_flops: bool, stepped: bool) -> tuple[
     if agg.truncated:
         notes.append(f"trace cut short (the run ended while writing it): {agg.truncated}")
     return rows, metrics, notes
+
+
+class _Ops:
+    """Every op of every thread folded into one group per op name and input shapes; on a
+    CPU, also each native op's own time (its kernel row) and where it was called from."""
+
+    def __init__(self, agg: TraceAggregate, with_flops: bool, stepped: bool,
+                 native: bool) -> None:
+        self.agg, self.with_flops, self.stepped, self.native = agg, with_flops, stepped, native
+        self.groups: dict[str, _Group] = {}
+        self.steps: list[float] = []
+        self.windows: list[tuple[float, float]] = []
+        self.first: float | None = None  # the first op's start and the last one's end (µs)
+        self.last: float | None = None
+        self.root_frames: dict[str, int] = defaultdict(int)  # user frame -> top-level ops
+        self._by_id: dict[tuple[int, int], _Group] = {}
+        self._flops: dict[tuple[int, int], Any] = {}
+        self._native: dict[int, dict[str, Any]] = {}
+
+    def group(self, tree: Tree, i: int) -> _Group:
+        """Return the group of op ``i``, made on first use."""
+        ids = (tree.name[i], tree.dims[i])
+        g = self._by_id.get(ids)
+        if g is None:
+            name, dims = self.agg.names[ids[0]], self.agg.dims[ids[1]]
+            key = f"{name} {dims}" if dims else name
+            g = self.groups.get(key)
+            if g is None:
+                g = self.groups[key] = _Group(name=name, dims=dims, key=key)
+            self._by_id[ids] = g
+        return g
+
+    def add(self, tree: Tree) -> None:
+        """Fold one thread's ops in."""
+        names, frame_keys = self.agg.names, self.agg.frame_keys
+        step_of = [name.startswith(STEP_PREFIX) for name in names]
+        native_of = ["::" in name for name in names]
+        ts, end, name, parent = tree.ts, tree.end, tree.name, tree.parent
+        removed, frame, alloc, inputs = tree.removed, tree.frame, tree.alloc, tree.inputs
+        first, last = self.first, self.last
+        for i in range(len(ts)):
+            n = name[i]
+            if removed[i] or n == 0:
+                continue
+            start, stop = ts[i], end[i]
+            first = start if first is None or start < first else first
+            last = stop if last is None or stop > last else last
+            f = frame[i] if frame is not None else -1
+            if f >= 0 and parent[i] < 0:
+                self.root_frames[frame_keys[f]] += 1
+            if step_of[n]:
+                if self.stepped:
+                    self.steps.append((stop - start) * US)
+                    self.windows.append((start, stop))
+                continue
+            g = self.group(tree, i)
+            dur = stop - start
+            own = tree.own(i)
+            g.calls += 1
+            g.total += dur
+            g.self_time += own
+            if alloc:
+                g.alloc += alloc.get(i, 0.0)
+            if self.with_flops:
+                self._count_flops(g, tree, i, inputs.get(i))
+            if f >= 0:
+                g.callers[frame_keys[f]] += dur
+            if self.native and native_of[n]:
+                self._native_time(tree, i, own, step_of)
+        self.first, self.last = first, last
+
+    def _count_flops(self, g: _Group, tree: Tree, i: int, concrete: Any) -> None:
+        if concrete is None:  # the count depends on the name and shapes only
+            ids = (tree.name[i], tree.dims[i])
+            if ids in self._flops:
+                count = self._flops[ids]
+            else:
+                count = self._flops[ids] = flops(g.name, shapes(g.dims))
+        else:
+            count = flops(g.name, shapes(g.dims), concrete)
+        if count is not None:
+            g.flops = (g.flops or 0) + count
+
+    def _native_time(self, tree: Tree, i: int, own: float, step_of: list[bool]) -> None:
+        """On a CPU the trace has no kernels: each op's self time is its own native code,
+        credited to the top-level op it ran under."""
+        root = i
+        parent = tree.parent
+        while parent[root] >= 0 and not step_of[tree.name[parent[root]]]:
+            root = parent[root]
+        entry = self._native.get(tree.name[i])
+        if entry is None:
+            entry = self._native[tree.name[i]] = {"calls": 0, "self": 0.0,
+                                                  "roots": defaultdict(float)}
+        entry["calls"] += 1
+        entry["self"] += own
+        if root != i:
+            entry["roots"][self.group(tree, root).key] += own
+
+    def native_rows(self) -> list[Row]:
+        """The kernel layer on a CPU: each native op's own time (record_function ranges run
+        no native code of their own)."""
+        rows = [
+            Row(self.agg.names[n], self.agg.names[n], SOURCE,
+                {"calls": _q(e["calls"], "count"), "self": _q(e["self"] * US, "s")},
+                {"kind": "cpu-op-native", "meaning": "time in the op's own code, outside child "
+                 "ops"},
+                {"framework": _top_links(e["roots"])} if e["roots"] else {})
+            for n, e in self._native.items()
+        ]
+        rows.sort(key=lambda r: -(r.values["self"].value or 0))
+        return rows
 
 
 def _stream_order(item: tuple[Any, float]) -> tuple[int, str]:
@@ -240,14 +324,14 @@ def _kind(cat: str, name: str) -> str:
     return COMMUNICATION if COMM_KERNEL.search(name) else COMPUTE
 
 
-def _device_kernels(agg: TraceAggregate, linker: Linker, groups: dict[str, _Group]) -> tuple[
+def _device_kernels(agg: TraceAggregate, linker: Linker, ops: _Ops) -> tuple[
         list[Row], float, float, list[DeviceEvent]]:
     """Kernel rows, the device time, the unattributed part of it, and the device timeline."""
     per_kernel: dict[str, dict[str, Any]] = {}
     total = unattributed = 0.0
     events: list[DeviceEvent] = []
     for k in agg.kernels:
-        op = linker.launcher(k)
+        found = linker.launcher(k)
         call = agg.runtime.get(k.correlation)
         events.append(DeviceEvent(k.ts, k.ts + k.dur, _kind(k.cat, k.name), k.device, k.stream,
                                   call.ts if call is not None else None))
@@ -258,13 +342,14 @@ def _device_kernels(agg: TraceAggregate, linker: Linker, groups: dict[str, _Grou
         entry["time"] += k.dur
         entry["devices"].add(k.device)
         total += k.dur
-        if op is None:
+        if found is None:
             entry["none"] += k.dur
             unattributed += k.dur
             continue
-        entry["ops"][op_key(op)] += k.dur
-        for above in ancestors(op):  # device time counts for the op and every op above it
-            groups[op_key(above)].device += k.dur
+        tree, op = found
+        entry["ops"][ops.group(tree, op).key] += k.dur
+        for above in tree.ancestors(op):  # device time counts for the op and every op above
+            ops.group(tree, above).device += k.dur
     rows = []
     for name, e in per_kernel.items():
         values = {"calls": _q(e["calls"], "count"), "device": _q(e["time"] * US, "s"),
@@ -278,43 +363,19 @@ def _device_kernels(agg: TraceAggregate, linker: Linker, groups: dict[str, _Grou
     return rows, total, unattributed, events
 
 
-def _cpu_native_time(ops: list[Op]) -> list[Row]:
-    """On a CPU the trace has no kernels: each op's self time is its own native code."""
-    per: dict[str, dict[str, Any]] = {}
-    for op in ops:
-        if "::" not in op.name:  # record_function ranges run no native code of their own
-            continue
-        own = op.own
-        root = op
-        while root.parent is not None and not root.parent.name.startswith(STEP_PREFIX):
-            root = root.parent
-        entry = per.setdefault(op.name, {"calls": 0, "self": 0.0, "roots": defaultdict(float)})
-        entry["calls"] += 1
-        entry["self"] += own
-        if root is not op:
-            entry["roots"][op_key(root)] += own
-    rows = [
-        Row(name, name, SOURCE, {"calls": _q(e["calls"], "count"), "self": _q(e["self"] * US, "s")},
-            {"kind": "cpu-op-native", "meaning": "time in the op's own code, outside child ops"},
-            {"framework": _top_links(e["roots"])} if e["roots"] else {})
-        for name, e in per.items()
-    ]
-    rows.sort(key=lambda r: -(r.values["self"].value or 0))
-    return rows
-
-
-def _python_rows(agg: TraceAggregate, ops: list[Op]) -> list[Row]:
+def _python_rows(agg: TraceAggregate, root_frames: dict[str, int]) -> list[Row]:
     """User-code Python functions seen by the profiler's stack tracer (with_stack only)."""
     if not agg.frames:
         return []
     per: dict[str, dict[str, float]] = defaultdict(lambda: {"calls": 0, "total": 0.0, "ops": 0})
+    keys = agg.frame_keys
     for frames in agg.frames.values():
-        for f in frames:
-            per[f.key]["calls"] += 1
-            per[f.key]["total"] += f.end - f.ts
-    for op in ops:
-        if op.user_frame is not None and op.parent is None:
-            per[op.user_frame]["ops"] += 1
+        for ts, end, fid in zip(frames.ts, frames.end, frames.key, strict=True):
+            entry = per[keys[fid]]
+            entry["calls"] += 1
+            entry["total"] += end - ts
+    for key, count in root_frames.items():
+        per[key]["ops"] += count
     rows = []
     for key, e in per.items():
         func, _, where = key.partition(" (")
