@@ -81,3 +81,26 @@ def test_unwritable_output_is_refused_before_running(perfstack, tmp_path):
     (tmp_path / "afile").write_text("x")
     result = perfstack("run", "-o", "afile/report.json", BUSY)
     assert_one_line_error(result, 7)
+
+
+def test_a_big_report_reads_as_a_small_one_and_bad_big_files_are_refused(perfstack, tmp_path,
+                                                                         tiny_report):
+    """Above 2 MB reports are parsed by msgspec, below by the standard library: the same
+    report, the same data; NaN, a cut file and a number beyond a float are one line, exit 4."""
+    from perfstack.reportfile import BIG_JSON, read_json
+
+    data = json.loads(tiny_report.read_text())
+    padded = dict(data, environment={**data["environment"], "pad": "x" * BIG_JSON})
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps(padded, indent=1))
+    assert big.stat().st_size > BIG_JSON
+    assert read_json(big) == json.loads(big.read_text())
+    assert perfstack("validate", "big.json").code == 0
+    text = big.read_text()
+    for name, bad in (("nan.json", text.replace('"value": ', '"value": NaN, "x": ', 1)),
+                      ("cut.json", text[: len(text) // 2]),
+                      ("far.json", text.replace('"value": ', '"value": 1e999, "x": ', 1))):
+        (tmp_path / name).write_text(bad)
+        result = perfstack("show", name)
+        assert_one_line_error(result, 4)
+        assert "not valid JSON" in result.stderr

@@ -426,29 +426,38 @@ def row_changes(base: Report, new: Report, judge: _Judge,
     for layer in Layer:
         a = {(r.source, r.key): r for r in base.layers.get(layer, [])}
         b = {(r.source, r.key): r for r in new.layers.get(layer, [])}
+        where = layer.value
         changes = []
         for key in dict.fromkeys([*a, *b]):
             ra, rb = a.get(key), b.get(key)
             ref = rb or ra
             assert ref is not None
             field_name = primary.name(ref) or ""
-            unit = ref.values[field_name].unit if field_name else ""
-            va = ra.values[field_name].value if ra and field_name in ra.values else None
-            vb = rb.values[field_name].value if rb and field_name in rb.values else None
+            q = ref.values.get(field_name)
+            unit = q.unit if q is not None else ""
+            qa = ra.values.get(field_name) if ra is not None else None
+            qb = rb.values.get(field_name) if rb is not None else None
+            va = qa.value if qa is not None else None
+            vb = qb.value if qb is not None else None
             status = "appeared" if ra is None else "vanished" if rb is None else "changed"
             delta = (vb - va) if va is not None and vb is not None else None
             rel = (vb / va - 1) if va and vb is not None else None
             drift = drifts.get(ref.source)
             fixed = corrected(rel, drift, unit) if rel is not None else None
             limit = threshold
-            sampled = _sampling_noise(ra, rb)
-            if limit is not None and sampled is not None:
-                limit = max(limit, sampled)
+            if limit is not None and ra is not None and rb is not None:
+                sampled = _sampling_noise(ra, rb)
+                if sampled is not None:
+                    limit = max(limit, sampled)
             beyond = None if limit is None or rel is None or fixed is None else (
                 abs(rel) > limit and abs(fixed) > limit and (rel > 0) == (fixed > 0))
-            counts = {name: [ra.values[name].value if ra and name in ra.values else None,
-                             rb.values[name].value if rb and name in rb.values else None]
-                      for name, q in ref.values.items() if q.unit == "count"}
+            counts = {}
+            for name, q in ref.values.items():
+                if q.unit == "count":
+                    ca = ra.values.get(name) if ra is not None else None
+                    cb = rb.values.get(name) if rb is not None else None
+                    counts[name] = [ca.value if ca is not None else None,
+                                    cb.value if cb is not None else None]
             restated = ref.attrs.get("metric")
             by_metric = None
             if isinstance(restated, str) and verdicts and (restated, ref.source) in verdicts:
@@ -456,7 +465,7 @@ def row_changes(base: Report, new: Report, judge: _Judge,
                 verdict = verdicts[(restated, ref.source)]
                 beyond = (None if verdict in ("cannot judge", "unknown")
                           else verdict in ("regression", "improvement", "changed"))
-            changes.append(RowChange(layer.value, ref.source, ref.key, ref.name, field_name,
+            changes.append(RowChange(where, ref.source, ref.key, ref.name, field_name,
                                      unit, va, vb, delta, rel, status, beyond,
                                      ref.attrs.get("kind") in AGGREGATE_KINDS,
                                      fixed if drift is not None else None, ref.links, counts,
