@@ -1,9 +1,11 @@
 """The ``pyspy`` backend: py-spy sampling of the workload's Python stacks (Python layer).
 
 py-spy attaches to the workload's Python pid as soon as the bootstrap has written it, in
-non-blocking mode (it reads the process's memory without stopping it). Two passes at the same
-rate: one records every sample, one only samples whose thread holds the GIL (``--gil``); the
-GIL share is the ratio of the two, each per second of its own run. The passes take two runs
+non-blocking mode (it reads the process's memory without stopping it). Two passes: one records
+every sample, one only samples whose thread holds the GIL (``--gil``), at half the rate by
+default (``--pyspy-gil-rate``): a second sampler at the full rate cost ~3% of wall time on 2
+busy CPUs, at half ~1.5% (docs/performance.md); the GIL share is the ratio of the two, each
+per second of its own run. The passes take two runs
 of the workload side by side by default; ``--pyspy-gil-run`` gives the GIL pass a run of its
 own (``run_count`` 2), so that one sampler at a time competes with the workload for the CPUs.
 Measured on 2 vCPUs (docs/performance.md), the second sampler's cost was within the noise of
@@ -194,12 +196,12 @@ def time_budget(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
     and other native code called from Python) and ``budget.idle`` (not sampled: sleeping,
     I/O, locks, the GIL wanted, and py-spy's attach), each as a share of ``wall_s``.
 
-    Whether the main thread held the GIL comes from the GIL pass, a second sampler at the
-    same rate that keeps only GIL-holding samples: the interpreter's time is that pass's own
-    seconds on the main thread outside imports, times ``gil_scale`` when the pass had a run of
-    its own (the main run's wall time over its run's), capped at the main pass's active time. The
-    two samplers are independent, so per-function ratios of their counts would be noisy and,
-    capped at 1, biased low; their totals are not.
+    Whether the main thread held the GIL comes from the GIL pass, a second sampler (at half
+    the rate by default) that keeps only GIL-holding samples: the interpreter's time is that
+    pass's own seconds on the main thread outside imports, times ``gil_scale`` when the pass
+    had a run of its own (the main run's wall time over its run's), capped at the main pass's
+    active time. The two samplers are independent, so per-function ratios of their counts would
+    be noisy and, capped at 1, biased low; their totals are not.
     ``unsampled_start_s`` (the workload ran before py-spy was started) counts as start-up;
     py-spy's own attach after that (~0.1-0.2 s) cannot be told from waiting.
 
@@ -231,7 +233,9 @@ def time_budget(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
     n_active, n_gil = sum(counts.values()), sum(gil_counts.values())
     per_sample = active / n_active if n_active else 0.0
     points = 100 * per_sample * scale / wall_s
-    gil_points = points * gil_scale
+    # The GIL pass may sample at a lower rate: each of its samples stands for more time.
+    gil_per_sample = sum(gil_seconds.values()) / n_gil if n_gil else per_sample
+    gil_points = 100 * gil_per_sample * gil_scale * scale / wall_s
     native_error = (points ** 2 * n_active + gil_points ** 2 * n_gil) ** 0.5
     note = (f"time budget from {n_active} samples ({n_gil} holding the GIL): one standard "
             f"error is {gil_points * n_gil ** 0.5:.1f} points on interpreter, "
@@ -246,8 +250,9 @@ def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
     """Return Python rows (self/total samples and seconds), thread rows, native kernel rows.
 
     ``gil_*`` is the GIL pass (samples whose thread held the GIL), or empty lists; its counts
-    are multiplied by ``gil_scale`` (the main run's wall time over the GIL run's, when the
-    pass had a run of its own) before they are compared with the main pass's. ``home`` is
+    are multiplied by ``gil_scale`` (the main pass's samples one of its samples stands for,
+    times the main run's wall time over the GIL run's when the pass had a run of its own)
+    before they are compared with the main pass's. ``home`` is
     the workload's folder: each of the workload's own functions also gets ``own`` and
     ``own_time``, the samples in which it is the innermost frame of the workload's own code,
     so the library code it calls (torch, the standard library) counts as its time.
@@ -310,7 +315,7 @@ def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
             values["own"] = Quantity(own_n[key], "count")
             values["own_time"] = Quantity(own_seconds[key], "s")
         if gil_profiles and self_n[key]:
-            # Same rate: GIL-holding samples of this function over all of its samples.
+            # GIL-holding samples of this function (in main-pass samples) over all of its own.
             values["gil_share"] = Quantity(
                 min(100.0, 100 * gil_leaves[key] * gil_scale / self_n[key]), "%")
         attrs: dict[str, Any] = {"function": func, "file": file,
@@ -365,6 +370,19 @@ class _OwnFrames:
         return self.known[index]
 
 
+def gil_rate(options: dict[str, Any]) -> int:
+    """The GIL pass's rate: ``gil_rate``, else half the main pass's (at least 1 per second)."""
+    given = options.get("gil_rate")
+    return int(given) if given else max(1, int(options.get("rate") or 250) // 2)
+
+
+def per_sample_s(profiles: list[dict[str, Any]]) -> float:
+    """Return the seconds one sample stands for (1 / the rate), from the profiles' weights;
+    0 when there are none."""
+    n = sum(len(p.get("samples", [])) for p in profiles)
+    return sum(sum(p.get("weights", [])) for p in profiles) / n if n else 0.0
+
+
 def _gil_run(ctx: RunContext, outcome: Outcome | None) -> tuple[float | None, str | None]:
     """The GIL pass's scale to the main run (its wall time over the GIL run's, 1 beside the
     main pass), and a note; None when the GIL pass cannot be used."""
@@ -393,6 +411,9 @@ class PySpyBackend(Backend):
         Option("native", "also sample native frames (C/C++ below Python)", flag=True),
         Option("idle", "include idle (waiting) threads' samples", flag=True),
         Option("subprocesses", "also sample the workload's child processes", flag=True),
+        Option("gil_rate", "samples per second of the GIL pass (default: half of --pyspy-rate; "
+               "a second sampler at the full rate cost ~3%% of wall time on 2 busy CPUs)",
+               None, int, minimum=1, maximum=10_000),
         Option("no_gil", "skip the GIL-share pass (one run instead of two)", flag=True),
         Option("gil_run", "give the GIL pass a run of its own (one more run; no second "
                "sampler competing for the CPUs, e.g. 100% of 2 cores)", flag=True),
@@ -419,14 +440,14 @@ class PySpyBackend(Backend):
     def attach(self, ctx: RunContext, pid: int) -> Attachment:
         """Start the samplers on the workload's pid."""
         exe = py_spy() or "py-spy"
-        common = ["record", "--function", "--format", "speedscope", "--rate",
-                  str(ctx.options.get("rate") or 250), "--pid", str(pid)]
+        common = ["record", "--function", "--format", "speedscope", "--pid", str(pid)]
         for flag in ("idle", "subprocesses"):
             if ctx.options.get(flag):
                 common.append(f"--{flag}")
         # Native stacks need py-spy to pause the process; the GIL pass only reads its memory.
-        main = ["--native"] if ctx.options.get("native") else ["--nonblocking"]
-        gil = (GIL_PROFILE_FILE, ["--nonblocking", "--gil"])
+        main = ["--native" if ctx.options.get("native") else "--nonblocking",
+                "--rate", str(ctx.options.get("rate") or 250)]
+        gil = (GIL_PROFILE_FILE, ["--nonblocking", "--gil", "--rate", str(gil_rate(ctx.options))])
         if ctx.run_index > 0:  # the second run: the GIL pass alone
             passes = [gil]
         else:
@@ -465,8 +486,10 @@ class PySpyBackend(Backend):
         gil_scale, gil_note = _gil_run(ctx, outcome)
         if gil_scale is None:
             gil_frames, gil_profiles, gil_scale = [], [], 1.0
+        # A GIL-pass sample stands for this many of the main pass's (its rate is lower).
+        per_sample = per_sample_s(gil_profiles) / (per_sample_s(profiles) or 1.0) or 1.0
         rows, metrics, notes = summarize(frames, profiles, gil_frames, gil_profiles,
-                                         _home(ctx), gil_scale)
+                                         _home(ctx), gil_scale * per_sample)
         if gil_note:
             notes.append(gil_note)
         if ctx.steps is not None and ctx.steps.warmup:

@@ -318,7 +318,7 @@ class GilBackend(Backend):
         if ctx.options.get("no_pyspy") or not spy.check().ok:
             return None
         return spy.attach(RunContext(ctx.backend, ctx.workload, ctx.artifact_dir,
-                                     {"rate": 200, "idle": True},
+                                     {"rate": 200, "gil_rate": 200, "idle": True},
                                      ctx.timeout_s), pid)
 
     def _free_threaded(self, ctx: RunContext) -> tuple[interpreters.Interpreter | None, str]:
