@@ -45,6 +45,16 @@ def perfstack_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def ctrl_c_reaches() -> None:
+    """``preexec_fn`` for a child the test will Ctrl-C: SIGINT at its default, as in a
+    terminal's foreground job. A suite started in the background of a shell script (``cmd &``)
+    inherits SIGINT ignored, and Python keeps an ignored SIGINT ignored: the child would never
+    see the test's Ctrl-C."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.fixture
 def perfstack(tmp_path: Path) -> Callable[..., Result]:
     """Run ``perfstack ARGS`` in a fresh folder; return its exit code and output."""

@@ -22,7 +22,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import WORKLOADS, Result, assert_one_line_error, perfstack_env
+from tests.conftest import (
+    WORKLOADS,
+    Result,
+    assert_one_line_error,
+    ctrl_c_reaches,
+    perfstack_env,
+)
 
 
 def _alive(pid: int) -> bool:
@@ -184,7 +190,7 @@ def test_sweep_keeps_the_settings_done_when_interrupted(tmp_path: Path) -> None:
         [sys.executable, "-m", "perfstack", "sweep", "--env", "PERFSTACK_X=1,2,3,4",
          "--repeat", "1", "--warmup", "0", "-q", "--out-dir", "sw", str(WORKLOADS / "busy.py")],
         cwd=tmp_path, env=perfstack_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
+        text=True, preexec_fn=ctrl_c_reaches)
     doc = tmp_path / "sw" / "sweep.json"
     deadline = time.monotonic() + 120
     while not doc.exists() and time.monotonic() < deadline:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, WORKLOADS, backend, perfstack_env
+from tests.conftest import ROOT, WORKLOADS, backend, ctrl_c_reaches, perfstack_env
 
 ONCE = ("--repeat", "1", "--warmup", "0")
 
@@ -71,7 +71,7 @@ def test_ctrl_c_stops_children_and_writes_a_partial_report(tmp_path):
         [sys.executable, "-m", "perfstack", "-p", "tests.testplugins.probe", "run", *ONCE,
          "--plugins", "resources,probe", str(WORKLOADS / "hang.py")],
         cwd=tmp_path, env=perfstack_env({"HANG_PIDS": str(pids)}),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_reaches)
     deadline = time.monotonic() + 60
     while not pids.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
