@@ -411,8 +411,9 @@ class TraceAggregate:
     def step_starts(self) -> list[float]:
         """Return the start (µs) of every profiler step range, sorted."""
         steps = {i for i, name in enumerate(self.names) if name.startswith(STEP_PREFIX)}
-        return sorted(t for ops in self.ops.values()
-                      for t, n in zip(ops.ts, ops.name, strict=True) if n in steps)
+        columns = self.trees.values() if self.trees is not None else self.ops.values()
+        return sorted(t for ops in columns for t, n in zip(ops.ts, ops.name, strict=True)
+                      if n in steps)
 
     def add(self, ev: Event) -> None:
         """Keep what one event contributes."""
