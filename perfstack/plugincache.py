@@ -98,14 +98,20 @@ def cache_file(choices: dict[str, Any]) -> Path:
     (``perfstack`` and ``python -m perfstack`` see different paths: one file each)."""
     import zlib  # a cheap name, not a security hash: the key inside the file is checked
 
+    which = json.dumps([sys.executable, _site_path(), choices], sort_keys=True)
+    digest = f"{zlib.crc32(which.encode()):08x}"
+    return cache_folder() / f"{STEM}-{digest}.json"
+
+
+def cache_folder() -> Path:
+    """Return perfstack's cache folder: ``$PERFSTACK_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/perfstack`` (``~/.cache/perfstack``)."""
     folder = os.environ.get(CACHE_ENV)
     if not folder:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
                                                                 ".cache")
         folder = os.path.join(base, "perfstack")
-    which = json.dumps([sys.executable, _site_path(), choices], sort_keys=True)
-    digest = f"{zlib.crc32(which.encode()):08x}"
-    return Path(folder) / f"{STEM}-{digest}.json"
+    return Path(folder)
 
 
 def package_files(module: object, whole: bool = True) -> list[str]:

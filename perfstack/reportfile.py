@@ -84,13 +84,21 @@ def read_json(path: Path) -> Any:
     """Return the parsed JSON in ``path`` (``.gz`` aware); raise NotAReport if it is not JSON.
 
     NaN, Infinity and numbers beyond a float's range are not JSON any reader accepts: refused."""
+    return _read(path)[0]
+
+
+def _read(path: Path) -> tuple[Any, bytes | None]:
+    """The parsed JSON in ``path``, and its bytes when it is a small plain file."""
     if not path.is_file():
         raise InputNotFound(f"{path}: no such file")
     try:
-        if path.suffix != ".gz" and path.stat().st_size > BIG_JSON:
-            return _read_big(path)
+        if path.suffix != ".gz":
+            if path.stat().st_size > BIG_JSON:
+                return _read_big(path), None
+            raw = path.read_bytes()
+            return json.loads(raw.decode("utf-8"), parse_constant=_no_constants), raw
         with _open_text(path, "r") as fh:
-            return json.load(fh, parse_constant=_no_constants)
+            return json.load(fh, parse_constant=_no_constants), None
     except (ValueError, UnicodeDecodeError, gzip.BadGzipFile, EOFError, zlib.error) as exc:
         # ValueError: not JSON, NaN or Infinity, an integer longer than Python reads
         raise NotAReport(f"{path}: not valid JSON ({str(exc)[:200]})") from None
@@ -168,15 +176,65 @@ def check_report_data(data: Any, path: str) -> dict[str, Any]:
     return migrated
 
 
-def read_report_data(path: Path) -> dict[str, Any]:
+def read_report_data(path: Path, trust_written: bool = False) -> dict[str, Any]:
     """Return the JSON of the report in ``path``, checked against the schema and migrated to
-    the current version, without building the report's objects (``perfstack validate``)."""
-    return check_report_data(read_json(path), str(path))
+    the current version, without building the report's objects (``perfstack validate``).
+
+    ``trust_written``: a small report whose exact bytes perfstack wrote and checked against
+    this schema version as it wrote them (``save_report``) is not checked again; any other
+    file, or any change to it, is."""
+    data, raw = _read(path)
+    if (trust_written and raw is not None and isinstance(data, dict)
+            and data.get("schema") == SCHEMA_NAME and data.get("version") == SCHEMA_VERSION
+            and _fingerprint(raw) in _checked()):
+        return data
+    return check_report_data(data, str(path))
 
 
 def load_report(path: Path) -> Report:
     """Return the report stored in ``path``, checked against the schema and its version."""
-    return Report.from_dict(read_report_data(path))
+    return Report.from_dict(read_report_data(path, trust_written=True))
+
+
+#: How many written reports ``save_report`` remembers as checked.
+CHECKED_KEPT = 2000
+
+
+def _checked_file() -> Path:
+    """One file per schema (its version and its text's CRC): a report checked against another
+    schema is checked again."""
+    from perfstack.plugincache import cache_folder
+
+    text = (resources.files("perfstack_schemas") / "report.schema.json").read_bytes()
+    return cache_folder() / f"checked-reports-v{SCHEMA_VERSION}-{zlib.crc32(text):08x}.txt"
+
+
+def _fingerprint(raw: bytes) -> str:
+    # Not a security hash: a file that matches one perfstack wrote by accident would only be
+    # read unchecked; its size is part of the key.
+    return f"{len(raw)}:{zlib.crc32(raw):08x}"
+
+
+def _checked() -> set[str]:
+    try:
+        return set(_checked_file().read_text("utf-8").split())
+    except (OSError, UnicodeDecodeError):
+        return set()
+
+
+def _remember_checked(raw: bytes) -> None:
+    """Note that these bytes are a report checked against the schema (best effort: a cache
+    that cannot be written only means the next read checks the file)."""
+    path = _checked_file()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(_fingerprint(raw) + "\n")
+        if path.stat().st_size > CHECKED_KEPT * 24:
+            kept = path.read_text("utf-8").split()[-CHECKED_KEPT // 2:]
+            write_text_atomic(path, "".join(f"{k}\n" for k in kept))
+    except (OSError, OutputError, UnicodeDecodeError):
+        pass
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -244,5 +302,12 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 
 def save_report(report: Report, path: Path) -> None:
-    """Write ``report`` to ``path`` atomically."""
-    write_json_atomic(path, report.to_dict())
+    """Write ``report`` to ``path`` atomically; a small one is checked against the schema as
+    it is written and remembered as checked, so that reading it back (``show``, ``diff``)
+    need not load the schema's validator."""
+    data = finite(report.to_dict())
+    raw = json.dumps(data, indent=1, allow_nan=False).encode("utf-8")
+    write_atomic(path, raw)
+    if path.suffix != ".gz" and len(raw) <= BIG_JSON and path.is_file() \
+            and not schema_errors(data):
+        _remember_checked(raw)

@@ -59,3 +59,48 @@ def test_validate(perfstack, ran):
     result = perfstack("validate", ".perfstack/runs/latest/report.json")
     assert result.code == 0, result.stderr
     assert f"valid perfstack/report v{SCHEMA_VERSION}" in result.stdout
+
+
+def test_a_report_perfstack_wrote_is_read_back_without_the_validator(perfstack, ran, tmp_path):
+    """save_report checks a small report against the schema as it writes it and remembers its
+    bytes; reading those exact bytes back skips the validator (its import alone is ~20 ms of
+    show). Any change to the file, or validate, checks it again."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import perfstack_env
+
+    cache = tmp_path / "cache"
+    env = {"PERFSTACK_CACHE_DIR": str(cache)}
+    wrote = perfstack("-p", "tests.testplugins.probe", "run", "-q", *ONCE, "--plugins",
+                      "probe,resources", "-o", "mine.json", str(WORKLOADS / "busy.py"), env=env)
+    assert wrote.code == 0, wrote.stderr
+    [memo] = cache.glob(f"checked-reports-v{SCHEMA_VERSION}-*.txt")
+    assert len(memo.read_text().split()) == 1
+    probe = ("import sys; from pathlib import Path; from perfstack.reportfile import "
+             "load_report; load_report(Path(sys.argv[1])); print('jsonschema_rs' in sys.modules,"
+             " 'jsonschema' in sys.modules)")
+
+    def validator_loaded(name: str) -> bool:
+        out = subprocess.run([sys.executable, "-c", probe, name], cwd=wrote.cwd, check=True,
+                             env=perfstack_env(env), capture_output=True, text=True).stdout
+        return "True" in out
+
+    assert not validator_loaded("mine.json")
+    data = json.loads((wrote.cwd / "mine.json").read_text())
+    data["run"]["complete"] = "yes"  # the wrong type: the schema refuses it
+    (wrote.cwd / "edited.json").write_text(json.dumps(data, indent=1))
+    edited = perfstack("show", "edited.json", env=env)
+    assert edited.code == 4 and "does not match the report schema" in edited.stderr
+    (wrote.cwd / "copy.json").write_bytes((wrote.cwd / "mine.json").read_bytes() + b" ")
+    assert validator_loaded("copy.json")
+    assert perfstack("validate", "mine.json", env=env).code == 0
+    # A cache folder that cannot be written: the report is still written, and checked on read.
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the folder would be")
+    again = perfstack("-p", "tests.testplugins.probe", "run", "-q", *ONCE, "--plugins",
+                      "probe,resources", "-o", "other.json", str(WORKLOADS / "busy.py"),
+                      env={"PERFSTACK_CACHE_DIR": str(blocked)})
+    assert again.code == 0, again.stderr
+    assert perfstack("show", "other.json", env={"PERFSTACK_CACHE_DIR": str(blocked)}).code == 0
