@@ -159,13 +159,6 @@ class Tree:
         own: float = (self.end[i] - self.ts[i]) - self.childsum[c]
         return own
 
-    def children(self, i: int) -> Iterator[int]:
-        """Yield op ``i``'s direct children (before merging), in order."""
-        c, stop = i + 1, i + self.size[i]
-        while c < stop:
-            yield c
-            c += self.size[c]
-
     def innermost(self, t: float) -> int:
         """Return the deepest op holding time ``t`` (its survivor), or -1: the last root that
         starts by ``t``, then at each level the first child holding it."""
