@@ -97,7 +97,7 @@ def test_steps_of_one_run_are_judged_against_the_run_to_run_noise() -> None:
 def test_a_b_names_the_function_the_op_and_the_metric(runs: dict[str, Path]) -> None:
     """30% more matmuls in matmul_block: throughput regresses significantly by the paired
     test (exit 1), and the function and aten::mm lead their layers, beyond noise; the
-    unchanged pure-Python function is not called a change. ``ab`` itself said the same."""
+    pure-Python function beside it moves far less time. ``ab`` itself said the same."""
     session = json.loads(runs["ab"].read_text())
     assert "throughput" in session["gate"]["regressions"], session["gate"]
     code, data = _diff_json(runs["a"].parent, runs["a"], runs["b"],
@@ -135,8 +135,13 @@ def test_a_b_names_the_function_the_op_and_the_metric(runs: dict[str, Path]) -> 
     if abs(drift) < 0.05 and min(grown["change"], grown["corrected_change"]) > limit:
         assert grown["beyond_noise"] is True, {**seen, "drift": drift, "noise": noise,
                                                "limit": limit}
+    # python_part's code is the same on both sides, but its time is not quite: after B's
+    # extra matmuls torch's OpenMP threads spin on the 2 CPUs while it runs (measured: 20-29%
+    # more samples in B in 3 of 4 sessions, 32-52 samples a side, a 2-sigma counting limit
+    # of ~40%). Whether that is "beyond noise" is the counting test's to say; what must hold
+    # is that the function with the extra work moved far more time than the one without.
     same = next(r for r in ours if r["name"].startswith("python_part"))
-    assert same["beyond_noise"] is not True, same
+    assert abs(same["delta"]) < grown["delta"] / 3, (same, seen)
     framework = [r for r in data["rows"]["framework"] if r["source"] == "torch"]
     assert framework[0]["name"].startswith("aten::mm"), [r["name"] for r in framework[:3]]
     # The op's time is one profiled window per run (noisy: a disturbed window once took 2.5x
