@@ -230,7 +230,7 @@ def _remember_checked(raw: bytes) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a", encoding="utf-8") as fh:
             fh.write(_fingerprint(raw) + "\n")
-        if path.stat().st_size > CHECKED_KEPT * 24:
+        if path.stat().st_size > CHECKED_KEPT * 16:  # "size:crc32\n", about 16 characters
             kept = path.read_text("utf-8").split()[-CHECKED_KEPT // 2:]
             write_text_atomic(path, "".join(f"{k}\n" for k in kept))
     except (OSError, OutputError, UnicodeDecodeError):
@@ -293,7 +293,12 @@ def _umask_mode() -> int:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write ``data`` as JSON to ``path`` atomically."""
-    write_atomic(path, json.dumps(finite(data), indent=1, allow_nan=False).encode("utf-8"))
+    write_atomic(path, _json_bytes(finite(data)))
+
+
+def _json_bytes(data: Any) -> bytes:
+    """Strict JSON (``data`` already finite), as perfstack writes it."""
+    return json.dumps(data, indent=1, allow_nan=False).encode("utf-8")
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -306,7 +311,7 @@ def save_report(report: Report, path: Path) -> None:
     it is written and remembered as checked, so that reading it back (``show``, ``diff``)
     need not load the schema's validator."""
     data = finite(report.to_dict())
-    raw = json.dumps(data, indent=1, allow_nan=False).encode("utf-8")
+    raw = _json_bytes(data)
     write_atomic(path, raw)
     if path.suffix != ".gz" and len(raw) <= BIG_JSON and path.is_file() \
             and not schema_errors(data):
