@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import functools
 import json
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import Any
 
-from perfstack.report import Better, Layer, Metric, Quantity, Row
+from perfstack.report import Better, Layer, Metric, Row
 
-from .flops import flops
 from .links import COMM_KERNEL, Linker
-from .optree import Tree
+from .opgroups import SOURCE, US, Group, OpGroups, q, top_links
 from .timeline import (
     COMMUNICATION,
     COMPUTE,
@@ -22,45 +19,7 @@ from .timeline import (
     device_times,
     percentile,
 )
-from .trace import STEP_PREFIX, TraceAggregate, build_trees, without_gc
-
-SOURCE = "torch"
-US = 1e-6  # the trace's unit is the microsecond
-MAX_LINKS = 5
-
-
-@dataclass
-class _Group:
-    name: str = ""
-    dims: str = ""
-    key: str = ""
-    calls: int = 0
-    total: float = 0.0
-    self_time: float = 0.0
-    device: float = 0.0
-    flops: int | None = None
-    alloc: float = 0.0
-    callers: dict[str, float] = field(default_factory=lambda: defaultdict(float))
-    children_of: dict[str, float] = field(default_factory=lambda: defaultdict(float))
-
-
-@functools.lru_cache(maxsize=65536)
-def _shapes(dims: str) -> Any:
-    return json.loads(dims)
-
-
-def shapes(dims: str) -> Any:
-    """The input shapes of an op from its key's form, parsed once per distinct form (shared:
-    read it, never change it)."""
-    return _shapes(dims) if dims else []
-
-
-def _top_links(weights: dict[str, float]) -> list[str]:
-    return [k for k, _ in sorted(weights.items(), key=lambda kv: -kv[1])[:MAX_LINKS]]
-
-
-def _q(value: float, unit: str) -> Quantity:
-    return Quantity(value, unit)
+from .trace import TraceAggregate, build_trees, without_gc
 
 
 def summarize(agg: TraceAggregate, with_flops: bool = True, stepped: bool = True) -> tuple[
@@ -77,7 +36,7 @@ def summarize(agg: TraceAggregate, with_flops: bool = True, stepped: bool = True
 def _summarize(agg: TraceAggregate, with_flops: bool, stepped: bool) -> tuple[
         dict[Layer, list[Row]], list[Metric], list[str]]:
     trees = build_trees(agg)
-    ops = _Ops(agg, with_flops, stepped, native=not agg.kernels)
+    ops = OpGroups(agg, with_flops, stepped, native=not agg.kernels)
     for tree in trees.values():
         ops.add(tree)
     groups, steps, windows = ops.groups, ops.steps, ops.windows
@@ -128,118 +87,6 @@ def _summarize(agg: TraceAggregate, with_flops: bool, stepped: bool) -> tuple[
     if agg.truncated:
         notes.append(f"trace cut short (the run ended while writing it): {agg.truncated}")
     return rows, metrics, notes
-
-
-class _Ops:
-    """Every op of every thread folded into one group per op name and input shapes; on a
-    CPU, also each native op's own time (its kernel row) and where it was called from."""
-
-    def __init__(self, agg: TraceAggregate, with_flops: bool, stepped: bool,
-                 native: bool) -> None:
-        self.agg, self.with_flops, self.stepped, self.native = agg, with_flops, stepped, native
-        self.groups: dict[str, _Group] = {}
-        self.steps: list[float] = []
-        self.windows: list[tuple[float, float]] = []
-        self.first: float | None = None  # the first op's start and the last one's end (µs)
-        self.last: float | None = None
-        self.root_frames: dict[str, int] = defaultdict(int)  # user frame -> top-level ops
-        self._by_id: dict[tuple[int, int], _Group] = {}
-        self._flops: dict[tuple[int, int], Any] = {}
-        self._native: dict[int, dict[str, Any]] = {}
-
-    def group(self, tree: Tree, i: int) -> _Group:
-        """Return the group of op ``i``, made on first use."""
-        ids = (tree.name[i], tree.dims[i])
-        g = self._by_id.get(ids)
-        if g is None:
-            name, dims = self.agg.names[ids[0]], self.agg.dims[ids[1]]
-            key = f"{name} {dims}" if dims else name
-            g = self.groups.get(key)
-            if g is None:
-                g = self.groups[key] = _Group(name=name, dims=dims, key=key)
-            self._by_id[ids] = g
-        return g
-
-    def add(self, tree: Tree) -> None:
-        """Fold one thread's ops in."""
-        names, frame_keys = self.agg.names, self.agg.frame_keys
-        step_of = [name.startswith(STEP_PREFIX) for name in names]
-        native_of = ["::" in name for name in names]
-        ts, end, name, parent = tree.ts, tree.end, tree.name, tree.parent
-        removed, frame, alloc, inputs = tree.removed, tree.frame, tree.alloc, tree.inputs
-        first, last = self.first, self.last
-        for i in range(len(ts)):
-            n = name[i]
-            if removed[i] or n == 0:
-                continue
-            start, stop = ts[i], end[i]
-            first = start if first is None or start < first else first
-            last = stop if last is None or stop > last else last
-            f = frame[i] if frame is not None else -1
-            if f >= 0 and parent[i] < 0:
-                self.root_frames[frame_keys[f]] += 1
-            if step_of[n]:
-                if self.stepped:
-                    self.steps.append((stop - start) * US)
-                    self.windows.append((start, stop))
-                continue
-            g = self.group(tree, i)
-            dur = stop - start
-            own = tree.own(i)
-            g.calls += 1
-            g.total += dur
-            g.self_time += own
-            if alloc:
-                g.alloc += alloc.get(i, 0.0)
-            if self.with_flops:
-                self._count_flops(g, tree, i, inputs.get(i))
-            if f >= 0:
-                g.callers[frame_keys[f]] += dur
-            if self.native and native_of[n]:
-                self._native_time(tree, i, own, step_of)
-        self.first, self.last = first, last
-
-    def _count_flops(self, g: _Group, tree: Tree, i: int, concrete: Any) -> None:
-        if concrete is None:  # the count depends on the name and shapes only
-            ids = (tree.name[i], tree.dims[i])
-            if ids in self._flops:
-                count = self._flops[ids]
-            else:
-                count = self._flops[ids] = flops(g.name, shapes(g.dims))
-        else:
-            count = flops(g.name, shapes(g.dims), concrete)
-        if count is not None:
-            g.flops = (g.flops or 0) + count
-
-    def _native_time(self, tree: Tree, i: int, own: float, step_of: list[bool]) -> None:
-        """On a CPU the trace has no kernels: each op's self time is its own native code,
-        credited to the top-level op it ran under."""
-        root = i
-        parent = tree.parent
-        while parent[root] >= 0 and not step_of[tree.name[parent[root]]]:
-            root = parent[root]
-        entry = self._native.get(tree.name[i])
-        if entry is None:
-            entry = self._native[tree.name[i]] = {"calls": 0, "self": 0.0,
-                                                  "roots": defaultdict(float)}
-        entry["calls"] += 1
-        entry["self"] += own
-        if root != i:
-            entry["roots"][self.group(tree, root).key] += own
-
-    def native_rows(self) -> list[Row]:
-        """The kernel layer on a CPU: each native op's own time (record_function ranges run
-        no native code of their own)."""
-        rows = [
-            Row(self.agg.names[n], self.agg.names[n], SOURCE,
-                {"calls": _q(e["calls"], "count"), "self": _q(e["self"] * US, "s")},
-                {"kind": "cpu-op-native", "meaning": "time in the op's own code, outside child "
-                 "ops"},
-                {"framework": _top_links(e["roots"])} if e["roots"] else {})
-            for n, e in self._native.items()
-        ]
-        rows.sort(key=lambda r: -(r.values["self"].value or 0))
-        return rows
 
 
 def _stream_order(item: tuple[Any, float]) -> tuple[int, str]:
@@ -302,19 +149,19 @@ def device_metrics(times: list[DeviceTime], window: str) -> list[Metric]:
     return out
 
 
-def _framework_row(key: str, g: _Group, has_device: bool) -> Row:
-    values = {"calls": _q(g.calls, "count"), "total": _q(g.total * US, "s"),
-              "self": _q(g.self_time * US, "s")}
+def _framework_row(key: str, g: Group, has_device: bool) -> Row:
+    values = {"calls": q(g.calls, "count"), "total": q(g.total * US, "s"),
+              "self": q(g.self_time * US, "s")}
     if has_device:
-        values["device"] = _q(g.device * US, "s")
+        values["device"] = q(g.device * US, "s")
     if g.flops is not None:
-        values["flops"] = _q(g.flops, "flop")
+        values["flops"] = q(g.flops, "flop")
     if g.alloc:
-        values["self_alloc"] = _q(g.alloc, "B")
+        values["self_alloc"] = q(g.alloc, "B")
     attrs: dict[str, Any] = {"op": g.name}
     if g.dims:
         attrs["input_dims"] = json.loads(g.dims)
-    links = {"python": _top_links(g.callers)} if g.callers else {}
+    links = {"python": top_links(g.callers)} if g.callers else {}
     return Row(key, key, SOURCE, values, attrs, links)
 
 
@@ -324,7 +171,7 @@ def _kind(cat: str, name: str) -> str:
     return COMMUNICATION if COMM_KERNEL.search(name) else COMPUTE
 
 
-def _device_kernels(agg: TraceAggregate, linker: Linker, ops: _Ops) -> tuple[
+def _device_kernels(agg: TraceAggregate, linker: Linker, ops: OpGroups) -> tuple[
         list[Row], float, float, list[DeviceEvent]]:
     """Kernel rows, the device time, the unattributed part of it, and the device timeline."""
     per_kernel: dict[str, dict[str, Any]] = {}
@@ -352,13 +199,13 @@ def _device_kernels(agg: TraceAggregate, linker: Linker, ops: _Ops) -> tuple[
             ops.group(tree, above).device += k.dur
     rows = []
     for name, e in per_kernel.items():
-        values = {"calls": _q(e["calls"], "count"), "device": _q(e["time"] * US, "s"),
-                  "mean": _q(e["time"] / e["calls"] * US, "s")}
+        values = {"calls": q(e["calls"], "count"), "device": q(e["time"] * US, "s"),
+                  "mean": q(e["time"] / e["calls"] * US, "s")}
         if e["none"]:
-            values["unattributed"] = _q(e["none"] * US, "s")
+            values["unattributed"] = q(e["none"] * US, "s")
         rows.append(Row(name, name, SOURCE, values,
                         {"kind": e["cat"], "devices": sorted(str(d) for d in e["devices"])},
-                        {"framework": _top_links(e["ops"])} if e["ops"] else {}))
+                        {"framework": top_links(e["ops"])} if e["ops"] else {}))
     rows.sort(key=lambda r: -(r.values["device"].value or 0))
     return rows, total, unattributed, events
 
@@ -381,8 +228,8 @@ def _python_rows(agg: TraceAggregate, root_frames: dict[str, int]) -> list[Row]:
         func, _, where = key.partition(" (")
         file, _, line = where.rstrip(")").rpartition(":")
         rows.append(Row(key, key, SOURCE, {
-            "calls": _q(e["calls"], "count"), "total": _q(e["total"] * US, "s"),
-            "ops_called": _q(e["ops"], "count")},
+            "calls": q(e["calls"], "count"), "total": q(e["total"] * US, "s"),
+            "ops_called": q(e["ops"], "count")},
             {"function": func, "file": file, "line": int(line) if line.isdigit() else None,
              "time": "inclusive, as torch's stack tracer saw it"}))
     rows.sort(key=lambda r: -(r.values["total"].value or 0))

@@ -1,0 +1,174 @@
+"""Every op of an aggregated trace folded into one group per op name and input shapes.
+
+A group holds the calls, total and own time, FLOPs, host allocations and calling user
+functions of its ops; on a CPU (no kernels in the trace) each native op's own time is also
+kept, credited to the top-level op it ran under, for the kernel layer. Ops are read from the
+trees' arrays (``optree``) one row at a time: nothing per op outlives the loop.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from perfstack.report import Quantity, Row
+
+from .flops import flops
+from .optree import Tree
+from .trace import STEP_PREFIX, TraceAggregate
+
+SOURCE = "torch"
+US = 1e-6  # the trace's unit is the microsecond
+MAX_LINKS = 5
+
+
+@dataclass
+class Group:
+    """The ops of one name and input shapes (one framework row), times in µs."""
+
+    name: str = ""
+    dims: str = ""
+    key: str = ""
+    calls: int = 0
+    total: float = 0.0
+    self_time: float = 0.0
+    device: float = 0.0
+    flops: int | None = None
+    alloc: float = 0.0
+    callers: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+
+
+@functools.lru_cache(maxsize=65536)
+def _shapes(dims: str) -> Any:
+    return json.loads(dims)
+
+
+def shapes(dims: str) -> Any:
+    """The input shapes of an op from its key's form, parsed once per distinct form (shared:
+    read it, never change it)."""
+    return _shapes(dims) if dims else []
+
+
+def top_links(weights: dict[str, float]) -> list[str]:
+    """Return the keys of the heaviest ``MAX_LINKS`` weights, heaviest first."""
+    return [k for k, _ in sorted(weights.items(), key=lambda kv: -kv[1])[:MAX_LINKS]]
+
+
+def q(value: float, unit: str) -> Quantity:
+    """Return a measured quantity."""
+    return Quantity(value, unit)
+
+
+class OpGroups:
+    """Every op of every thread folded into one group per op name and input shapes; on a
+    CPU, also each native op's own time (its kernel row) and where it was called from."""
+
+    def __init__(self, agg: TraceAggregate, with_flops: bool, stepped: bool,
+                 native: bool) -> None:
+        self.agg, self.with_flops, self.stepped, self.native = agg, with_flops, stepped, native
+        self.groups: dict[str, Group] = {}
+        self.steps: list[float] = []
+        self.windows: list[tuple[float, float]] = []
+        self.first: float | None = None  # the first op's start and the last one's end (µs)
+        self.last: float | None = None
+        self.root_frames: dict[str, int] = defaultdict(int)  # user frame -> top-level ops
+        self._by_id: dict[tuple[int, int], Group] = {}
+        self._flops: dict[tuple[int, int], Any] = {}
+        self._native: dict[int, dict[str, Any]] = {}
+
+    def group(self, tree: Tree, i: int) -> Group:
+        """Return the group of op ``i``, made on first use."""
+        ids = (tree.name[i], tree.dims[i])
+        g = self._by_id.get(ids)
+        if g is None:
+            name, dims = self.agg.names[ids[0]], self.agg.dims[ids[1]]
+            key = f"{name} {dims}" if dims else name
+            g = self.groups.get(key)
+            if g is None:
+                g = self.groups[key] = Group(name=name, dims=dims, key=key)
+            self._by_id[ids] = g
+        return g
+
+    def add(self, tree: Tree) -> None:
+        """Fold one thread's ops in."""
+        names, frame_keys = self.agg.names, self.agg.frame_keys
+        step_of = [name.startswith(STEP_PREFIX) for name in names]
+        native_of = ["::" in name for name in names]
+        ts, end, name, parent = tree.ts, tree.end, tree.name, tree.parent
+        removed, frame, alloc, inputs = tree.removed, tree.frame, tree.alloc, tree.inputs
+        first, last = self.first, self.last
+        for i in range(len(ts)):
+            n = name[i]
+            if removed[i] or n == 0:
+                continue
+            start, stop = ts[i], end[i]
+            first = start if first is None or start < first else first
+            last = stop if last is None or stop > last else last
+            f = frame[i] if frame is not None else -1
+            if f >= 0 and parent[i] < 0:
+                self.root_frames[frame_keys[f]] += 1
+            if step_of[n]:
+                if self.stepped:
+                    self.steps.append((stop - start) * US)
+                    self.windows.append((start, stop))
+                continue
+            g = self.group(tree, i)
+            dur = stop - start
+            own = tree.own(i)
+            g.calls += 1
+            g.total += dur
+            g.self_time += own
+            if alloc:
+                g.alloc += alloc.get(i, 0.0)
+            if self.with_flops:
+                self._count_flops(g, tree, i, inputs.get(i))
+            if f >= 0:
+                g.callers[frame_keys[f]] += dur
+            if self.native and native_of[n]:
+                self._native_time(tree, i, own, step_of)
+        self.first, self.last = first, last
+
+    def _count_flops(self, g: Group, tree: Tree, i: int, concrete: Any) -> None:
+        if concrete is None:  # the count depends on the name and shapes only
+            ids = (tree.name[i], tree.dims[i])
+            if ids in self._flops:
+                count = self._flops[ids]
+            else:
+                count = self._flops[ids] = flops(g.name, shapes(g.dims))
+        else:
+            count = flops(g.name, shapes(g.dims), concrete)
+        if count is not None:
+            g.flops = (g.flops or 0) + count
+
+    def _native_time(self, tree: Tree, i: int, own: float, step_of: list[bool]) -> None:
+        """On a CPU the trace has no kernels: each op's self time is its own native code,
+        credited to the top-level op it ran under."""
+        root = i
+        parent = tree.parent
+        while parent[root] >= 0 and not step_of[tree.name[parent[root]]]:
+            root = parent[root]
+        entry = self._native.get(tree.name[i])
+        if entry is None:
+            entry = self._native[tree.name[i]] = {"calls": 0, "self": 0.0,
+                                                  "roots": defaultdict(float)}
+        entry["calls"] += 1
+        entry["self"] += own
+        if root != i:
+            entry["roots"][self.group(tree, root).key] += own
+
+    def native_rows(self) -> list[Row]:
+        """The kernel layer on a CPU: each native op's own time (record_function ranges run
+        no native code of their own)."""
+        rows = [
+            Row(self.agg.names[n], self.agg.names[n], SOURCE,
+                {"calls": q(e["calls"], "count"), "self": q(e["self"] * US, "s")},
+                {"kind": "cpu-op-native", "meaning": "time in the op's own code, outside child "
+                 "ops"},
+                {"framework": top_links(e["roots"])} if e["roots"] else {})
+            for n, e in self._native.items()
+        ]
+        rows.sort(key=lambda r: -(r.values["self"].value or 0))
+        return rows
