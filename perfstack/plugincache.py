@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-CACHE_ENV = "PERFSTACK_CACHE_DIR"
+from perfstack.cachedir import cache_folder
+
 STEM = "plugins"
 #: Cache files kept (one per interpreter and plugin choices); the oldest go first.
 KEEP = 8
@@ -101,17 +102,6 @@ def cache_file(choices: dict[str, Any]) -> Path:
     which = json.dumps([sys.executable, _site_path(), choices], sort_keys=True)
     digest = f"{zlib.crc32(which.encode()):08x}"
     return cache_folder() / f"{STEM}-{digest}.json"
-
-
-def cache_folder() -> Path:
-    """Return perfstack's cache folder: ``$PERFSTACK_CACHE_DIR``, else
-    ``$XDG_CACHE_HOME/perfstack`` (``~/.cache/perfstack``)."""
-    folder = os.environ.get(CACHE_ENV)
-    if not folder:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
-                                                                ".cache")
-        folder = os.path.join(base, "perfstack")
-    return Path(folder)
 
 
 def package_files(module: object, whole: bool = True) -> list[str]:

@@ -203,7 +203,7 @@ CHECKED_KEPT = 2000
 def _checked_file() -> Path:
     """One file per schema (its version and its text's CRC): a report checked against another
     schema is checked again."""
-    from perfstack.plugincache import cache_folder
+    from perfstack.cachedir import cache_folder
 
     text = (resources.files("perfstack_schemas") / "report.schema.json").read_bytes()
     return cache_folder() / f"checked-reports-v{SCHEMA_VERSION}-{zlib.crc32(text):08x}.txt"

@@ -127,8 +127,9 @@ def test_the_cache_keeps_a_few_files(tmp_path: Path, monkeypatch: pytest.MonkeyP
     """One file per interpreter and plugin choices, the oldest pruned; the current folder
     (``python -m`` puts it first on sys.path) is no part of the file's name."""
     from perfstack import plugincache
+    from perfstack.cachedir import CACHE_ENV
 
-    monkeypatch.setenv(plugincache.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
     manifest = Manifest([Provided("perfstack.render.text", ["text"])])
     for n in range(plugincache.KEEP + 3):
         plugincache.write({"skip": [f"p{n}"]}, manifest)
