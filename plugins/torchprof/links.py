@@ -53,8 +53,7 @@ class Linker:
         if wanted:
             codes = np.fromiter(wanted, dtype=np.int64, count=len(wanted))
             for tree in trees.values():
-                exts = np.frombuffer(tree.ext, dtype=np.int64) if len(tree) else \
-                    np.empty(0, dtype=np.int64)
+                exts = np.frombuffer(tree.ext, dtype=np.int64)
                 for i in np.flatnonzero(np.isin(exts, codes)).tolist():
                     if tree.ext[i] not in self.by_ext:
                         self.by_ext[tree.ext[i]] = (tree, tree.survivor(i))

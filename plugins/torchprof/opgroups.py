@@ -18,7 +18,7 @@ from perfstack.report import Quantity, Row
 
 from .flops import flops
 from .optree import Tree
-from .trace import STEP_PREFIX, TraceAggregate
+from .trace import TraceAggregate
 
 SOURCE = "torch"
 US = 1e-6  # the trace's unit is the microsecond
@@ -95,7 +95,7 @@ class OpGroups:
     def add(self, tree: Tree) -> None:
         """Fold one thread's ops in."""
         names, frame_keys = self.agg.names, self.agg.frame_keys
-        step_of = [name.startswith(STEP_PREFIX) for name in names]
+        steps = tree.step_names
         native_of = ["::" in name for name in names]
         ts, end, name, parent = tree.ts, tree.end, tree.name, tree.parent
         removed, frame, alloc, inputs = tree.removed, tree.frame, tree.alloc, tree.inputs
@@ -110,7 +110,7 @@ class OpGroups:
             f = frame[i] if frame is not None else -1
             if f >= 0 and parent[i] < 0:
                 self.root_frames[frame_keys[f]] += 1
-            if step_of[n]:
+            if n in steps:
                 if self.stepped:
                     self.steps.append((stop - start) * US)
                     self.windows.append((start, stop))
@@ -128,7 +128,7 @@ class OpGroups:
             if f >= 0:
                 g.callers[frame_keys[f]] += dur
             if self.native and native_of[n]:
-                self._native_time(tree, i, own, step_of)
+                self._native_time(tree, i, own)
         self.first, self.last = first, last
 
     def _count_flops(self, g: Group, tree: Tree, i: int, concrete: Any) -> None:
@@ -143,12 +143,12 @@ class OpGroups:
         if count is not None:
             g.flops = (g.flops or 0) + count
 
-    def _native_time(self, tree: Tree, i: int, own: float, step_of: list[bool]) -> None:
+    def _native_time(self, tree: Tree, i: int, own: float) -> None:
         """On a CPU the trace has no kernels: each op's self time is its own native code,
         credited to the top-level op it ran under."""
         root = i
         parent = tree.parent
-        while parent[root] >= 0 and not step_of[tree.name[parent[root]]]:
+        while parent[root] >= 0 and not tree.is_step(parent[root]):
             root = parent[root]
         entry = self._native.get(tree.name[i])
         if entry is None:

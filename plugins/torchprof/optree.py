@@ -38,9 +38,6 @@ class ThreadOps:
         self.ext = array("q")
         self.inputs: dict[int, Any] = {}
 
-    def __len__(self) -> int:
-        return len(self.ts)
-
 
 class ThreadFrames:
     """One thread's user-code Python frames (with_stack): start, end and key id."""
@@ -65,8 +62,7 @@ _DTYPES = {"d": np.float64, "i": np.int32, "q": np.int64}
 
 def _take(column: array[Any], order: Any) -> array[Any]:
     """The column's values in ``order``, as a column again."""
-    values = np.frombuffer(column, dtype=_DTYPES[column.typecode]) if len(column) else \
-        np.empty(0, dtype=_DTYPES[column.typecode])
+    values = np.frombuffer(column, dtype=_DTYPES[column.typecode])
     out = array(column.typecode)
     out.frombytes(values.take(order).tobytes())
     return out
@@ -75,8 +71,7 @@ def _take(column: array[Any], order: Any) -> array[Any]:
 class Tree:
     """One thread's ops nested as torch nests them, as arrays in depth-first order."""
 
-    def __init__(self, tid: str, ops: ThreadOps, step_names: set[int]) -> None:
-        self.tid = tid
+    def __init__(self, ops: ThreadOps, step_names: set[int]) -> None:
         order = _sorted_by_start(ops.ts, ops.end)
         self.ts = _take(ops.ts, order)
         self.end = _take(ops.end, order)
@@ -101,9 +96,6 @@ class Tree:
         self._remove_duplicates()
         self.roots = [i for i in range(n) if self.parent[i] < 0 and self.name[i] != 0]
         self.root_starts = [self.ts[i] for i in self.roots]
-
-    def __len__(self) -> int:
-        return len(self.ts)
 
     def _nest(self) -> None:
         ts, end, parent, size = self.ts, self.end, self.parent, self.size

@@ -408,9 +408,13 @@ class TraceAggregate:
             code = self._odd_ids[key] = -2 - len(self._odd_ids)
         return code
 
+    def step_ids(self) -> set[int]:
+        """Return the name ids of profiler step ranges (``ProfilerStep#N``)."""
+        return {i for i, name in enumerate(self.names) if name.startswith(STEP_PREFIX)}
+
     def step_starts(self) -> list[float]:
         """Return the start (µs) of every profiler step range, sorted."""
-        steps = {i for i, name in enumerate(self.names) if name.startswith(STEP_PREFIX)}
+        steps = self.step_ids()
         columns = self.trees.values() if self.trees is not None else self.ops.values()
         return sorted(t for ops in columns for t, n in zip(ops.ts, ops.name, strict=True)
                       if n in steps)
@@ -480,10 +484,10 @@ def build_trees(agg: TraceAggregate) -> dict[str, Tree]:
     """Nest each thread's ops as torch does (once; the columns read are then let go), with
     each op's allocations and user frame; return the trees by thread, in the order read."""
     if agg.trees is None:
-        steps = {i for i, name in enumerate(agg.names) if name.startswith(STEP_PREFIX)}
+        steps = agg.step_ids()
         trees: dict[str, Tree] = {}
         for tid in list(agg.ops):
-            tree = trees[tid] = Tree(tid, agg.ops.pop(tid), steps)
+            tree = trees[tid] = Tree(agg.ops.pop(tid), steps)
             if tid in agg.memory:
                 tree.assign_memory(*agg.memory[tid])
             if tid in agg.frames:
