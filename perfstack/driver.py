@@ -175,8 +175,13 @@ class Session:
         if nproc:
             # torchrun starts each rank as `python -m perfstack.bootstrap SCRIPT ARGS`.
             rendezvous = self.options.torchrun_args or ["--standalone"]
+            # torchrun makes a torchelastic_* folder in the system's temporary folder for its
+            # logs unless told where: it belongs in this run's folder (the user's own
+            # --log-dir, given in --torchrun-args, wins).
+            logs = ([] if any(a.startswith(("--log-dir", "--log_dir")) for a in rendezvous)
+                    else [f"--log-dir={folder.resolve() / 'torchrun-logs'}"])
             argv = [*launch.wrap, python or sys.executable, "-m", "torch.distributed.run",
-                    f"--nproc-per-node={nproc}", *rendezvous, "-m", "perfstack.bootstrap",
+                    f"--nproc-per-node={nproc}", *rendezvous, *logs, "-m", "perfstack.bootstrap",
                     *target, *self.workload.args]
         else:
             argv = [*launch.wrap, python or sys.executable, *SAFE_PATH, "-m",

@@ -1,14 +1,17 @@
-"""The time budget and the drill-down on real runs: a workload with a known split.
+"""The time budget and the drill-down: a workload with a known split, recorded and live.
 
 ``split_60_40.py`` spends about 60% of its loop in a pure-Python function and 40% in torch
 matmuls called from another function, and prints what it timed itself. The budget (py-spy's
 wall-time split, perf record's split of the native part) must agree within 5 points per layer
-with that truth, taken from the same profiled run.
+with that truth, taken from the same profiled run: asserted on a recorded run, since a
+sampler's error is chance. A live run proves what always holds: the parts make the whole and
+functions, ops and kernels link.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -16,7 +19,8 @@ from perfstack_plugins.pyspy import py_spy
 
 from perfstack.analysis.budget import drill_down, time_budget
 from perfstack.report import Report
-from tests.conftest import WORKLOADS, backend
+from perfstack.reportfile import read_json
+from tests.conftest import ROOT, WORKLOADS, Result, backend
 
 pytestmark = pytest.mark.skipif(py_spy() is None, reason="py-spy is not installed")
 SPLIT = WORKLOADS / "split_60_40.py"
@@ -41,15 +45,17 @@ def _metric(report: dict[str, Any], name: str) -> float:
     return float(next(m["value"] for m in report["metrics"] if m["name"] == name))
 
 
-def test_known_split_is_attributed_within_five_points_per_layer(perfstack):
-    # At py-spy's 1000 Hz (the GIL pass at 500) the split's sampling error is ~1.6 points on
-    # native (the report says so); at the default 250 Hz it is ~3.3, and 5 points would be
-    # under 2 errors.
-    result = perfstack("run", "--repeat", "1", "--warmup", "0", "--plugins", "pyspy,perftop",
-                       "--pyspy-rate", "1000", "--top", "3", str(SPLIT), "--", "--steps", "60",
-                       timeout=240)
+#: A real run of split_60_40.py under py-spy (1000 Hz, the GIL pass at 500) and perf record,
+#: recorded on the 2-CPU VM (tests/fixtures/reports/README.md): how close a sampler comes to
+#: the truth is a matter of chance per run; recorded, the attribution is the code's.
+RECORDED = ROOT / "tests/fixtures/reports/split_60_40.json.gz"
+
+
+def test_known_split_is_attributed_within_five_points_per_layer(
+        perfstack: Callable[..., Result]) -> None:
+    report = read_json(RECORDED)
+    result = perfstack("show", str(RECORDED), "--top", "3", env={"COLUMNS": "100"})
     assert result.code == 0, result.stderr
-    report = result.report()
     assert backend(report, "pyspy")["status"] == "ok"
     python, torch = _truth(report, "pyspy")
     assert 40 < python < 80 and 15 < torch < 50, (python, torch)  # the split is as built
@@ -85,6 +91,10 @@ def test_drill_down_links_functions_ops_and_kernels(perfstack):
                        "--step-ms", "40", timeout=240)
     assert result.code == 0, result.stderr
     report = Report.from_dict(result.report())
+    # What holds of any live run: the budget's parts make the whole, and the terminal shows it.
+    parts = [m.value for m in report.metrics if m.name in (
+        "budget.startup", "budget.interpreter", "budget.native", "budget.idle")]
+    assert len(parts) == 4 and abs(sum(float(p or 0) for p in parts) - 100) < 0.5, parts
     nodes, notes = drill_down(report, top=3, depth=3)
     assert notes == []
     by_name = {n.label.split(" (")[0]: n for n in nodes}
