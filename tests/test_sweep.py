@@ -20,8 +20,10 @@ def _sweep_schema() -> dict[str, object]:
 
 def test_sweep_finds_two_threads_best_and_warns_of_oversubscription(
         perfstack: Callable[..., Result]) -> None:
-    """On 2 cores, 2 OpenMP threads beat 1 beyond noise; 4 threads are flagged."""
-    result = perfstack("sweep", "--env", "OMP_NUM_THREADS=1,2,4", "--repeat", "3",
+    """Every setting runs and is an ordinary report; 4 threads on 2 cores are flagged and 2
+    are not; a best setting is named. Which one wins on a live run is the machine's to say:
+    best_of's verdicts are test_the_best_setting_on_recorded_measures's."""
+    result = perfstack("sweep", "--env", "OMP_NUM_THREADS=1,2,4", "--repeat", "2",
                        "--warmup", "0", "-o", "sweep.json", str(WORKLOADS / "omp_matmul.py"),
                        timeout=300)
     assert result.code == 0, result.stderr
@@ -32,17 +34,35 @@ def test_sweep_finds_two_threads_best_and_warns_of_oversubscription(
     for entry in doc["settings"]:
         assert entry["status"] == "ok"
         assert entry["measure"]["name"] == "throughput"
-        assert len(entry["measure"]["samples"]) == 3
+        assert len(entry["measure"]["samples"]) == 2
         report = read_json(result.cwd / entry["report"])  # an ordinary, valid report
         assert schema_errors(report) == []
         assert report["environment"]["threads"]["OMP_NUM_THREADS"] == entry["env"][
             "OMP_NUM_THREADS"]
-    one, two = by_threads["1"]["measure"]["median"], by_threads["2"]["measure"]["median"]
-    assert two > 1.3 * one, (one, two)
-    assert doc["best"]["env"]["OMP_NUM_THREADS"] in ("2", "4")  # 2 and 4 are within noise
+    assert doc["best"]["env"]["OMP_NUM_THREADS"] in ("1", "2", "4")
     assert "warning" not in by_threads["2"]
     assert "oversubscribed" in by_threads["4"]["warning"]
     assert "best: OMP_NUM_THREADS=" in result.stdout
+
+
+def test_the_best_setting_on_recorded_measures() -> None:
+    """omp_matmul's throughput at 1, 2 and 4 OpenMP threads as measured on the 2-CPU VM (3
+    runs each): 2 threads beat 1 beyond noise; 4 (oversubscribed) and 2 are within noise of
+    each other, and the best is named with that verdict."""
+    from perfstack.sweep import best_of
+
+    measured = {"1": [89.61, 89.24, 90.37], "2": [166.14, 169.76, 165.40],
+                "4": [166.41, 167.43, 170.31]}
+    entries = [{"env": {"OMP_NUM_THREADS": k}, "status": "ok",
+                "measure": {"name": "throughput", "unit": "matmuls/s", "samples": v,
+                            "median": sorted(v)[1], "better": "higher"}}
+               for k, v in measured.items()]
+    best = best_of(entries)
+    assert best is not None and best["env"] == {"OMP_NUM_THREADS": "4"}, best
+    assert best["runner_up"] == {"OMP_NUM_THREADS": "2"} and best["significant"] is False
+    two_or_one = best_of(entries[:2])
+    assert two_or_one is not None and two_or_one["env"] == {"OMP_NUM_THREADS": "2"}
+    assert two_or_one["significant"] is True, two_or_one
 
 
 def test_sweep_bad_settings_are_one_line_errors(perfstack: Callable[..., Result]) -> None:
