@@ -215,19 +215,18 @@ def test_twenty_thousand_rows_open_and_sort(browser: WebDriver, tiny_report: Pat
 
 
 def test_resnet50_and_a_diff(browser: WebDriver, tmp_path: Path, shots: Path) -> None:
-    """ResNet-50's report, then two of its runs compared: the diff page's rows sort by how
-    much they moved."""
-    paths = []
-    for side in ("a", "b"):
-        proc = subprocess.run(
-            [sys.executable, "-m", "perfstack", "run", "-q", "--plugins", "torch",
-             "--repeat", "1", "--warmup", "0", "--html", "-o", f"{side}.json",
-             str(ROOT / "workloads/resnet50.py"), "--", "--num-batches", "2",
-             "--image-size", "32", "--batch-size", "4"],
-            cwd=tmp_path, env=perfstack_env(), capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        paths.append(tmp_path / f"{side}.json")
-    _open(browser, paths[0].with_suffix(".html"))
+    """ResNet-50's report, then a recorded ab session (tests/fixtures/reports/ab_work, 30%
+    more matmuls) compared: the diff page's rows sort by how much they moved."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "perfstack", "run", "-q", "--plugins", "torch",
+         "--repeat", "1", "--warmup", "0", "--html", "-o", "a.json",
+         str(ROOT / "workloads/resnet50.py"), "--", "--num-batches", "2",
+         "--image-size", "32", "--batch-size", "4"],
+        cwd=tmp_path, env=perfstack_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    recorded = ROOT / "tests/fixtures/reports/ab_work"
+    paths = [recorded / "base.json.gz", recorded / "new.json.gz"]
+    _open(browser, tmp_path / "a.html")
     ops = _pane(browser, "ops")
     names = [td.text for td in ops.find_elements(By.CSS_SELECTOR, "td.name")]
     assert any(n.startswith("aten::convolution") or "conv" in n for n in names), names[:10]
@@ -296,3 +295,56 @@ def test_gpu_traces_of_two_ranks(browser: WebDriver, tmp_path: Path, shots: Path
     _no_overflow(browser, shots, "gpu-1400")
     browser.set_window_size(800, 1000)
     _no_overflow(browser, shots, "gpu-800")
+
+
+def test_a_hostile_artifact_path_is_never_a_link_that_runs(browser: WebDriver,
+                                                           tmp_path: Path) -> None:
+    """A report is a file people pass around: one whose raw-output paths are
+    ``javascript:...`` or ``data:text/html,<script>...`` (a valid report, crafted), shown as
+    HTML and clicked everywhere a reader can click, runs nothing; the paths are shown as
+    text. An ordinary relative path stays a link, with its odd characters escaped."""
+    report = load_report(ROOT / "tests/fixtures/reports/ab_work/base.json.gz")
+    hostile = ["javascript:window.__pwned=1", "JaVaScRiPt:window.__pwned=2",
+               "data:text/html,<script>window.opener.__pwned=3</script>"]
+    report.backends[0].artifacts = {"trace": hostile[0], "log": hostile[1], "page": hostile[2],
+                                    "odd": "torch/a b#c?.json"}
+    crafted = tmp_path / "crafted.json"
+    save_report(report, crafted)
+    page = tmp_path / "page.html"
+    proc = subprocess.run([sys.executable, "-m", "perfstack", "show", str(crafted), "--format",
+                           "html", "-o", str(page)], cwd=tmp_path, env=perfstack_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    text = page.read_text()
+    assert not re.search(r'href="\s*(javascript|data):', text, re.IGNORECASE)
+    assert 'href="./torch/a%20b%23c%3F.json"' in text
+    _open(browser, page)
+    section = browser.find_element(By.ID, "artifacts")
+    shown = section.text
+    for path in hostile:
+        assert path in shown  # as text
+    links = [a.text for a in section.find_elements(By.TAG_NAME, "a")]
+    assert "torch/a b#c?.json" in links and not set(hostile) & set(links), links
+    for path in hostile:  # a reader clicks the path: it is text, nothing runs
+        target = next(c for c in browser.find_element(By.ID, "artifacts").find_elements(
+            By.TAG_NAME, "code") if c.text == path)
+        target.click()
+        assert len(browser.window_handles) == 1
+        assert browser.current_url.split("#")[0].endswith("/page.html"), browser.current_url
+        assert browser.execute_script("return window.__pwned === undefined")
+
+
+def test_a_trace_named_like_a_script_is_shown_as_text(tmp_path: Path) -> None:
+    """``perfstack analyze`` of a trace file whose name is a ``javascript:`` URL (no crafted
+    report needed): the page names it as text, never as a link."""
+    import shutil
+
+    name = "javascript:window.__pwned=1;x.pt.trace.json.gz"
+    shutil.copy(ROOT / "tests/fixtures/gpu-traces/mi250_rocm/rank-0.json.gz", tmp_path / name)
+    proc = subprocess.run([sys.executable, "-m", "perfstack", "analyze", name, "-q", "-o",
+                           "r.json", "--html", "r.html"], cwd=tmp_path, env=perfstack_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    page = (tmp_path / "r.html").read_text()
+    assert "window.__pwned=1;x.pt.trace.json.gz" in page
+    assert not re.search(r'href="\s*javascript:', page, re.IGNORECASE)

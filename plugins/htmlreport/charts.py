@@ -6,7 +6,10 @@ Every chart scales with the page (a ``viewBox``), so nothing is cut at an 800 px
 from __future__ import annotations
 
 import html
+import os
+import re
 from pathlib import Path
+from urllib.parse import quote
 
 from perfstack.analysis.budget import Budget
 from perfstack.report import Report
@@ -24,6 +27,23 @@ PART_COLOURS = {"startup": "#9c755f", "interpreter": "#4e79a7", "native": "#f28e
 def esc(text: object) -> str:
     """Escape a workload-derived string for HTML text and attribute values."""
     return html.escape(str(text), quote=True)
+
+
+#: A URL scheme (``javascript:``, ``data:``, ``file:``...) at the start of a link.
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+
+
+def file_href(path: str) -> str | None:
+    """Return a link to a local file, given its path relative to the page, as a relative URL
+    that a browser can only read as a path, or None where the path is no plain relative
+    path (a scheme such as ``javascript:``, a network path): a report is a file people pass
+    around, and its paths are the workload's or a stranger's words, never a script to run."""
+    if not path or _SCHEME.match(path) or path.startswith(("//", "\\")) or "\0" in path:
+        return None
+    if os.path.isabs(path):
+        return None
+    quoted = quote(path.replace(os.sep, "/"), safe="/")  # ':' '?' '#' '%' become %-escapes
+    return quoted if quoted.startswith(("./", "../")) else "./" + quoted
 
 
 def bar_chart(chart_id: str, items: list[tuple[str, float, str]], colour: str) -> str:

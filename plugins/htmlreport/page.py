@@ -30,7 +30,7 @@ from perfstack.render.words import (
 )
 from perfstack.units import fmt_seconds, fmt_value, pct
 
-from .charts import LAYER_COLOURS, bar_chart, budget_bar, esc
+from .charts import LAYER_COLOURS, bar_chart, budget_bar, esc, file_href
 
 
 def _table(head: list[str], rows: list[list[str]], numeric: set[int] | None = None) -> str:
@@ -205,9 +205,9 @@ def artifacts(view: View, report_dir: Path | None, page_dir: Path | None) -> str
     for a in view.artifacts:
         target = Path(a.path)
         href = None
-        if report_dir is not None:
+        if report_dir is not None and file_href(a.path.lstrip("/")) is not None:
             absolute = target if target.is_absolute() else Path.cwd() / target
-            href = os.path.relpath(absolute, page_dir or report_dir)
+            href = file_href(os.path.relpath(absolute, page_dir or report_dir))
         link = (f'<a href="{esc(href)}"><code>{esc(a.path)}</code></a>' if href
                 else f"<code>{esc(a.path)}</code>")
         items.append(f"<li>{esc(a.backend)} {esc(a.label)}: {link}"
