@@ -2,8 +2,20 @@
 # Set up .venv with everything perfstack and its tests need, on a fresh machine or again.
 # torch is pinned and installed first, on its own: with 2.13.0 present, the open range in
 # the `torch` extra is already satisfied and pip fetches nothing more.
+#
+#   scripts/install.sh           # perfstack and its development tools in .venv
+#   scripts/install.sh --tests   # and, once per machine, what the tests use beside it:
+#                                # Chromium, PostgreSQL (Debian's packages) and a
+#                                # free-threaded CPython built from the configured archive
 set -euo pipefail
 cd "$(dirname "$0")/.."
+tests=0
+for arg in "$@"; do
+    case "$arg" in
+        --tests) tests=1 ;;
+        *) echo "usage: scripts/install.sh [--tests]" >&2; exit 2 ;;
+    esac
+done
 python=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 pip=(.venv/bin/python -m pip --disable-pip-version-check -q)
@@ -16,3 +28,23 @@ pip=(.venv/bin/python -m pip --disable-pip-version-check -q)
 # Byte-compile perfstack's own sources now: where PYTHONDONTWRITEBYTECODE is set (as on these
 # machines) nothing else would, and every command would compile them again (~70 ms).
 .venv/bin/python -m compileall -q perfstack plugins >/dev/null
+
+if [ "$tests" = 1 ]; then
+    # The build is compute, the packages mostly download and unpack: side by side. The build
+    # reads apt's configured sources; on a new machine apt reads them first, once.
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+            && ! ls /var/lib/apt/lists/*_Packages* >/dev/null 2>&1; then
+        apt-get update -qq
+    fi
+    ft_log=$(mktemp)
+    scripts/build-free-threaded.sh >"$ft_log" 2>&1 &
+    ft=$!
+    trap 'kill "$ft" 2>/dev/null; rm -f "$ft_log"' EXIT
+    scripts/install-chromium.sh >/dev/null
+    scripts/install-postgresql.sh >/dev/null
+    if ! wait "$ft"; then
+        tail -n 20 "$ft_log" >&2
+        echo "install.sh: the free-threaded CPython did not build (log above)" >&2
+        exit 1
+    fi
+fi
