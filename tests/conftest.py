@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+import tempfile
+import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +22,67 @@ from perfstack.reportfile import read_json, schema_errors
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = ROOT / "tests" / "workloads"
+
+#: Every process the suite starts inherits this variable (with the session's own value), so a
+#: process a test leaves behind is found by its environment, wherever it was reparented.
+SESSION_MARK = "PERFSTACK_TEST_SESSION"
+#: The system's temporary folder as it was before the suite pointed TMPDIR into pytest's own.
+SYSTEM_TMP = tempfile.gettempdir()
+
+
+def _marked_processes() -> dict[int, str]:
+    """Return {pid: command line} of the live processes that carry this session's mark."""
+    mark = f"{SESSION_MARK}={os.environ[SESSION_MARK]}".encode()
+    found: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if mark not in f.read().split(b"\0"):
+                    continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                found[int(entry)] = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # gone, or a zombie
+            continue
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _hermetic_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Mark the session's processes, and point every temporary file the suite's processes
+    make (torch's caches, a browser's profile, a launcher's logs) into pytest's own folders:
+    nothing is left in the system's temporary folder."""
+    tmp = tmp_path_factory.mktemp("system-tmp")
+    saved = {k: os.environ.get(k) for k in ("TMPDIR", SESSION_MARK)}
+    os.environ["TMPDIR"] = str(tmp)
+    os.environ[SESSION_MARK] = uuid.uuid4().hex
+    tempfile.tempdir = None  # re-read TMPDIR
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        tempfile.tempdir = None
+
+
+@pytest.fixture(autouse=True)
+def _no_process_left(_hermetic_session: None) -> Iterator[None]:
+    """Fail the test that leaves a process running (after a grace for exits under way), and
+    end what it left."""
+    before = set(_marked_processes())
+    yield
+    deadline = time.monotonic() + 5
+    while (left := {p: c for p, c in _marked_processes().items() if p not in before}) \
+            and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in left:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    assert not left, f"the test left processes running: {left}"
 
 
 @dataclass
@@ -92,10 +158,9 @@ def assert_one_line_error(result: Result, code: int) -> None:
 
 @pytest.fixture(scope="session")
 def free_threaded_python() -> str:
-    """A free-threaded CPython 3.13 (built once per machine by scripts/build-free-threaded.sh).
-
-    The first call on a fresh machine downloads Debian's python3.13 source and builds it
-    (a few minutes on 2 cores); later calls reuse the cache and return at once.
+    """A free-threaded CPython 3.13, built once per machine by scripts/build-free-threaded.sh,
+    which ``scripts/install.sh --tests`` runs before the suite: here it finds the cached
+    interpreter and returns at once (where the set-up was skipped, it builds it now).
     """
     proc = subprocess.run([str(ROOT / "scripts" / "build-free-threaded.sh")],
                           capture_output=True, text=True, timeout=1800)
@@ -117,7 +182,8 @@ def tiny_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cwd = tmp_path_factory.mktemp("tiny")
     proc = subprocess.run(
         [sys.executable, "-m", "perfstack", "run", "-q", "--plugins", TINY_PLUGINS,
-         "--torch-stack", "--html", "-o", "report.json", str(ROOT / "workloads/tiny_mlp.py"),
+         "--warmup", "0", "--torch-stack", "--html", "-o", "report.json",
+         str(ROOT / "workloads/tiny_mlp.py"),
          "--", "--num-batches", "40"],
         cwd=cwd, env=perfstack_env(), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -143,14 +209,14 @@ def postgres_server() -> Iterator[str]:
     import pwd
     import shutil
     import socket
-    import tempfile
 
     proc = subprocess.run([str(ROOT / "scripts" / "install-postgresql.sh")],
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
     bin_dir = Path(proc.stdout.strip().splitlines()[-1])
-    # Not under pytest's own temporary folders: they are closed to other users.
-    folder = Path(tempfile.mkdtemp(prefix="perfstack-pg-"))
+    # Not under pytest's own temporary folders: they are closed to other users. Removed at
+    # the end of the session.
+    folder = Path(tempfile.mkdtemp(prefix="perfstack-pg-", dir=SYSTEM_TMP))
     as_user: list[str] = []
     if os.geteuid() == 0:  # initdb refuses root: the package's own user runs the server
         pw = pwd.getpwnam("postgres")
@@ -164,9 +230,12 @@ def postgres_server() -> Iterator[str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1"
+    # A service of the whole session, stopped below: not one of the processes a test must
+    # not leave behind.
+    unmarked = {k: v for k, v in os.environ.items() if k != SESSION_MARK}
     started = subprocess.run([*as_user, str(bin_dir / "pg_ctl"), "-D", str(data), "-o",
                               options, "-l", str(folder / "server.log"), "-w", "start"],
-                             capture_output=True, text=True, timeout=120)
+                             capture_output=True, text=True, timeout=120, env=unmarked)
     assert started.returncode == 0, started.stderr + (folder / "server.log").read_text()
     try:
         yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
