@@ -99,6 +99,8 @@ class RunOptions:
     backend_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: --steps N --warmup-steps K: every run ends after K+N steps; backends measure N
     steps: StepWindow | None = None
+    #: --keep-going: run every backend even after the workload failed without a profiler
+    keep_going: bool = False
 
 
 def selected_ranks(spec: str, present: list[int]) -> list[int]:
@@ -138,6 +140,8 @@ class Session:
         self.plugin_failures = plugin_failures or []
         self.records: list[RunRecord] = []
         self.baseline: list[Outcome] = []
+        #: the first warm-up or baseline run that did not end cleanly, if any
+        self.failed_unprofiled: Outcome | None = None
         self.results: list[BackendResult] = []
         self.collected: dict[str, Collected] = {}
         self.interrupted = False
@@ -344,6 +348,8 @@ class Session:
             return False
         if role == "baseline":
             self.baseline.append(outcome)
+        if not outcome.record.exit.clean and self.failed_unprofiled is None:
+            self.failed_unprofiled = outcome
         steps = self.options.steps
         if steps is not None and outcome.record.exit.clean and not outcome.steps:
             raise UsageError(
@@ -488,6 +494,13 @@ class Session:
             self._planned -= runs
             return self._result(entry, Status.UNAVAILABLE, reason=available.reason,
                                 fix=available.fix)
+        failed = self.failed_unprofiled
+        if backend.own_run and failed is not None and not self.options.keep_going:
+            # It would fail again, and profile the failure, not the workload.
+            self._planned -= runs
+            return self._result(entry, Status.SKIPPED, reason=(
+                f"not run: the workload failed without a profiler ({failed.record.id}: "
+                f"{failed.record.exit.describe()}); --keep-going runs every backend anyway"))
         folder = rundir.run_subfolder(self.run_dir, backend.name)
         ctx = RunContext(backend.name, self.workload, folder,
                          self.options.backend_options.get(backend.name, {}),

@@ -10,6 +10,9 @@ idle device, and more threads than CPUs.
 
 from __future__ import annotations
 
+import os
+import re
+
 from perfstack import cpus
 from perfstack.analysis.stats import summarize
 from perfstack.pluginmanager import hookimpl
@@ -28,6 +31,39 @@ def _stack_top(record: RunRecord, lines: int = 6) -> list[str]:
         return ["no Python stack could be had (the process died before or outside Python)"]
     text = [line.rstrip() for line in record.python_stack.strip().splitlines() if line.strip()]
     return text[:lines]
+
+
+#: A Python traceback's frame line, as the interpreter prints it.
+_FRAME = re.compile(r'^  File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$')
+
+
+def raised(stderr: str | None) -> tuple[str, str | None] | None:
+    """Return (the exception as Python printed it, ``file:line in function`` of the innermost
+    frame in the workload's own code, or of the innermost frame) from the last traceback in a
+    process's stderr (its start may be cut off), or None when it printed none."""
+    if not stderr:
+        return None
+    header = "Traceback (most recent call last):"
+    tail = (stderr[stderr.rindex(header) + len(header):] if header in stderr
+            else stderr).splitlines()
+    frames = [m for m in (_FRAME.match(line) for line in tail) if m]
+    exception = next((line.strip() for line in reversed(tail)
+                      if line.strip() and not line.startswith((" ", "\t"))), None)
+    if not frames or exception is None or _FRAME.match(exception):
+        return None
+    ours = [m for m in frames if not _library(m["file"])]
+    where = (ours or frames)[-1]
+    return exception, f"{where['file']}:{where['line']} in {where['func']}"
+
+
+def _library(path: str) -> bool:
+    """Whether a traceback's file is not the workload's: the standard library, an installed
+    package, a frozen module, or perfstack's own bootstrap."""
+    return (path.startswith("<") or "site-packages" in path or "/lib/python" in path
+            or os.path.dirname(os.path.abspath(path)) == _HERE)
+
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _failures(report: Report) -> list[Finding]:
@@ -50,7 +86,15 @@ def _failures(report: Report) -> list[Finding]:
         else:
             title = f"the workload exited with status {first.exit.code}"
             action = f"see its stderr ({first.stderr}) for the error"
-        if kind == "exited" and not first.python_stack:
+        error = raised(first.stderr_tail) if kind == "exited" else None
+        if error is not None:
+            exception, where = error
+            title = f"the workload raised {exception}" + (f" at {where}" if where else "")
+            action = ("fix the error first: a profile of a failing run measures the failure "
+                      f"(the whole traceback is in {first.stderr})")
+            detail = [exception, *([f"raised at {where}"] if where else []),
+                      *(first.stderr_tail or "").strip().splitlines()[-6:-1]]
+        elif kind == "exited" and not first.python_stack:
             detail = (first.stderr_tail or "it printed nothing on stderr").splitlines()[-4:]
         else:
             detail = _stack_top(first)

@@ -81,7 +81,8 @@ def test_wrap_and_attach_examples_plainly(perfstack: Callable[..., Result],
     assert peak > 8 * 2**20 and 0.7 * max_rss < peak < 1.1 * max_rss, (peak, max_rss)
     assert backend(report, "rss")["primary"] == {"": "peak"}
     failing = perfstack("run", "--plugins", "rusage", "--repeat", "1", "--warmup", "0", "-q",
-                        str(WORKLOADS / "fail_exit.py"), env={"PYTHONPATH": installed})
+                        "--keep-going", str(WORKLOADS / "fail_exit.py"),
+                        env={"PYTHONPATH": installed})
     runs = failing.report()["run"]["runs"]
     assert next(r for r in runs if r["backend"] == "rusage")["exit"] == next(
         r for r in runs if r["role"] == "baseline")["exit"]

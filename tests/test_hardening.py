@@ -176,7 +176,7 @@ def test_a_wrapper_that_hides_a_crash_does_not_hide_it_from_the_report(
         perfstack: Callable[..., Result], tmp_path: Path) -> None:
     """perf stat exits 0 after its child died of SIGSEGV; the workload's own log says so."""
     result = perfstack("run", "--plugins", "perf", "--repeat", "1", "--warmup", "0", "-q",
-                       "-o", "r.json", str(WORKLOADS / "segfault.py"))
+                       "--keep-going", "-o", "r.json", str(WORKLOADS / "segfault.py"))
     assert result.code == 8, result.stderr
     report = json.loads((tmp_path / "r.json").read_text())
     perf_run = next(r for r in report["run"]["runs"] if r["id"] == "perf")

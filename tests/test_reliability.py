@@ -37,14 +37,25 @@ def test_sigsegv_is_reported_as_a_crash_with_its_python_stack(perfstack):
     assert run["exit"]["status"] == "signalled" and run["exit"]["signal_name"] == "SIGSEGV"
     assert "Segmentation fault" in run["python_stack"]
     assert "call_into_broken_extension" in run["python_stack"]
-    # The backend's own run crashed too; it says so, and the other backend's rows are kept.
+    # A backend of its own run would crash too and profile the crash: not run, and why.
     probe = backend(report, "probe")
-    assert probe["status"] in ("crashed", "failed")
+    assert probe["status"] == "skipped" and "--keep-going" in probe["reason"], probe
+    assert "baseline-1: SIGSEGV" in probe["reason"] or "SIGSEGV" in probe["reason"], probe
+    assert [r["id"] for r in report["run"]["runs"]] == ["baseline-1"]
     assert backend(report, "resources")["status"] == "crashed"
     assert report["layers"]["hardware"], "resources' partial counts are kept"
     crash = next(f for f in report["findings"] if f["rule"] == "run.crashed")
     assert "SIGSEGV" in crash["title"] and crash["severity"] == "critical"
     assert any("call_into_broken_extension" in line for line in crash["evidence"])
+    # --keep-going runs it anyway: its own run crashed too; it says so, and the other
+    # backend's rows are kept.
+    going = perfstack("-p", "tests.testplugins.probe", "run", *ONCE, "--keep-going",
+                      "--plugins", "resources,probe", "-o", "going.json",
+                      str(WORKLOADS / "segfault.py"))
+    assert going.code == 8, going.stderr
+    kept = going.report("going.json")
+    assert backend(kept, "probe")["status"] in ("crashed", "failed")
+    assert kept["layers"]["hardware"]
 
 
 def test_hang_is_stopped_at_the_timeout_with_its_whole_group(perfstack, tmp_path):
@@ -164,3 +175,23 @@ def test_the_bootstrap_imports_nothing_heavy_into_the_workload():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=ROOT, check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_a_crash_is_the_answer_and_the_backends_do_not_repeat_it(perfstack):
+    """A workload that raises at its fourth step: the first screen leads with the exception and
+    the workload's own line that raised it; it ran once (no repeats, no backend runs that would
+    profile the failure), and each backend says why it did not run."""
+    result = perfstack("run", "--plugins", "pyspy,perf,resources", str(WORKLOADS /
+                                                                        "raises_at_step.py"),
+                       env={"COLUMNS": "80"})
+    assert result.code == 8, result.stderr
+    answer = result.stdout[result.stdout.index("Answer"):result.stdout.index("Findings")]
+    flat = " ".join(answer.split())
+    assert "The workload failed: the workload raised RuntimeError: mat1 and mat2 shapes" in flat
+    assert "raises_at_step.py:7 in step" in flat, flat
+    report = result.report()
+    assert [r["id"] for r in report["run"]["runs"]] == ["warmup-1"]
+    for name in ("pyspy", "perf"):
+        entry = backend(report, name)
+        assert entry["status"] == "skipped" and "--keep-going" in entry["reason"], entry
+    assert "warmup-1: exit 1" in result.stderr and "baseline-1" not in result.stderr

@@ -87,7 +87,8 @@ def test_only_rank_zero_is_profiled_under_distributed(perfstack):
 
 
 def test_a_crash_before_the_profiler_saves_is_reported(perfstack):
-    result = perfstack("run", *ONCE, str(WORKLOADS / "segfault.py"))
+    # --keep-going: profile the crash (by default the backends are not run after it).
+    result = perfstack("run", *ONCE, "--keep-going", str(WORKLOADS / "segfault.py"))
     assert result.code == 8
     torch_backend = backend(result.report(), "torch")
     assert torch_backend["status"] == "crashed"

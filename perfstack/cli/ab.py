@@ -96,7 +96,8 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
     err = Console(stderr=True, highlight=False)
     options = RunOptions(repeat=ns.repeat, warmup=ns.warmup, timeout_s=ns.timeout,
                          kill_grace_s=ns.kill_grace, collect_timeout_s=ns.collect_timeout,
-                         backend_options=backend_options(ns, selected), steps=step_window(ns))
+                         backend_options=backend_options(ns, selected), steps=step_window(ns),
+                         keep_going=ns.keep_going)
 
     def session(side: str, checkout: ab.Checkout) -> Session:
         folder = run_dir / side

@@ -92,6 +92,9 @@ def add_session_options(parser: Parser, backends: dict[str, BackendEntry]) -> No
                         "measure these N: a long training job costs its steps, not its length")
     parser.add_argument("--warmup-steps", type=_positive_int(0), default=None, metavar="K",
                         help="with --steps, steps to run before the measured ones (default: 2)")
+    parser.add_argument("--keep-going", action="store_true",
+                        help="run every backend even when the workload failed without a "
+                        "profiler (by default they are skipped: they would profile the failure)")
     parser.add_argument("--collect-timeout", type=_seconds, default=600.0, metavar="S",
                         help="a backend whose collect step takes longer fails, and the others "
                         "go on (default: 600)")
@@ -366,7 +369,7 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     options = RunOptions(repeat=ns.repeat, warmup=ns.warmup, timeout_s=ns.timeout,
                          kill_grace_s=ns.kill_grace, collect_timeout_s=ns.collect_timeout,
                          backend_options=backend_options(ns, selected),
-                         steps=step_window(ns), **distributed)
+                         steps=step_window(ns), keep_going=ns.keep_going, **distributed)
     session = Session(workload, selected, plugins, run_dir, report_path.parent.resolve(),
                       options, progress, plugin_failures=failures if ns.plugins is None else [])
     report = session.execute()

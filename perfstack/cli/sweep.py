@@ -85,7 +85,8 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
                                  kill_grace_s=ns.kill_grace,
                                  collect_timeout_s=ns.collect_timeout,
                                  backend_options=backend_options(ns, selected),
-                                 steps=step_window(ns), **distributed)
+                                 steps=step_window(ns), keep_going=ns.keep_going,
+                                 **distributed)
             report_path = run_dir / "report.json"
             with sweep.environment(env):
                 session = Session(workload, selected, plugins, run_dir,

@@ -93,10 +93,18 @@ def printed_caption(h: Header) -> str:
     return f"the workload printed (run {h.printed_by}, the median run by {h.printed_median_of}):"
 
 
+#: The rules of a run that did not end cleanly: crashed, exited non-zero, hung.
+FAILED_RUN_RULES = ("run.crashed", "run.exited", "run.timeout")
+
+
 def answer_lines(view: View) -> list[str]:
     """The headline: what bounds the workload, the workload's own hottest function, and the
     top finding; each sentence carries its number and who measured it."""
     h = view.headline
+    if h.finding is not None and h.finding.rule in FAILED_RUN_RULES:
+        # A failing workload's time is the failure's: its error is the answer.
+        return [f"The workload failed: {h.finding.title}.",
+                "The figures below measure the failing run, not the workload's work."]
     out = []
     if h.bound is not None and h.bound_share is not None:
         words = BOUND_WORDS.get(h.bound, f"{h.bound_title}:")
