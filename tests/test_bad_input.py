@@ -104,3 +104,43 @@ def test_a_big_report_reads_as_a_small_one_and_bad_big_files_are_refused(perfsta
         result = perfstack("show", name)
         assert_one_line_error(result, 4)
         assert "not valid JSON" in result.stderr
+
+
+def test_an_output_is_never_an_input_or_another_output(perfstack, tmp_path):
+    """One rule for every command: -o or --html naming an input (a trace, a report, the
+    workload's script) or each other is one line, exit 2, and every file is as it was."""
+    import shutil
+
+    from tests.conftest import ROOT
+
+    trace = tmp_path / "rank-0.json.gz"
+    shutil.copy(ROOT / "tests/fixtures/gpu-traces/mi250_rocm/rank-0.json.gz", trace)
+    folder = tmp_path / "job"
+    folder.mkdir()
+    shutil.copy(trace, folder / "rank-1.json.gz")
+    for name in ("a.json", "b.json"):
+        shutil.copy(ROOT / "tests/fixtures/reports/v1-busy.json", tmp_path / name)
+    script = tmp_path / "A.py"
+    shutil.copy(WORKLOADS / "busy.py", script)
+    shutil.copy(WORKLOADS / "busy.py", tmp_path / "B.py")
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    cases = [
+        ("analyze", str(trace), "-o", str(trace)),
+        ("analyze", str(folder), "-o", str(folder / "rank-1.json.gz")),
+        ("analyze", str(trace), "-o", "r.json", "--html", "r.json"),
+        ("analyze", str(trace), "-o", "r.html", "--html"),  # the page beside: the report
+        ("merge", "a.json", "b.json", "-o", "b.json"),
+        ("merge", "a.json", "b.json", "-o", "m.json", "--html", "m.json"),
+        ("ab", "A.py", "B.py", "-o", "A.py"),
+        ("show", "a.json", "-o", "a.json"),
+        ("diff", "a.json", "b.json", "--force", "-o", "b.json"),
+        ("run", "-o", "A.py", "A.py"),
+        ("run", "--html=A.py", "A.py"),
+    ]
+    for args in cases:
+        result = perfstack(*args)
+        assert_one_line_error(result, 2)
+        assert "name another file" in result.stderr or "same file" in result.stderr, (
+            args, result.stderr)
+    after = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    assert after == before

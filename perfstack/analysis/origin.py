@@ -60,6 +60,9 @@ def origin(file: str, home: str | None) -> Origin:
     if stdlib:
         return Origin(False, "stdlib", file[stdlib.end():])
     if not os.path.isabs(file) and home is not None:
+        below = _relative_to_an_ancestor(file, home)
+        if below is not None:
+            return Origin(True, "", below)
         # torch's stack tracer strips the sys.path entry: "train.py" (the workload's folder
         # comes first on sys.path) or "torch/nn/modules/module.py" (a library).
         top = re.split(r"[/\\]", file, maxsplit=1)[0]
@@ -74,6 +77,18 @@ def origin(file: str, home: str | None) -> Origin:
     # Outside the workload's folder and outside any environment: code the user works on too
     # (a sibling package, an editable install), shown by its own path.
     return Origin(True, "", file)
+
+
+def _relative_to_an_ancestor(file: str, home: str) -> str | None:
+    """Return the path inside ``home`` of a relative ``file`` spelled from one of home's
+    ancestors, as py-spy spells the script run as ``python workloads/train.py`` from the
+    repository's root (``workloads/train.py`` for home ``/repo/workloads``); None otherwise."""
+    parts = [p for p in re.split(r"[/\\]", os.path.normpath(file)) if p not in ("", ".")]
+    tail = [p for p in re.split(r"[/\\]", os.path.normpath(home)) if p]
+    for j in range(min(len(parts) - 1, len(tail)), 0, -1):
+        if tail[-j:] == parts[:j]:
+            return os.path.join(*parts[j:])
+    return None
 
 
 def short_key(function: str, file: str, line: int | None, home: str | None) -> str:

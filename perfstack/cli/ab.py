@@ -11,6 +11,7 @@ from perfstack.cli import (
     EXIT_OK,
     EXIT_WORKLOAD_FAILED,
     Parser,
+    outputs,
 )
 from perfstack.pluginmanager import Plugins
 
@@ -79,6 +80,8 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
     for script in ns.scripts:
         if not Path(script).is_file():
             raise errors.InputNotFound(f"{script}: no such file")
+    outputs.refuse_collisions([("-o", ns.output)],
+                              [("a workload script", Path(s)) for s in ns.scripts])
     if ns.dry_run:
         sides = list(ns.scripts)
         if ns.rev:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from perfstack import errors, signals
-from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, Parser
+from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, Parser, outputs
 from perfstack.cli.show import (
     add_view_options,
     check_view_options,
@@ -81,10 +81,14 @@ def _common(parser: Parser, plugins: Plugins) -> None:
     add_view_options(parser)
 
 
+def _outputs(ns: argparse.Namespace) -> list[tuple[str, Path | None]]:
+    return [("-o", ns.output), ("--html", outputs.html_output(ns.html, ns.output))]
+
+
 def cmd_analyze(plugins: Plugins, argv: list[str]) -> int:
     """Read recorded profiles into a report; write it and print it."""
     from perfstack import rundir
-    from perfstack.analyze import analyze
+    from perfstack.analyze import analyze, expand
 
     parser = Parser(
         prog="perfstack analyze",
@@ -98,6 +102,8 @@ def cmd_analyze(plugins: Plugins, argv: list[str]) -> int:
     _common(parser, plugins)
     ns = parser.parse_args(argv)
     check_view_options(ns)
+    named, found = expand(ns.paths)
+    outputs.refuse_collisions(_outputs(ns), [("an input", p) for p in (*named, *found)])
     if ns.output is not None:
         rundir.check_writable(ns.output)
     report = analyze(ns.paths, plugins)
@@ -124,6 +130,7 @@ def cmd_merge(plugins: Plugins, argv: list[str]) -> int:
     check_view_options(ns)
     if len(ns.reports) < 2:
         raise errors.UsageError("perfstack merge needs the reports of at least two nodes")
+    outputs.refuse_collisions(_outputs(ns), [("an input report", p) for p in ns.reports])
     if ns.output is not None:
         rundir.check_writable(ns.output)
     report = merge([load_report(p) for p in ns.reports], [str(p) for p in ns.reports])

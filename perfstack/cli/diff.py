@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from perfstack import errors
 from perfstack.analysis.drift import SESSION_NOISE
-from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, EXIT_REGRESSION, Parser
+from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, EXIT_REGRESSION, Parser, outputs
 
 if TYPE_CHECKING:
     from perfstack.analysis.diff import Diff
@@ -74,6 +74,8 @@ def cmd_diff(plugins: Plugins, argv: list[str]) -> int:
     if args.top < 1:
         raise errors.UsageError(f"--top must be at least 1, got {args.top}")
     base_path, new_path = args.reports if args.reports else latest_two()
+    outputs.refuse_collisions([("-o", args.output)], [("the base report", base_path),
+                                                     ("the new report", new_path)])
     base, new = load_report(base_path), load_report(new_path)
     refused = None if args.force else comparable(base, new)
     if refused is not None:

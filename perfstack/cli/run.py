@@ -17,6 +17,7 @@ from perfstack.cli import (
     EXIT_OK,
     EXIT_WORKLOAD_FAILED,
     Parser,
+    outputs,
 )
 from perfstack.cli.show import add_view_options, check_view_options
 from perfstack.pluginmanager import BackendEntry, Plugins
@@ -218,27 +219,13 @@ def workload_of(ns: argparse.Namespace, args: list[str]) -> Workload:
     return Workload(ns.script, args)
 
 
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return a.resolve() == b.resolve() or (a.exists() and b.exists() and a.samefile(b))
-    except OSError:
-        return False
-
-
 def _refuse_collisions(ns: argparse.Namespace, workload: Workload) -> None:
     """Outputs that would overwrite the workload or each other are refused before anything
-    runs: -o onto the script, --html onto the report."""
+    runs: -o onto the script, --html onto the script or the report."""
     script = None if workload.module else Path(workload.target)
-    if ns.output is not None and script is not None and _same_file(ns.output, script):
-        raise errors.UsageError(f"-o {ns.output}: that is the workload script; name another "
-                                "file for the report")
-    if isinstance(ns.html, str) and ns.html:
-        html = Path(ns.html)
-        if script is not None and _same_file(html, script):
-            raise errors.UsageError(f"--html {html}: that is the workload script")
-        if ns.output is not None and _same_file(html, ns.output):
-            raise errors.UsageError(f"--html {html} and -o {ns.output} are the same file; the "
-                                    "HTML page would overwrite the report")
+    outputs.refuse_collisions(
+        [("-o", ns.output), ("--html", outputs.html_output(ns.html, ns.output))],
+        [("the workload script", script)] if script is not None else [])
 
 
 def select_backends(ns: argparse.Namespace,

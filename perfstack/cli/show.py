@@ -9,7 +9,7 @@ from typing import Any
 
 from perfstack import errors
 from perfstack.backend import availability
-from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, Parser
+from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, Parser, outputs
 from perfstack.pluginmanager import Plugins
 from perfstack.render import RenderOptions, renderers, terminal_safe
 from perfstack.report import Report
@@ -96,6 +96,7 @@ def cmd_show(plugins: Plugins, argv: list[str]) -> int:
     ns = parser.parse_args(argv)
     check_view_options(ns)
     path = ns.report if ns.report is not None else _default_report()
+    outputs.refuse_collisions([("-o", ns.output)], [("the report shown", path)])
     report = load_report(path)
     renderer = plugins.renderer(ns.format)
     to_terminal = ns.output is None and sys.stdout.isatty()

@@ -1,0 +1,47 @@
+"""One rule for every command's outputs: an output is never an input, the workload's script,
+or another output of the same command.
+
+Checked before anything runs or is read, so a refused command has touched nothing. (A device
+or a FIFO named as an output is written through, never replaced: perfstack.reportfile.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from perfstack import errors
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Return whether two paths name one file (after links), existing or not."""
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and a.samefile(b))
+    except OSError:
+        return False
+
+
+def refuse_collisions(outputs: Iterable[tuple[str, Path | None]],
+                      inputs: Iterable[tuple[str, Path]]) -> None:
+    """Raise UsageError where an output (``(option, path)``; None: not asked for) would
+    overwrite an input (``(what it is, path)``) or another output."""
+    wanted = [(option, path) for option, path in outputs if path is not None]
+    given = list(inputs)
+    for i, (option, path) in enumerate(wanted):
+        for what, source in given:
+            if same_file(path, source):
+                raise errors.UsageError(f"{option} {path}: that is {what}; name another file")
+        for other, earlier in wanted[:i]:
+            if same_file(path, earlier) and (path.is_file() or not path.exists()):
+                raise errors.UsageError(f"{option} {path} and {other} {earlier} are the same "
+                                        "file; one would overwrite the other")
+
+
+def html_output(html: str | bool | None, report: Path | None) -> Path | None:
+    """Return where ``--html`` will write its page, where that is known before the command
+    runs: the named file, or the report's own name with .html."""
+    if isinstance(html, str) and html:
+        return Path(html)
+    if html is not None and report is not None:
+        return report.with_suffix(".html")
+    return None
