@@ -11,6 +11,7 @@ from files, and which (``run.analyzed``).
 from __future__ import annotations
 
 import os
+import stat
 import time
 import traceback
 from collections.abc import Sequence
@@ -44,9 +45,25 @@ def expand(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
                 found += [Path(root) / f for f in sorted(files) if not f.startswith(".")]
         elif path.is_file():
             named.append(path)
+        elif path.exists():
+            _refuse_special(path)
         else:
             raise errors.InputNotFound(f"{path}: no such file or folder")
+    for path in found:
+        _refuse_special(path)
     return named, found
+
+
+def _refuse_special(path: Path) -> None:
+    """Raise NotAReport for a FIFO, a device or a socket, before anything opens it (a FIFO
+    nobody writes to would block the read for ever)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        raise errors.InputNotFound(f"{path}: cannot be read ({exc.strerror})") from None
+    if not stat.S_ISREG(mode):
+        raise errors.NotAReport(f"{path}: not a regular file (a FIFO, a device or a socket); "
+                                "analyze reads recorded files")
 
 
 def claim(files: Sequence[Path], backends: dict[str, BackendEntry]) -> tuple[

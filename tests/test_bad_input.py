@@ -144,3 +144,17 @@ def test_an_output_is_never_an_input_or_another_output(perfstack, tmp_path):
             args, result.stderr)
     after = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     assert after == before
+
+
+def test_a_fifo_named_like_a_trace_is_refused_before_it_is_opened(perfstack, tmp_path):
+    """A FIFO nobody writes to, named like a trace, in a folder or by name: one line, exit 4,
+    at once (reading it would block for ever)."""
+    import os
+
+    job = tmp_path / "job"
+    job.mkdir()
+    os.mkfifo(job / "rank-0.pt.trace.json")
+    for target in ("job", "job/rank-0.pt.trace.json"):
+        result = perfstack("analyze", target, timeout=30)
+        assert_one_line_error(result, 4)
+        assert "not a regular file" in result.stderr

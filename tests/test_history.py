@@ -175,3 +175,33 @@ def test_two_writers_at_once(tmp_path: Path, store: str) -> None:
         assert proc.returncode == 0, err
     assert len(_complete(db, 3_000)) == 20
     assert len(history.runs(db)) == 20
+
+
+def test_workload_strings_never_act_in_a_terminal_or_a_spreadsheet(
+        perfstack: Callable[..., Result], tmp_path: Path) -> None:
+    """A workload's command (its name, its arguments) and a metric's name are the workload's
+    words: in the history's table, trend and gate they reach the terminal with their escape
+    sequences shown as \\xNN, never acted on; in CSV a cell that would start a formula
+    (=HYPERLINK...) is text, as OWASP advises."""
+    report = load_report(FIXTURE)
+    report.run.command = ["python", "=HYPERLINK(\"http://x\",\"y\").py", "\x1b]0;pwned\x07"]
+    report.metrics[0].name = "\x1b[2Jwall"
+    report.environment["repository"] = {"commit": "ab" * 20, "dirty": False,
+                                        "branch": '=HYPERLINK("http://x","y")'}
+    db = tmp_path / "h.sqlite"
+    for i in range(3):
+        path = tmp_path / f"r{i}.json"
+        save_report(report, path)
+        history.add(db, report, path)
+    text = perfstack("history", "--db", str(db), env={"COLUMNS": "200"})
+    assert text.code == 0, text.stderr
+    assert "\x1b" not in text.stdout and "\x07" not in text.stdout
+    assert "\\x1b]0;pwned\\x07" in text.stdout
+    for command in (("trend", "--db", str(db), "--all"), ("gate", "--db", str(db))):
+        out = perfstack(*command)
+        assert out.code in (0, 1), out.stderr
+        assert "\x1b" not in out.stdout, command
+    csv_out = perfstack("history", "--db", str(db), "--format", "csv")
+    cells = [c for line in csv_out.stdout.splitlines() for c in line.split(",")]
+    assert not [c for c in cells if c.lstrip('"').startswith(("=", "+", "@"))], cells
+    assert "'=HYPERLINK" in csv_out.stdout  # the branch, as text

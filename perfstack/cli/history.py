@@ -58,18 +58,33 @@ def _table(rows: list[dict[str, Any]], fmt: str, columns: list[str]) -> str:
                                 lineterminator="\n")
         writer.writeheader()
         for row in rows:
-            writer.writerow({k: (" ".join(v) if isinstance(v, list) else v)
+            writer.writerow({k: _csv_cell(" ".join(v) if isinstance(v, list) else v)
                              for k, v in row.items()})
         return out.getvalue()
-    widths = {c: max([len(c), *(len(_cell(r.get(c))) for r in rows)]) for c in columns}
+    from perfstack.render import terminal_safe
+
+    # A workload's names (its command, a series) reach the terminal: escapes shown, not acted on.
+    rows = [{c: terminal_safe(_cell(r.get(c))) for c in columns} for r in rows]
+    widths = {c: max([len(c), *(len(r[c]) for r in rows)]) for c in columns}
     lines = ["  ".join(c.ljust(widths[c]) for c in columns).rstrip()]
-    lines += ["  ".join(_cell(r.get(c)).ljust(widths[c]) for c in columns).rstrip()
-              for r in rows]
+    lines += ["  ".join(r[c].ljust(widths[c]) for c in columns).rstrip() for r in rows]
     from perfstack.cli.show import output_width
 
     width = output_width()  # the last column (the command) gives way first
     return "\n".join(line if len(line) <= width else line[:width - 1] + "…"
                      for line in lines) + "\n"
+
+
+#: What a spreadsheet reads as the start of a formula (OWASP's list for CSV injection).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _csv_cell(value: Any) -> Any:
+    """Return a CSV cell a spreadsheet shows as text: a string that would start a formula
+    (``=HYPERLINK(...)``) gets a leading apostrophe, as OWASP advises; numbers stay numbers."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
 
 
 def _cell(value: Any) -> str:

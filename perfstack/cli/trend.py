@@ -11,6 +11,7 @@ from typing import Any
 from perfstack import errors
 from perfstack.cli import EXIT_OK, EXIT_REGRESSION, Parser
 from perfstack.cli.history import DB_HELP, database
+from perfstack.render import terminal_safe
 
 
 def _percent(text: str) -> float:
@@ -100,7 +101,7 @@ def cmd_trend(argv: list[str]) -> int:
     if ns.format == "json":
         sys.stdout.write(json.dumps([t.to_dict() for t in trends], indent=1) + "\n")
     else:
-        sys.stdout.write(render.render_text(trends, output_width(), ns.all))
+        sys.stdout.write(terminal_safe(render.render_text(trends, output_width(), ns.all)))
     return EXIT_OK
 
 
@@ -144,5 +145,5 @@ def cmd_gate(argv: list[str]) -> int:
                                      "judgements": [j.to_dict() for j in judged]},
                                     indent=1) + "\n")
     else:
-        sys.stdout.write(render.render_gate(judged, output_width(), threshold))
+        sys.stdout.write(terminal_safe(render.render_gate(judged, output_width(), threshold)))
     return EXIT_REGRESSION if any(j.regression for j in judged) else EXIT_OK
