@@ -39,7 +39,7 @@ if [ "$tests" = 1 ]; then
     ft_log=$(mktemp)
     scripts/build-free-threaded.sh >"$ft_log" 2>&1 &
     ft=$!
-    trap 'kill "$ft" 2>/dev/null; rm -f "$ft_log"' EXIT
+    trap 'kill "$ft" 2>/dev/null || true; rm -f "$ft_log"' EXIT
     scripts/install-chromium.sh >/dev/null
     scripts/install-postgresql.sh >/dev/null
     if ! wait "$ft"; then
@@ -47,4 +47,6 @@ if [ "$tests" = 1 ]; then
         echo "install.sh: the free-threaded CPython did not build (log above)" >&2
         exit 1
     fi
+    rm -f "$ft_log"
+    trap - EXIT
 fi
