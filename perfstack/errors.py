@@ -52,6 +52,10 @@ class UnsupportedVersion(PerfstackError):
         )
 
 
+class NewerHistory(PerfstackError):
+    """A history database written by a newer perfstack: read by none, changed by none."""
+
+
 class OutputError(PerfstackError):
     """A report or artifact folder cannot be written."""
 

@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from perfstack import cpus
+from perfstack import cpus, errors
 from perfstack.analysis.primary import Primary
 from perfstack.historydb import Database, connect, exists, is_url
 from perfstack.report import Report
@@ -169,6 +169,16 @@ def workload_key(command: Sequence[str]) -> str:
     return hashlib.sha256(json.dumps(list(command)).encode()).hexdigest()[:12]
 
 
+def _refuse_newer(db: Database) -> None:
+    """Raise NewerHistory, before anything is written, for a history a newer perfstack made:
+    bringing it "up to date" would write an older version over its own."""
+    found = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+    if found and str(found[0][0]).isdigit() and int(found[0][0]) > SCHEMA_VERSION:
+        raise errors.NewerHistory(
+            f"the history was written by a newer perfstack (schema {found[0][0]}; this one "
+            f"reads up to {SCHEMA_VERSION}): upgrade perfstack to read it; nothing was changed")
+
+
 def ensure_schema(db: Database) -> None:
     """Create the history's tables where they are missing (and bring an older one up to
     date), in one transaction that other writers wait for."""
@@ -176,6 +186,7 @@ def ensure_schema(db: Database) -> None:
     try:
         db.schema_lock()
         db.script(_SCHEMA)
+        _refuse_newer(db)  # raised inside the transaction: its rollback undoes the above
         columns = [c[0] for c in db.execute("SELECT * FROM metrics LIMIT 0").description]
         if "better" not in columns:  # a history written before schema 2
             db.execute("ALTER TABLE metrics ADD COLUMN better TEXT")

@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -205,3 +206,39 @@ def test_workload_strings_never_act_in_a_terminal_or_a_spreadsheet(
     cells = [c for line in csv_out.stdout.splitlines() for c in line.split(",")]
     assert not [c for c in cells if c.lstrip('"').startswith(("=", "+", "@"))], cells
     assert "'=HYPERLINK" in csv_out.stdout  # the branch, as text
+
+
+def test_a_history_of_a_newer_schema_is_refused_and_left_as_it_was(
+        perfstack: Callable[..., Result], tmp_path: Path) -> None:
+    """A history a newer perfstack wrote (schema 99): reading it is one line, exit 5, and
+    neither a read nor a run writes its older version over the newer one (the run's report is
+    still written, the history left alone, with a warning)."""
+    import sqlite3
+
+    db = tmp_path / "h.sqlite"
+    report = load_report(FIXTURE)
+    save_report(report, tmp_path / "r.json")
+    history.add(db, report, tmp_path / "r.json")
+    with sqlite3.connect(db) as con:
+        con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+
+    def contents() -> list[Any]:
+        with sqlite3.connect(db) as con:
+            tables = con.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' "
+                                 "ORDER BY name").fetchall()
+            return [*tables, *(con.execute(f"SELECT * FROM {t}").fetchall()
+                               for t, _ in tables if not t.startswith("sqlite_"))]
+
+    before = contents()
+    for command in (("history", "--db", str(db)), ("trend", "--db", str(db)),
+                    ("gate", "--db", str(db))):
+        result = perfstack(*command)
+        assert_one_line_error(result, 5)
+        assert "newer perfstack" in result.stderr
+    run = perfstack("run", "--plugins", "resources", "--repeat", "1", "--warmup", "0", "-q",
+                    str(WORKLOADS / "busy.py"), env={history.HISTORY_ENV: str(db)})
+    assert run.code == 0 and "newer perfstack" in run.stderr, run.stderr
+    with sqlite3.connect(db) as con:
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() \
+            == ("99",)
+    assert contents() == before

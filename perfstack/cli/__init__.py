@@ -55,6 +55,7 @@ EXIT_CODES: dict[type[errors.PerfstackError], int] = {
     errors.InputNotFound: EXIT_NOT_FOUND,
     errors.NotAReport: EXIT_NOT_A_REPORT,
     errors.UnsupportedVersion: EXIT_VERSION,
+    errors.NewerHistory: EXIT_VERSION,
     errors.UnknownPlugin: EXIT_UNKNOWN_PLUGIN,
     errors.PluginModuleNotFound: EXIT_UNKNOWN_PLUGIN,
     errors.OutputError: EXIT_OUTPUT,

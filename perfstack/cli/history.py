@@ -42,9 +42,10 @@ def remember(report: Report, report_path: Path) -> None:
     path = history.default_path(DEFAULT_RUNS_DIR)
     if path is None:
         return
+    failures: tuple[type[BaseException], ...] = (*historydb.errors(), errors.NewerHistory)
     try:
         history.add(path, report, report_path)
-    except historydb.errors() as exc:
+    except failures as exc:
         print(f"perfstack: warning: the run was not added to the history "
               f"{historydb.describe(path)}: {exc}", file=sys.stderr)
 
