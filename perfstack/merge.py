@@ -22,6 +22,29 @@ CROSS_RANK_RULES = ("dist.straggler", "dist.imbalance")
 _RANKED = re.compile(r"\[rank(\d+)\]$")
 
 
+def unmergeable(reports: Sequence[Report], names: Sequence[str]) -> str | None:
+    """Return why these reports are not the nodes of one job, or None: one report given twice
+    (its ranks would count twice), or reports of different workloads (another script or other
+    arguments: ``--force`` joins them anyway)."""
+    from perfstack.analysis.diff import workload_identity
+
+    seen: dict[str, str] = {}
+    for name, report in zip(names, reports, strict=True):
+        key = repr((report.run.started, report.run.cwd, report.run.command,
+                    report.environment.get("hostname"), [m.to_dict() for m in report.metrics]))
+        if key in seen:
+            return (f"{seen[key]} and {name} are the same report: its ranks would count twice")
+        seen[key] = name
+    first = workload_identity(reports[0])
+    for name, report in zip(names[1:], reports[1:], strict=True):
+        other = workload_identity(report)
+        if other != first:
+            return (f"{names[0]} and {name} profile different workloads "
+                    f"({' '.join([first[0], *first[1]])} vs {' '.join([other[0], *other[1]])}); "
+                    "--force joins them anyway")
+    return None
+
+
 def merge(reports: Sequence[Report], names: Sequence[str]) -> Report:
     """Join node reports (in node order) into one job report."""
     first = reports[0]

@@ -158,3 +158,24 @@ def test_a_fifo_named_like_a_trace_is_refused_before_it_is_opened(perfstack, tmp
         result = perfstack("analyze", target, timeout=30)
         assert_one_line_error(result, 4)
         assert "not a regular file" in result.stderr
+
+
+def test_merge_refuses_a_report_twice_and_other_workloads_unless_forced(perfstack, tmp_path):
+    """A node report given twice (by one path or a copy) would count its ranks twice; reports
+    of different workloads are not one job unless --force says so."""
+    import shutil
+
+    from tests.conftest import ROOT
+
+    busy = ROOT / "tests/fixtures/reports/v1-busy.json"
+    shutil.copy(busy, tmp_path / "copy.json")
+    other = ROOT / "tests/fixtures/reports/ab_work/base.json.gz"
+    for args, words in (((str(busy), str(busy)), "same report"),
+                        ((str(busy), "copy.json"), "same report"),
+                        ((str(busy), str(other)), "different workloads")):
+        result = perfstack("merge", *args, "-o", "m.json")
+        assert_one_line_error(result, 2)
+        assert words in result.stderr, result.stderr
+        assert not (tmp_path / "m.json").exists()
+    forced = perfstack("merge", str(busy), str(other), "--force", "-o", "m.json", "-q")
+    assert forced.code == 0, forced.stderr

@@ -114,7 +114,7 @@ def cmd_analyze(plugins: Plugins, argv: list[str]) -> int:
 def cmd_merge(plugins: Plugins, argv: list[str]) -> int:
     """Join the reports of one job's nodes into one report."""
     from perfstack import rundir
-    from perfstack.merge import merge
+    from perfstack.merge import merge, unmergeable
     from perfstack.reportfile import load_report
 
     parser = Parser(
@@ -125,6 +125,9 @@ def cmd_merge(plugins: Plugins, argv: list[str]) -> int:
         epilog="example: perfstack merge node0/report.json node1/report.json -o job.json")
     parser.add_argument("reports", nargs="+", type=Path, metavar="REPORT",
                         help="the nodes' report files")
+    parser.add_argument("--force", action="store_true",
+                        help="join reports of different workloads (another script or other "
+                        "arguments) anyway")
     _common(parser, plugins)
     ns = parser.parse_args(argv)
     check_view_options(ns)
@@ -133,5 +136,9 @@ def cmd_merge(plugins: Plugins, argv: list[str]) -> int:
     outputs.refuse_collisions(_outputs(ns), [("an input report", p) for p in ns.reports])
     if ns.output is not None:
         rundir.check_writable(ns.output)
-    report = merge([load_report(p) for p in ns.reports], [str(p) for p in ns.reports])
+    nodes = [load_report(p) for p in ns.reports]
+    refused = unmergeable(nodes, [str(p) for p in ns.reports])
+    if refused is not None and not (ns.force and "different workloads" in refused):
+        raise errors.UsageError(refused)
+    report = merge(nodes, [str(p) for p in ns.reports])
     return _output(plugins, report, ns, f"merged from {len(ns.reports)} reports")
