@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
+from perfstack.errors import UsageError
+
 #: Seconds a writer waits for another to finish before giving up.
 LOCK_TIMEOUT_S = 30.0
 URL_SCHEMES = ("postgresql", "postgres")
@@ -24,14 +26,47 @@ URL_SCHEMES = ("postgresql", "postgres")
 
 def is_url(location: str | Path) -> bool:
     """Return True when ``location`` names a PostgreSQL database rather than a file."""
-    return isinstance(location, str) and urlparse(location).scheme in URL_SCHEMES
+    return isinstance(location, str) and location.split(":", 1)[0].lower() in URL_SCHEMES
+
+
+@dataclass(frozen=True)
+class _Url:
+    """A PostgreSQL URL's parts, checked once."""
+
+    scheme: str
+    username: str | None
+    password: str | None
+    hostname: str | None
+    port: int | None
+    path: str
+    query: str
+
+
+def parse_url(url: str) -> _Url:
+    """Return a PostgreSQL URL's parts; raise UsageError, one line, for one that cannot be
+    read (a port out of range or not a number, an unclosed IPv6 bracket)."""
+    try:
+        p = urlparse(url)
+        return _Url(p.scheme, p.username, p.password, p.hostname, p.port, p.path, p.query)
+    except ValueError as exc:
+        raise UsageError(f"{describe_raw(url)}: not a PostgreSQL URL ({exc}); the form is "
+                         "postgresql://user:password@host:port/database") from None
+
+
+def describe_raw(url: str) -> str:
+    """Return a URL that could not be parsed for a message, its password left out."""
+    head, sep, tail = url.partition("@")
+    return (head.split(":", 2)[0] + "://…@" + tail) if sep else url
 
 
 def describe(location: str | Path) -> str:
     """Return ``location`` for messages, without its password."""
     if not is_url(location):
         return str(location)
-    url = urlparse(str(location))
+    try:
+        url = parse_url(str(location))
+    except UsageError:
+        return describe_raw(str(location))
     host = url.hostname or "localhost"
     port = f":{url.port}" if url.port else ""
     user = f"{url.username}@" if url.username else ""
@@ -125,7 +160,7 @@ def _pg_connect(url: str) -> Any:
     except ImportError as exc:  # pragma: no cover - a dependency
         raise OSError("a PostgreSQL history needs the pg8000 driver: pip install pg8000") \
             from exc
-    parsed = urlparse(url)
+    parsed = parse_url(url)
     query = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
     kwargs: dict[str, Any] = {
         "user": unquote(parsed.username or "postgres"),

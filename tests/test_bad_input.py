@@ -179,3 +179,14 @@ def test_merge_refuses_a_report_twice_and_other_workloads_unless_forced(perfstac
         assert not (tmp_path / "m.json").exists()
     forced = perfstack("merge", str(busy), str(other), "--force", "-o", "m.json", "-q")
     assert forced.code == 0, forced.stderr
+
+
+@pytest.mark.parametrize("url", ["postgresql://u:secret@127.0.0.1:99999/x",
+                                 "postgresql://u@[::1/x", "postgresql://u@127.0.0.1:abc/x"])
+def test_a_malformed_history_url_is_one_line_without_its_password(perfstack, url):
+    result = perfstack("history", "--db", url)
+    assert_one_line_error(result, 2)
+    assert "not a PostgreSQL URL" in result.stderr and "secret" not in result.stderr
+    run = perfstack("run", "--plugins", "resources", "--repeat", "1", "--warmup", "0", "-q",
+                    BUSY, env={"PERFSTACK_HISTORY": url})
+    assert run.code == 0 and "not added to the history" in run.stderr, run.stderr

@@ -42,7 +42,8 @@ def remember(report: Report, report_path: Path) -> None:
     path = history.default_path(DEFAULT_RUNS_DIR)
     if path is None:
         return
-    failures: tuple[type[BaseException], ...] = (*historydb.errors(), errors.NewerHistory)
+    failures: tuple[type[BaseException], ...] = (*historydb.errors(), errors.NewerHistory,
+                                                 errors.UsageError)
     try:
         history.add(path, report, report_path)
     except failures as exc:
