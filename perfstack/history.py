@@ -234,7 +234,10 @@ def add(location: Location, report: Report, report_path: Path,
                 "branch, dirty, machine, machine_facts, started, added, perfstack_version, "
                 "speed_wall, speed_cpu) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (digest) DO NOTHING RETURNING id",
-                (digest, str(report_path.resolve()), json.dumps(report.run.command),
+                # A path that is not UTF-8 (bytes a file system allows) is kept readable
+                # for people, its odd bytes as \xNN: a database stores text.
+                (digest, os.fsencode(report_path.resolve()).decode("utf-8", "backslashreplace"),
+                 json.dumps(report.run.command),
                  workload_key(report.run.command), repo.get("commit"), repo.get("branch"),
                  None if repo.get("dirty") is None else int(bool(repo.get("dirty"))),
                  fingerprint(facts), json.dumps(facts, sort_keys=True), report.run.started,

@@ -190,3 +190,30 @@ def test_a_malformed_history_url_is_one_line_without_its_password(perfstack, url
     run = perfstack("run", "--plugins", "resources", "--repeat", "1", "--warmup", "0", "-q",
                     BUSY, env={"PERFSTACK_HISTORY": url})
     assert run.code == 0 and "not added to the history" in run.stderr, run.stderr
+
+
+def test_a_full_stdout_and_a_path_that_is_not_utf8(perfstack, tmp_path):
+    """history printing to a full device is an output error (exit 7), not the history's (10);
+    a report path that is not UTF-8 (bytes a file system allows) is written, said, and kept
+    in the history."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import perfstack_env
+
+    assert perfstack("run", "--plugins", "resources", "--repeat", "1", "--warmup", "0", "-q",
+                     BUSY).code == 0
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "perfstack", "history"], cwd=tmp_path,
+                              env=perfstack_env(), stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=60)
+    assert proc.returncode == 7, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    odd = os.fsdecode(b"r\xff.json")
+    result = perfstack("run", "--plugins", "resources", "--repeat", "1", "--warmup", "0", "-q",
+                       "-o", odd, BUSY)
+    assert result.code == 0, result.stderr
+    assert (tmp_path / odd).is_file() and "report: " in result.stderr
+    listed = perfstack("history", "--format", "json")
+    assert listed.code == 0 and "r\\\\xff.json" in listed.stdout, listed.stdout[-300:]

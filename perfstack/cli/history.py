@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -105,10 +106,15 @@ def cmd_history(argv: list[str]) -> int:
     """List the runs in the history, print a series, or add reports."""
     from perfstack import historydb
 
-    try:
-        return _history(argv)
-    except historydb.errors() as exc:
-        raise errors.HistoryUnavailable(f"cannot use the history: {exc}") from None
+    # What it prints is written once the history has been read: a full or closed stdout is
+    # then an output error (exit 7), not the history's.
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        try:
+            code = _history(argv)
+        except historydb.errors() as exc:
+            raise errors.HistoryUnavailable(f"cannot use the history: {exc}") from None
+    sys.stdout.write(out.getvalue())
+    return code
 
 
 def _history(argv: list[str]) -> int:
