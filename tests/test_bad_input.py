@@ -217,3 +217,16 @@ def test_a_full_stdout_and_a_path_that_is_not_utf8(perfstack, tmp_path):
     assert (tmp_path / odd).is_file() and "report: " in result.stderr
     listed = perfstack("history", "--format", "json")
     assert listed.code == 0 and "r\\\\xff.json" in listed.stdout, listed.stdout[-300:]
+
+
+def test_analyze_whose_reader_failed_says_so_in_its_exit(perfstack, tmp_path):
+    """A trace nested 100,000 deep: the reader fails; the report is written and says why, and
+    the exit is 9 with one line naming the reader, not 0."""
+    depth = 100_000
+    (tmp_path / "deep.pt.trace.json").write_text(
+        '{"traceEvents":[' + "[" * depth + "]" * depth + "]}")
+    result = perfstack("analyze", "deep.pt.trace.json", "-q", "-o", "r.json")
+    assert result.code == 9, result.stderr
+    assert "the torch reader failed" in result.stderr and "Traceback" not in result.stderr
+    report = result.report("r.json")
+    assert [b["status"] for b in report["backends"] if b["name"] == "torch"] == ["failed"]

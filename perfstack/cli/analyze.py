@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from perfstack import errors, signals
-from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, Parser, outputs
+from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_BACKENDS_FAILED, EXIT_OK, Parser, outputs
 from perfstack.cli.show import (
     add_view_options,
     check_view_options,
@@ -15,7 +15,7 @@ from perfstack.cli.show import (
     print_report,
 )
 from perfstack.pluginmanager import Plugins
-from perfstack.report import Report
+from perfstack.report import Report, Status
 
 
 def _output(plugins: Plugins, report: Report, ns: argparse.Namespace, what: str) -> int:
@@ -108,7 +108,14 @@ def cmd_analyze(plugins: Plugins, argv: list[str]) -> int:
         rundir.check_writable(ns.output)
     report = analyze(ns.paths, plugins)
     files = len(report.run.analyzed or [])
-    return _output(plugins, report, ns, f"analysed from {files} file{'s' * (files != 1)}")
+    code = _output(plugins, report, ns, f"analysed from {files} file{'s' * (files != 1)}")
+    failed = [b for b in report.backends if b.status == Status.FAILED]
+    if code == EXIT_OK and failed:
+        # The report is written and says why; the exit code says that it is not whole.
+        print(f"perfstack: the {failed[0].name} reader failed: {failed[0].reason}"
+              + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""), file=sys.stderr)
+        return EXIT_BACKENDS_FAILED
+    return code
 
 
 def cmd_merge(plugins: Plugins, argv: list[str]) -> int:
