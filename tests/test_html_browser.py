@@ -24,7 +24,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
 
-from perfstack.report import Layer, Quantity, Row
+from perfstack.report import Layer, Quantity, Report, Row
 from perfstack.reportfile import load_report, save_report
 from tests.conftest import ROOT, perfstack_env
 
@@ -54,6 +54,17 @@ def browser(chromium: str) -> Iterator[WebDriver]:
         yield driver
     finally:
         driver.quit()
+
+
+def _page_of(report: Report, path: Path, page: Path | None = None) -> Path:
+    """Save ``report`` at ``path`` and return the HTML page ``perfstack show`` makes of it."""
+    save_report(report, path)
+    page = page or path.with_suffix(".html")
+    proc = subprocess.run([sys.executable, "-m", "perfstack", "show", str(path), "--format",
+                           "html", "-o", str(page)], cwd=path.parent, env=perfstack_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return page
 
 
 def _open(driver: WebDriver, page: Path, width: int = 1400) -> None:
@@ -194,13 +205,7 @@ def test_twenty_thousand_rows_open_and_sort(browser: WebDriver, tiny_report: Pat
         Row(f"aten::op{i} [[{i}]]", f"aten::op{i % 500} [[{i}]]", template.source,
             {"calls": Quantity(i % 7 + 1, "count"), "self": Quantity(1e-6 * (i % 997), "s")},
             {"op": f"aten::op{i % 500}"}) for i in range(20_000)]
-    big = tmp_path / "big.json"
-    save_report(report, big)
-    html_path = tmp_path / "big.html"
-    proc = subprocess.run([sys.executable, "-m", "perfstack", "show", str(big), "--format",
-                           "html", "-o", str(html_path)], cwd=tmp_path, env=perfstack_env(),
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
+    html_path = _page_of(report, tmp_path / "big.json")
     _open(browser, html_path)
     ops = _pane(browser, "ops")
     count = ops.find_element(By.CSS_SELECTOR, ".count").text
@@ -308,13 +313,7 @@ def test_a_hostile_artifact_path_is_never_a_link_that_runs(browser: WebDriver,
                "data:text/html,<script>window.opener.__pwned=3</script>"]
     report.backends[0].artifacts = {"trace": hostile[0], "log": hostile[1], "page": hostile[2],
                                     "odd": "torch/a b#c?.json"}
-    crafted = tmp_path / "crafted.json"
-    save_report(report, crafted)
-    page = tmp_path / "page.html"
-    proc = subprocess.run([sys.executable, "-m", "perfstack", "show", str(crafted), "--format",
-                           "html", "-o", str(page)], cwd=tmp_path, env=perfstack_env(),
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    page = _page_of(report, tmp_path / "crafted.json", tmp_path / "page.html")
     text = page.read_text()
     assert not re.search(r'href="\s*(javascript|data):', text, re.IGNORECASE)
     assert 'href="./torch/a%20b%23c%3F.json"' in text
