@@ -10,7 +10,6 @@ idle device, and more threads than CPUs.
 
 from __future__ import annotations
 
-import os
 import re
 
 from perfstack import cpus
@@ -37,10 +36,13 @@ def _stack_top(record: RunRecord, lines: int = 6) -> list[str]:
 _FRAME = re.compile(r'^  File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$')
 
 
-def raised(stderr: str | None) -> tuple[str, str | None] | None:
+def raised(stderr: str | None, home: str | None) -> tuple[str, str] | None:
     """Return (the exception as Python printed it, ``file:line in function`` of the innermost
     frame in the workload's own code, or of the innermost frame) from the last traceback in a
-    process's stderr (its start may be cut off), or None when it printed none."""
+    process's stderr (its start may be cut off), or None when it printed none. ``home`` is the
+    workload's folder: whose code a frame is, is perfstack.analysis.origin's to say."""
+    from perfstack.analysis.origin import origin
+
     if not stderr:
         return None
     header = "Traceback (most recent call last):"
@@ -51,22 +53,15 @@ def raised(stderr: str | None) -> tuple[str, str | None] | None:
                       if line.strip() and not line.startswith((" ", "\t"))), None)
     if not frames or exception is None or _FRAME.match(exception):
         return None
-    ours = [m for m in frames if not _library(m["file"])]
+    ours = [m for m in frames if origin(m["file"], home).ours]
     where = (ours or frames)[-1]
     return exception, f"{where['file']}:{where['line']} in {where['func']}"
 
 
-def _library(path: str) -> bool:
-    """Whether a traceback's file is not the workload's: the standard library, an installed
-    package, a frozen module, or perfstack's own bootstrap."""
-    return (path.startswith("<") or "site-packages" in path or "/lib/python" in path
-            or os.path.dirname(os.path.abspath(path)) == _HERE)
-
-
-_HERE = os.path.dirname(os.path.abspath(__file__))
-
-
 def _failures(report: Report) -> list[Finding]:
+    from perfstack.analysis.origin import workload_dir
+
+    home = workload_dir(report)
     out = []
     for kind in ("signalled", "exited", "timeout"):
         # A backend's extra runs (a sweep on another interpreter) are its own to judge.
@@ -86,13 +81,13 @@ def _failures(report: Report) -> list[Finding]:
         else:
             title = f"the workload exited with status {first.exit.code}"
             action = f"see its stderr ({first.stderr}) for the error"
-        error = raised(first.stderr_tail) if kind == "exited" else None
+        error = raised(first.stderr_tail, home) if kind == "exited" else None
         if error is not None:
             exception, where = error
-            title = f"the workload raised {exception}" + (f" at {where}" if where else "")
+            title = f"the workload raised {exception} at {where}"
             action = ("fix the error first: a profile of a failing run measures the failure "
                       f"(the whole traceback is in {first.stderr})")
-            detail = [exception, *([f"raised at {where}"] if where else []),
+            detail = [exception, f"raised at {where}",
                       *(first.stderr_tail or "").strip().splitlines()[-6:-1]]
         elif kind == "exited" and not first.python_stack:
             detail = (first.stderr_tail or "it printed nothing on stderr").splitlines()[-4:]
