@@ -230,3 +230,25 @@ def test_analyze_whose_reader_failed_says_so_in_its_exit(perfstack, tmp_path):
     assert "the torch reader failed" in result.stderr and "Traceback" not in result.stderr
     report = result.report("r.json")
     assert [b["status"] for b in report["backends"] if b["name"] == "torch"] == ["failed"]
+
+
+def test_a_gzip_bomb_is_refused_in_bounded_time(perfstack, tmp_path):
+    """A small .gz that decompresses to far more than any trace a profiler writes (one long
+    string: 96 MiB from about 100 kB): one line, exit 4, read no further than its bound."""
+    import gzip
+    import time
+
+    bomb = tmp_path / "bomb.pt.trace.json.gz"
+    with gzip.open(bomb, "wb", compresslevel=9) as fh:
+        fh.write(b'{"traceEvents": [{"name": "')
+        block = b"x" * (1 << 20)
+        for _ in range(96):
+            fh.write(block)
+        fh.write(b'"}]}')
+    assert bomb.stat().st_size < 1 << 20
+    start = time.monotonic()
+    result = perfstack("analyze", str(bomb), "-q", "-o", "r.json", timeout=120)
+    assert_one_line_error(result, 4)
+    assert "decompresses to more than" in result.stderr
+    assert time.monotonic() - start < 60
+    assert not (tmp_path / "r.json").exists()
