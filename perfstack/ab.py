@@ -130,6 +130,13 @@ def revisions(script: Path, revs: tuple[str, str]) -> Iterator[tuple[Checkout, C
                 trees.append(tree)
                 if not (tree / inside).is_file():
                     raise InputNotFound(f"{inside}: not in revision {rev}")
+                if cwd_inside is not None and not (tree / cwd_inside).is_dir():
+                    # The runs would start in a folder the revision lacks: the workload would
+                    # be blamed for perfstack's choice of folder.
+                    raise UsageError(
+                        f"the folder you run from ({cwd_inside}) is not in revision {rev}: "
+                        "run 'perfstack ab --rev' from a folder both revisions have (the "
+                        "repository's root, say)")
                 checkouts.append(Checkout(f"{rev} ({commit[:10]})", tree / inside,
                                           tree / cwd_inside if cwd_inside else tree))
             yield checkouts[0], checkouts[1]

@@ -134,3 +134,31 @@ def test_bad_ab_input_is_one_line(perfstack: Callable[..., Result], tmp_path: Pa
     outside = tmp_path / "alone.py"
     outside.write_text("pass\n")
     assert_one_line_error(perfstack("ab", "--rev", "A", "--rev", "B", str(outside)), 2)
+
+
+def test_ab_rev_from_a_folder_the_revisions_lack_is_one_line(tmp_path: Path) -> None:
+    """Run from a folder that is not in the revisions (untracked here): one line, exit 2,
+    before any run, instead of every run failing to start and the workload being blamed."""
+    import subprocess
+    import sys
+
+    from tests.conftest import perfstack_env
+
+    repo = tmp_path / "project"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    _git(repo, "config", "user.email", "t@example.com")
+    _git(repo, "config", "user.name", "t")
+    (repo / "work.py").write_text("print('hi')\n")
+    _git(repo, "add", "work.py")
+    _git(repo, "commit", "-q", "-m", "one")
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "two")
+    scratch = repo / "scratch"  # untracked: in neither revision
+    scratch.mkdir()
+    proc = subprocess.run([sys.executable, "-m", "perfstack", "ab", "--rev", "HEAD~1", "--rev",
+                           "HEAD", "../work.py"], cwd=scratch, env=perfstack_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "not in revision" in lines[0] and "scratch" in lines[0], lines
+    assert len(_git(repo, "worktree", "list").splitlines()) == 1
