@@ -7,6 +7,7 @@ imports it, and ``perfstack --help`` must start fast. Public names are loaded on
 from __future__ import annotations
 
 import os
+import threading
 from time import perf_counter as _perf_counter
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,8 @@ _stop_after: int | None = None
 #: Set by the bootstrap: the step at which the measured window opens, and what to call then.
 _window_at: int | None = None
 _on_window: Any = None
+#: Set by the bootstrap: the workload's own process; steps count in its main thread only.
+_pid: int | None = None
 #: File (in the artifact folder) that report_metric() appends to.
 METRICS_FILE = "workload-metrics.jsonl"
 
@@ -44,6 +47,10 @@ def step() -> None:
     profile a representative window of steps (the torch backend's schedule) and
     ``perfstack run --steps N`` ends the run after its steps. Training loops with a torch
     optimizer need not call it: optimizer steps are counted automatically.
+
+    Only the workload's main thread, in its own process, counts steps: a call from another
+    thread or from a forked worker (``multiprocessing``) is ignored, since ending the run there
+    would stop that thread or worker and leave the main thread waiting for it.
     """
     _count_step(explicit=True)
 
@@ -55,9 +62,16 @@ def _optimizer_step(*_: Any) -> None:
 
 def _count_step(explicit: bool) -> None:
     global _steps, _explicit
-    if explicit:
+    if _pid is not None and (os.getpid() != _pid
+                             or threading.current_thread() is not threading.main_thread()):
+        return
+    if explicit and not _explicit:
         _explicit = True
-    elif _explicit:
+        # The optimizer steps counted so far were the same batches the workload now marks
+        # itself: counted once, not twice (a first batch of two "steps").
+        _steps = 0
+        _step_times.clear()
+    elif not explicit and _explicit:
         return  # the workload marks its own steps: optimizer steps no longer count
     _steps += 1
     if _steps == _window_at and _on_window is not None:

@@ -229,6 +229,7 @@ def main(argv: list[str]) -> None:
         import perfstack
 
         perfstack._artifact_dir = folder
+        perfstack._pid = os.getpid()
         if "torch.optim.optimizer" not in sys.modules:
             sys.meta_path.insert(0, _AfterImport("torch.optim.optimizer",
                                                  _count_optimizer_steps))

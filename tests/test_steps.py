@@ -79,3 +79,28 @@ def test_every_rank_stops_at_the_same_step(perfstack: Callable[..., Result]) -> 
     for rank in (0, 1):
         step = next(m for m in report["metrics"] if m["name"] == f"torch_step_time[rank{rank}]")
         assert len(step["samples"]) == 4
+
+
+def test_only_the_main_threads_steps_count(perfstack: Callable[..., Result]) -> None:
+    """A worker thread's perfstack.step() calls do not count (ending the run there left the
+    main thread waiting on its queue for ever): the workload runs to its end, and --steps is
+    told it marked no steps, at once."""
+    result = perfstack("run", "--steps", "5", "--plugins", "resources", "--repeat", "1",
+                       "--warmup", "0", "-q", "--timeout", "60",
+                       str(WORKLOADS / "thread_steps.py"), timeout=120)
+    assert result.code == 2, result.stderr
+    assert "marked no steps" in result.stderr
+
+
+def test_a_batch_with_an_optimizer_step_and_perfstack_step_is_one_step(
+        perfstack: Callable[..., Result]) -> None:
+    """opt.step() and perfstack.step() in every batch: the first batch is one step, not two,
+    so --steps 3 --warmup-steps 1 ends the run after 4 batches."""
+    result = perfstack("run", "--steps", "3", "--warmup-steps", "1", "--plugins", "resources",
+                       "--repeat", "1", "--warmup", "0", "-q",
+                       str(WORKLOADS / "both_steps.py"), timeout=120)
+    assert result.code == 0, result.stderr
+    folder = result.cwd / ".perfstack" / "runs" / "latest" / "baseline-1"
+    assert _steps_of(folder)["steps"] == 4
+    # The 4th step ended the run in perfstack.step(), after the loop counted its batch.
+    assert "finished 4 batches" in (folder / "stdout.log").read_text()
