@@ -104,3 +104,15 @@ def test_a_batch_with_an_optimizer_step_and_perfstack_step_is_one_step(
     assert _steps_of(folder)["steps"] == 4
     # The 4th step ended the run in perfstack.step(), after the loop counted its batch.
     assert "finished 4 batches" in (folder / "stdout.log").read_text()
+
+
+def test_forked_workers_steps_do_not_count(perfstack: Callable[..., Result]) -> None:
+    """Forked pool workers calling perfstack.step(): the run ends after the main process's own
+    1 + 3 steps, cleanly (a worker ending itself there hung the pool)."""
+    result = perfstack("run", "--steps", "3", "--warmup-steps", "1", "--plugins", "resources",
+                       "--repeat", "1", "--warmup", "0", "-q", "--timeout", "60",
+                       str(WORKLOADS / "forked_steps.py"), timeout=120)
+    assert result.code == 0, result.stderr
+    folder = result.cwd / ".perfstack" / "runs" / "latest" / "baseline-1"
+    assert _steps_of(folder)["steps"] == 4
+    assert "finished 4 batches" in (folder / "stdout.log").read_text()
