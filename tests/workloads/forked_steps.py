@@ -16,7 +16,7 @@ if __name__ == "__main__":
     done = 0
     with multiprocessing.get_context("fork").Pool(2) as pool:
         try:
-            for batch in range(10):
+            for _ in range(10):
                 pool.map(work, range(4))
                 done += 1
                 perfstack.step()
