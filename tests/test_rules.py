@@ -126,3 +126,43 @@ def test_low_gpu_utilisation_and_power_and_idle_device():
         [Metric("gpu_busy", 31.0, "%", "kernel", "torch", Better.HIGHER)], rows))
     assert {"gpu.low-utilisation", "gpu.low-power", "time.device-idle"} <= set(found), found
     assert "700 W" in found["gpu.low-power"].title
+
+
+def _ops_report(rows: list[tuple[str, int, float]], busy: float | None = None) -> Any:
+    """A recorded report whose torch figures are replaced: 3 profiled steps of 2 ms and
+    the given ops (name, calls, self seconds over the 3 steps)."""
+    from perfstack.report import Better, Layer, Metric, Quantity, Row
+    from perfstack.reportfile import load_report
+    from tests.conftest import ROOT
+
+    report = load_report(ROOT / "tests/fixtures/reports/ab_work/base.json.gz")
+    report.layers[Layer.FRAMEWORK] = [
+        Row(name, name, "torch", {"calls": Quantity(calls, "count"), "self": Quantity(t, "s")},
+            {"op": name}) for name, calls, t in rows]
+    calls = sum(c for _, c, _ in rows)
+    spent = sum(t for _, _, t in rows)
+    report.metrics = [
+        Metric("torch_step_time", 2e-3, "s", "framework", "torch", Better.LOWER,
+               samples=[2e-3] * 3, samples_of="steps"),
+        Metric("torch_op_calls", calls, "count", "framework", "torch", Better.NEITHER),
+        Metric("torch_ops_self_time", spent, "s", "framework", "torch", Better.LOWER)]
+    if busy is not None:
+        report.metrics.append(Metric("gpu_busy", busy, "%", "hardware", "torch",
+                                     Better.HIGHER))
+    return report
+
+
+def test_small_ops_is_said_only_where_fusing_them_could_help() -> None:
+    """197 ops a step averaging 8 µs: small ops, said with the op mix. The same count where
+    68% of the op time is 24 matmuls of ~130 µs: the mean hid them, and fusing the small ones
+    cannot help much: not said. A GPU busy 84% of the step bounds it, not the dispatch."""
+    from perfstack_plugins.torchprof import perfstack_findings
+
+    small = [(f"aten::op{i}", 3, 24e-6) for i in range(197)]
+    [found] = perfstack_findings(_ops_report(small))
+    assert found.rule == "torch.small-ops" and "197 per step" in found.title, found
+    assert "take 0% of the op time" in found.evidence[-1], found.evidence
+    mixed = [(f"aten::op{i}", 3, 3.4e-6) for i in range(189)] + [
+        ("aten::mm [[64, 512], [512, 512]]", 24, 24 * 130e-6)]
+    assert perfstack_findings(_ops_report(mixed)) == []
+    assert perfstack_findings(_ops_report(small, busy=84.0)) == []
