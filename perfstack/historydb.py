@@ -15,7 +15,7 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlparse
+from urllib.parse import ParseResult, parse_qs, unquote, urlparse
 
 from perfstack.errors import UsageError
 
@@ -29,25 +29,13 @@ def is_url(location: str | Path) -> bool:
     return isinstance(location, str) and location.split(":", 1)[0].lower() in URL_SCHEMES
 
 
-@dataclass(frozen=True)
-class _Url:
-    """A PostgreSQL URL's parts, checked once."""
-
-    scheme: str
-    username: str | None
-    password: str | None
-    hostname: str | None
-    port: int | None
-    path: str
-    query: str
-
-
-def parse_url(url: str) -> _Url:
+def parse_url(url: str) -> ParseResult:
     """Return a PostgreSQL URL's parts; raise UsageError, one line, for one that cannot be
     read (a port out of range or not a number, an unclosed IPv6 bracket)."""
     try:
-        p = urlparse(url)
-        return _Url(p.scheme, p.username, p.password, p.hostname, p.port, p.path, p.query)
+        parsed = urlparse(url)
+        _ = parsed.port  # urllib checks the port only when it is asked for
+        return parsed
     except ValueError as exc:
         raise UsageError(f"{describe_raw(url)}: not a PostgreSQL URL ({exc}); the form is "
                          "postgresql://user:password@host:port/database") from None

@@ -22,19 +22,22 @@ CROSS_RANK_RULES = ("dist.straggler", "dist.imbalance")
 _RANKED = re.compile(r"\[rank(\d+)\]$")
 
 
-def unmergeable(reports: Sequence[Report], names: Sequence[str]) -> str | None:
+def unmergeable(reports: Sequence[Report], names: Sequence[str],
+                force: bool = False) -> str | None:
     """Return why these reports are not the nodes of one job, or None: one report given twice
-    (its ranks would count twice), or reports of different workloads (another script or other
-    arguments: ``--force`` joins them anyway)."""
+    (its ranks would count twice), or, unless ``force``, reports of different workloads
+    (another script or other arguments)."""
     from perfstack.analysis.diff import workload_identity
 
     seen: dict[str, str] = {}
     for name, report in zip(names, reports, strict=True):
         key = repr((report.run.started, report.run.cwd, report.run.command,
-                    report.environment.get("hostname"), [m.to_dict() for m in report.metrics]))
+                    [m.to_dict() for m in report.metrics]))
         if key in seen:
             return (f"{seen[key]} and {name} are the same report: its ranks would count twice")
         seen[key] = name
+    if force:
+        return None
     first = workload_identity(reports[0])
     for name, report in zip(names[1:], reports[1:], strict=True):
         other = workload_identity(report)

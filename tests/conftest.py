@@ -53,20 +53,11 @@ def _hermetic_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
     """Mark the session's processes, and point every temporary file the suite's processes
     make (torch's caches, a browser's profile, a launcher's logs) into pytest's own folders:
     nothing is left in the system's temporary folder."""
-    tmp = tmp_path_factory.mktemp("system-tmp")
-    saved = {k: os.environ.get(k) for k in ("TMPDIR", SESSION_MARK)}
-    os.environ["TMPDIR"] = str(tmp)
-    os.environ[SESSION_MARK] = uuid.uuid4().hex
-    tempfile.tempdir = None  # re-read TMPDIR
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TMPDIR", str(tmp_path_factory.mktemp("system-tmp")))
+        patch.setenv(SESSION_MARK, uuid.uuid4().hex)
+        patch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR
         yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        tempfile.tempdir = None
 
 
 @pytest.fixture(autouse=True)

@@ -10,8 +10,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from perfstack_plugins.torchprof.gunzip import TraceError  # noqa: E402
 from perfstack_plugins.torchprof.rows import summarize  # noqa: E402
-from perfstack_plugins.torchprof.trace import TraceAggregate, TraceError, TraceReader  # noqa: E402
+from perfstack_plugins.torchprof.trace import TraceAggregate, TraceReader  # noqa: E402
 
 from perfstack.report import Layer  # noqa: E402
 

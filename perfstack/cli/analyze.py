@@ -144,8 +144,8 @@ def cmd_merge(plugins: Plugins, argv: list[str]) -> int:
     if ns.output is not None:
         rundir.check_writable(ns.output)
     nodes = [load_report(p) for p in ns.reports]
-    refused = unmergeable(nodes, [str(p) for p in ns.reports])
-    if refused is not None and not (ns.force and "different workloads" in refused):
+    refused = unmergeable(nodes, [str(p) for p in ns.reports], force=ns.force)
+    if refused is not None:
         raise errors.UsageError(refused)
     report = merge(nodes, [str(p) for p in ns.reports])
     return _output(plugins, report, ns, f"merged from {len(ns.reports)} reports")

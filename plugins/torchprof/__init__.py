@@ -99,8 +99,9 @@ class TorchBackend(Backend):
     def analyze(self, files: Sequence[Path]) -> list[Recorded]:
         """Read traces recorded elsewhere: files of one rank (from ``distributedInfo``, else
         the file name) are that rank's profiling cycles, read together."""
+        from .gunzip import TraceError
         from .rows import summarize
-        from .trace import TraceAggregate, TraceError, trace_header
+        from .trace import TraceAggregate, trace_header
 
         by_rank: dict[int | None, list[Path]] = {}
         world: dict[int | None, int | None] = {}
