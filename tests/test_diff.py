@@ -290,19 +290,22 @@ def test_different_workloads_are_refused_unless_forced(perfstack: Callable[..., 
 
 
 def test_the_markdown_diff_fits_a_pull_request_comment(runs: dict[str, Path]) -> None:
-    """A headline first, the changed metrics visible, the rest folded: a PR comment stays
-    short; the environment line is there; the verdicts agree between tables."""
+    """A headline first (the workload's own figure and its verdict), what changed and the rows
+    that explain it, the changed metrics visible, the rest folded: a PR comment stays short;
+    the environment line is there; the verdicts agree between tables."""
     proc = _cli(runs["a"].parent, "diff", str(runs["a"]), str(runs["b"]), "--format",
                 "markdown")
     md = proc.stdout
     headline = md.splitlines()[2]
-    assert re.match(r"\*\*\d+ regressions?, \d+ improvements?; wall time ", headline), md[:500]
+    assert re.match(r"\*\*throughput -\d+\.\d% \(regression\); \d+ regressions?, \d+ "
+                    r"improvements?\*\*", headline), md[:500]
     visible, depth = [], 0
     for line in md.splitlines():
         depth += line.count("<details>") - line.count("</details>")
         if depth == 0 and line.strip() and "</details>" not in line:
             visible.append(line)
-    assert len(visible) <= 25, "\n".join(visible)
+    assert len(visible) <= 40, "\n".join(visible)
+    assert "matmul\\_block (ab\\_work.py" in "\n".join(visible), "\n".join(visible)
     assert "environment" in md.lower()
     # A metric called a regression in the metrics table is not "within noise" in the rows.
     data = json.loads(_cli(runs["a"].parent, "diff", str(runs["a"]), str(runs["b"]),
@@ -327,5 +330,8 @@ def test_the_text_diff_fits_80_columns_with_its_verdicts(runs: dict[str, Path]) 
     assert max(len(ln) for ln in lines) <= 80, [ln for ln in lines if len(ln) > 80]
     head = next(ln for ln in lines if ln.strip().startswith("metric "))
     assert "verdict" in head  # the sides' values give way first, never the verdict
-    throughput = next(ln for ln in lines if ln.strip().startswith("throughput "))
+    first = next(ln for ln in lines[1:] if ln and not ln.startswith(" "))  # after the paths
+    assert first.startswith("throughput -") and "(regression)" in first, lines[:6]
+    table = lines.index(head)
+    throughput = next(ln for ln in lines[table:] if ln.strip().startswith("throughput "))
     assert "REGRESSION" in throughput

@@ -23,22 +23,22 @@ runs) share that metric's verdict.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from perfstack.analysis.drift import (
-    SESSION_NOISE,
-    MachineDrift,
-    corrected,
-    drift_for,
-    machine_drift,
-    speed_ratio_of_runs,
+from perfstack.analysis.drift import SESSION_NOISE, MachineDrift, drift_for, machine_drift
+from perfstack.analysis.judge import SMALL_TIME, Judge, one_run_threshold
+from perfstack.analysis.lead import (
+    Lead,
+    arguments,
+    explaining,
+    figure,
+    per_sample,
+    what_changed,
 )
-from perfstack.analysis.origin import workload_dir
-from perfstack.analysis.primary import Primary
+from perfstack.analysis.rowdiff import RowChange, row_changes
 from perfstack.analysis.stats import MIN_EFFECT, compare, compare_paired, summarize
-from perfstack.analysis.view import display_name
-from perfstack.report import Better, Layer, Metric, Report, Row
+from perfstack.report import Better, Metric, Report
 from perfstack.units import fmt_seconds
 
 #: Environment facts that change performance, as (label, path in the environment block).
@@ -62,12 +62,6 @@ ENV_FACTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("OS release", ("os", "release")),
     ("installed packages", ("packages",)),
 )
-
-#: Rows that total other rows (a thread's samples): listed after the rows they sum.
-AGGREGATE_KINDS = ("thread", "thread-sweep")
-
-#: Row values that are times, in the order a row's "time" is chosen.
-
 
 @dataclass
 class EnvChange:
@@ -102,33 +96,8 @@ class MetricChange:
     samples_of: str = "runs"
     #: the change with the machine's own drift (the probes) taken out, for times and rates
     corrected_change: float | None = None
-
-
-@dataclass
-class RowChange:
-    """A row on either side: the value it is compared by, and how it moved."""
-
-    layer: str
-    source: str
-    key: str
-    name: str
-    by: str  # the row value compared: "self", "time", "median"...
-    unit: str
-    base: float | None
-    new: float | None
-    delta: float | None
-    change: float | None
-    status: str  # changed | appeared | vanished
-    beyond_noise: bool | None
-    aggregate: bool  # a total of other rows (a thread), ranked after them
-    corrected_change: float | None  # with the drift between the two measuring runs taken out
-    links: dict[str, list[str]] = field(default_factory=dict)
-    #: counted values (calls, samples) on both sides: exact where times are noisy
-    counts: dict[str, list[float | None]] = field(default_factory=dict)
-    #: the name to show: a function with its line and a short path (origin's), else the name
-    display: str = ""
-    #: a row that restates a metric (``attrs.metric``) shares that metric's verdict
-    by_metric: str | None = None
+    #: the test's two-sided p-value, before the correction for the metrics judged together
+    pvalue: float | None = None
 
 
 @dataclass
@@ -143,6 +112,9 @@ class Diff:
     row_noise: float | None  # relative run-to-run noise the rows are judged against
     row_noise_reason: str
     machine: MachineDrift
+    #: what every format shows first: the workload's figure, what changed, the rows that
+    #: explain it
+    lead: Lead | None = None
 
     def regressions(self, threshold: float) -> list[MetricChange]:
         """Return metrics that got significantly worse by more than ``threshold`` (0.05=5%).
@@ -162,6 +134,7 @@ class Diff:
             "rows": {layer: [asdict(r) for r in rows] for layer, rows in self.rows.items()},
             "row_noise": self.row_noise, "row_noise_reason": self.row_noise_reason,
             "machine": {**asdict(self.machine), "summary": self.machine.describe()},
+            "lead": self.lead.to_dict() if self.lead else None,
         }
         if threshold is not None:
             out["gate"] = {"threshold": threshold,
@@ -205,64 +178,7 @@ def environment_changes(base: Report, new: Report) -> list[EnvChange]:
     return out
 
 
-#: Between separate sessions, a time that moved by less than this share of the run's wall time
-#: is not called a change, whatever its relative size.
-SMALL_TIME = 0.01
-
-
-def _one_run_threshold(noise: float) -> float:
-    return max(MIN_EFFECT * 2.5, 3 * noise)
-
-
-@dataclass
-class _Judge:
-    """What every comparison in one diff shares: pairing, noise and the machine's drift."""
-
-    noise: float | None  # relative run-to-run noise of the wall time
-    machine: MachineDrift
-    wall_s: float | None = None  # the base's median wall time: the scale of the run
-
-    @property
-    def paired(self) -> bool:
-        return self.machine.paired
-
-    def beyond_sessions(self, change: float, drift: float | None,
-                        unit: str) -> tuple[bool | None, float | None, str | None]:
-        """Between separate sessions: whether ``change`` exceeds the session noise both as
-        measured and with the machine's ``drift`` taken out, in the same direction (True);
-        is explained by them (False); or cannot be told from a machine that moved more than
-        the noise (None). Also the corrected change and, unless True, why (one line)."""
-        limit = self.machine.session_noise
-        fixed = corrected(change, drift, unit) if drift is not None else None
-        raw_out = abs(change) > limit
-        if fixed is None:
-            if raw_out:
-                return True, None, None
-            return False, None, self._within(change, limit)
-        if raw_out and abs(fixed) > limit and (fixed > 0) == (change > 0):
-            return True, fixed, None
-        assert drift is not None
-        way = "slower" if drift > 0 else "faster"
-        if abs(fixed) <= limit:
-            if raw_out:
-                return False, fixed, (f"the machine ran {abs(drift):.0%} {way} during NEW; "
-                                      f"the {abs(change):.0%} change is within what the machine "
-                                      f"moved (±{limit:.0%} between sessions)")
-            return False, fixed, self._within(change, limit)
-        if abs(drift) > limit:
-            return None, fixed, (f"the machine ran {abs(drift):.0%} {way} during NEW, as much "
-                                 f"as the change ({100 * change:+.0f}% as measured, "
-                                 f"{100 * fixed:+.0f}% corrected): cannot tell; compare in one "
-                                 "session with perfstack ab")
-        return False, fixed, self._within(change, limit)
-
-    @staticmethod
-    def _within(change: float, limit: float) -> str:
-        return (f"{abs(change):.1%} is within the ±{limit:.0%} between-session noise "
-                "(separate sessions; perfstack ab sees smaller changes)")
-
-
-def _metric_change(a: Metric | None, b: Metric | None, judge: _Judge) -> MetricChange:
+def _metric_change(a: Metric | None, b: Metric | None, judge: Judge) -> MetricChange:
     ref = b or a
     assert ref is not None
     change = MetricChange(ref.name, ref.source, ref.layer, ref.unit, ref.better.value,
@@ -291,6 +207,7 @@ def _metric_change(a: Metric | None, b: Metric | None, judge: _Judge) -> MetricC
         result = compare(base_samples, new_samples)
     change.test = result.test
     change.statistic = result.statistic
+    change.pvalue = result.pvalue
     change.reason = result.reason
     significant: bool | None = result.significant
     if one_run != "runs" and a.samples and b.samples:
@@ -302,7 +219,7 @@ def _metric_change(a: Metric | None, b: Metric | None, judge: _Judge) -> MetricC
             change.reason = (f"{one_run} of one run per side, and no repeated baseline runs to "
                              f"tell the run-to-run noise (use --repeat 3+)")
         else:
-            limit = _one_run_threshold(judge.noise)
+            limit = one_run_threshold(judge.noise)
             outside = change.change is not None and abs(change.change) > limit
             significant = bool(result.significant) and outside
             change.reason = (f"{one_run} of one run per side: beyond noise only above "
@@ -333,14 +250,48 @@ def _metric_change(a: Metric | None, b: Metric | None, judge: _Judge) -> MetricC
     return change
 
 
-def metric_changes(base: Report, new: Report, judge: _Judge) -> list[MetricChange]:
-    """Return every metric of either report, matched by (name, source), judged."""
-    def index(report: Report) -> dict[tuple[str, str], Metric]:
-        return {(m.name, m.source): m for m in report.metrics}
+#: The chance that one diff calls any metric changed when none changed (Holm's correction
+#: across the metrics judged over repeated runs).
+FAMILY_ALPHA = 0.05
 
-    a, b = index(base), index(new)
+
+def _family_wise(changes: list[MetricChange], alpha: float = FAMILY_ALPHA) -> None:
+    """Hold the family-wise error of one diff at ``alpha``: every metric judged by a test over
+    repeated runs is one comparison of the family, and a metric the test called significant
+    alone stays so only if Holm's step-down method keeps it. One ``ab`` session judges about
+    a dozen metrics; at 95% each, an A/A session called one of them changed far more often
+    than one time in 20 (3 in 20 measured), and the gate failed with it."""
+    from perfstack.analysis.stats import holm
+
+    family = [c for c in changes if c.samples_of == "runs" and c.pvalue is not None]
+    kept = holm([c.pvalue for c in family if c.pvalue is not None], alpha)
+    for c, ok in zip(family, kept, strict=True):
+        if not ok and c.verdict in ("regression", "improvement", "changed"):
+            c.verdict = "within noise"
+            c.reason = (f"{c.test} p={c.pvalue:.2g} alone, not significant among the "
+                        f"{len(family)} metrics judged together (Holm, {alpha:.0%} family-wise)")
+
+
+def _scaled(m: Metric, factor: float) -> Metric:
+    from dataclasses import replace
+
+    return replace(m, value=m.value * factor if m.value is not None else None,
+                   samples=[v * factor for v in m.samples] if m.samples else m.samples)
+
+
+def metric_changes(base: Report, new: Report, judge: Judge,
+                   scale: dict[str, tuple[float, float]] | None = None) -> list[MetricChange]:
+    """Return every metric of either report, matched by (name, source), judged; a metric
+    named in ``scale`` is judged with its values multiplied by the factors given for the base
+    and the new side (a per-step figure put per sample)."""
+    def index(report: Report, side: int) -> dict[tuple[str, str], Metric]:
+        return {(m.name, m.source): _scaled(m, scale[m.name][side])
+                if scale and m.name in scale else m for m in report.metrics}
+
+    a, b = index(base, 0), index(new, 1)
     keys = list(dict.fromkeys([*a, *b]))
     changes = [_metric_change(a.get(k), b.get(k), judge) for k in keys]
+    _family_wise(changes)
     order = {"regression": 0, "improvement": 1, "changed": 2, "within noise": 3,
              "cannot judge": 4, "unknown": 5, "appeared": 6, "vanished": 7}
     changes.sort(key=lambda c: (order.get(c.verdict, 9), -abs(c.change or 0.0)))
@@ -360,7 +311,7 @@ def _noise(base: Report, new: Report, judge_paired: bool,
                       "repeated baseline runs: their changes cannot be judged against noise "
                       "(use --repeat 3+)")
     noise = max(rel)
-    limit = _one_run_threshold(noise)
+    limit = one_run_threshold(noise)
     sessions = ""
     if not judge_paired and session_noise > limit:
         limit = session_noise
@@ -372,110 +323,6 @@ def _noise(base: Report, new: Report, judge_paired: bool,
                    "counting noise) and when it stays so once the machine's drift between the "
                    "two measuring runs (their probes) is taken out; rows that restate a metric "
                    "share its verdict")
-
-
-#: Row values that count a sampler's samples: their Poisson noise bounds what a change means.
-SAMPLE_COUNTS = ("samples", "self")
-
-
-def _sampling_noise(a: Row | None, b: Row | None) -> float | None:
-    """Return two standard deviations of the relative change of a sampled row, counted as
-    Poisson counts (sqrt(1/n_a + 1/n_b)), or None for a row that is not counted by sampling.
-    A sampler at a fixed rate counts a steady function more evenly than that, so this bounds
-    the noise from above; with 150 samples a side it asks for a 23% move."""
-    if a is None or b is None:
-        return None
-    for name in SAMPLE_COUNTS:
-        qa, qb = a.values.get(name), b.values.get(name)
-        if qa is not None and qb is not None and qa.unit == "count" and qb.unit == "count" \
-                and isinstance(qa.value, (int, float)) and isinstance(qb.value, (int, float)):
-            if qa.value <= 0 or qb.value <= 0:
-                return None
-            return float(2 * (1 / qa.value + 1 / qb.value) ** 0.5)
-    return None
-
-
-def _run_drifts(base: Report, new: Report, fallback: float | None) -> dict[str, float | None]:
-    """Return, per source, the machine's change between the two runs that measured its rows."""
-    out: dict[str, float | None] = {}
-    for b in {*(x.name for x in base.backends), *(x.name for x in new.backends)}:
-        ra, rb = base.backend(b), new.backend(b)
-        if (ra and ra.run) or (rb and rb.run):
-            out[b] = speed_ratio_of_runs(base.run_record(ra.run) if ra and ra.run else None,
-                                         new.run_record(rb.run) if rb and rb.run else None)
-        else:  # rows read from the baseline runs (no run of its own): the session's drift
-            out[b] = fallback
-    return out
-
-
-def row_changes(base: Report, new: Report, judge: _Judge,
-                verdicts: dict[tuple[str, str], str] | None = None) -> dict[str, list[RowChange]]:
-    """Return, per layer, every row of either report matched by (source, key), largest move
-    first (seconds moved for time rows, then the rest by relative change; totals such as a
-    thread's come after the rows they sum). A row that restates a metric (``attrs.metric``,
-    e.g. the resources backend's medians of the baseline runs) takes that metric's verdict
-    from ``verdicts`` ((name, source) -> verdict), so two tables never disagree."""
-    out: dict[str, list[RowChange]] = {}
-    home = workload_dir(new)
-    threshold = _one_run_threshold(judge.noise) if judge.noise is not None else None
-    if threshold is not None and not judge.paired:
-        threshold = max(threshold, judge.machine.session_noise)
-    drifts = _run_drifts(base, new, judge.machine.change)
-    primary = Primary(new)
-    primary.declared = {**Primary(base).declared, **primary.declared}
-    for layer in Layer:
-        a = {(r.source, r.key): r for r in base.layers.get(layer, [])}
-        b = {(r.source, r.key): r for r in new.layers.get(layer, [])}
-        where = layer.value
-        changes = []
-        for key in dict.fromkeys([*a, *b]):
-            ra, rb = a.get(key), b.get(key)
-            ref = rb or ra
-            assert ref is not None
-            field_name = primary.name(ref) or ""
-            q = ref.values.get(field_name)
-            unit = q.unit if q is not None else ""
-            qa = ra.values.get(field_name) if ra is not None else None
-            qb = rb.values.get(field_name) if rb is not None else None
-            va = qa.value if qa is not None else None
-            vb = qb.value if qb is not None else None
-            status = "appeared" if ra is None else "vanished" if rb is None else "changed"
-            delta = (vb - va) if va is not None and vb is not None else None
-            rel = (vb / va - 1) if va and vb is not None else None
-            drift = drifts.get(ref.source)
-            fixed = corrected(rel, drift, unit) if rel is not None else None
-            limit = threshold
-            if limit is not None and ra is not None and rb is not None:
-                sampled = _sampling_noise(ra, rb)
-                if sampled is not None:
-                    limit = max(limit, sampled)
-            beyond = None if limit is None or rel is None or fixed is None else (
-                abs(rel) > limit and abs(fixed) > limit and (rel > 0) == (fixed > 0))
-            counts = {}
-            for name, q in ref.values.items():
-                if q.unit == "count":
-                    ca = ra.values.get(name) if ra is not None else None
-                    cb = rb.values.get(name) if rb is not None else None
-                    counts[name] = [ca.value if ca is not None else None,
-                                    cb.value if cb is not None else None]
-            restated = ref.attrs.get("metric")
-            by_metric = None
-            if isinstance(restated, str) and verdicts and (restated, ref.source) in verdicts:
-                by_metric = restated
-                verdict = verdicts[(restated, ref.source)]
-                beyond = (None if verdict in ("cannot judge", "unknown")
-                          else verdict in ("regression", "improvement", "changed"))
-            changes.append(RowChange(where, ref.source, ref.key, ref.name, field_name,
-                                     unit, va, vb, delta, rel, status, beyond,
-                                     ref.attrs.get("kind") in AGGREGATE_KINDS,
-                                     fixed if drift is not None else None, ref.links, counts,
-                                     display_name(ref, home), by_metric))
-        changes.sort(key=lambda c: (
-            c.aggregate, c.unit != "s",
-            -abs(c.delta if c.delta is not None else (c.new or c.base or 0.0))
-            if c.unit == "s" else -abs(c.change or 0.0)))
-        out[layer.value] = changes
-    return out
 
 
 def workload_identity(report: Report) -> tuple[str, tuple[str, ...]]:
@@ -492,12 +339,13 @@ def workload_identity(report: Report) -> tuple[str, tuple[str, ...]]:
 
 
 def comparable(base: Report, new: Report) -> str | None:
-    """Return why two reports should not be compared (different workloads), or None."""
+    """Return why two reports should not be compared (different scripts or modules), or None.
+    One script run with other arguments is compared: that is how a batch size is compared."""
     if is_paired(base, new):
         return None  # perfstack ab compared them on purpose
     a, b = workload_identity(base), workload_identity(new)
-    if a == b:
-        return None
+    if a[0] == b[0]:
+        return None  # one script with other arguments: compared, the lead says how they differ
     return (f"the reports profile different workloads ({' '.join([a[0], *a[1]])} vs "
             f"{' '.join([b[0], *b[1]])}); --force compares them anyway")
 
@@ -516,8 +364,33 @@ def diff(base: Report, new: Report, base_name: str = "base", new_name: str = "ne
     machine = machine_drift(base, new, session_noise, paired)
     noise, why = _noise(base, new, paired, session_noise)
     wall = base.metric("wall_time")
-    judge = _Judge(noise, machine, float(wall.value) if wall and wall.value else None)
-    metrics = metric_changes(base, new, judge)
+    judge = Judge(noise, machine, float(wall.value) if wall and wall.value else None)
+    lead_name = figure(new.metrics) or figure(base.metrics)
+    lead_metric = new.metric(lead_name) or base.metric(lead_name) if lead_name else None
+    sample = (per_sample(lead_metric.name, lead_metric.unit, base, new)
+              if lead_metric is not None else None)
+    metrics = metric_changes(base, new, judge,
+                             {lead_metric.name: sample[:2]} if lead_metric and sample else None)
+    different = arguments(base) != arguments(new) and not paired
+    if different:
+        _different_work(metrics, lead_name)
+    metrics.sort(key=lambda m: m.name != lead_name)  # the figure first; a stable sort
     verdicts = {(m.name, m.source): m.verdict for m in metrics}
-    return Diff(base_name, new_name, environment_changes(base, new), metrics,
-                row_changes(base, new, judge, verdicts), noise, why, machine)
+    environment = environment_changes(base, new)
+    rows = row_changes(base, new, judge, verdicts)
+    explain, folded, folded_s = explaining(rows)
+    lead = Lead(next((m for m in metrics if m.name == lead_name), None),
+                sample[2] if sample else None, what_changed(base, new, environment),
+                explain, folded, folded_s, different)
+    return Diff(base_name, new_name, environment, metrics, rows, noise, why, machine, lead)
+
+
+def _different_work(metrics: list[MetricChange], lead: str | None) -> None:
+    """Two runs of one script with other arguments did different work: a total of the run
+    (its wall time, its CPU time, its page faults) is compared, not judged better or worse;
+    only the workload's own figure is."""
+    for m in metrics:
+        if m.name != lead and m.verdict in ("regression", "improvement"):
+            m.verdict = "changed"
+            m.reason = (f"{m.reason}; the sides ran other arguments (different work): "
+                        "compared, not judged better or worse")

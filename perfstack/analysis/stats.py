@@ -62,20 +62,59 @@ class Comparison:
     test: str  # "t-test (pyperf)", "Welch t-test", "Mann-Whitney U", or "none"
     statistic: float | None
     reason: str  # one line a reader can quote
+    #: the test's two-sided p-value (None without a test): what a family-wise correction
+    #: across several metrics (``holm``) ranks
+    pvalue: float | None = None
 
 
-def _welch(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
+def t_pvalue(t: float, df: float) -> float:
+    """Return the two-sided p-value of Student's t with ``df`` degrees of freedom."""
+    import math
+
+    if math.isinf(t):
+        return 0.0
+    if df <= 0 or math.isnan(t):
+        return 1.0
+    from scipy.special import stdtr
+
+    return float(2 * stdtr(df, -abs(t)))
+
+
+def z_pvalue(z: float) -> float:
+    """Return the two-sided p-value of a standard normal ``z``."""
+    import math
+
+    return math.erfc(abs(z) / math.sqrt(2))
+
+
+def holm(pvalues: Sequence[float], alpha: float = 0.05) -> list[bool]:
+    """Return, for each p-value, whether it is significant once the family-wise error rate
+    over all of them is held at ``alpha`` (Holm's step-down method: the smallest p-value is
+    compared with alpha/m, the next with alpha/(m-1), ..., stopping at the first that fails).
+    Uniformly more powerful than Bonferroni, with the same guarantee."""
+    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
+    out = [False] * len(pvalues)
+    m = len(pvalues)
+    for rank, i in enumerate(order):
+        if pvalues[i] > alpha / (m - rank):
+            break
+        out[i] = True
+    return out
+
+
+def _welch(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]:
+    """Return Welch's t, its 95% critical value and its degrees of freedom."""
     import statistics
 
     from pyperf._utils import tdist95conf_level
 
     va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
     if va + vb == 0:
-        return (0.0 if statistics.mean(a) == statistics.mean(b) else float("inf")), 1.96
+        return (0.0 if statistics.mean(a) == statistics.mean(b) else float("inf")), 1.96, 1.0
     t = (statistics.mean(b) - statistics.mean(a)) / (va + vb) ** 0.5
     df = (va + vb) ** 2 / ((va ** 2 / (len(a) - 1) if len(a) > 1 else 0)
                            + (vb ** 2 / (len(b) - 1) if len(b) > 1 else 0) or 1e-300)
-    return t, tdist95conf_level(max(1, df))
+    return t, tdist95conf_level(max(1, df)), max(1.0, df)
 
 
 def _mann_whitney(a: Sequence[float], b: Sequence[float]) -> float:
@@ -135,6 +174,7 @@ def compare(base: Sequence[float], new: Sequence[float],
     if _skewed(base) or _skewed(new):
         z = _mann_whitney(base, new)
         test, stat, passed = "Mann-Whitney U", z, abs(z) >= 1.96
+        pvalue = z_pvalue(z)
     elif len(base) == len(new):
         from pyperf._utils import is_significant
 
@@ -143,9 +183,11 @@ def compare(base: Sequence[float], new: Sequence[float],
         except ZeroDivisionError:  # no spread on either side
             passed, t = mb != mn, float("inf") if mb != mn else 0.0
         test, stat = "t-test (pyperf)", t
+        pvalue = t_pvalue(t, len(base) + len(new) - 2)
     else:
-        t, critical = _welch(base, new)
+        t, critical, df = _welch(base, new)
         test, stat, passed = "Welch t-test", t, abs(t) >= critical
+        pvalue = t_pvalue(t, df)
     effect = abs(change)
     if test == "t-test (pyperf)":
         # As pyperf compare_to --min-speed measures it: the ratio of the means, either way.
@@ -155,12 +197,12 @@ def compare(base: Sequence[float], new: Sequence[float],
     if passed and effect < min_effect:
         return Comparison(change, False, test, stat,
                           f"{test} says different, but {100 * effect:.1f}% is below the "
-                          f"{100 * min_effect:.0f}% minimum effect")
+                          f"{100 * min_effect:.0f}% minimum effect", pvalue)
     if passed:
         return Comparison(change, True, test, stat,
-                          f"{test}: significant at 95% (n={len(base)} vs {len(new)})")
+                          f"{test}: significant at 95% (n={len(base)} vs {len(new)})", pvalue)
     return Comparison(change, False, test, stat,
-                      f"within noise ({test}, n={len(base)} vs {len(new)})")
+                      f"within noise ({test}, n={len(base)} vs {len(new)})", pvalue)
 
 
 #: Below this change, a paired (interleaved A/B) difference is never significant.
@@ -217,20 +259,18 @@ def compare_paired(base: Sequence[float], new: Sequence[float],
                           "none", None, f"{n} pair(s): the noise is unknown, so the change "
                           "cannot be judged; repeat the runs")
     test = "paired t-test"
-    if all(v > 0 for v in (*base, *new)):
+    ratios = all(v > 0 for v in (*base, *new))  # diffs are log ratios, else differences
+    if ratios:
         diffs = [math.log(b / a) for a, b in zip(base, new, strict=True)]
-        change = math.exp(statistics.fmean(diffs)) - 1
     else:
         diffs = [b - a for a, b in zip(base, new, strict=True)]
-        scale = statistics.median(base)
-        change = statistics.fmean(diffs) / scale if scale else 0.0
     kept = _without_outliers(diffs)
     left_out = n - len(kept)
     if left_out:
+        kept_pairs = [(a, b) for a, b, d in zip(base, new, diffs, strict=True) if d in kept]
+        base, new = [a for a, _ in kept_pairs], [b for _, b in kept_pairs]
         diffs, n = kept, len(kept)
-        ratios = all(v > 0 for v in (*base, *new))  # diffs are log ratios, else differences
-        change = (math.exp(statistics.fmean(diffs)) - 1 if ratios
-                  else statistics.fmean(diffs) / (statistics.median(base) or 1.0))
+    change = _paired_change(diffs, base, new, ratios)
     spread = statistics.stdev(diffs)
     mean = statistics.fmean(diffs)
     if spread == 0:
@@ -238,13 +278,33 @@ def compare_paired(base: Sequence[float], new: Sequence[float],
     else:
         t = mean / (spread / math.sqrt(n))
     passed = abs(t) >= tdist95conf_level(n - 1)
+    pvalue = t_pvalue(t, n - 1)
     pairs = f"{n + left_out} interleaved pairs" + (
         f", {left_out} left out as {'an outlier' if left_out == 1 else 'outliers'} (a run "
         "disturbed far beyond the others)" if left_out else "")
     if passed and abs(change) < min_effect:
         return Comparison(change, False, test, t,
                           f"{test} says different, but {100 * abs(change):.1f}% is below the "
-                          f"{100 * min_effect:.0f}% minimum effect ({pairs})")
+                          f"{100 * min_effect:.0f}% minimum effect ({pairs})", pvalue)
     if passed:
-        return Comparison(change, True, test, t, f"{test}: significant at 95% ({pairs})")
-    return Comparison(change, False, test, t, f"within noise ({test}, {pairs})")
+        return Comparison(change, True, test, t, f"{test}: significant at 95% ({pairs})",
+                          pvalue)
+    return Comparison(change, False, test, t, f"within noise ({test}, {pairs})", pvalue)
+
+
+def _paired_change(diffs: Sequence[float], base: Sequence[float], new: Sequence[float],
+                   ratios: bool) -> float:
+    """The change a paired comparison states: the geometric mean of the pairs' ratios minus
+    one; for values that are not all positive (a count that is 0 in some runs), the ratio of
+    the two sides' means minus one, which for values of 0 or more never falls below -100%
+    (the mean difference over the base's median did: 368 -> 80 read -167%)."""
+    import math
+    import statistics
+
+    if ratios:
+        return math.exp(statistics.fmean(diffs)) - 1
+    mean_base, mean_new = statistics.fmean(base), statistics.fmean(new)
+    if mean_base > 0 and mean_new >= 0:
+        return mean_new / mean_base - 1
+    scale = abs(mean_base) or abs(statistics.median(base)) or 1.0
+    return statistics.fmean(diffs) / scale

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfstack.analysis.diff import Diff, MetricChange, RowChange
+from perfstack.analysis.diff import Diff, MetricChange
+from perfstack.analysis.rowdiff import RowChange
 from perfstack.render import markdown_escape as escape
-from perfstack.render.textgrid import Column, cut, table
+from perfstack.render.textgrid import Column, table
 from perfstack.units import fmt_value as fmt
 
 VERDICT_MARK = {"regression": "REGRESSION", "improvement": "improvement", "changed": "changed",
@@ -36,21 +37,77 @@ def _short(value: Any, width: int = 60) -> str:
 
 
 def headline(d: Diff, threshold: float | None) -> str:
-    """The verdict in one line: counts, the wall time's verdict, the gate."""
+    """The verdict in one line: the workload's own figure and its verdict, the other metrics'
+    counts, the gate."""
     regressions = [m for m in d.metrics if m.verdict == "regression"]
     improvements = [m for m in d.metrics if m.verdict == "improvement"]
-    parts = [f"{len(regressions)} regression{'s' if len(regressions) != 1 else ''}",
-             f"{len(improvements)} improvement{'s' if len(improvements) != 1 else ''}"]
-    wall = next((m for m in d.metrics if m.name == "wall_time"), None)
-    line = ", ".join(parts)
-    if wall is not None:
-        line += f"; wall time {fmt_change(wall.change) or 'n/a'} ({wall.verdict})"
+    counts = (f"{len(regressions)} regression{'s' if len(regressions) != 1 else ''}, "
+              f"{len(improvements)} improvement{'s' if len(improvements) != 1 else ''}")
+    lead = d.lead.figure if d.lead else None
+    if lead is not None:
+        per = ", per sample" if d.lead and d.lead.per_sample else ""
+        line = f"{lead.name} {fmt_change(lead.change) or 'n/a'} ({lead.verdict}{per}); {counts}"
+        if d.lead and d.lead.different_work:
+            line += " (other arguments: only the figure is judged better or worse)"
+    else:
+        line = counts
     if threshold is not None:
         bad = d.regressions(threshold)
         line = (f"FAIL ({len(bad)} beyond the {100 * threshold:g}% gate: "
                 + ", ".join(f"{m.name} {fmt_change(m.change)}" for m in bad) + ") · " if bad else
                 f"pass (gate {100 * threshold:g}%) · ") + line
     return line
+
+
+def changed_line(d: Diff) -> str:
+    """What differs between the sides as the user made it, or that nothing does."""
+    if d.lead is None or not d.lead.changed:
+        return "what changed: nothing the reports record (same script, arguments, commit, " \
+            "environment)"
+    return "what changed: " + "; ".join(d.lead.changed)
+
+
+def explain_rows(d: Diff) -> list[RowChange]:
+    """The rows that explain the change, as the lead ranks them."""
+    return d.lead.explain if d.lead else []
+
+
+def folded_line(d: Diff) -> str | None:
+    """How much start-up work was folded away from the rows that explain the change."""
+    if d.lead is None or not d.lead.folded:
+        return None
+    return (f"{d.lead.folded} start-up row{'s' if d.lead.folded != 1 else ''} (imports) that "
+            f"moved {fmt(d.lead.folded_s, 's')} in all folded away: start-up moves between "
+            "any two processes")
+
+
+def explain_cells(r: RowChange) -> list[str]:
+    """A row of the lead's list: name, layer, what happened, how much."""
+    if r.status == "changed":
+        what = f"{_row_cells(r)[3]} ({fmt_change(r.change)})"
+    else:
+        value = r.new if r.status == "appeared" else r.base
+        what = _val(value, r.unit)
+    return [r.display, r.layer, r.status if r.status != "changed" else "moved", what]
+
+
+def grouped_reasons(metrics: list[MetricChange]) -> list[tuple[list[str], str]]:
+    """The reasons of the metrics that need one, each said once with every metric it is for."""
+    why = [m for m in metrics if m.verdict in (*CHANGED, "cannot judge")
+           or (m.verdict == "within noise" and ("says different" in m.reason
+                                                or "Holm" in m.reason))]
+    groups: dict[str, list[str]] = {}
+    for m in why:
+        reason = m.reason if m.verdict != "cannot judge" else _generic(m.reason)
+        groups.setdefault(reason, []).append(m.name)
+    return [(names, reason) for reason, names in groups.items()]
+
+
+def _generic(reason: str) -> str:
+    """A reason without its per-metric counts, so metrics that share it share one line."""
+    import re
+
+    return re.sub(r" \(n=\d+ vs \d+\)", "", reason)
 
 
 def environment_lines(d: Diff) -> list[str]:
@@ -71,7 +128,7 @@ def row_verdict(r: RowChange) -> str:
     """A row's verdict in words (beyond or within noise, appeared...), with its calls."""
     judged = {True: "beyond noise", False: "within noise", None: "cannot judge"}[r.beyond_noise]
     if r.status != "changed":
-        judged = r.status
+        judged = r.status + ("" if r.beyond_noise else " (within sampling noise)")
     elif r.by_metric:
         judged = f"{judged} (as {r.by_metric})"
     calls = r.counts.get("calls")
@@ -99,7 +156,18 @@ def render_text(d: Diff, top: int = 10, threshold: float | None = None,
     title = f"perfstack diff: {d.base} -> {d.new}"
     out = [title] if len(title) <= width else ["perfstack diff:", f"  base: {d.base}",
                                                 f"  new:  {d.new}"]
-    out += ["", *_wrapped(headline(d, threshold), width), ""]
+    out += ["", *_wrapped(headline(d, threshold), width)]
+    out += _wrapped(changed_line(d), width)
+    lead = explain_rows(d)
+    if lead:
+        out += ["", "Explained by (appeared and vanished first, then moved beyond noise)"]
+        out += table([Column("row", name=True), Column("layer", left=True),
+                      Column("", left=True), Column("how much")],
+                     [explain_cells(r) for r in lead], width)
+    folded = folded_line(d)
+    if folded:
+        out += _wrapped(folded, width)
+    out += [""]
     for line in environment_lines(d):
         out += _wrapped(line, width)
     out += _wrapped("machine: " + d.machine.describe(), width)
@@ -108,11 +176,11 @@ def render_text(d: Diff, top: int = 10, threshold: float | None = None,
     out += table([Column("metric", name=True), Column("change"), Column("verdict", left=True),
                   Column("base"), Column("new")],
                  [[c[0], c[3], c[4], c[1], c[2]] for c in map(_metric_cells, d.metrics)], width)
-    why = [m for m in d.metrics if m.verdict in (*CHANGED, "cannot judge")
-           or (m.verdict == "within noise" and "says different" in m.reason)]
+    why = grouped_reasons(d.metrics)
     if why:
         out += ["", "Why"]
-        out += [cut(f"  {m.name}: {m.reason}", width) for m in why]
+        for names, reason in why:
+            out += _wrapped(f"  {', '.join(names)}: {reason}", width)
     for layer, rows in _top_rows(d, top).items():
         out += ["", f"{layer.capitalize()} rows that moved most ({len(d.rows[layer])} in all)"]
         out += table([Column("row", name=True), Column("moved"), Column("change"),
@@ -144,7 +212,15 @@ def render_markdown(d: Diff, top: int = 10, threshold: float | None = None) -> s
     """Return the diff as GitHub-flavoured markdown: the verdict and what changed in view, the
     rest folded away."""
     out = [f"## perfstack diff: {escape(d.base)} → {escape(d.new)}", "",
-           f"**{escape(headline(d, threshold))}**", ""]
+           f"**{escape(headline(d, threshold))}**", "", escape(changed_line(d)), ""]
+    lead = explain_rows(d)
+    if lead:
+        out += ["Explained by (appeared and vanished first, then moved beyond noise):", ""]
+        out += _md_table([["row", "layer", "", "how much"]] + [explain_cells(r) for r in lead])
+        out.append("")
+    folded = folded_line(d)
+    if folded:
+        out += [f"_{escape(folded)}_", ""]
     out += [escape(line) + "  " for line in environment_lines(d)]
     out += [f"machine: {escape(d.machine.describe())}", ""]
     changed = [m for m in d.metrics if m.verdict in CHANGED]
@@ -153,12 +229,6 @@ def render_markdown(d: Diff, top: int = 10, threshold: float | None = None) -> s
                          + [_metric_cells(m) for m in changed])
     else:
         out.append("No metric changed beyond noise.")
-    moved = {layer: [r for r in rows if r.beyond_noise and r.status == "changed"][:3]
-             for layer, rows in d.rows.items()}
-    leaders = [(layer, r) for layer, rows in moved.items() for r in rows]
-    if leaders:
-        out += ["", "Moved most, beyond noise: " + "; ".join(
-            f"{escape(r.display)} {fmt_change(r.change)} ({layer})" for layer, r in leaders[:5])]
     out += ["", "<details>", "<summary>Every metric, and the rows that moved most</summary>", ""]
     out += _md_table([["metric", "base", "new", "change", "verdict", "why"]]
                      + [[*_metric_cells(m), m.reason] for m in d.metrics])

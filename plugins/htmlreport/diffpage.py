@@ -11,8 +11,18 @@ from __future__ import annotations
 from typing import Any
 
 from perfstack.analysis.diff import Diff
+from perfstack.analysis.rowdiff import RowChange
 from perfstack.render import RenderOptions
-from perfstack.render.diff import environment_lines, fmt_change, headline, row_verdict
+from perfstack.render.diff import (
+    changed_line,
+    environment_lines,
+    explain_cells,
+    explain_rows,
+    fmt_change,
+    folded_line,
+    headline,
+    row_verdict,
+)
 from perfstack.units import fmt_value
 
 from .charts import esc
@@ -29,6 +39,33 @@ def _change(change: float | None) -> list[Any]:
     return [change, fmt_change(change)]
 
 
+NUM_CELL = '<td class="num">'
+
+
+def _moved(r: RowChange) -> float | None:
+    """How far a row moved: the change of its value, or all of it for a row on one side."""
+    if r.delta is not None:
+        return abs(r.delta)
+    value = r.new if r.status == "appeared" else r.base if r.status == "vanished" else None
+    return abs(value) if value is not None else None
+
+
+def _lead(d: Diff) -> str:
+    """The change in words and the rows that explain it, as the text and markdown show them."""
+    out = f"<p>{esc(changed_line(d))}</p>"
+    rows = explain_rows(d)
+    if rows:
+        out += ('<h3>Explained by</h3><p class="muted">appeared and vanished first, then moved '
+                'beyond noise</p><div class="scroll"><table><tr><th>row</th><th>layer</th>'
+                '<th></th><th class="num">how much</th></tr>'
+                + "".join("<tr>" + "".join(
+                    (NUM_CELL if i == 3 else "<td>") + f"{esc(c)}</td>"
+                    for i, c in enumerate(explain_cells(r))) + "</tr>" for r in rows)
+                + "</table></div>")
+    folded = folded_line(d)
+    return out + (f'<p class="muted">{esc(folded)}</p>' if folded else "")
+
+
 def diff_panes(d: Diff, options: RenderOptions) -> tuple[list[tuple[str, str]], str,
                                                           dict[str, Any]]:
     """Return the tabs, the panes' markup and the tables' data of a diff page."""
@@ -43,7 +80,7 @@ def diff_panes(d: Diff, options: RenderOptions) -> tuple[list[tuple[str, str]], 
     overview = (
         f'<header id="header"><h1>perfstack diff</h1><p class="mono">{esc(d.base)} → '
         f'{esc(d.new)}</p></header><section id="answer"><h2>Answer</h2><p class="answer">'
-        f"{esc(headline(d, None))}</p>"
+        f"{esc(headline(d, None))}</p>" + _lead(d)
         + "".join(f"<p>{esc(line)}</p>" for line in environment_lines(d))
         + f"<p>{esc(d.machine.describe())}</p></section>"
         '<section id="metrics"><h2>Metrics</h2><div class="scroll"><table><tr><th>metric</th>'
@@ -75,7 +112,7 @@ def diff_panes(d: Diff, options: RenderOptions) -> tuple[list[tuple[str, str]], 
                 "rows": [{"k": r.key, "c": [
                     r.display or r.name, r.by, _num(r.base, r.unit), _num(r.new, r.unit),
                     _change(r.change),
-                    _num(abs(r.delta) if r.delta is not None else None, r.unit),
+                    _num(_moved(r), r.unit),
                     _change(r.corrected_change), row_verdict(r)]} for r in rows],
                 "notes": [], "source": source}
             parts.append(f'<section><h3>from {esc(source)} ({len(rows)} rows)</h3>'
