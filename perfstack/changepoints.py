@@ -10,6 +10,12 @@ the largest two-sample t statistic over every split of the segment, in shuffled 
 (Matteson and James's own test, vectorised, on the pooled t statistic). A step is
 **significant** below ``ALPHA``, **possible** below ``SUGGEST``.
 
+A segment too short for any arrangement of it to reach ``ALPHA`` under permutation (6 runs
+and 5: one arrangement in 462) is also judged by Student's t-test on the logarithms,
+Bonferroni-corrected for every split the detector could have chosen; the smaller p-value
+counts (both are valid, so the false alarms at most double: none in 300 flat short series,
+tests/test_gate_shared_machine.py). A 2x step in 11 quiet runs is a change, not "possible".
+
 Sizes are relative to the level before the step, with a 95% Welch interval. The
 **detectable** step of a segment is the smallest one a history this noisy and this long would
 find at ``ALPHA`` with 80% power, split in its middle: it says how many more runs it takes
@@ -191,11 +197,43 @@ def step_at(values: Sequence[float], index: int, start: int, stop: int,
     before, after = side(left), side(right)
     base = before.mean if before.mean else math.nan
     near = max(start, index - LOCAL)
-    p = permutation_p(values[near:min(stop, index + LOCAL)], index - near, seed=seed + index,
-                      wanted=wanted)
+    local = values[near:min(stop, index + LOCAL)]
+    p = permutation_p(local, index - near, seed=seed + index, wanted=wanted)
+    if short(len(local), index - near):
+        p = min(p, split_p(local, index - near))
     first, last = place(values[start:stop], index - start)
     return Step(index, before, after, p, diff / base, (diff - half) / base,
                 (diff + half) / base, start + first, start + last)
+
+
+def short(n: int, index: int) -> bool:
+    """Whether a segment of ``n`` values split at ``index`` is too short for the permutation
+    test to reach ALPHA at all: even a split that separates every value of one side from the
+    other's is one arrangement in comb(n, index), and 6 runs before a step and 5 after it
+    (462 arrangements) can never be called significant at 0.001 that way."""
+    return math.comb(n, index) < 2 / ALPHA
+
+
+def split_p(segment: Sequence[float], index: int) -> float:
+    """Return the p-value of a step at ``index`` of a short segment by Student's t-test with
+    the pooled variance (on the logarithms of positive values: run times and rates vary by a
+    factor, not an amount), Bonferroni-corrected for every split the detector could have
+    chosen. Pooled, not Welch's: without a step both sides have one spread, and Welch's
+    estimate from 3 values that happen to agree called a quiet history changed."""
+    from scipy import special
+
+    x = list(segment)
+    if all(v > 0 for v in x):
+        x = [math.log(v) for v in x]
+    a, b = side(x[:index]), side(x[index:])
+    df = a.n + b.n - 2
+    pooled = ((a.n - 1) * a.sd ** 2 + (b.n - 1) * b.sd ** 2) / df if df > 0 else 0.0
+    se = math.sqrt(pooled * (1 / a.n + 1 / b.n))
+    if se == 0:
+        return 1.0 if a.mean == b.mean else 0.0
+    p = float(2 * special.stdtr(df, -abs(b.mean - a.mean) / se))
+    splits = max(1, len(x) - 2 * MIN_SIDE + 1)
+    return min(1.0, p * splits)
 
 
 #: chi-squared(1) at 99%: the likelihood-ratio cut for the step's place.
@@ -244,9 +282,9 @@ def _candidates(values: Sequence[float]) -> tuple[list[int], list[int]]:
 
 
 def detect(values: Sequence[float], min_change: float,
-           seed: int = 0) -> tuple[list[Step], Step | None]:
-    """Return the significant steps of ``values`` (oldest first) and, in the segment after
-    the last of them, the strongest possible step that is not significant (or None)."""
+           seed: int = 0, alpha: float = ALPHA) -> tuple[list[Step], Step | None]:
+    """Return the steps of ``values`` significant at ``alpha`` (oldest first) and, in the
+    segment after the last of them, the strongest possible step that is not (or None)."""
     if len(values) < 2 * MIN_SIDE:
         return [], None
     values = _np().asarray(values, dtype=float)
@@ -262,7 +300,7 @@ def detect(values: Sequence[float], min_change: float,
     while True:  # drop the weakest that the permutation test does not confirm, then again
         bounds = [0, *kept, len(values)]
         steps = [at(i, bounds[j], bounds[j + 2], ALPHA) for j, i in enumerate(kept)]
-        failing = [s for s in steps if not s.significant or too_small(s, min_change)]
+        failing = [s for s in steps if s.pvalue >= alpha or too_small(s, min_change)]
         if not failing:
             break
         kept.remove(max(failing, key=lambda s: s.pvalue).index)
@@ -284,6 +322,8 @@ def detect(values: Sequence[float], min_change: float,
         found = at(best[1], start, len(values), SUGGEST)
         possible = found if found.pvalue < SUGGEST and not too_small(found, min_change) \
             else None
+    if possible is not None and possible.pvalue < alpha:  # a short segment's clear step
+        return [*steps, possible], None
     return steps, possible
 
 

@@ -317,6 +317,7 @@ class Session:
             stderr=self._rel(result.stderr) if result.stderr else None,
             python_stack=result.python_stack,
             stdout_tail=result.stdout_tail, stderr_tail=result.stderr_tail,
+            machine_load=result.machine_load,
         )
 
     # -- the session ---------------------------------------------------------------------

@@ -34,7 +34,7 @@ from perfstack.report import Report
 FILE_NAME = "history.sqlite"
 #: Set to "off" (or "0") to write no history; or to a database path.
 HISTORY_ENV = "PERFSTACK_HISTORY"
-SCHEMA_VERSION = 3  # 2: metrics.better; 3: runs.speed_wall, runs.speed_cpu
+SCHEMA_VERSION = 4  # 2: metrics.better; 3: runs.speed_wall, runs.speed_cpu; 4: runs.disturbed
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -53,7 +53,8 @@ CREATE TABLE IF NOT EXISTS runs (
     added TEXT NOT NULL,
     perfstack_version TEXT,
     speed_wall REAL,
-    speed_cpu REAL
+    speed_cpu REAL,
+    disturbed TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_workload ON runs (workload_key, machine, started);
 CREATE TABLE IF NOT EXISTS metrics (
@@ -88,13 +89,15 @@ class Entry:
     #: slower), wall-clock and CPU-only; None without probes
     speed_wall: float | None = None
     speed_cpu: float | None = None
+    #: why the run's baseline was disturbed by other programs (perfstack.machineload), or None
+    disturbed: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form."""
         return {"id": self.id, "started": self.started, "workload": self.workload,
                 "commit": self.commit, "branch": self.branch, "dirty": self.dirty,
                 "machine": self.machine, "report": self.report_path,
-                "wall_time": self.wall_time}
+                "wall_time": self.wall_time, "disturbed": self.disturbed}
 
 
 @dataclass(frozen=True)
@@ -191,9 +194,10 @@ def ensure_schema(db: Database) -> None:
         if "better" not in columns:  # a history written before schema 2
             db.execute("ALTER TABLE metrics ADD COLUMN better TEXT")
         columns = [c[0] for c in db.execute("SELECT * FROM runs LIMIT 0").description]
-        for name in ("speed_wall", "speed_cpu"):  # before schema 3
+        for name, kind in (("speed_wall", "REAL"), ("speed_cpu", "REAL"),  # before schema 3
+                           ("disturbed", "TEXT")):  # before schema 4
             if name not in columns:
-                db.execute(f"ALTER TABLE runs ADD COLUMN {name} REAL")
+                db.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
         db.execute("INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO "
                    "UPDATE SET value = excluded.value", (str(SCHEMA_VERSION),))
         db.commit()
@@ -232,7 +236,8 @@ def add(location: Location, report: Report, report_path: Path,
             run = db.execute(
                 "INSERT INTO runs (digest, report_path, workload, workload_key, commit_id, "
                 "branch, dirty, machine, machine_facts, started, added, perfstack_version, "
-                "speed_wall, speed_cpu) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "speed_wall, speed_cpu, disturbed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                "?, ?) "
                 "ON CONFLICT (digest) DO NOTHING RETURNING id",
                 # A path that is not UTF-8 (bytes a file system allows) is kept readable
                 # for people, its odd bytes as \xNN: a database stores text.
@@ -242,7 +247,8 @@ def add(location: Location, report: Report, report_path: Path,
                  None if repo.get("dirty") is None else int(bool(repo.get("dirty"))),
                  fingerprint(facts), json.dumps(facts, sort_keys=True), report.run.started,
                  datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                 report.run.perfstack_version, *_speeds(report))).fetchone()
+                 report.run.perfstack_version, *_speeds(report),
+                 disturbed(report))).fetchone()
             if run is None:
                 db.rollback()
                 return False
@@ -256,6 +262,24 @@ def add(location: Location, report: Report, report_path: Path,
             db.rollback()
             raise
     return True
+
+
+def disturbed(report: Report) -> str | None:
+    """Return why a report's figures were disturbed by other programs, or None: when half or
+    more of its clean baseline runs (the figures are their medians) were disturbed
+    (``perfstack.machineload``), the median run's reason."""
+    from perfstack import machineload
+
+    clean = [r for r in report.run.runs if r.role == "baseline" and r.exit.clean]
+    measured = [r for r in clean if r.machine_load]
+    if not measured:
+        return None
+    hit = [r for r in measured if machineload.disturbed(r.machine_load)]
+    if 2 * len(hit) < len(measured):
+        return None
+    hit.sort(key=lambda r: float((r.machine_load or {}).get("others_cpus") or 0.0))
+    why = machineload.disturbed(hit[len(hit) // 2].machine_load)
+    return f"{why} in {len(hit)} of {len(measured)} baseline runs"
 
 
 def _speeds(report: Report) -> tuple[float | None, float | None]:
@@ -305,15 +329,15 @@ def runs(location: Location, workload: str | None = None, branch: str | None = N
 
 #: The columns an Entry is made of, in ``_entry``'s order.
 _RUN_COLUMNS = ("r.id, r.started, r.workload, r.commit_id, r.branch, r.dirty, r.machine, "
-                "r.report_path, r.speed_wall, r.speed_cpu")
+                "r.report_path, r.speed_wall, r.speed_cpu, r.disturbed")
 
 
 def _entry(row: Sequence[Any], wall: float | None = None) -> Entry:
     """An Entry from a row of ``_RUN_COLUMNS``."""
-    i, started, wl, commit, branch, dirty, machine, path, speed_wall, speed_cpu = row
+    i, started, wl, commit, branch, dirty, machine, path, speed_wall, speed_cpu, hit = row
     return Entry(int(i), str(started), json.loads(wl), commit, branch,
                  None if dirty is None else bool(dirty), machine, path, wall, speed_wall,
-                 speed_cpu)
+                 speed_cpu, hit)
 
 
 def series(location: Location, metric: str | None = None, row: str | None = None,
@@ -350,6 +374,9 @@ class Group:
     metric_info: dict[str, tuple[str, str, str]]  # name -> (unit, layer, better)
     rows: dict[str, list[float | None]]
     row_info: dict[str, tuple[str, str, str]]  # key -> (name, unit, layer)
+    #: the workload's own figure (a metric it reported with a better direction: a throughput
+    #: first), the series ``trend`` and ``gate`` hold to a family of one; None without one
+    figure: str | None = None
 
 
 def groups(location: Location, workload: str | None = None, branch: str | None = None,
@@ -376,11 +403,14 @@ def groups(location: Location, workload: str | None = None, branch: str | None =
             marks = ",".join("?" * len(ids))
             metrics: dict[str, list[float | None]] = {}
             metric_info: dict[str, tuple[str, str, str]] = {}
-            for run_id, name, value, unit, layer, better in db.execute(
-                    f"SELECT run_id, name, value, unit, layer, better FROM metrics WHERE "
-                    f"run_id IN ({marks})", ids).fetchall():
+            own: set[str] = set()
+            for run_id, name, value, unit, layer, better, source in db.execute(
+                    f"SELECT run_id, name, value, unit, layer, better, source FROM metrics "
+                    f"WHERE run_id IN ({marks})", ids).fetchall():
                 metrics.setdefault(name, [None] * len(ids))[position[int(run_id)]] = value
                 metric_info[name] = (unit, layer, better or "neither")
+                if source == "workload" and better in ("higher", "lower"):
+                    own.add(name)
             chosen = _top_row_keys(db, ids, marks, top_rows)
             chosen += [k for k in row_keys if k not in chosen]
             rows: dict[str, list[float | None]] = {}
@@ -393,8 +423,10 @@ def groups(location: Location, workload: str | None = None, branch: str | None =
                     rows.setdefault(row_key, [None] * len(ids))[position[int(run_id)]] = value
                     row_info.setdefault(row_key, (name, unit or "", layer))
             entries = [_entry(found) for found in members]
+            figure = min(own, key=lambda n: ("throughput" not in n.lower(), n)) if own \
+                else None
             out.append(Group(entries[-1].workload, key, mach, entries, metrics, metric_info,
-                             rows, row_info))
+                             rows, row_info, figure))
     return out
 
 

@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from perfstack import rundir, signals, strays
+from perfstack import machineload, rundir, signals, strays
 from perfstack.bootstrap import FAULTHANDLER_FILE, STACK_SIGNAL
 from perfstack.report import ExitInfo
 
@@ -63,6 +63,8 @@ class ChildResult:
     #: processes the run started that were still running after it ended (in a session of
     #: their own), and were stopped: 'pid N: command'
     left_running: list[str] = field(default_factory=list)
+    #: what else the machine did meanwhile (perfstack.machineload.between)
+    machine_load: dict[str, Any] | None = None
 
 
 def tail(path: Path, lines: int = TAIL_LINES, limit: int = 8192) -> str | None:
@@ -133,6 +135,7 @@ def run_child(
     stderr_path = spec.artifact_dir / "stderr.log"
     started = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+        load_start = machineload.snapshot()
         begin = time.perf_counter()
         try:
             token = strays.new_token()  # inherited by everything the run starts
@@ -172,6 +175,7 @@ def run_child(
             state.stop(waiter)
     state.poll_started()
     proc.returncode = waiter.status  # tell Popen the child is reaped
+    load = machineload.between(load_start, machineload.snapshot(), waiter.end - begin)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)  # anything the workload left behind in its group
     with signals.deferred():
@@ -198,6 +202,7 @@ def run_child(
         stderr_tail=tail(stderr_path),
         instructions=instructions,
         instructions_reason=counter_reason,
+        machine_load=load,
         left_running=left_running,
     )
 

@@ -304,6 +304,9 @@ class RunRecord:
     #: user-space instructions the workload's processes retired (perfstack.counters); None
     #: when not asked for, a value of None with the reason when the machine cannot count them
     instructions: Quantity | None = None
+    #: what else the machine did during the run (perfstack.machineload): {"others_cpus": ..,
+    #: "steal": .., "cpus": ..}; None where it was not measured
+    machine_load: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form."""
@@ -326,6 +329,8 @@ class RunRecord:
             out["probe"] = self.probe
         if self.instructions is not None:
             out["instructions"] = self.instructions.to_dict()
+        if self.machine_load is not None:
+            out["machine_load"] = self.machine_load
         return out
 
     @classmethod

@@ -12,25 +12,30 @@ a verdict over its newest segment, the runs since its last significant step:
   too short for a step of ``min_change`` to be seen (with the runs it would take);
 - **no change**: neither.
 
-``gate`` judges the newest run against its series' newest segment (not one baseline report).
+``perfstack.gate`` judges the newest runs against the level before the latest change point.
+
+A run disturbed by other programs on the machine (``perfstack.machineload``: recorded per run
+in the history) is set aside: it has no value in any series, and the text names it.
 """
 
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from perfstack import changepoints
-from perfstack.analysis.drift import corrected
 from perfstack.changepoints import Side, Step
 from perfstack.history import Entry, Group
 
 CHANGED, UNSURE, STEADY = "changed", "cannot tell yet", "no change"
 #: A series with fewer runs than this gets "cannot tell yet".
 MIN_RUNS = 2 * changepoints.MIN_SIDE
+#: The significance of the workload's own figure (``Group.figure``): declared by the workload
+#: before any run, it is a family of one; every other series is one of dozens searched, held
+#: to changepoints.ALPHA.
+FIGURE_ALPHA = 0.01
 #: The p-value below which another series counts as having stepped with a change point.
 MOVED_P = 0.01
 
@@ -111,7 +116,8 @@ class Change:
                               "commits": [(self.before_earliest or self.previous).commit,
                                           (self.latest or self.run).commit]},
                 "started": self.run.started, "change": s.change, "interval": [s.low, s.high],
-                "pvalue": s.pvalue, "before": _side(s.before), "after": _side(s.after),
+                "pvalue": s.pvalue, "before": side_dict(s.before),
+                "after": side_dict(s.after),
                 "worse": self.worse, "layer": self.layer,
                 "movers": [m.to_dict() for m in self.movers]}
 
@@ -140,7 +146,7 @@ class Verdict:
         return {"series": self.series.to_dict(), "status": self.status, "values": self.values,
                 "changes": [c.to_dict() for c in self.changes],
                 "possible": self.possible.to_dict() if self.possible else None,
-                "current": _side(self.current) if self.current else None,
+                "current": side_dict(self.current) if self.current else None,
                 "noise": self.noise, "detectable": self.detectable,
                 "runs_needed": self.runs_needed}
 
@@ -152,6 +158,11 @@ class Trend:
     group: Group
     min_change: float
     verdicts: list[Verdict] = field(default_factory=list)
+
+    @property
+    def set_aside(self) -> list[Entry]:
+        """The runs left out of every series: disturbed by other programs on the machine."""
+        return [r for r in self.group.runs if r.disturbed]
 
     @property
     def changes(self) -> list[Change]:
@@ -177,29 +188,39 @@ class Trend:
         g = self.group
         return {"workload": g.workload, "workload_id": g.workload_key, "machine": g.machine,
                 "runs": [{"id": r.id, "started": r.started, "commit": r.commit,
-                          "branch": r.branch, "dirty": r.dirty} for r in g.runs],
+                          "branch": r.branch, "dirty": r.dirty, "disturbed": r.disturbed}
+                         for r in g.runs],
                 "min_change": self.min_change, "alpha": changepoints.ALPHA,
+                "figure": g.figure, "figure_alpha": FIGURE_ALPHA,
                 "verdicts": [v.to_dict() for v in self.verdicts]}
 
 
-def _side(s: Side) -> dict[str, Any]:
+def side_dict(s: Side) -> dict[str, Any]:
+    """Return a segment's mean, spread and count as JSON."""
     return {"mean": s.mean, "sd": s.sd, "n": s.n}
 
 
 def series_of(group: Group) -> list[tuple[SeriesId, list[float | None]]]:
-    """Return every series of a group: the metrics, then the rows."""
-    out = [(SeriesId("metric", name, name, unit, layer, better), group.metrics[name])
+    """Return every series of a group: the metrics, then the rows; a run disturbed by other
+    programs (``Entry.disturbed``) has no value in any of them (None: set aside)."""
+    aside = [r.disturbed is not None for r in group.runs]
+
+    def kept(values: list[float | None]) -> list[float | None]:
+        return [None if out else v for v, out in zip(values, aside, strict=True)]
+
+    out = [(SeriesId("metric", name, name, unit, layer, better), kept(group.metrics[name]))
            for name, (unit, layer, better) in sorted(group.metric_info.items())]
     for key, (name, unit, layer) in sorted(group.row_info.items(),
                                            key=lambda kv: (kv[1][2], kv[0])):
         # A row's primary value in time or bytes is what it cost: more is worse. A count
         # (samples, calls, block operations) says what happened, not how well.
         better = "lower" if unit in ("s", "B") else "neither"
-        out.append((SeriesId("row", key, name, unit, layer, better), group.rows[key]))
+        out.append((SeriesId("row", key, name, unit, layer, better), kept(group.rows[key])))
     return out
 
 
-def _present(values: Sequence[float | None]) -> tuple[list[int], list[float]]:
+def present_values(values: Sequence[float | None]) -> tuple[list[int], list[float]]:
+    """Return where a series has finite values, and those values."""
     where = [i for i, v in enumerate(values) if v is not None and math.isfinite(v)]
     return where, [float(values[i]) for i in where]  # type: ignore[arg-type]
 
@@ -209,16 +230,16 @@ def _present(values: Sequence[float | None]) -> tuple[list[int], list[float]]:
 PARALLEL_FROM = 20_000
 
 
-def _detect(job: tuple[list[float], float]) -> tuple[list[Step], Step | None]:
-    return changepoints.detect(job[0], job[1])
+def _detect(job: tuple[list[float], float, float]) -> tuple[list[Step], Step | None]:
+    return changepoints.detect(job[0], job[1], alpha=job[2])
 
 
-def _detect_all(presents: list[list[float]], min_change: float
+def _detect_all(presents: list[list[float]], min_change: float, alphas: list[float]
                 ) -> list[tuple[list[Step], Step | None]]:
     """Search every series (the few below MIN_RUNS or constant are not asked)."""
     import os
 
-    jobs = [(p, min_change) for p in presents]
+    jobs = [(p, min_change, a) for p, a in zip(presents, alphas, strict=True)]
     workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
     if workers < 2 or len(jobs) < 2 * workers or sum(map(len, presents)) < PARALLEL_FROM:
         return [_detect(j) for j in jobs]
@@ -230,14 +251,21 @@ def _detect_all(presents: list[list[float]], min_change: float
         return list(pool.map(_detect, jobs, chunksize=max(1, len(jobs) // (4 * workers))))
 
 
+def alpha_of(group: Group, sid: SeriesId) -> float:
+    """The significance a series' steps are held to."""
+    return FIGURE_ALPHA if sid.kind == "metric" and sid.key == group.figure \
+        else changepoints.ALPHA
+
+
 def analyse(group: Group, min_change: float = 0.05) -> Trend:
     """Return the verdict of every series of ``group``."""
     trend = Trend(group, min_change)
     every = series_of(group)
-    searched = [(sid, values, *_present(values)) for sid, values in every]
-    wanted = [present for _, _, _, present in searched
-              if len(present) >= MIN_RUNS and max(present) != min(present)]
-    answers = iter(_detect_all(wanted, min_change))
+    searched = [(sid, values, *present_values(values)) for sid, values in every]
+    asked = [(sid, present) for sid, _, _, present in searched
+             if len(present) >= MIN_RUNS and max(present) != min(present)]
+    answers = iter(_detect_all([p for _, p in asked], min_change,
+                               [alpha_of(group, sid) for sid, _ in asked]))
     for sid, values, where, present in searched:
         if len(present) < MIN_RUNS:
             trend.verdicts.append(Verdict(sid, UNSURE, list(values), [], None, None, None,
@@ -298,120 +326,3 @@ def _place(group: Group, sid: SeriesId, step: Step, where: list[int],
     latest = where[step.last] if step.last >= 0 else run_index
     return Change(sid, step, group.runs[run_index], group.runs[run_index - 1], movers, layer,
                   group.runs[earliest], group.runs[max(earliest - 1, 0)], group.runs[latest])
-
-
-@dataclass(frozen=True)
-class Judgement:
-    """The gate's answer for one series: the newest run against its series' newest segment."""
-
-    series: SeriesId
-    value: float
-    reference: Side  # the newest segment of the history, the newest run left out
-    change: float  # relative
-    pvalue: float  # of the newest value under the segment's spread (prediction, Student t)
-    regression: bool
-    note: str
-    #: how much slower the machine was for the newest run than for the segment (the probes)
-    machine: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the JSON form."""
-        return {"series": self.series.to_dict(), "value": self.value,
-                "reference": _side(self.reference), "change": self.change,
-                "pvalue": self.pvalue, "regression": self.regression, "note": self.note,
-                "machine_change": self.machine}
-
-
-#: The gate's default significance: one new run against a segment (a single comparison).
-GATE_ALPHA = 0.01
-#: The smallest step that starts a new segment for the gate's reference.
-GATE_SEGMENT_STEP = 0.01
-
-
-def gate(group: Group, names: Sequence[str] | None, threshold: float,
-         alpha: float = GATE_ALPHA) -> list[Judgement]:
-    """Judge the group's newest run: for each gated series (``names``, else every metric that
-    has a better direction), its value against the newest segment of the runs before it.
-
-    A regression is a change in the worse direction beyond ``threshold`` (relative) that is
-    beyond noise three ways: its p-value under the segment's spread (Student t) is below
-    ``alpha`` shared among the series gated (Bonferroni: the job fails on one series out of
-    many only as often as ``alpha`` says), and it is worse than every run of the segment (a
-    spread with long tails, such as a few ms of system time, fools the t-test alone). And a
-    time or rate stays beyond the threshold once the machine's own change is taken out (the
-    probe each run times: a newest run on a machine 20% slower for the moment, with 20% more
-    time, is the machine's doing, as ``perfstack diff`` judges it)."""
-    gated = []
-    for sid, values in series_of(group):
-        if names is not None:
-            if sid.key not in names:
-                continue
-        elif sid.kind != "metric" or sid.better == "neither":
-            continue
-        if values and values[-1] is not None:
-            gated.append((sid, values))
-    each = alpha / max(len(gated), 1)
-    out = []
-    for sid, values in gated:
-        newest = float(values[-1])  # type: ignore[arg-type]
-        where, past = _present(values[:-1])
-        if len(past) < MIN_RUNS:
-            out.append(Judgement(sid, newest, changepoints.side(past), math.nan, 1.0, False,
-                                 f"{len(past)} runs before: needs {MIN_RUNS}"))
-            continue
-        steps, _ = changepoints.detect(past, GATE_SEGMENT_STEP)
-        first = steps[-1].index if steps else 0
-        segment = past[first:]
-        ref = changepoints.side(segment)
-        change = newest / ref.mean - 1 if ref.mean else math.nan
-        p = _prediction_p(newest, ref)
-        worse = sid.better != "neither" and (change > 0) == (sid.better == "lower")
-        beyond_all = newest > max(segment) if sid.better == "lower" else newest < min(segment)
-        big = abs(change) > threshold
-        machine = _machine_change(group, sid, [where[i] for i in range(first, len(past))])
-        fixed = corrected(change, machine, sid.unit)
-        explained = machine is not None and not (abs(fixed) > threshold
-                                                 and (fixed > 0) == (change > 0))
-        regression = bool(worse and big and p < each and beyond_all and not explained)
-        if regression:
-            note = "REGRESSION"
-        elif worse and big and explained and machine is not None:
-            way = "slower" if machine > 0 else "faster"
-            note = f"machine {abs(machine):.0%} {way}"  # the probe explains the change
-        elif worse and big:
-            note = "within noise"  # worse by more than the threshold, not beyond noise
-        elif worse and p < each and beyond_all:
-            note = "under threshold"  # beyond noise, but smaller than the threshold
-        else:
-            note = "ok"
-        out.append(Judgement(sid, newest, ref, change, p, regression, note, machine))
-    return out
-
-
-def _machine_change(group: Group, sid: SeriesId, segment_runs: list[int]) -> float | None:
-    """How much slower the machine was during the newest run than during the segment's runs
-    (the probe every run times in its own process: wall-clock for the run's own figures,
-    CPU-only for the others), or None without probes."""
-    wall = sid.layer == "run"
-
-    def speed(entry: Entry) -> float | None:
-        return entry.speed_wall if wall else entry.speed_cpu
-
-    newest = speed(group.runs[-1])
-    before = [x for x in (speed(group.runs[i]) for i in segment_runs) if x]
-    if not newest or not before:
-        return None
-    return newest / statistics.median(before) - 1
-
-
-def _prediction_p(value: float, ref: Side) -> float:
-    """Two-sided p-value of one new value under a segment's spread (Student t with n-1
-    degrees of freedom, the segment's mean uncertain too)."""
-    from scipy import stats
-
-    if ref.n < 2:
-        return 1.0
-    scale = ref.sd * math.sqrt(1 + 1 / ref.n)
-    if scale == 0:
-        return 1.0 if value == ref.mean else 0.0
-    return float(2 * stats.t.sf(abs(value - ref.mean) / scale, ref.n - 1))

@@ -47,6 +47,8 @@ EXIT_WORKLOAD_FAILED = 8
 EXIT_BACKENDS_FAILED = 9
 EXIT_HISTORY = 10
 EXIT_MISSING_DEPENDENCY = 11
+#: perfstack gate: the newest run was disturbed by other programs; run it again
+EXIT_DISTURBED = 12
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from perfstack import errors
-from perfstack.cli import EXIT_OK, EXIT_REGRESSION, Parser
+from perfstack.cli import EXIT_DISTURBED, EXIT_OK, EXIT_REGRESSION, Parser
 from perfstack.cli.history import DB_HELP, database
 from perfstack.render import terminal_safe
 
@@ -106,23 +106,30 @@ def cmd_trend(argv: list[str]) -> int:
 
 
 def cmd_gate(argv: list[str]) -> int:
-    """Judge the newest run of a workload against the newest segment of its history."""
-    from perfstack import trend
+    """Judge the newest runs of a workload against the level before them."""
+    from perfstack import gate
     from perfstack.cli.show import output_width
     from perfstack.render import trend as render
 
     parser = Parser(prog="perfstack gate",
-                    description="Judge the newest run of a workload against the runs before "
-                    "it since their last change point (not one baseline report): exit 1 "
-                    "when a metric got worse by more than --threshold and beyond the "
-                    "history's own noise.",
+                    description="Judge the newest runs of a workload against the level "
+                    "before them (not one baseline report): when a series stepped among "
+                    f"the newest {gate.RECENT} runs, the runs since the step against the "
+                    "level before it; else the newest run against the runs before it since "
+                    "their last change point. Exit 1 when a metric got worse by more than "
+                    "--threshold, beyond the history's own noise and not the machine's "
+                    f"doing; exit {EXIT_DISTURBED} when the newest run was disturbed by "
+                    "other programs (run it again).",
                     epilog="example, in CI after 'perfstack run ... ': perfstack gate "
-                    "--workload train.py --branch main --threshold 5%%")
+                    "--workload train.py --branch main --threshold 5%%. A regression keeps "
+                    f"failing for {gate.RECENT} runs unless fixed; --since DATE (after it) "
+                    "accepts the new level sooner.")
     _filters(parser)
     parser.add_argument("--threshold", default="5%", metavar="PCT",
                         help="a change smaller than this never fails (default: 5%%)")
-    parser.add_argument("--alpha", type=float, default=trend.GATE_ALPHA, metavar="P",
-                        help=f"significance (default: {trend.GATE_ALPHA})")
+    parser.add_argument("--alpha", type=float, default=gate.GATE_ALPHA, metavar="P",
+                        help=f"significance, shared among the series gated (default: "
+                        f"{gate.GATE_ALPHA})")
     parser.add_argument("--metric", action="append", metavar="NAME",
                         help="gate on this metric or row key (repeatable; default: every "
                         "metric with a direction, higher or lower is better)")
@@ -136,14 +143,18 @@ def cmd_gate(argv: list[str]) -> int:
         names = "; ".join(f"{' '.join(g.workload)[:40]} on {g.machine[:8]}" for g in groups)
         raise errors.UsageError(f"{len(groups)} workloads or machines match ({names}): name "
                                 "one with --workload or --machine")
-    judged = trend.gate(groups[0], ns.metric, threshold, ns.alpha)
+    judged = gate.gate(groups[0], ns.metric, threshold, ns.alpha)
+    disturbed = gate.disturbed_newest(groups[0])
     if ns.metric and not judged:
         raise errors.UsageError(f"no series named {', '.join(ns.metric)} in the newest run")
     if ns.format == "json":
         sys.stdout.write(json.dumps({"threshold": threshold, "alpha": ns.alpha,
-                                     "run": groups[0].runs[-1].id,
+                                     "run": groups[0].runs[-1].id, "disturbed": disturbed,
                                      "judgements": [j.to_dict() for j in judged]},
                                     indent=1) + "\n")
     else:
-        sys.stdout.write(terminal_safe(render.render_gate(judged, output_width(), threshold)))
+        sys.stdout.write(terminal_safe(render.render_gate(judged, output_width(), threshold,
+                                                          disturbed)))
+    if disturbed is not None:
+        return EXIT_DISTURBED
     return EXIT_REGRESSION if any(j.regression for j in judged) else EXIT_OK

@@ -8,6 +8,7 @@ import itertools
 import math
 from collections.abc import Sequence
 
+from perfstack.gate import Judgement
 from perfstack.render.textgrid import Column, cut, table, wrap
 from perfstack.trend import (
     CHANGED,
@@ -15,7 +16,6 @@ from perfstack.trend import (
     STEADY,
     UNSURE,
     Change,
-    Judgement,
     Trend,
     Verdict,
 )
@@ -125,6 +125,10 @@ def render_text(trends: Sequence[Trend], width: int, all_series: bool = False) -
         out += wrap(f"{' '.join(g.workload)}", width, indent=2, first="workload: ")
         out.append(cut(f"machine {g.machine}: {len(g.runs)} run{'s' if len(g.runs) != 1 else ''}"
                        f", {first} to {last}", width))
+        aside = t.set_aside
+        if aside:
+            out += wrap(f"set aside, disturbed by other programs ({len(aside)}): " + "; ".join(
+                f"run {r.id} ({r.disturbed})" for r in aside), width, indent=4, first="  ")
         out.append("")
         if len(g.runs) < MIN_RUNS and not all_series:
             out += wrap(f"Cannot tell yet: a trend needs {MIN_RUNS} runs of a workload on one "
@@ -211,9 +215,16 @@ def _names(verdicts: Sequence[Verdict], shown: int = 6) -> str:
     return ", ".join(names) + (f" and {more} more" if more > 0 else "")
 
 
-def render_gate(judgements: Sequence[Judgement], width: int, threshold: float) -> str:
-    """Return the gate's answer: one line per series, the verdict first."""
-    judged = [j for j in judgements if j.reference.n >= MIN_RUNS]
+def render_gate(judgements: Sequence[Judgement], width: int, threshold: float,
+                disturbed: str | None = None) -> str:
+    """Return the gate's answer: the verdict, where a regression landed, one line per
+    series."""
+    if disturbed is not None:
+        return "\n".join(wrap(
+            f"cannot judge: the newest run was disturbed ({disturbed}); its figures say "
+            "more about the other programs than about the code: run it again on a quiet "
+            "machine", width)) + "\n"
+    judged = [j for j in judgements if j.reference.n >= MIN_RUNS or j.since is not None]
     if judgements and not judged:
         before = max(j.reference.n for j in judgements)
         return "\n".join(wrap(
@@ -225,14 +236,24 @@ def render_gate(judgements: Sequence[Judgement], width: int, threshold: float) -
             f"{threshold:.0%}, beyond the history's noise" if bad else
             f"ok: no series worse by more than {threshold:.0%} beyond the history's noise "
             f"({len(judgements)} checked)")
+    out = wrap(head, width)
+    for j in bad:
+        if j.since is not None:
+            commits = f"{(j.before.commit if j.before else None) or '?'}"[:7] + ".." + \
+                f"{j.since.commit or '?'}"[:7]
+            out += wrap(f"{j.series.label} {signed(j.change)} since run {j.since.id} "
+                        f"({commits}, {j.runs} runs at the new level); it fails until fixed "
+                        f"or accepted (--since {j.since.started[:19]})", width, indent=4,
+                        first="  ")
     rows = [[j.series.label, signed(j.change), f"{j.pvalue:.4f}", j.note,
-             fmt_value(j.value, j.series.unit),
+             fmt_value(j.value, j.series.unit)
+             + (f" ({j.runs} runs)" if j.runs > 1 else ""),
              fmt_value(j.reference.mean, j.series.unit) if j.reference.n else "n/a"]
             for j in judgements]
-    return "\n".join([*wrap(head, width),
+    return "\n".join([*out,
                       *table([Column("series", name=True), Column("change"), Column("p"),
                               Column("verdict", left=True), Column("newest"),
-                              Column("history")], rows, width)]) + "\n"
+                              Column("before")], rows, width)]) + "\n"
 
 
 def render_html(trends: Sequence[Trend]) -> str:
