@@ -202,8 +202,10 @@ def step_at(values: Sequence[float], index: int, start: int, stop: int,
     if short(len(local), index - near):
         p = min(p, split_p(local, index - near))
     first, last = place(values[start:stop], index - start)
-    return Step(index, before, after, p, diff / base, (diff - half) / base,
-                (diff + half) / base, start + first, start + last)
+    low, high = (diff - half) / base, (diff + half) / base
+    if all(v >= 0 for v in values[start:stop]):
+        low = max(low, -1.0)  # a time or a rate of 0 or more never falls by more than all of it
+    return Step(index, before, after, p, diff / base, low, high, start + first, start + last)
 
 
 def short(n: int, index: int) -> bool:

@@ -429,7 +429,8 @@ class Session:
         # The workload's repository as it is when the run starts (the history's commit).
         where = Path(self.workload.target).parent if not self.workload.module else Path(
             self.cwd)
-        repo = repository_of(where if str(where) else Path("."))
+        repo = repository_of(where if str(where) else Path("."),
+                             None if self.workload.module else Path(self.workload.target))
         if repo is not None:
             env["repository"] = repo
         return env

@@ -131,9 +131,11 @@ def default_path(runs_dir: Path) -> Location | None:
     return runs_dir.parent / FILE_NAME
 
 
-def repository_of(folder: Path) -> dict[str, Any] | None:
+def repository_of(folder: Path, script: Path | None = None) -> dict[str, Any] | None:
     """Return the git commit, branch and dirty state of the repository holding ``folder``,
-    or None outside a repository (or without git)."""
+    or None outside a repository (or without git). With the workload's ``script``: whether
+    git tracks it (``script_tracked``); an untracked or modified script makes the run dirty,
+    since the commit does not hold the code that ran."""
     def git(*args: str) -> str | None:
         try:
             proc = subprocess.run(["git", "-C", str(folder), *args], capture_output=True,
@@ -147,8 +149,15 @@ def repository_of(folder: Path) -> dict[str, Any] | None:
         return None
     branch = git("rev-parse", "--abbrev-ref", "HEAD")
     status = git("status", "--porcelain", "--untracked-files=no")
-    return {"commit": commit, "branch": None if branch in (None, "HEAD") else branch,
-            "dirty": None if status is None else bool(status)}
+    out: dict[str, Any] = {"commit": commit,
+                           "branch": None if branch in (None, "HEAD") else branch,
+                           "dirty": None if status is None else bool(status)}
+    if script is not None:
+        tracked = git("ls-files", "--error-unmatch", "--", str(script)) is not None
+        out["script_tracked"] = tracked
+        if not tracked:
+            out["dirty"] = True
+    return out
 
 
 def machine_facts(report: Report) -> dict[str, Any]:
@@ -170,6 +179,22 @@ def fingerprint(facts: dict[str, Any]) -> str:
 def workload_key(command: Sequence[str]) -> str:
     """Return a short stable name for a workload's command."""
     return hashlib.sha256(json.dumps(list(command)).encode()).hexdigest()[:12]
+
+
+def workload_of(report: Report) -> tuple[list[str], str]:
+    """Return what a report's series are keyed by: the workload's command (the script or
+    module and its arguments) and its short key. A report of traces (``perfstack analyze``)
+    is its traces, resolved, and the GPUs that recorded them: two unrelated analyses are two
+    series, one folder analyzed again is one."""
+    command = list(report.run.command)
+    if command or not report.run.analyzed:
+        return command, workload_key(command)
+    paths = sorted({os.path.realpath(a.get("path", "")) for a in report.run.analyzed})
+    recorded = report.environment.get("recorded")
+    names = sorted({str(d) for rank in (recorded or {}).values() if isinstance(rank, dict)
+                    for d in rank.get("devices") or []}) if isinstance(recorded, dict) else []
+    shown = ["perfstack", "analyze", *paths]
+    return shown, workload_key([*shown, *names])
 
 
 def _refuse_newer(db: Database) -> None:
@@ -216,16 +241,24 @@ def add(location: Location, report: Report, report_path: Path,
     facts = machine_facts(report)
     repo = report.environment.get("repository")
     repo = repo if isinstance(repo, dict) else {}
+    workload = workload_of(report)
     primary = Primary(report)
     metric_rows = [(m.name, m.source, float(m.value) if isinstance(m.value, (int, float))
                     and not isinstance(m.value, bool) else None, m.unit, m.layer,
                     m.better.value) for m in report.metrics]
+    from perfstack.analysis.origin import workload_dir
+    from perfstack.analysis.view import display_name
+
+    home = workload_dir(report)
     layer_rows = []
     for layer, rows in report.layers.items():
         for row in rows:
+            if row.attrs.get("metric"):
+                continue  # it restates a metric (stored once, under the metric's name)
             name = primary.name(row)
             q = row.values.get(name) if name is not None else None
-            layer_rows.append((layer.value, row.source, row.key, row.name, name,
+            # Shown by its function, line and a short path: never a venv's absolute path.
+            layer_rows.append((layer.value, row.source, row.key, display_name(row, home), name,
                                float(q.value) if q is not None and q.value is not None
                                else None, q.unit if q is not None else None))
     with connect(location) as db:
@@ -242,8 +275,7 @@ def add(location: Location, report: Report, report_path: Path,
                 # A path that is not UTF-8 (bytes a file system allows) is kept readable
                 # for people, its odd bytes as \xNN: a database stores text.
                 (digest, os.fsencode(report_path.resolve()).decode("utf-8", "backslashreplace"),
-                 json.dumps(report.run.command),
-                 workload_key(report.run.command), repo.get("commit"), repo.get("branch"),
+                 json.dumps(workload[0]), workload[1], repo.get("commit"), repo.get("branch"),
                  None if repo.get("dirty") is None else int(bool(repo.get("dirty"))),
                  fingerprint(facts), json.dumps(facts, sort_keys=True), report.run.started,
                  datetime.now(timezone.utc).isoformat(timespec="seconds"),

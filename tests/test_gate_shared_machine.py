@@ -190,3 +190,72 @@ def test_too_short_a_segment_for_permutations_is_judged_by_welch() -> None:
         flat = [30 * (1 + rng.gauss(0, 0.2)) for _ in range(n)]
         false += bool(changepoints.detect(flat, 0.05)[0])
     assert false <= 3, false
+
+
+def test_series_are_keyed_by_what_they_are(tmp_path: Path) -> None:
+    """Two unrelated analyses of traces are two series named by their traces, not one with an
+    empty name; rows are named by function and a short path (never a venv's absolute path),
+    and rows that restate a metric are not a second series of it."""
+    db = tmp_path / "h.sqlite"
+    for i, traces in enumerate(("a100_nccl", "v100_ns")):
+        rep = copy.deepcopy(load_report(BUSY))
+        rep.run.command = []
+        rep.run.analyzed = [{"path": f"/traces/{traces}/rank-0.json.gz", "backend": "torch"}]
+        rep.environment["recorded"] = {"rank0": {"devices": [traces.upper()]}}
+        path = tmp_path / f"a{i}.json"
+        save_report(rep, path)
+        history.add(db, rep, path)
+    found = history.groups(db)
+    assert sorted(g.workload[-1] for g in found) == ["/traces/a100_nccl/rank-0.json.gz",
+                                                     "/traces/v100_ns/rank-0.json.gz"]
+    assert all(g.workload[:2] == ["perfstack", "analyze"] for g in found)
+    mlp = load_report(ROOT / "tests/fixtures/reports/ab_mlp/base.json.gz")
+    path = tmp_path / "mlp.json"
+    save_report(mlp, path)
+    history.add(db, mlp, path)
+    group = next(g for g in history.groups(db, top_rows=50) if "mlp_base.py" in g.workload[1])
+    names = [name for name, _, _ in group.row_info.values()]
+    assert names and not any("/.venv/" in n or "site-packages" in n for n in names), names
+    assert any(n.startswith("Linear.forward (torch/nn/modules/linear.py:") for n in names)
+    restating = {r.name for rows in mlp.layers.values() for r in rows if r.attrs.get("metric")}
+    assert restating and not restating & set(names)
+
+
+def test_an_untracked_script_is_not_the_clean_commit(tmp_path: Path) -> None:
+    """A script git does not track ran code no commit holds: the run is dirty."""
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True,
+                       env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
+                            "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})
+
+    git("init", "-q")
+    (tmp_path / "train.py").write_text("print(1)\n")
+    git("add", "train.py")
+    git("commit", "-q", "-m", "one")
+    (tmp_path / "scratch.py").write_text("print(2)\n")
+    tracked = history.repository_of(tmp_path, tmp_path / "train.py")
+    untracked = history.repository_of(tmp_path, tmp_path / "scratch.py")
+    assert tracked is not None and untracked is not None
+    assert tracked["dirty"] is False and tracked["script_tracked"] is True
+    assert untracked["dirty"] is True and untracked["script_tracked"] is False
+    assert untracked["commit"] == tracked["commit"]
+
+
+def test_the_trend_page_leads_with_the_workloads_figure() -> None:
+    """trend --html: the workload's throughput is the first chart (not 17th alphabetically),
+    the runs and the commit of each step are on the x axis, the set-aside runs are marked,
+    and no interval says a throughput fell by more than all of it."""
+    from perfstack.render.trend import render_html
+
+    g = _group(BEFORE + AFTER, {3, 4}, step_at=7)
+    g.metrics["a_wall_time"] = [1e5 / v for v in BEFORE + AFTER]
+    g.metric_info["a_wall_time"] = ("s", "run", "lower")
+    t = trend.analyse(g, 0.05)
+    page = render_html([t])
+    figures = page.split("<figure>")[1:]
+    assert figures[0].count("aria-label='throughput'") == 1, figures[0][:200]
+    assert "run 7 bbbbbbb" in figures[0] and "run 1 aaaaaaa" in figures[0]
+    assert figures[0].count("set aside: other programs") == 2
+    change = next(v for v in t.verdicts if v.series.key == "throughput").changes[-1]
+    assert change.step.low >= -1.0

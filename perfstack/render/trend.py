@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from perfstack.gate import Judgement
 from perfstack.render.textgrid import Column, cut, table, wrap
@@ -140,7 +140,7 @@ def render_text(trends: Sequence[Trend], width: int, all_series: bool = False) -
         rule = f"permutation test p < 0.001, steps of {t.min_change:.0%} or more"
         if changes:
             out.append(f"Change points ({rule})")
-            for c in _leading(changes):
+            for c in _leading(changes, g.figure):
                 out += change_lines(c, width)
         else:
             out.append(f"No change points ({rule}).")
@@ -168,11 +168,12 @@ def render_text(trends: Sequence[Trend], width: int, all_series: bool = False) -
     return "\n".join(out).rstrip() + "\n"
 
 
-def _leading(changes: Sequence[Change]) -> list[Change]:
+def _leading(changes: Sequence[Change], figure: str | None = None) -> list[Change]:
     """The change points to show: a row's step at the run where a metric stepped is shown as
-    that metric's mover, not again."""
+    that metric's mover, not again; at one run, the workload's own ``figure`` first."""
     metric_runs = {c.run.id for c in changes if c.series.kind == "metric"}
-    return [c for c in changes if c.series.kind == "metric" or c.run.id not in metric_runs]
+    shown = [c for c in changes if c.series.kind == "metric" or c.run.id not in metric_runs]
+    return sorted(shown, key=lambda c: (c.step.index, c.series.key != figure))
 
 
 def _unsure_lines(t: Trend, width: int) -> list[str]:
@@ -274,22 +275,34 @@ def render_html(trends: Sequence[Trend]) -> str:
                      f"{html.escape(g.runs[-1].started[:10])}</p>")
         if t.changes:
             parts.append("<ul>")
-            for c in _leading(t.changes):
+            for c in _leading(t.changes, g.figure):
                 words = " ".join(change_lines(c, 10_000)).split()
                 kind = {True: "worse", False: "better", None: ""}[c.worse]
                 parts.append(f"<li class='{kind}'>{html.escape(' '.join(words))}</li>")
             parts.append("</ul>")
         else:
             parts.append("<p>No change points.</p>")
-        for v in t.verdicts:
-            if v.status == STEADY and v.series.key != "wall_time":
-                continue
+        for v in chart_order(t):
             parts.append(_chart(v, t))
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
 
-def _chart(v: Verdict, t: Trend, w: int = 640, h: int = 160, pad: int = 36) -> str:
+def chart_order(t: Trend) -> list[Verdict]:
+    """The series the page draws, in its order: the workload's own figure first, then those
+    that changed (worse first), then those that cannot tell, then the wall time."""
+    def rank(v: Verdict) -> tuple[int, int, str]:
+        figure = v.series.kind == "metric" and v.series.key == t.group.figure
+        worse = any(c.worse for c in v.changes)
+        status = {CHANGED: 0, UNSURE: 1}.get(v.status, 2)
+        return (0 if figure else 1 + status, 0 if worse else 1, v.series.label)
+
+    shown = [v for v in t.verdicts if v.status != STEADY or v.series.key == "wall_time"
+             or (v.series.kind == "metric" and v.series.key == t.group.figure)]
+    return sorted(shown, key=rank)
+
+
+def _chart(v: Verdict, t: Trend, w: int = 640, h: int = 180, pad: int = 36) -> str:
     """One series as an SVG: its points, each segment's level, change points as lines."""
     pts = [(i, x) for i, x in enumerate(v.values) if x is not None]
     if not pts:
@@ -304,14 +317,15 @@ def _chart(v: Verdict, t: Trend, w: int = 640, h: int = 160, pad: int = 36) -> s
         return pad + (w - 2 * pad) * i / n
 
     def py(x: float) -> float:
-        return h - pad / 2 - (h - pad) * (x - lo) / (hi - lo)
+        return h - pad - (h - 1.5 * pad) * (x - lo) / (hi - lo)
 
     items = [f"<svg viewBox='0 0 {w} {h}' width='{w}' height='{h}' role='img' "
              f"aria-label='{html.escape(v.series.label)}'>"]
     items.append(f"<text x='{pad}' y='14' font-size='11'>"
                  f"{html.escape(fmt_value(high, v.series.unit))}</text>")
-    items.append(f"<text x='{pad}' y='{h - 4}' font-size='11'>"
+    items.append(f"<text x='{pad}' y='{h - pad + 12}' font-size='11'>"
                  f"{html.escape(fmt_value(low, v.series.unit))}</text>")
+    items += _x_axis(t, v, px, h - pad / 2, w)
     cuts = [_run_position(t, c) for c in v.changes]
     edges = [0, *cuts, len(v.values)]
     for start, stop in itertools.pairwise(edges):  # each segment's level
@@ -337,6 +351,29 @@ def _chart(v: Verdict, t: Trend, w: int = 640, h: int = 160, pad: int = 36) -> s
     caption = f"{html.escape(v.series.label)} ({html.escape(v.series.layer)}): " \
         f"{html.escape(verdict_note(v))}"
     return f"<figure>{''.join(items)}<figcaption>{caption}</figcaption></figure>"
+
+
+def _x_axis(t: Trend, v: Verdict, px: Callable[[float], float], y: float,
+            w: int) -> list[str]:
+    """The runs along the bottom: the first and the newest, and each change point with the
+    commit it landed in; a run set aside as disturbed is a grey cross."""
+    runs = t.group.runs
+    marks = {0: runs[0], len(runs) - 1: runs[-1]}
+    marks.update({_run_position(t, c): c.run for c in v.changes})
+    out = [f"<line x1='{px(0):.1f}' x2='{px(len(runs) - 1):.1f}' y1='{y - 8:.1f}' "
+           f"y2='{y - 8:.1f}' stroke='#bbb'/>"]
+    for i, run in sorted(marks.items()):
+        commit = f" {run.commit[:7]}" if run.commit else ""
+        anchor = "start" if i == 0 else "end" if i == len(runs) - 1 else "middle"
+        out.append(f"<text x='{min(max(px(i), 2), w - 2):.1f}' y='{y + 6:.1f}' "
+                   f"font-size='10' text-anchor='{anchor}'>run {run.id}"
+                   f"{html.escape(commit)}</text>")
+    for i, run in enumerate(runs):
+        if run.disturbed:
+            out.append(f"<text x='{px(i):.1f}' y='{y - 5:.1f}' font-size='10' fill='#999' "
+                       f"text-anchor='middle'>&#215;<title>run {run.id} set aside: "
+                       f"{html.escape(run.disturbed)}</title></text>")
+    return out
 
 
 def _run_position(t: Trend, c: Change) -> int:
