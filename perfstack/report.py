@@ -197,13 +197,21 @@ SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 #: Findings about how well the run could be measured (noise, a profiler's overhead) come after
 #: the findings about the workload itself, at the same severity.
 MEASUREMENT_RULES = ("run.noisy-baseline", "run.single-baseline", "run.high-overhead")
+#: Said before every other finding of their severity: a failed run, then a machine busy with
+#: other programs (every figure after it is partly theirs).
+FIRST_RULES = ("run.crashed", "run.exited", "run.timeout", "run.busy-machine")
 
 
 def order_findings(findings: list[Finding]) -> list[Finding]:
     """Return findings in the order a report shows them: the most severe first, and at one
-    severity the workload's own before the ones about measuring it (stable otherwise)."""
-    return sorted(findings, key=lambda f: (SEVERITY_ORDER.get(f.severity, 3),
-                                           f.rule in MEASUREMENT_RULES))
+    severity a failed run, then a busy machine, then the workload's own, then the ones about
+    measuring it (stable otherwise)."""
+    def rank(f: Finding) -> int:
+        if f.rule in FIRST_RULES:
+            return FIRST_RULES.index(f.rule) - len(FIRST_RULES)
+        return int(f.rule in MEASUREMENT_RULES)
+
+    return sorted(findings, key=lambda f: (SEVERITY_ORDER.get(f.severity, 3), rank(f)))
 
 
 @dataclass

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from perfstack import cpus
+from perfstack import cpus, machineload
 from perfstack.analysis.stats import summarize
 from perfstack.pluginmanager import hookimpl
 from perfstack.report import Finding, Layer, Overhead, Report, RunRecord, Status
@@ -134,11 +134,53 @@ def _overhead_evidence(name: str, wall_s: float | None, o: Overhead) -> str:
             f"(n={o.baseline_n})")
 
 
+def _disturbed_runs(report: Report) -> list[tuple[RunRecord, str]]:
+    """The runs other programs disturbed (``perfstack.machineload``), with why."""
+    out = []
+    for r in report.run.runs:
+        why = machineload.disturbed(r.machine_load)
+        if why is not None:
+            out.append((r, why))
+    return out
+
+
+def _busy(report: Report) -> list[Finding]:
+    """The machine was busy with other programs during some runs: said first, since every
+    figure of those runs is partly the other programs' (a CPU-bound process beside a torch
+    loop made its OpenMP threads spin for CPUs they could not get)."""
+    hit = _disturbed_runs(report)
+    if not hit:
+        return []
+    measured = sum(1 for r in report.run.runs if r.machine_load)
+    worst = max(float((r.machine_load or {}).get("others_cpus") or 0.0) for r, _ in hit)
+    spin = report.metric("budget.openmp")
+    evidence = [f"{r.id}: {why}" for r, why in hit[:6]]
+    if spin is not None and spin.value:
+        evidence.append(f"torch's OpenMP threads spun or waited {pct(float(spin.value))} of "
+                        f"the wall time ({spin.source})")
+    return [Finding(
+        rule="run.busy-machine",
+        title=(f"the machine was busy: other programs kept up to {worst:.1f} CPUs busy during "
+               f"{len(hit)} of {measured} runs"),
+        layer="run", severity="critical", evidence=evidence,
+        action=("the figures of those runs are not the workload's alone: run it again on a "
+                "quiet machine; where other programs must share it, OMP_NUM_THREADS=1 keeps "
+                "torch's OpenMP threads from spinning against them, and 'perfstack ab' "
+                "interleaves two versions so both see the same load"),
+        source="perfstack")]
+
+
 def _overheads(report: Report) -> list[Finding]:
     out = []
+    disturbed = {r.id for r, _ in _disturbed_runs(report)}
+    baselines = [r for r in report.run.runs if r.role == "baseline" and r.machine_load]
+    if baselines and 2 * sum(r.id in disturbed for r in baselines) >= len(baselines):
+        return []  # the baseline is not the workload's alone: no overhead can be stated
     for b in report.backends:
         if b.status not in (Status.OK, Status.PARTIAL) or b.overhead is None:
             continue
+        if b.run in disturbed:
+            continue  # slowed by other programs, not by the profiler
         if b.overhead.ratio > OVERHEAD_LIMIT:
             out.append(Finding(
                 rule="run.high-overhead",
@@ -325,8 +367,9 @@ def _oversubscription(report: Report) -> list[Finding]:
 
 @hookimpl
 def perfstack_findings(report: Report) -> list[Finding]:
-    """Return findings about crashes, hangs, baseline noise, backend overhead, the time
-    budget (Python-bound, dispatch-bound, waiting, idle device, start-up and imports) and
+    """Return findings about crashes, hangs, a machine busy with other programs, baseline
+    noise, backend overhead (never for a run other programs disturbed), the time budget
+    (Python-bound, dispatch-bound, waiting, idle device, start-up and imports) and
     oversubscribed threads."""
-    return [*_failures(report), *_noise(report), *_overheads(report), *_time_rules(report),
-            *_startup(report), *_oversubscription(report)]
+    return [*_failures(report), *_busy(report), *_noise(report), *_overheads(report),
+            *_time_rules(report), *_startup(report), *_oversubscription(report)]

@@ -104,8 +104,9 @@ def test_a_bigger_batch_leads_with_throughput_per_sample_and_is_compared() -> No
     assert wall.verdict in ("changed", "within noise") and "different work" in (
         wall.reason if wall.verdict == "changed" else "different work")
     assert d.regressions(0.05) == []
+    assert d.lead.per_sample == "per sample: throughput is in samples/s (batch 64 -> 256)"
     headline = render_text(d, width=80).splitlines()[2]
-    assert headline.startswith("throughput +") and "(improvement" in headline, headline
+    assert re.match(r"throughput \+\d+\.\d% \(improvement, per sample\)", headline), headline
 
 
 def test_a_per_step_figure_is_put_per_sample() -> None:

@@ -152,11 +152,13 @@ def figure(metrics: list[Metric]) -> str | None:
 def per_sample(name: str, unit: str, base: Report, new: Report
                ) -> tuple[float, float, str] | None:
     """Return how to put a per-step figure per sample when the two sides' batch sizes differ:
-    the factors for the base's and the new side's values, and how it was done; None when the
-    batch sizes agree, are unknown, or the figure is per sample already."""
+    the factors for the base's and the new side's values, and how it was done (factors of 1
+    for a figure per sample already); None when the batch sizes agree or are unknown."""
     ba, bb = batch_size(arguments(base)), batch_size(arguments(new))
-    if not ba or not bb or ba == bb or "sample" in unit:
+    if not ba or not bb or ba == bb:
         return None
+    if "sample" in unit:  # per sample already: said, not scaled
+        return 1.0, 1.0, f"per sample: {name} is in {unit} (batch {ba} -> {bb})"
     if unit.endswith("/s"):  # a rate of steps: samples/s = steps/s x batch
         return float(ba), float(bb), f"per sample: {name} x batch ({ba} -> {bb})"
     if unit == "s" and name != "wall_time":  # a time per step

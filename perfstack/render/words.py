@@ -95,6 +95,8 @@ def printed_caption(h: Header) -> str:
 
 #: The rules of a run that did not end cleanly: crashed, exited non-zero, hung.
 FAILED_RUN_RULES = ("run.crashed", "run.exited", "run.timeout")
+#: The finding that says other programs kept the machine busy: said before the answer.
+BUSY_RULE = "run.busy-machine"
 
 
 def answer_lines(view: View) -> list[str]:
@@ -106,6 +108,10 @@ def answer_lines(view: View) -> list[str]:
         return [f"The workload failed: {h.finding.title}.",
                 "The figures below measure the failing run, not the workload's work."]
     out = []
+    if h.finding is not None and h.finding.rule == BUSY_RULE:
+        # Other programs took CPUs from the workload: every figure below is partly theirs.
+        out += [f"{h.finding.title[0].upper()}{h.finding.title[1:]}: the figures below are "
+                "not the workload's alone (run it again on a quiet machine)."]
     if h.bound is not None and h.bound_share is not None:
         words = BOUND_WORDS.get(h.bound, f"{h.bound_title}:")
         out.append(f"{words} {pct(h.bound_share)} of the wall time ({h.bound_source}).")
@@ -126,7 +132,7 @@ def answer_lines(view: View) -> list[str]:
     elif view.tree:
         out.append("None of the sampled functions is in the workload's own files: see the "
                    "drill-down for the library code it spends its time in.")
-    if h.finding is not None:
+    if h.finding is not None and h.finding.rule != BUSY_RULE:
         out.append(f"Top finding [{h.finding.severity}]: {h.finding.title}.")
     return out
 

@@ -1,0 +1,117 @@
+"""A busy machine is measured, not guessed: runs that competed with other programs for the
+CPUs say so first, and the profilers are not blamed for the slowdown.
+
+The plain-data tests give a recorded report the machine's load its runs would have recorded;
+the live one starts two busy loops beside a real run, as the issue's busy machine was made.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from perfstack import rules
+from perfstack.analysis.view import build
+from perfstack.render.words import answer_lines
+from perfstack.report import Overhead, Report, Status, order_findings
+from perfstack.reportfile import load_report
+from tests.conftest import ROOT, perfstack_env
+
+RECORDED = load_report(ROOT / "tests/fixtures/reports/ab_mlp/base.json.gz")
+QUIET = {"others_cpus": 0.02, "steal": 0.0, "cpus": 2}
+BUSY = {"others_cpus": 1.4, "steal": 0.0, "cpus": 2}
+
+
+def _with_load(busy_ids: set[str]) -> Report:
+    report = copy.deepcopy(RECORDED)
+    for r in report.run.runs:
+        r.machine_load = dict(BUSY if r.id in busy_ids else QUIET)
+    return report
+
+
+def _answer(report: Report) -> list[str]:
+    report.findings = order_findings([*rules.perfstack_findings(report)])
+    return answer_lines(build(report))
+
+
+def test_a_busy_machine_leads_the_answer() -> None:
+    baselines = {r.id for r in RECORDED.run.runs if r.role == "baseline"}
+    report = _with_load(baselines)
+    found = [f for f in rules.perfstack_findings(report) if f.rule == "run.busy-machine"]
+    assert len(found) == 1, found
+    busy = found[0]
+    assert busy.severity == "critical"
+    assert busy.title == (f"the machine was busy: other programs kept up to 1.4 CPUs busy "
+                          f"during {len(baselines)} of {len(report.run.runs)} runs")
+    assert "OMP_NUM_THREADS=1" in busy.action
+    answer = _answer(report)
+    assert answer[0].startswith("The machine was busy: other programs kept up to 1.4 CPUs"), \
+        answer
+    assert "not the workload's alone" in answer[0]
+
+
+def test_a_quiet_machine_says_nothing_of_it() -> None:
+    report = _with_load(set())
+    assert not [f for f in rules.perfstack_findings(report) if f.rule == "run.busy-machine"]
+    assert not _answer(report)[0].startswith("The machine was busy")
+
+
+def test_a_crash_still_comes_before_a_busy_machine() -> None:
+    report = _with_load({r.id for r in RECORDED.run.runs})
+    from perfstack.report import Finding
+
+    crash = Finding("run.crashed", "the workload raised RuntimeError", "run", "critical",
+                    [], "fix it", "perfstack")
+    ordered = order_findings([*rules.perfstack_findings(report), crash])
+    assert [f.rule for f in ordered[:2]] == ["run.crashed", "run.busy-machine"]
+
+
+def test_the_profilers_are_not_blamed_for_other_programs() -> None:
+    """A backend whose run other programs slowed is not 'slowed the workload 5x'; nor is any
+    backend when the baseline runs themselves competed (no overhead can be stated)."""
+    report = copy.deepcopy(RECORDED)
+    backend = next(b for b in report.backends if b.status == Status.OK and b.run)
+    backend.overhead = Overhead(5.0, 1.0, 0.01, 5)
+    for r in report.run.runs:
+        r.machine_load = dict(QUIET)
+
+    def blamed(rep: Report) -> list[str]:
+        return [f.title for f in rules.perfstack_findings(rep) if f.rule == "run.high-overhead"]
+
+    assert blamed(report) == [f"{backend.name} slowed the workload 5.00x"]
+    own = next(r for r in report.run.runs if r.id == backend.run)
+    own.machine_load = dict(BUSY)
+    assert blamed(report) == []
+    own.machine_load = dict(QUIET)
+    for r in report.run.runs:
+        if r.role == "baseline":
+            r.machine_load = dict(BUSY)
+    assert blamed(report) == []
+
+
+def test_a_run_beside_two_busy_loops_says_the_machine_was_busy(tmp_path: Path) -> None:
+    """Live: two busy loops on this 2-CPU machine, each in a session of its own, beside a
+    real run: every run recorded the other programs, and the first screen says so first."""
+    script = tmp_path / "work.py"
+    script.write_text("total = 0\nfor i in range(3_000_000):\n    total += i % 7\n")
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"],
+                             start_new_session=True) for _ in range(2)]
+    try:
+        proc = subprocess.run([sys.executable, "-m", "perfstack", "run", "--plugins",
+                               "resources", "--repeat", "2", "--warmup", "0", "-o", "r.json",
+                               str(script)], cwd=tmp_path, capture_output=True, text=True,
+                              env=perfstack_env({"COLUMNS": "80", "PERFSTACK_HISTORY": "off"}),
+                              timeout=300)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads((tmp_path / "r.json").read_text())
+    loads = [r["machine_load"]["others_cpus"] for r in data["run"]["runs"]]
+    assert loads and min(loads) > 0.5, loads
+    answer = next(ln for ln in proc.stdout.splitlines() if ln.startswith("The machine was"))
+    assert "other programs kept up to" in answer, proc.stdout[:1500]
