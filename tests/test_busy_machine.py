@@ -113,5 +113,6 @@ def test_a_run_beside_two_busy_loops_says_the_machine_was_busy(tmp_path: Path) -
     data = json.loads((tmp_path / "r.json").read_text())
     loads = [r["machine_load"]["others_cpus"] for r in data["run"]["runs"]]
     assert loads and min(loads) > 0.5, loads
-    answer = next(ln for ln in proc.stdout.splitlines() if ln.startswith("The machine was"))
+    answer = next(ln for ln in proc.stdout.splitlines()
+                  if ln.strip().startswith("The machine was"))
     assert "other programs kept up to" in answer, proc.stdout[:1500]
