@@ -232,9 +232,10 @@ class Session:
             first = rundir.primary_dir(folder)
             started = rundir.read_started(first)
             pid, start_ns = started if started else (None, None)
-            return Outcome(record, folder, pid, start_ns, rundir.read_steps(first))
-        return Outcome(record, folder, result.workload_pid, result.start_ns,
-                       rundir.read_steps(folder))
+            record.steps = rundir.read_steps(first)
+            return Outcome(record, folder, pid, start_ns, record.steps)
+        record.steps = rundir.read_steps(folder)
+        return Outcome(record, folder, result.workload_pid, result.start_ns, record.steps)
 
     def _rank_watcher(self, folder: Path,
                       on_rank_started: Callable[[int, Path, int], None] | None,

@@ -315,6 +315,9 @@ class RunRecord:
     #: what else the machine did during the run (perfstack.machineload): {"others_cpus": ..,
     #: "steal": .., "cpus": ..}; None where it was not measured
     machine_load: dict[str, Any] | None = None
+    #: how many steps the workload marked in this run (perfstack.step() or an optimizer
+    #: step), None where it marked none or the count was not saved
+    steps: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form."""
@@ -339,6 +342,8 @@ class RunRecord:
             out["instructions"] = self.instructions.to_dict()
         if self.machine_load is not None:
             out["machine_load"] = self.machine_load
+        if self.steps is not None:
+            out["steps"] = self.steps
         return out
 
     @classmethod

@@ -116,3 +116,19 @@ def test_a_run_beside_two_busy_loops_says_the_machine_was_busy(tmp_path: Path) -
     answer = next(ln for ln in proc.stdout.splitlines()
                   if ln.strip().startswith("The machine was"))
     assert "other programs kept up to" in answer, proc.stdout[:1500]
+
+
+def test_a_diff_of_busy_runs_says_so_under_its_headline() -> None:
+    from perfstack.analysis.diff import diff
+    from perfstack.render.diff import render_markdown, render_text
+
+    new = load_report(ROOT / "tests/fixtures/reports/ab_mlp/new.json.gz")
+    base = _with_load({r.id for r in RECORDED.run.runs if r.role == "baseline"})
+    quiet = diff(_with_load(set()), new)
+    assert quiet.lead is not None and quiet.lead.busy is None
+    d = diff(base, new)
+    assert d.lead is not None and d.lead.busy is not None
+    assert d.lead.busy.startswith("the machine was busy: other programs kept up to 1.4 CPUs")
+    text = render_text(d, width=100).splitlines()
+    assert text[4].startswith("the machine was busy"), text[:8]
+    assert "**the machine was busy" in render_markdown(d)

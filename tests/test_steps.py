@@ -116,3 +116,20 @@ def test_forked_workers_steps_do_not_count(perfstack: Callable[..., Result]) -> 
     folder = result.cwd / ".perfstack" / "runs" / "latest" / "baseline-1"
     assert _steps_of(folder)["steps"] == 4
     assert "finished 4 batches" in (folder / "stdout.log").read_text()
+
+
+def test_steps_that_never_ran_are_not_stated(perfstack: Callable[..., Result],
+                                              tmp_path: Path) -> None:
+    """A workload that makes 7 steps under --steps 10: the header says the workload ended
+    first and at how many steps, never "each run ended after 2 warm-up + 10 measured steps";
+    every run record keeps the steps it reached."""
+    script = tmp_path / "seven.py"
+    script.write_text("import perfstack\nfor _ in range(7):\n    perfstack.step()\n")
+    result = perfstack("run", "--steps", "10", "--warmup-steps", "2", "--plugins", "resources",
+                       "--repeat", "2", "--warmup", "0", str(script), env={"COLUMNS": "100"})
+    assert result.code == 0, result.stderr
+    report = result.report()
+    assert [r["steps"] for r in report["run"]["runs"]] == [7, 7], report["run"]["runs"]
+    assert "each run ended after" not in result.stdout
+    assert ("--steps asked for 2 warm-up + 10 measured steps, but the workload ended first in "
+            "2 runs (7 steps)") in " ".join(result.stdout.split()), result.stdout[:800]

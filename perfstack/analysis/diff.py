@@ -31,6 +31,7 @@ from perfstack.analysis.judge import SMALL_TIME, Judge, one_run_threshold
 from perfstack.analysis.lead import (
     Lead,
     arguments,
+    busy,
     explaining,
     figure,
     per_sample,
@@ -381,7 +382,7 @@ def diff(base: Report, new: Report, base_name: str = "base", new_name: str = "ne
     explain, folded, folded_s = explaining(rows)
     lead = Lead(next((m for m in metrics if m.name == lead_name), None),
                 sample[2] if sample else None, what_changed(base, new, environment),
-                explain, folded, folded_s, different)
+                explain, folded, folded_s, different, busy(base, new))
     return Diff(base_name, new_name, environment, metrics, rows, noise, why, machine, lead)
 
 

@@ -50,6 +50,8 @@ class Lead:
     #: the two sides ran different work (other arguments): totals of the run are compared,
     #: not judged better or worse; only the figure is
     different_work: bool = False
+    #: other programs kept the machine busy during the sides' runs: one phrase, or None
+    busy: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form (the rows by layer and key; the rows themselves are listed
@@ -61,7 +63,7 @@ class Lead:
                 "explain": [{"layer": r.layer, "key": r.key, "status": r.status}
                             for r in self.explain],
                 "folded": self.folded, "folded_s": self.folded_s,
-                "different_work": self.different_work}
+                "different_work": self.different_work, "busy": self.busy}
 
 
 def arguments(report: Report) -> list[str]:
@@ -136,6 +138,21 @@ def what_changed(base: Report, new: Report, environment: list[EnvChange]) -> lis
 def _commit(repo: dict[str, Any]) -> str:
     commit = str(repo.get("commit") or "?")[:10]
     return commit + (" (uncommitted changes)" if repo.get("dirty") else "")
+
+
+def busy(base: Report, new: Report) -> str | None:
+    """Say how busy other programs kept the machine during the two sides' runs, when they
+    disturbed any (``perfstack.machineload``), or None."""
+    from perfstack import machineload
+
+    runs = [r for report in (base, new) for r in report.run.runs if r.machine_load]
+    hit = [r for r in runs if machineload.disturbed(r.machine_load)]
+    if not hit:
+        return None
+    worst = max(float((r.machine_load or {}).get("others_cpus") or 0.0) for r in hit)
+    return (f"the machine was busy: other programs kept up to {worst:.1f} CPUs busy during "
+            f"{len(hit)} of {len(runs)} runs; the verdicts are weaker than on a quiet machine "
+            "(run it again there)")
 
 
 def figure(metrics: list[Metric]) -> str | None:

@@ -60,6 +60,8 @@ class Header:
     #: set for ``perfstack analyze``: the recorded files the report was read from
     analyzed: list[str] | None = None
     steps: dict[str, int] | None = None  # --steps: {"warmup": K, "measured": N}
+    #: under --steps: (run id, steps it reached) of each clean run that ended before them
+    short_of_steps: list[tuple[str, int | None]] = field(default_factory=list)
 
 
 @dataclass
@@ -235,7 +237,18 @@ def _header(report: Report, facts: list[str]) -> Header:
                                   if not r.exit.clean], run.complete, summary, printed_by,
                   median_of, printed,
                   [f["path"] for f in run.analyzed] if run.analyzed is not None else None,
-                  run.steps)
+                  run.steps, _short_of_steps(report))
+
+
+def _short_of_steps(report: Report) -> list[tuple[str, int | None]]:
+    """Under ``--steps``: the runs that ended before the steps asked for (the workload made
+    fewer), as (run id, the steps it reached); a run that saved no count is left out."""
+    asked = report.run.steps
+    if not asked:
+        return []
+    wanted = int(asked.get("warmup", 0)) + int(asked.get("measured", 0))
+    return [(r.id, r.steps) for r in report.run.runs
+            if r.steps is not None and r.steps < wanted and r.role in ("baseline", "backend")]
 
 
 def _device(report: Report) -> DeviceTime | None:

@@ -67,6 +67,11 @@ def changed_line(d: Diff) -> str:
     return "what changed: " + "; ".join(d.lead.changed)
 
 
+def busy_line(d: Diff) -> str | None:
+    """That other programs kept the machine busy during the runs, when they did."""
+    return d.lead.busy if d.lead and d.lead.busy else None
+
+
 def explain_rows(d: Diff) -> list[RowChange]:
     """The rows that explain the change, as the lead ranks them."""
     return d.lead.explain if d.lead else []
@@ -158,6 +163,8 @@ def render_text(d: Diff, top: int = 10, threshold: float | None = None,
                                                 f"  new:  {d.new}"]
     out += ["", *_wrapped(headline(d, threshold), width)]
     out += _wrapped(changed_line(d), width)
+    if busy_line(d):
+        out += _wrapped(str(busy_line(d)), width)
     lead = explain_rows(d)
     if lead:
         out += ["", "Explained by (appeared and vanished first, then moved beyond noise)"]
@@ -213,6 +220,8 @@ def render_markdown(d: Diff, top: int = 10, threshold: float | None = None) -> s
     rest folded away."""
     out = [f"## perfstack diff: {escape(d.base)} → {escape(d.new)}", "",
            f"**{escape(headline(d, threshold))}**", "", escape(changed_line(d)), ""]
+    if busy_line(d):
+        out += [f"**{escape(str(busy_line(d)))}**", ""]
     lead = explain_rows(d)
     if lead:
         out += ["Explained by (appeared and vanished first, then moved beyond noise):", ""]

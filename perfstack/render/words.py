@@ -67,6 +67,20 @@ def command_line(h: Header) -> str:
     return "$ " + " ".join(h.command)
 
 
+def steps_phrase(h: Header) -> str:
+    """What --steps did, as it happened: the steps every run stopped at, or the runs that
+    ended before them and the steps they reached."""
+    assert h.steps is not None
+    asked = f"{h.steps['warmup']} warm-up + {h.steps['measured']} measured steps"
+    if not h.short_of_steps:
+        return f"each run ended after {asked} (--steps)"
+    reached = sorted({n for _, n in h.short_of_steps if n is not None})
+    counts = ", ".join(map(str, reached))
+    n = len(h.short_of_steps)
+    return (f"--steps asked for {asked}, but the workload ended first in {n} run"
+            f"{'s' if n != 1 else ''} ({counts} step{'s' if reached != [1] else ''})")
+
+
 def wall_line(h: Header) -> str:
     """The baseline's wall time with its spread, how many runs, how they ended."""
     if h.analyzed is not None:
@@ -79,8 +93,7 @@ def wall_line(h: Header) -> str:
             spread = f", {fmt_seconds(h.wall.minimum)} to {fmt_seconds(h.wall.maximum)}"
         parts.append(f"baseline {fmt_seconds(h.wall.median)} (median of {h.wall.n}{spread})")
     if h.steps:
-        parts.append(f"each run ended after {h.steps['warmup']} warm-up + "
-                     f"{h.steps['measured']} measured steps (--steps)")
+        parts.append(steps_phrase(h))
     parts.append("every run exited 0" if not h.failures else
                  f"{len(h.failures)} of {h.runs} runs did not exit 0")
     parts.append(f"{h.runs} runs, {fmt_seconds(h.duration_s)} in all")

@@ -14,6 +14,7 @@ from perfstack.analysis.diff import Diff
 from perfstack.analysis.rowdiff import RowChange
 from perfstack.render import RenderOptions
 from perfstack.render.diff import (
+    busy_line,
     changed_line,
     environment_lines,
     explain_cells,
@@ -53,6 +54,8 @@ def _moved(r: RowChange) -> float | None:
 def _lead(d: Diff) -> str:
     """The change in words and the rows that explain it, as the text and markdown show them."""
     out = f"<p>{esc(changed_line(d))}</p>"
+    if busy_line(d):
+        out += f'<p class="answer">{esc(str(busy_line(d)))}</p>'
     rows = explain_rows(d)
     if rows:
         out += ('<h3>Explained by</h3><p class="muted">appeared and vanished first, then moved '
