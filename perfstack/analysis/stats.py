@@ -296,13 +296,19 @@ def _paired_change(diffs: Sequence[float], base: Sequence[float], new: Sequence[
                    ratios: bool) -> float:
     """The change a paired comparison states: the geometric mean of the pairs' ratios minus
     one; for values that are not all positive (a count that is 0 in some runs), the ratio of
-    the two sides' means minus one, which for values of 0 or more never falls below -100%
-    (the mean difference over the base's median did: 368 -> 80 read -167%)."""
+    the two sides' medians minus one, the figures every table shows beside it (0 when both
+    are 0), else of their means: for values of 0 or more it never falls below -100% (the
+    mean difference over the base's median did: 368 -> 80 read -167%)."""
     import math
     import statistics
 
     if ratios:
         return math.exp(statistics.fmean(diffs)) - 1
+    median_base, median_new = statistics.median(base), statistics.median(new)
+    if median_base > 0 and median_new >= 0:
+        return median_new / median_base - 1
+    if median_base == median_new:
+        return 0.0
     mean_base, mean_new = statistics.fmean(base), statistics.fmean(new)
     if mean_base > 0 and mean_new >= 0:
         return mean_new / mean_base - 1
