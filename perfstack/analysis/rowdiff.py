@@ -9,6 +9,7 @@ one side the same (two lambdas of one file), those rows keep their full key.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -38,6 +39,12 @@ def script_of(report: Report) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
+def _real(path: str) -> str:
+    """A path resolved once: a report names a few hundred files over thousands of rows."""
+    return os.path.realpath(path)
+
+
 def match_key(row: Row, scripts: set[str]) -> tuple[str, ...]:
     """Return what a row is, to match it with the other side's: a function by its name and
     file (either side's script as one placeholder: a B side that runs the A side's file is
@@ -45,7 +52,7 @@ def match_key(row: Row, scripts: set[str]) -> tuple[str, ...]:
     function, file = row.attrs.get("function"), row.attrs.get("file")
     if not isinstance(function, str) or not isinstance(file, str):
         return (row.source, row.key)
-    if not file.startswith("<") and os.path.realpath(file) in scripts:
+    if not file.startswith("<") and _real(file) in scripts:
         file = SCRIPT
     kind = row.attrs.get("kind")
     return (row.source, str(kind or ""), function, file)
