@@ -92,21 +92,20 @@ def gate(group: Group, names: Sequence[str] | None, threshold: float,
                 continue
         elif sid.kind != "metric" or sid.better == "neither":
             continue
-        raw = group.metrics.get(sid.key) if sid.kind == "metric" else group.rows.get(sid.key)
-        if raw and raw[-1] is not None:
-            gated.append((sid, values))
+        # The newest value as measured (a disturbed run's is set aside in ``values``).
+        raw = (group.metrics if sid.kind == "metric" else group.rows).get(sid.key) or [None]
+        if raw[-1] is not None:
+            gated.append((sid, values, float(raw[-1])))
     hit = disturbed_newest(group)
     out = []
-    for sid, values in gated:
+    for sid, values, newest in gated:
         if hit is not None:
-            raw = group.metrics.get(sid.key) if sid.kind == "metric" else group.rows.get(sid.key)
-            newest = float((raw or [math.nan])[-1] or math.nan)
             out.append(Judgement(sid, newest, changepoints.side([]), math.nan, 1.0, False,
                                  "disturbed"))
             continue
         out.append(_judge(group, sid, values, threshold,
                           share(alpha, sid.key == group.figure and sid.kind == "metric",
-                                len(gated), group.figure in {s.key for s, _ in gated})))
+                                len(gated), group.figure in {s.key for s, _, _ in gated})))
     return out
 
 

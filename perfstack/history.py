@@ -417,6 +417,8 @@ def groups(location: Location, workload: str | None = None, branch: str | None =
     """Return every (workload, machine) group of the history with its series: every metric,
     the ``top_rows`` largest rows of each layer (by primary value in the group's newest run
     that has rows in that layer), and the rows named in ``row_keys``."""
+    from perfstack.analysis.lead import pick_figure
+
     if not exists(location):
         return []
     where, params = _where(workload, branch, machine, since)
@@ -455,8 +457,7 @@ def groups(location: Location, workload: str | None = None, branch: str | None =
                     rows.setdefault(row_key, [None] * len(ids))[position[int(run_id)]] = value
                     row_info.setdefault(row_key, (name, unit or "", layer))
             entries = [_entry(found) for found in members]
-            figure = min(own, key=lambda n: ("throughput" not in n.lower(), n)) if own \
-                else None
+            figure = pick_figure(own)
             out.append(Group(entries[-1].workload, key, mach, entries, metrics, metric_info,
                              rows, row_info, figure))
     return out

@@ -19,6 +19,7 @@ which have none.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,3 +98,9 @@ def disturbed(load: dict[str, Any] | None) -> str | None:
     if isinstance(steal, (int, float)) and steal > DISTURBED_STEAL:
         return f"the hypervisor took {steal:.0%} of the CPUs' time"
     return None
+
+
+def most_others(loads: Iterable[dict[str, Any] | None]) -> float:
+    """Return the most CPUs other programs kept busy in any of these runs (0 for none)."""
+    found = [load.get("others_cpus") for load in loads if load]
+    return max((float(x) for x in found if isinstance(x, (int, float))), default=0.0)

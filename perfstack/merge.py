@@ -27,7 +27,7 @@ def unmergeable(reports: Sequence[Report], names: Sequence[str],
     """Return why these reports are not the nodes of one job, or None: one report given twice
     (its ranks would count twice), or, unless ``force``, reports of different workloads
     (another script or other arguments)."""
-    from perfstack.analysis.diff import workload_identity
+    from perfstack.analysis.lead import workload_identity
 
     seen: dict[str, str] = {}
     for name, report in zip(names, reports, strict=True):

@@ -152,7 +152,7 @@ def _busy(report: Report) -> list[Finding]:
     if not hit:
         return []
     measured = sum(1 for r in report.run.runs if r.machine_load)
-    worst = max(float((r.machine_load or {}).get("others_cpus") or 0.0) for r, _ in hit)
+    worst = machineload.most_others(r.machine_load for r, _ in hit)
     spin = report.metric("budget.openmp")
     evidence = [f"{r.id}: {why}" for r, why in hit[:6]]
     if spin is not None and spin.value:

@@ -30,12 +30,12 @@ from perfstack.analysis.drift import SESSION_NOISE, MachineDrift, drift_for, mac
 from perfstack.analysis.judge import SMALL_TIME, Judge, one_run_threshold
 from perfstack.analysis.lead import (
     Lead,
-    arguments,
     busy,
     explaining,
     figure,
     per_sample,
     what_changed,
+    workload_identity,
 )
 from perfstack.analysis.rowdiff import RowChange, row_changes
 from perfstack.analysis.stats import MIN_EFFECT, compare, compare_paired, summarize
@@ -326,19 +326,6 @@ def _noise(base: Report, new: Report, judge_paired: bool,
                    "share its verdict")
 
 
-def workload_identity(report: Report) -> tuple[str, tuple[str, ...]]:
-    """Return what makes two reports comparable: the script's file name (or the module) and
-    the workload's arguments. The folder may differ (two checkouts of one project)."""
-    import os
-
-    command = report.run.command
-    if len(command) >= 3 and command[1] == "-m":
-        return f"-m {command[2]}", tuple(command[3:])
-    if len(command) >= 2:
-        return os.path.basename(command[1]), tuple(command[2:])
-    return " ".join(command), ()
-
-
 def comparable(base: Report, new: Report) -> str | None:
     """Return why two reports should not be compared (different scripts or modules), or None.
     One script run with other arguments is compared: that is how a batch size is compared."""
@@ -372,7 +359,7 @@ def diff(base: Report, new: Report, base_name: str = "base", new_name: str = "ne
               if lead_metric is not None else None)
     metrics = metric_changes(base, new, judge,
                              {lead_metric.name: sample[:2]} if lead_metric and sample else None)
-    different = arguments(base) != arguments(new) and not paired
+    different = workload_identity(base)[1] != workload_identity(new)[1] and not paired
     if different:
         _different_work(metrics, lead_name)
     metrics.sort(key=lambda m: m.name != lead_name)  # the figure first; a stable sort

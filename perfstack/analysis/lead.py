@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -66,22 +67,15 @@ class Lead:
                 "different_work": self.different_work, "busy": self.busy}
 
 
-def arguments(report: Report) -> list[str]:
-    """Return the workload's own arguments (after the script or module)."""
+def workload_identity(report: Report) -> tuple[str, tuple[str, ...]]:
+    """Return what makes two reports comparable: the script's file name (or the module) and
+    the workload's arguments. The folder may differ (two checkouts of one project)."""
     command = report.run.command
     if len(command) >= 3 and command[1] == "-m":
-        return list(command[3:])
-    return list(command[2:])
-
-
-def target(report: Report) -> str:
-    """Return the script's file name or ``-m module`` (a report of traces: its command)."""
-    command = report.run.command
-    if len(command) >= 3 and command[1] == "-m":
-        return f"-m {command[2]}"
+        return f"-m {command[2]}", tuple(command[3:])
     if len(command) >= 2:
-        return os.path.basename(command[1])
-    return " ".join(command)
+        return os.path.basename(command[1]), tuple(command[2:])
+    return " ".join(command), ()
 
 
 def batch_size(args: list[str]) -> int | None:
@@ -117,10 +111,10 @@ def what_changed(base: Report, new: Report, environment: list[EnvChange]) -> lis
     """Return what differs between the two sides as the user made it: the arguments, the
     script or its commit, the environment."""
     out = []
-    args = argument_change(arguments(base), arguments(new))
+    (ta, a_args), (tb, b_args) = workload_identity(base), workload_identity(new)
+    args = argument_change(list(a_args), list(b_args))
     if args:
         out.append(f"arguments: {args}")
-    ta, tb = target(base), target(new)
     if ta != tb:
         out.append(f"script: {ta} -> {tb}")
     ra, rb = (r.environment.get("repository") for r in (base, new))
@@ -149,7 +143,7 @@ def busy(base: Report, new: Report) -> str | None:
     hit = [r for r in runs if machineload.disturbed(r.machine_load)]
     if not hit:
         return None
-    worst = max(float((r.machine_load or {}).get("others_cpus") or 0.0) for r in hit)
+    worst = machineload.most_others(r.machine_load for r in hit)
     return (f"the machine was busy: other programs kept up to {worst:.1f} CPUs busy during "
             f"{len(hit)} of {len(runs)} runs; the verdicts are weaker than on a quiet machine "
             "(run it again there)")
@@ -159,11 +153,17 @@ def figure(metrics: list[Metric]) -> str | None:
     """Return the name of the workload's own figure among a report's metrics: one the
     workload reported with a better direction (one named like a throughput first), else the
     wall time."""
-    own = [m for m in metrics if m.source == "workload" and m.better != Better.NEITHER]
-    own.sort(key=lambda m: ("throughput" not in m.name.lower(), m.name))
-    if own:
-        return own[0].name
+    own = pick_figure(m.name for m in metrics
+                      if m.source == "workload" and m.better != Better.NEITHER)
+    if own is not None:
+        return own
     return "wall_time" if any(m.name == "wall_time" for m in metrics) else None
+
+
+def pick_figure(names: Iterable[str]) -> str | None:
+    """Return which of the workload's own metrics (with a better direction) is its figure:
+    one named like a throughput first, then by name; None for none."""
+    return min(names, key=lambda n: ("throughput" not in n.lower(), n), default=None)
 
 
 def per_sample(name: str, unit: str, base: Report, new: Report
@@ -171,7 +171,7 @@ def per_sample(name: str, unit: str, base: Report, new: Report
     """Return how to put a per-step figure per sample when the two sides' batch sizes differ:
     the factors for the base's and the new side's values, and how it was done (factors of 1
     for a figure per sample already); None when the batch sizes agree or are unknown."""
-    ba, bb = batch_size(arguments(base)), batch_size(arguments(new))
+    ba, bb = (batch_size(list(workload_identity(r)[1])) for r in (base, new))
     if not ba or not bb or ba == bb:
         return None
     if "sample" in unit:  # per sample already: said, not scaled
