@@ -112,15 +112,23 @@ def ctrl_c_reaches() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def perfstack_in(folder: Path, *args: str, env: dict[str, str] | None = None,
+                 timeout: float = 120) -> Result:
+    """Run ``perfstack ARGS`` in ``folder``; return its exit code and output. For a run that
+    several tests read (a module- or session-scoped fixture); a test of its own uses the
+    ``perfstack`` fixture."""
+    proc = subprocess.run([sys.executable, "-m", "perfstack", *args], cwd=folder,
+                          env=perfstack_env(env), capture_output=True, text=True,
+                          timeout=timeout)
+    return Result(proc.returncode, proc.stdout, proc.stderr, folder)
+
+
 @pytest.fixture
 def perfstack(tmp_path: Path) -> Callable[..., Result]:
     """Run ``perfstack ARGS`` in a fresh folder; return its exit code and output."""
 
     def run(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> Result:
-        proc = subprocess.run([sys.executable, "-m", "perfstack", *args], cwd=tmp_path,
-                              env=perfstack_env(env), capture_output=True, text=True,
-                              timeout=timeout)
-        return Result(proc.returncode, proc.stdout, proc.stderr, tmp_path)
+        return perfstack_in(tmp_path, *args, env=env, timeout=timeout)
 
     return run
 

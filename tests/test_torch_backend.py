@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, WORKLOADS, backend
+from tests.conftest import ROOT, WORKLOADS, backend, perfstack_in
 
 pytest.importorskip("torch")
 ONCE = ("-q", "--repeat", "1", "--warmup", "0", "--plugins", "torch")
@@ -46,29 +47,32 @@ def test_inference_loop_steps_with_perfstack_step(perfstack):
     assert sum(r["values"]["calls"]["value"] for r in linear) == 2 * 2
 
 
-def test_without_steps_the_whole_run_is_profiled(perfstack):
-    result = perfstack("run", *ONCE, str(WORKLOADS / "torch_nostep.py"))
+@pytest.fixture(scope="module")
+def nostep(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One run of a script with no steps, with Python stacks and memory attribution on (the
+    options add columns and links; they change no op's calls), read by the tests below."""
+    result = perfstack_in(tmp_path_factory.mktemp("nostep"), "run", *ONCE, "--torch-stack",
+                          "--torch-memory", str(WORKLOADS / "torch_nostep.py"))
     assert result.code == 0, result.stderr
-    report = result.report()
-    assert "no steps: the whole run was profiled" in backend(report, "torch")["notes"]
-    mm = [r for k, r in _rows(report, "framework").items() if k.startswith("aten::mm ")]
+    return result.report()
+
+
+def test_without_steps_the_whole_run_is_profiled(nostep: dict[str, Any]) -> None:
+    assert "no steps: the whole run was profiled" in backend(nostep, "torch")["notes"]
+    mm = [r for k, r in _rows(nostep, "framework").items() if k.startswith("aten::mm ")]
     assert sum(r["values"]["calls"]["value"] for r in mm) == 3
 
 
-def test_stacks_link_ops_to_the_python_functions_that_called_them(perfstack):
-    result = perfstack("run", *ONCE, "--torch-stack", str(WORKLOADS / "torch_nostep.py"))
-    assert result.code == 0, result.stderr
-    report = result.report()
-    python = _rows(report, "python")
+def test_stacks_link_ops_to_the_python_functions_that_called_them(
+        nostep: dict[str, Any]) -> None:
+    python = _rows(nostep, "python")
     compute = next(k for k in python if k.startswith("compute (") and "torch_nostep.py:" in k)
-    mm = next(r for k, r in _rows(report, "framework").items() if k.startswith("aten::mm "))
+    mm = next(r for k, r in _rows(nostep, "framework").items() if k.startswith("aten::mm "))
     assert mm["links"]["python"] == [compute]
 
 
-def test_memory_option_attributes_allocations_to_ops(perfstack):
-    result = perfstack("run", *ONCE, "--torch-memory", str(WORKLOADS / "torch_nostep.py"))
-    assert result.code == 0, result.stderr
-    framework = _rows(result.report(), "framework")
+def test_memory_option_attributes_allocations_to_ops(nostep: dict[str, Any]) -> None:
+    framework = _rows(nostep, "framework")
     # Allocations belong to the innermost op, as torch's self memory does: mm's outputs.
     mm = next(r for k, r in framework.items() if k.startswith("aten::mm "))
     assert mm["values"]["self_alloc"] == {"value": 3 * 128 * 128 * 4, "unit": "B"}

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -37,20 +39,58 @@ def test_every_workload_is_covered():
     assert scripts == set(SMALL)
 
 
+#: Runs each workload as ``python SCRIPT ARGS`` would (``__main__``, its own argv, its folder
+#: first on sys.path), one after another in one interpreter so that torch is imported once, not
+#: thirteen times; prints one JSON line: each run's exit and what it printed.
+_RUN_EACH = """
+import contextlib, io, json, runpy, sys, traceback
+results = {}
+for name, path, args in json.loads(sys.argv[1]):
+    out = io.StringIO()
+    saved = sys.argv, list(sys.path)
+    sys.argv, sys.path[0] = [path, *args], str(__import__("pathlib").Path(path).parent)
+    code = 0
+    with contextlib.redirect_stdout(out):
+        try:
+            runpy.run_path(path, run_name="__main__")
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+        except BaseException:
+            code, out = 1, io.StringIO(out.getvalue() + traceback.format_exc())
+    sys.argv, sys.path[:] = saved
+    results[name] = {"code": code, "stdout": out.getvalue()}
+print(json.dumps(results))
+"""
+
+RUNS = {**{script: (script, args) for script, args in SMALL.items()},
+        "resnet50 forward bfloat16": ("resnet50.py", [
+            "--forward-only", "--dtype", "bfloat16", "--batch-size", "1", "--image-size", "32",
+            "--num-batches", "1"])}
+
+
+@pytest.fixture(scope="module")
+def printed() -> dict[str, dict[str, Any]]:
+    """What each small run of a bundled workload printed, and its exit status."""
+    runs = [[name, str(WORKLOADS / script), args] for name, (script, args) in RUNS.items()]
+    proc = subprocess.run([sys.executable, "-c", _RUN_EACH, json.dumps(runs)],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results: dict[str, dict[str, Any]] = json.loads(proc.stdout.splitlines()[-1])
+    return results
+
+
 @pytest.mark.parametrize("script", sorted(SMALL))
-def test_workload_runs_and_prints_throughput(script):
-    proc = subprocess.run([sys.executable, str(WORKLOADS / script), *SMALL[script]],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert re.search(r"^throughput: [0-9.]+ ", proc.stdout, re.M), proc.stdout
+def test_workload_runs_and_prints_throughput(printed: dict[str, dict[str, Any]],
+                                             script: str) -> None:
+    run = printed[script]
+    assert run["code"] == 0, run["stdout"][-2000:]
+    assert re.search(r"^throughput: [0-9.]+ ", run["stdout"], re.M), run["stdout"]
 
 
-def test_forward_only_and_dtype_flags():
-    proc = subprocess.run([sys.executable, str(WORKLOADS / "resnet50.py"), "--forward-only",
-                           "--dtype", "bfloat16", "--batch-size", "1", "--image-size", "32",
-                           "--num-batches", "1"], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "inference bfloat16" in proc.stdout
+def test_forward_only_and_dtype_flags(printed: dict[str, dict[str, Any]]) -> None:
+    run = printed["resnet50 forward bfloat16"]
+    assert run["code"] == 0, run["stdout"][-2000:]
+    assert "inference bfloat16" in run["stdout"]
 
 
 def test_cifar100_trains_under_torchrun_with_ddp():
