@@ -189,6 +189,42 @@ def tiny_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return cwd / "report.json"
 
 
+#: The two example projects in examples/ (third-party plugins).
+EXAMPLES = (ROOT / "examples" / "perfstack-tracemalloc", ROOT / "examples" / "perfstack-oskit")
+
+
+@pytest.fixture(scope="session")
+def example_plugins(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """pip-install both example projects (real wheel builds) into a folder of their own;
+    returns the PYTHONPATH that finds them (and the tests' own plugins)."""
+    target = tmp_path_factory.mktemp("site")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+         "--no-build-isolation", "--target", str(target), *map(str, EXAMPLES)],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert list(target.glob("perfstack_tracemalloc-0.1.0.dist-info"))
+    assert list(target.glob("perfstack_oskit-0.1.0.dist-info"))
+    return f"{ROOT}:{target}"
+
+
+@pytest.fixture(scope="session")
+def ddp_job(tmp_path_factory: pytest.TempPathFactory, example_plugins: str) -> Result:
+    """One real job of two gloo ranks under torchrun (tests/workloads/ddp_straggler.py: rank 1
+    does five times the work of rank 0 each step), every rank profiled, ended by --steps 4
+    --warmup-steps 2; its backends one of each kind: torch (in-process, per rank), the example
+    rss sampler (attached to each rank) and the example rusage wrapper (around the whole job).
+    Read by the distributed, steps and example-plugin tests; a torchrun job costs seconds of
+    imports per rank and run, so they share one."""
+    result = perfstack_in(
+        tmp_path_factory.mktemp("ddp"), "run", "--nproc-per-node", "2", "--ranks", "all",
+        "--plugins", "torch,rss,rusage", "--steps", "4", "--warmup-steps", "2", "--repeat", "1",
+        "--warmup", "0", "-q", "--timeout", "150", str(WORKLOADS / "ddp_straggler.py"),
+        env={"PYTHONPATH": example_plugins}, timeout=300)
+    assert result.code == 0, result.stderr
+    return result
+
+
 @pytest.fixture(scope="session")
 def chromium() -> str:
     """A headless Chromium and its chromedriver (Debian's packages, installed once per machine

@@ -55,13 +55,9 @@ def test_cifar100_on_two_ranks_gives_per_rank_rows(perfstack: Callable[..., Resu
     assert _metric(report, "slowest_rank")["value"] in (0, 1)
 
 
-def test_a_straggler_is_named(perfstack: Callable[..., Result]) -> None:
+def test_a_straggler_is_named(ddp_job: Result) -> None:
     """Rank 1 does 5x the work: rank 0 waits in all_reduce, and the finding names rank 1."""
-    result = perfstack("run", "--nproc-per-node", "2", "--ranks", "all", "--plugins", "torch",
-                       "--repeat", "1", "--warmup", "0", "-q", "--timeout", "150",
-                       str(WORKLOADS / "ddp_straggler.py"), timeout=300)
-    assert result.code == 0, result.stderr
-    report = result.report()
+    report = ddp_job.report()
     wait0 = _metric(report, "communication_share[rank0]")["value"]
     wait1 = _metric(report, "communication_share[rank1]")["value"]
     assert wait0 > wait1 + 15, (wait0, wait1)

@@ -64,18 +64,14 @@ def test_no_steps_is_one_line(perfstack: Callable[..., Result]) -> None:
     assert_one_line_error(perfstack("run", "--steps", "0", str(WORKLOADS / "busy.py")), 2)
 
 
-def test_every_rank_stops_at_the_same_step(perfstack: Callable[..., Result]) -> None:
-    """Two gloo ranks marking steps with perfstack.step(): each stops after 2 + 4."""
-    result = perfstack("run", "--nproc-per-node", "2", "--steps", "4", "--warmup-steps", "2",
-                       "--plugins", "torch", "--ranks", "all", "--repeat", "1", "--warmup",
-                       "0", "-q", "--timeout", "150", str(WORKLOADS / "ddp_straggler.py"),
-                       timeout=300)
-    assert result.code == 0, result.stderr
-    run_dir = result.cwd / ".perfstack" / "runs" / "latest"
-    for run in ("baseline-1", "torch"):
+def test_every_rank_stops_at_the_same_step(ddp_job: Result) -> None:
+    """Two gloo ranks marking steps with perfstack.step(): each stops after 2 + 4, in the
+    baseline and in every profiled run."""
+    run_dir = ddp_job.cwd / ".perfstack" / "runs" / "latest"
+    for run in ("baseline-1", "torch", "rss"):
         for rank in (0, 1):
-            assert _steps_of(run_dir / run / f"rank-{rank}")["steps"] == 6
-    report = result.report()
+            assert _steps_of(run_dir / run / f"rank-{rank}")["steps"] == 6, (run, rank)
+    report = ddp_job.report()
     for rank in (0, 1):
         step = next(m for m in report["metrics"] if m["name"] == f"torch_step_time[rank{rank}]")
         assert len(step["samples"]) == 4
