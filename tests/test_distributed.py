@@ -25,8 +25,9 @@ def _metric(report: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def test_cifar100_on_two_ranks_gives_per_rank_rows(perfstack: Callable[..., Result]) -> None:
-    """The CIFAR-100 DDP workload on 2 gloo ranks: torch and py-spy profile both ranks in
-    their own folders; rows say their rank; collectives are visible; throughput from rank 0."""
+    """The CIFAR-100 DDP workload on 2 gloo ranks: it trains and prints its throughput once;
+    torch and py-spy profile both ranks in their own folders; rows say their rank;
+    collectives are visible; throughput from rank 0."""
     result = perfstack("run", "--nproc-per-node", "2", "--ranks", "all", "--plugins",
                        "torch,pyspy,resources", "--repeat", "1", "--warmup", "0", "-q",
                        "--timeout", "150",
@@ -40,6 +41,9 @@ def test_cifar100_on_two_ranks_gives_per_rank_rows(perfstack: Callable[..., Resu
     run_dir = result.cwd / ".perfstack" / "runs" / "latest"
     for folder in ("torch", "pyspy", "baseline-1"):
         assert (run_dir / folder / "rank-0").is_dir() and (run_dir / folder / "rank-1").is_dir()
+    # The workload itself: DDP over both ranks, its throughput printed once (by rank 0).
+    printed = (run_dir / "baseline-1" / "stdout.log").read_text()
+    assert "x 2 rank(s)" in printed and printed.count("throughput:") == 1, printed
     torch_ranks = {r["attrs"]["rank"] for r in report["layers"]["framework"]
                    if r["source"] == "torch"}
     spy_ranks = {r["attrs"]["rank"] for r in report["layers"]["python"]
