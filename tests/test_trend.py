@@ -25,8 +25,9 @@ def _history(base: Report, folder: Path, db: Path | str, values: Callable[[int, 
     """Add ``runs`` copies of a real report to a history, each figure (metrics, and rows'
     primary values) replaced by ``values(run, key, base value)``."""
     primary = Primary(base)
+    raw = json.dumps(base.to_dict())
     for i in range(runs):
-        rep = copy.deepcopy(base)
+        rep = Report.from_dict(json.loads(raw))  # a copy: 4x quicker than copy.deepcopy
         rep.run.started = f"2026-11-{1 + i // 24:02d}T{i % 24:02d}:00:00+00:00"
         rep.environment["repository"] = {
             "commit": commit(i) if commit else f"{i:04x}" * 10, "branch": "main",
