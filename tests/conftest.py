@@ -189,6 +189,21 @@ def tiny_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return cwd / "report.json"
 
 
+@pytest.fixture(scope="session")
+def markup_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real run (torch, py-spy) of tests/workloads/markup_names.py, whose op and function
+    names hold <script>, pipes and markdown, with --html; returns its report's path (the page
+    is beside it, report.html). Read by the HTML and markdown tests."""
+    cwd = tmp_path_factory.mktemp("markup")
+    proc = subprocess.run(
+        [sys.executable, "-m", "perfstack", "run", "--plugins", "torch,pyspy", "--repeat", "1",
+         "--warmup", "0", "-q", "--html", "-o", "report.json", str(WORKLOADS / "markup_names.py")],
+        cwd=cwd, env=perfstack_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "html: report.html" in proc.stderr
+    return cwd / "report.json"
+
+
 #: The two example projects in examples/ (third-party plugins).
 EXAMPLES = (ROOT / "examples" / "perfstack-tracemalloc", ROOT / "examples" / "perfstack-oskit")
 

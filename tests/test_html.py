@@ -11,7 +11,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -19,24 +18,11 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from tests.conftest import WORKLOADS, Result, perfstack_env
+from tests.conftest import Result
 
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--disable-extensions")
-
-
-@pytest.fixture(scope="module")
-def markup_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One real run (torch, py-spy) of the markup workload with --html; its report's path."""
-    cwd = tmp_path_factory.mktemp("html")
-    proc = subprocess.run(
-        [sys.executable, "-m", "perfstack", "run", "--plugins", "torch,pyspy", "--repeat", "1",
-         "--warmup", "0", "-q", "--html", "-o", "report.json", str(WORKLOADS / "markup_names.py")],
-        cwd=cwd, env=perfstack_env(), capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    assert "html: report.html" in proc.stderr
-    return cwd / "report.json"
 
 
 def _browser(chromium: str, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
-from tests.conftest import WORKLOADS, Result
+from perfstack.reportfile import read_json
+from tests.conftest import Result
 
 
-def test_markdown_escapes_workload_markup(perfstack: Callable[..., Result]) -> None:
+def test_markdown_escapes_workload_markup(markup_run: Path,
+                                         perfstack: Callable[..., Result]) -> None:
     """Op and function names with <script>, pipes and markdown stay text in every cell."""
-    run = perfstack("run", "--plugins", "torch,pyspy", "--repeat", "1", "--warmup", "0",
-                    "-q", str(WORKLOADS / "markup_names.py"), timeout=300)
-    assert run.code == 0, run.stderr
-    report = run.report()
+    report = read_json(markup_run)
     names = [r["name"] for layer in report["layers"].values() for r in layer]
     assert any("<script>" in n for n in names), "the workload must really produce markup names"
-    shown = perfstack("show", "--format", "markdown", "-o", "report.md")
+    shown = perfstack("show", str(markup_run), "--format", "markdown", "-o", "report.md")
     assert shown.code == 0, shown.stderr
     text = (shown.cwd / "report.md").read_text()
     assert text.startswith("## perfstack:")
