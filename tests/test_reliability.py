@@ -116,8 +116,8 @@ def test_a_backend_that_raises_is_failed_and_the_others_go_on(perfstack):
 
 
 def test_malformed_records_are_refused_not_written(perfstack):
-    result = perfstack("-p", "tests.testplugins.malformed", "run", *ONCE,
-                       str(WORKLOADS / "busy.py"))
+    result = perfstack("-p", "tests.testplugins.malformed", "run", *ONCE, "--plugins",
+                       "malformed,resources", str(WORKLOADS / "busy.py"))
     assert result.code == 0, result.stderr
     report = result.report()
     bad = backend(report, "malformed")
@@ -126,8 +126,8 @@ def test_malformed_records_are_refused_not_written(perfstack):
 
 
 def test_a_broken_rule_becomes_a_finding(perfstack):
-    result = perfstack("-p", "tests.testplugins.bad_rule", "run", *ONCE,
-                       str(WORKLOADS / "busy.py"))
+    result = perfstack("-p", "tests.testplugins.bad_rule", "run", *ONCE, "--plugins",
+                       "resources", str(WORKLOADS / "busy.py"))
     assert result.code == 0, result.stderr
     report = result.report()
     error = next(f for f in report["findings"] if f["rule"] == "perfstack.plugin-error")
@@ -145,7 +145,7 @@ def test_a_plugin_that_cannot_import_is_listed_not_fatal(perfstack):
 
 
 def test_a_workload_that_exits_non_zero(perfstack):
-    result = perfstack("run", *ONCE, str(WORKLOADS / "fail_exit.py"))
+    result = perfstack("run", *ONCE, "--plugins", "resources", str(WORKLOADS / "fail_exit.py"))
     assert result.code == 8
     report = result.report()
     run = report["run"]["runs"][0]
