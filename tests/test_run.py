@@ -122,7 +122,7 @@ def test_every_backend_runs_in_isolation_with_its_overhead(perfstack):
 
 
 def test_workload_reported_metrics_get_one_sample_per_baseline_run(perfstack):
-    result = perfstack("run", "-q", "--repeat", "3", "--warmup", "1",
+    result = perfstack("run", "-q", "--repeat", "3", "--warmup", "1", "--plugins", "resources",
                        str(WORKLOADS / "reports_metric.py"))
     assert result.code == 0, result.stderr
     metric = next(m for m in result.report()["metrics"] if m["name"] == "throughput")
