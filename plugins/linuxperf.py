@@ -27,12 +27,15 @@ from perfstack.backend import (
     Availability,
     Backend,
     Collected,
+    InProcessHook,
     Launch,
     Option,
     Outcome,
     RunContext,
 )
 from perfstack.report import Better, Finding, Layer, Metric, Quantity, Report, Row
+
+from . import gcphase
 
 DEFAULT_EVENTS = ("cycles", "instructions", "branches", "branch-misses", "cache-references",
                   "cache-misses", "L1-dcache-load-misses", "LLC-load-misses", "task-clock",
@@ -386,7 +389,7 @@ class PerfTopBackend(Backend):
     name = "perftop"
     layers = (Layer.KERNEL,)
     primary = "cpu_time"
-    publishes = ("split.", "cpu_share_")
+    publishes = ("split.", "cpu_share_", "gc_time_")
     description = "perf record -e cpu-clock: hot native symbols grouped by library (perf top)"
     options = (Option("freq", "samples per second", 999, int, minimum=1, maximum=100_000),
                Option("callgraph", "call graphs: fp, dwarf (large) or none", "fp",
@@ -403,10 +406,12 @@ class PerfTopBackend(Backend):
                 str(ctx.options.get("freq") or 999), "-o", str(ctx.artifact_dir / "perf.data")]
         if graph != "none":
             argv += ["--call-graph", graph]
-        return Launch(wrap=[*argv, "--"])
+        # The collector's time by phase, from inside the workload: perf sees how much, not when.
+        return Launch(wrap=[*argv, "--"],
+                      inprocess=[InProcessHook(f"{gcphase.__name__}:start")])
 
     def collect(self, ctx: RunContext, outcome: Outcome | None) -> Collected:
-        """Summarize perf.data by shared object and by symbol."""
+        """Summarize perf.data by shared object and by symbol; the collector's time by phase."""
         data = ctx.artifact_dir / "perf.data"
         if not data.is_file():
             return Collected(notes=["perf record wrote no data"])
@@ -435,6 +440,9 @@ class PerfTopBackend(Backend):
         metrics += split_metrics(by_sym)
         total = sum(n for _, n, _, _ in by_sym)
         notes = [f"{total} samples at {freq:g} Hz of cpu-clock (all threads)", *_whole_run(ctx)]
+        gc_metrics, gc_notes = gcphase.metrics(ctx.artifact_dir, self.name)
+        metrics += gc_metrics
+        notes += gc_notes
         return Collected(rows={Layer.KERNEL: rows}, metrics=metrics, notes=notes,
                          artifacts={"perf.data": data})
 
@@ -443,41 +451,11 @@ class PerfTopBackend(Backend):
 LOW_IPC = 1.0
 
 
-#: Share of the CPU time (%) in CPython's garbage collector from which it is a finding.
-GC_SHARE = 10.0
-#: CPython's collector, by symbol (3.8 to 3.13).
-GC_SYMBOLS = ("gc_collect_main", "gc_collect_with_callback", "gc_collect_region",
-              "gc_collect_full", "gc_collect_young", "gc_collect_increment",
-              "collect_with_callback", "deduce_unreachable", "move_unreachable",
-              "subtract_refs", "update_refs", "visit_reachable", "visit_decref",
-              "gc_collect_impl")
-
-
-def _gc_finding(report: Report) -> list[Finding]:
-    rows = [r for r in report.layers.get(Layer.KERNEL, [])
-            if r.source == "perftop" and r.attrs.get("kind") == "symbol"
-            and any(sym in r.name.split(" (")[0] for sym in GC_SYMBOLS)]
-    share = sum(float(r.values["share"].value or 0.0) for r in rows if "share" in r.values)
-    if share < GC_SHARE:
-        return []
-    top = sorted(rows, key=lambda r: -float(r.values["share"].value or 0.0))[:3]
-    return [Finding(
-        rule="python.gc", title=f"garbage collection takes {share:.0f}% of the CPU time",
-        layer="python", severity="warning",
-        evidence=[f"CPython's cyclic garbage collector: {share:.1f}% of perf record's CPU "
-                  "samples (all threads)",
-                  *(f"{r.name}: {float(r.values['share'].value or 0):.1f}%" for r in top)],
-        action=("call gc.freeze() once the long-lived objects (the model, the data) exist, "
-                "raise the thresholds with gc.set_threshold, or disable it around the hot "
-                "loop; fewer reference cycles (closures, parent pointers) lower its work"),
-        source="perftop")]
-
-
 @hookimpl
 def perfstack_findings(report: Report) -> list[Finding]:
     """Flag a low IPC where the hardware counters counted, and a garbage collector that takes
     over a tenth of the CPU time (perf record's symbols)."""
-    found = _gc_finding(report)
+    found = gcphase.finding(report, "perftop")
     ipc = next((m for m in report.metrics if m.name == "ipc" and m.source == "perf"), None)
     if ipc is None or ipc.value is None or ipc.value >= LOW_IPC:
         return found

@@ -75,6 +75,11 @@ def test_perf_stat_and_record_on_a_real_run(perfstack):
     assert groups["interpreter (libpython)"]["values"]["share"]["value"] > 40
     symbols = [r for r in report["layers"]["kernel"] if r["attrs"].get("kind") == "symbol"]
     assert symbols and symbols[0]["values"]["cpu_time"]["value"] > 0
+    # The collector's time by phase, timed inside the workload of perf record's run.
+    gc_times = {m["name"]: m for m in report["metrics"] if m["name"].startswith("gc_time_")}
+    assert set(gc_times) == {"gc_time_run", "gc_time_imports"}, gc_times
+    assert all(m["value"] >= 0 and m["source"] == "perftop" for m in gc_times.values())
+    assert any("garbage collections timed" in n for n in backend(report, "perftop")["notes"])
 
 
 def test_no_perf_binary_is_unavailable_with_the_fix(monkeypatch):
