@@ -26,6 +26,9 @@ _explicit = False
 _step_times: list[float] = []
 #: Set by the bootstrap under ``perfstack run --steps``: end the workload after this many steps.
 _stop_after: int | None = None
+#: Set by the bootstrap under ``--steps``: time.perf_counter() when the script started, the
+#: first entry of _step_times (so that the first step has a duration).
+_started_at: float | None = None
 #: Set by the bootstrap: the step at which the measured window opens, and what to call then.
 _window_at: int | None = None
 _on_window: Any = None
@@ -70,7 +73,7 @@ def _count_step(explicit: bool) -> None:
         # The optimizer steps counted so far were the same batches the workload now marks
         # itself: counted once, not twice (a first batch of two "steps").
         _steps = 0
-        _step_times.clear()
+        _step_times[:] = [] if _started_at is None else [_started_at]
     elif not explicit and _explicit:
         return  # the workload marks its own steps: optimizer steps no longer count
     _steps += 1

@@ -49,6 +49,23 @@ def instruction_metric(counts: Sequence[int | float | None]) -> list[Metric]:
                    Better.LOWER, samples=values)]
 
 
+def step_metric(runs: Sequence[Sequence[float]], warmup: int = 0,
+                measured: int | None = None) -> list[Metric]:
+    """The unprofiled step time: the median over the clean baseline runs' steps (one list of
+    step durations per run), every step a sample. Under ``--steps`` (``measured`` given) each
+    list starts at the script's start, and the measured steps are those after the ``warmup``
+    ones; without it the durations are between consecutive steps. Nothing when no run marked
+    a step that could be timed."""
+    end = warmup + measured if measured is not None else None
+    times = [float(t) for run in runs for t in run[warmup:end] if t > 0]
+    if not times:
+        return []
+    return [Metric("step_time", statistics.median(times), "s", "run", "baseline", Better.LOWER,
+                   samples=times[:1000], samples_of="steps",
+                   description=f"median of {len(times)} steps of the baseline runs (no "
+                               "profiler), warm-up steps excluded")]
+
+
 def workload_metrics(runs: Sequence[Sequence[dict[str, Any]]]) -> list[Metric]:
     """What the workload reported with perfstack.report_metric: one list of entries per clean
     baseline run (a metric reported twice in one run: the last wins), one sample per run."""

@@ -180,7 +180,8 @@ def _bound_steps(steps: dict[str, int], folder: str) -> None:
 
     warmup, measured = int(steps.get("warmup", 0)), int(steps["measured"])
     perfstack._stop_after = warmup + measured
-    perfstack._step_times.append(time.perf_counter())  # so the first step has a duration
+    perfstack._started_at = time.perf_counter()  # so the first step has a duration
+    perfstack._step_times.append(perfstack._started_at)
 
     def opened() -> None:
         tmp = os.path.join(folder, WINDOW_FILE + ".tmp")

@@ -70,12 +70,16 @@ def _comm_shares(report: Report) -> tuple[str, dict[int, tuple[float, float]]]:
     return source, {r: (comm[r], total[r]) for r in total if total[r] > 0}
 
 
-def cross_rank(report: Report, baseline: list[Outcome], world: int) -> tuple[
-        list[Metric], list[Finding]]:
+def cross_rank(report: Report, baseline: list[Outcome], world: int,
+               steps: tuple[int, int] | None = None) -> tuple[list[Metric], list[Finding]]:
     """Return per-rank step-time metrics (from the baseline runs' ``perfstack.step()``
-    calls), straggler metrics, communication shares and findings of a live torchrun job."""
+    calls), straggler metrics, communication shares and findings of a live torchrun job.
+    Under ``--steps`` (``steps``: warm-up, measured) only the measured steps count: each
+    rank's times then start at its script's start, imports included."""
     present = sorted({r for o in baseline for r in rundir.ranks_in(o.artifact_dir)})
-    samples = {rank: [t for o in baseline if o.record.exit.clean for t in _step_times(o, rank)]
+    window = slice(steps[0], steps[0] + steps[1]) if steps else slice(None)
+    samples = {rank: [t for o in baseline if o.record.exit.clean
+                      for t in _step_times(o, rank)[window]]
                for rank in present or range(world)}
     return rank_figures(report, samples, publish_steps=True)
 

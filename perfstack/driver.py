@@ -407,11 +407,13 @@ class Session:
             report.metrics.extend(collected.metrics)
             report.findings.extend(collected.findings)
         report.metrics[:0] = [self._wall_metric(), *self._instruction_metric(),
-                              *self._workload_metrics()]
+                              *self._workload_metrics(), *self._step_metric()]
         if self.options.nproc_per_node:
             from perfstack.distributed import cross_rank
 
-            metrics, findings = cross_rank(report, self.baseline, self.options.nproc_per_node)
+            steps = self.options.steps
+            metrics, findings = cross_rank(report, self.baseline, self.options.nproc_per_node,
+                                           (steps.warmup, steps.measured) if steps else None)
             report.metrics.extend(metrics)
             report.findings.extend(findings)
         report.findings.extend(self._findings(report))
@@ -467,6 +469,16 @@ class Session:
         return assembly.instruction_metric([
             o.record.instructions.value for o in self.baseline
             if o.record.exit.clean and o.record.instructions is not None])
+
+    def _step_metric(self) -> list[Metric]:
+        """The baseline's own step time (under torchrun, each rank's: ``cross_rank``)."""
+        if self.options.nproc_per_node:
+            return []
+        steps = self.options.steps
+        return assembly.step_metric([
+            rundir.read_step_times(rundir.primary_dir(o.artifact_dir))
+            for o in self.baseline if o.record.exit.clean],
+            steps.warmup if steps else 0, steps.measured if steps else None)
 
     def _workload_metrics(self) -> list[Metric]:
         """Return what the workload reported with perfstack.report_metric, across the baseline."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from perfstack.assembly import (
     instruction_metric,
     left_running,
@@ -98,3 +100,18 @@ def test_the_run_folder_readers_keep_what_is_whole(tmp_path: Path) -> None:
     assert rundir.primary_dir(tmp_path) == tmp_path
     (tmp_path / "rank-0").mkdir()
     assert rundir.primary_dir(tmp_path) == rundir.rank_dir(tmp_path, 0)
+
+
+def test_the_step_time_is_the_baselines_measured_steps() -> None:
+    """Under --steps 3 + 2 each run's times start at the script's start: the first three are
+    warm-up (the first holds the imports); every measured step of every run is a sample;
+    without --steps every time is between two steps; no steps, no metric."""
+    from perfstack.assembly import step_metric
+
+    [plain] = step_metric([[2.5, 0.1, 0.1, 0.2, 0.1], [2.4, 0.3, 0.1, 0.1, 0.3]], 3, 2)
+    assert plain.name == "step_time" and plain.source == "baseline"
+    assert plain.samples == [0.2, 0.1, 0.1, 0.3] and plain.value == pytest.approx(0.15)
+    assert plain.samples_of == "steps"
+    [every] = step_metric([[0.5, 0.1, 0.3]])
+    assert every.samples == [0.5, 0.1, 0.3] and every.value == 0.3
+    assert step_metric([[], []]) == [] and step_metric([[2.0]], 5, 2) == []

@@ -39,6 +39,10 @@ def test_a_long_job_ends_after_its_steps(perfstack: Callable[..., Result]) -> No
         assert "finally: 22 steps done" in (folder / "stdout.log").read_text()
     step = next(m for m in report["metrics"] if m["name"] == "torch_step_time")
     assert len(step["samples"]) == 20
+    # The unprofiled step time: the baseline's own 20 measured steps (the workload was
+    # stopped before it could print a figure of its own).
+    plain = next(m for m in report["metrics"] if m["name"] == "step_time")
+    assert plain["source"] == "baseline" and len(plain["samples"]) == 20, plain
     for name in ("torch", "pyspy"):
         entry = backend(report, name)
         assert entry["status"] == "ok", entry
@@ -75,6 +79,9 @@ def test_every_rank_stops_at_the_same_step(ddp_job: Result) -> None:
     for rank in (0, 1):
         step = next(m for m in report["metrics"] if m["name"] == f"torch_step_time[rank{rank}]")
         assert len(step["samples"]) == 4
+        # The baseline's own: its 4 measured steps, not the warm-up ones nor the imports.
+        plain = next(m for m in report["metrics"] if m["name"] == f"step_time[rank{rank}]")
+        assert len(plain["samples"]) == 4 and max(plain["samples"]) < 1.0, plain
 
 
 def test_only_the_main_threads_steps_count(perfstack: Callable[..., Result]) -> None:
