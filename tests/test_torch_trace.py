@@ -112,3 +112,18 @@ def test_reader_streams_gzip_and_survives_truncation(tmp_path):
     bad.write_text('{"foo": 1}')
     with pytest.raises(TraceError):
         list(TraceReader(bad))
+
+
+def test_the_profilers_closing_range_is_not_a_step() -> None:
+    """torch opens a step range for the step in which the profiler stops: a last range of
+    0.05 ms after steps of 260 ms is left out of the steps and their windows; a last step
+    merely quicker is kept."""
+    from perfstack_plugins.torchprof.rows import closing_stub
+
+    steps = [0.26, 0.25, 0.27, 0.00005]
+    windows = [(0.0, 0.26), (0.3, 0.55), (0.6, 0.87), (0.9, 0.90005)]
+    assert closing_stub(steps, windows) == 0.00005
+    assert steps == [0.26, 0.25, 0.27] and windows[-1] == (0.6, 0.87)
+    quick = [0.26, 0.25, 0.27, 0.05]
+    assert closing_stub(quick, [(0, 1), (1, 2), (2, 3), (3, 4)]) is None and len(quick) == 4
+    assert closing_stub([0.2, 0.00005], [(0, 1), (1, 2)]) is None  # too few to tell

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from collections import defaultdict
 from typing import Any
 
@@ -40,7 +41,11 @@ def _summarize(agg: TraceAggregate, with_flops: bool, stepped: bool) -> tuple[
     for tree in trees.values():
         ops.add(tree)
     groups, steps, windows = ops.groups, ops.steps, ops.windows
+    stub = closing_stub(steps, windows)
     notes = [f"{len(steps)} profiled steps" if steps else "no steps: the whole run was profiled"]
+    if stub is not None:
+        notes.append(f"a last step range of {stub * 1e3:.3f} ms, the profiler closing, is "
+                     "not a step: left out")
     metrics: list[Metric] = []
     if agg.kernels:
         linker = Linker(agg, trees)
@@ -81,12 +86,30 @@ def _summarize(agg: TraceAggregate, with_flops: bool, stepped: bool) -> tuple[
                SOURCE, Better.NEITHER, detail=True),
     ]
     if steps:
-        ordered = sorted(steps)
-        metrics.insert(0, Metric("torch_step_time", ordered[len(ordered) // 2], "s", "framework",
+        metrics.insert(0, Metric("torch_step_time", statistics.median(steps), "s", "framework",
                                  SOURCE, Better.LOWER, samples=steps, samples_of="steps"))
     if agg.truncated:
         notes.append(f"trace cut short (the run ended while writing it): {agg.truncated}")
     return rows, metrics, notes
+
+
+#: A last step range this much shorter than the median of the others is the profiler's own
+#: closing range (torch opens one for the step in which the profiler stops), not a step.
+STUB_FRACTION = 0.05
+
+
+def closing_stub(steps: list[float], windows: list[tuple[float, float]]) -> float | None:
+    """Drop, in place, the profiler's closing step range when there is one: the last range
+    in time, under :data:`STUB_FRACTION` of the median of at least two others. Return its
+    duration (s), or None."""
+    if len(steps) < 3 or len(steps) != len(windows):
+        return None
+    last = max(range(len(windows)), key=lambda i: windows[i][0])
+    others = steps[:last] + steps[last + 1:]
+    if steps[last] >= STUB_FRACTION * statistics.median(others):
+        return None
+    del windows[last]
+    return steps.pop(last)
 
 
 def _stream_order(item: tuple[Any, float]) -> tuple[int, str]:
