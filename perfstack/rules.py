@@ -144,6 +144,22 @@ def _disturbed_runs(report: Report) -> list[tuple[RunRecord, str]]:
     return out
 
 
+def _openmp_spin(report: Report) -> list[str]:
+    """What the OpenMP pool took, from the time budget (its part of the native time) or, with
+    no wall-time budget, from the CPU-time split alone; nothing when unmeasured."""
+    from perfstack.analysis.budget import time_budget
+
+    line = next((ln for ln in time_budget(report).lines if ln.part == "openmp"), None)
+    if line is not None and line.seconds is not None and line.share:
+        return [f"torch's OpenMP threads spun or waited {pct(line.share)} of the wall time "
+                f"({line.source})"]
+    split = report.metric("split.openmp")
+    if split is not None and isinstance(split.value, (int, float)) and split.value:
+        return [f"torch's OpenMP threads spinning or waiting took {pct(float(split.value))} of "
+                f"the CPU time outside the interpreter ({split.source})"]
+    return []
+
+
 def _busy(report: Report) -> list[Finding]:
     """The machine was busy with other programs during some runs: said first, since every
     figure of those runs is partly the other programs' (a CPU-bound process beside a torch
@@ -153,11 +169,8 @@ def _busy(report: Report) -> list[Finding]:
         return []
     measured = sum(1 for r in report.run.runs if r.machine_load)
     worst = machineload.most_others(r.machine_load for r, _ in hit)
-    spin = report.metric("budget.openmp")
     evidence = [f"{r.id}: {why}" for r, why in hit[:6]]
-    if spin is not None and spin.value:
-        evidence.append(f"torch's OpenMP threads spun or waited {pct(float(spin.value))} of "
-                        f"the wall time ({spin.source})")
+    evidence += _openmp_spin(report)
     return [Finding(
         rule="run.busy-machine",
         title=(f"the machine was busy: other programs kept up to {worst:.1f} CPUs busy during "

@@ -132,3 +132,25 @@ def test_a_diff_of_busy_runs_says_so_under_its_headline() -> None:
     text = render_text(d, width=100).splitlines()
     assert text[4].startswith("the machine was busy"), text[:8]
     assert "**the machine was busy" in render_markdown(d)
+
+
+def test_openmp_spinning_is_measured_beside_the_busy_machine() -> None:
+    """On a busy machine, what torch's OpenMP pool took is evidence of its own: its part of
+    the wall time where a sampler measured the budget (perf's split of the native part), its
+    part of the CPU time where perf alone did; nothing where neither ran."""
+    from perfstack.report import Better, Metric
+
+    tiny = load_report(ROOT / "tests/fixtures/reports/rules/tiny_ops.json.gz")
+    for r in tiny.run.runs:
+        r.machine_load = dict(BUSY)
+    tiny.metrics.append(Metric("split.openmp", 40.0, "%", "kernel", "perftop", Better.NEITHER))
+    [busy] = [f for f in rules.perfstack_findings(tiny) if f.rule == "run.busy-machine"]
+    spun = [e for e in busy.evidence if "OpenMP" in e]
+    assert len(spun) == 1 and "of the wall time (pyspy + perftop)" in spun[0], busy.evidence
+    tiny.metrics = [m for m in tiny.metrics if not m.name.startswith("budget.")]
+    [busy] = [f for f in rules.perfstack_findings(tiny) if f.rule == "run.busy-machine"]
+    assert any("40% of the CPU time outside the interpreter (perftop)" in e
+               for e in busy.evidence), busy.evidence
+    [plain] = [f for f in rules.perfstack_findings(_with_load({r.id for r in RECORDED.run.runs}))
+               if f.rule == "run.busy-machine"]
+    assert not any("OpenMP" in e for e in plain.evidence)
