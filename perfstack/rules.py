@@ -332,6 +332,36 @@ def _slowest_imports(report: Report, top: int = 3) -> list[str]:
             for name, (value, path) in ranked]
 
 
+def _late_imports(report: Report, top: int = 3) -> list[str]:
+    """Imports made inside the workload's own functions (a sampler files them under the
+    function, with the library call that imported), largest first, as evidence lines."""
+    from perfstack.analysis.origin import short_key, workload_dir
+
+    home = workload_dir(report)
+    found: list[tuple[float, str]] = []
+    for row in report.layers.get(Layer.PYTHON, []):
+        late, function, file = (row.attrs.get(k) for k in ("late_imports", "function", "file"))
+        if not isinstance(late, list) or not isinstance(function, str) \
+                or not isinstance(file, str):
+            continue
+        line = row.attrs.get("line")
+        caller = short_key(function, file, line if isinstance(line, int) else None, home)
+        for item in late:
+            if not isinstance(item, dict) or not isinstance(item.get("seconds"), (int, float)):
+                continue
+            via = str(item.get("via") or "")
+            how = "an import statement in it"
+            if via:
+                via_function, _, rest = via.partition(" (")
+                via_file, _, via_line = rest.rstrip(")").rpartition(":")
+                how = "when it called " + short_key(
+                    via_function, via_file, int(via_line) if via_line.isdigit() else None, home)
+            found.append((float(item["seconds"]),
+                          f"import {item.get('module')} inside {caller}: "
+                          f"{float(item['seconds']):.2f} s, {how} ({row.source})"))
+    return [text for _, text in sorted(found, key=lambda f: -f[0])[:top]]
+
+
 def _startup(report: Report) -> list[Finding]:
     share = _share(report, "budget.startup")
     if share is None or share[0] < STARTUP_SHARE:
@@ -339,14 +369,18 @@ def _startup(report: Report) -> list[Finding]:
     wall = report.metric("wall_time")
     seconds = (f" ({share[0] / 100 * float(wall.value):.2f} s of {float(wall.value):.2f} s)"
                if wall is not None and wall.value else "")
+    late = _late_imports(report)
     return [Finding(
         rule="time.startup",
         title=f"start-up and imports take {share[0]:.0f}% of the run{seconds}",
         layer="python", severity="warning",
         evidence=[f"{share[0]:.1f}% of the main thread's wall time before the workload's own "
                   f"code ran or after it ended: imports, interpreter set-up and teardown "
-                  f"(budget.startup, from {share[1]})", *_slowest_imports(report)],
-        action=("measure each import with 'python -X importtime script.py 2> imports.log'; "
+                  f"(budget.startup, from {share[1]})", *late, *_slowest_imports(report)],
+        action=(("the imports named 'inside' run the first time your code makes that call "
+                 "(a one-time cost of the process, not of each step); "
+                 if late else "")
+                + "measure each import with 'python -X importtime script.py 2> imports.log'; "
                 "import heavy modules only where needed, or keep one process alive for many "
                 "tasks (a server, a notebook) instead of starting one per task; for a "
                 "benchmark, profile more steps (the start-up is a fixed cost)"),

@@ -41,6 +41,8 @@ from perfstack.backend import (
 )
 from perfstack.report import Better, Finding, Layer, Metric, Quantity, Report, Row
 
+from .lateimports import LateImports, is_import
+
 SOURCE = "pyspy"
 #: The two profiles a run of this backend writes in its folder (the gil backend reads them too).
 PROFILE_FILE = "profile.speedscope.json"
@@ -151,10 +153,6 @@ def _leaf_counts(frames: list[dict[str, Any]], profiles: list[dict[str, Any]]) -
     return leaves
 
 
-def _is_import(frame: dict[str, Any]) -> bool:
-    return str(frame.get("file") or "").startswith("<frozen importlib")
-
-
 def _main_profile(profiles: list[dict[str, Any]]) -> dict[str, Any] | None:
     main = [p for p in profiles if '"MainThread"' in _thread_name(p)]
     if main:
@@ -176,7 +174,7 @@ def _main_leaves(frames: list[dict[str, Any]], profiles: list[dict[str, Any]]) -
     for stack, weight in zip(profile.get("samples", []), profile.get("weights", []),
                              strict=False):
         python = [i for i in stack if not _is_native(frames[i]) and not is_ours(frames[i])]
-        if not python or any(_is_import(frames[i]) for i in stack):
+        if not python or any(is_import(frames[i]) for i in stack):
             # Importing, or no frame of the workload's yet (set-up) or any more (teardown).
             importing += weight
             continue
@@ -268,6 +266,7 @@ def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
     native: dict[str, Counter[str]] = defaultdict(Counter)
     native_n: Counter[str] = Counter()
     importing_n: Counter[str] = Counter()  # a function's own samples taken inside an import
+    late = LateImports(frames, ours, frame_key)
     all_samples = 0
     for profile in profiles:
         name = _thread_name(profile)
@@ -280,15 +279,16 @@ def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
             t["seconds"] += weight
             python = [i for i in stack if not _is_native(frames[i])]
             mine = [i for i in python if ours(i)]
-            if mine and not any(_is_import(frames[i]) for i in stack):
+            if mine and not any(is_import(frames[i]) for i in stack):
                 own_key = frame_key(frames[mine[-1]])
                 own_n[own_key] += 1
                 own_seconds[own_key] += weight
             if python:
                 leaf = frame_key(frames[python[-1]])
                 self_n[leaf] += 1
-                if any(_is_import(frames[i]) for i in stack):
+                if any(is_import(frames[i]) for i in stack):
                     importing_n[leaf] += 1
+                    late.add(python, weight)
                 seconds[leaf] += weight
                 for key in {frame_key(frames[i]) for i in python}:
                     total_n[key] += 1
@@ -323,6 +323,8 @@ def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
                                  "threads": sorted(where[key])}
         if self_n[key]:
             attrs["import_share"] = round(100 * importing_n[key] / self_n[key], 1)
+        if key in late.by_caller:
+            attrs["late_imports"] = late.of(key)
         rows.append(Row(key, key, SOURCE, values, attrs))
     rows.sort(key=lambda r: -(r.values["self"].value or 0))
     seen: dict[str, int] = {}
