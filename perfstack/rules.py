@@ -374,11 +374,12 @@ def _startup(report: Report) -> list[Finding]:
         rule="time.startup",
         title=f"start-up and imports take {share[0]:.0f}% of the run{seconds}",
         layer="python", severity="warning",
-        evidence=[f"{share[0]:.1f}% of the main thread's wall time before the workload's own "
-                  f"code ran or after it ended: imports, interpreter set-up and teardown "
-                  f"(budget.startup, from {share[1]})", *late, *_slowest_imports(report)],
-        action=(("the imports named 'inside' run the first time your code makes that call "
-                 "(a one-time cost of the process, not of each step); "
+        # An import made inside the workload's own function is the most actionable: first.
+        evidence=[*late, f"{share[0]:.1f}% of the main thread's wall time before the "
+                  f"workload's own code ran or after it ended: imports, interpreter set-up and "
+                  f"teardown (budget.startup, from {share[1]})", *_slowest_imports(report)],
+        action=(("an import made inside your own function runs the first time that call is "
+                 "made (a one-time cost of the process, not of each step); "
                  if late else "")
                 + "measure each import with 'python -X importtime script.py 2> imports.log'; "
                 "import heavy modules only where needed, or keep one process alive for many "

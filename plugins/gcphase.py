@@ -91,11 +91,10 @@ def metrics(folder: Path, source: str) -> tuple[list[Metric], list[str]]:
         return [], ["garbage collection by phase unknown: the run wrote no gc-phases.json"]
     return [
         Metric("gc_time_run", run, "s", "python", source, Better.LOWER, detail=True,
-               description="CPython's garbage collections outside imports (gc.callbacks)",
-               group="interpreter"),
+               description="CPython's garbage collections outside imports (gc.callbacks)"),
         Metric("gc_time_imports", imports, "s", "python", source, Better.LOWER, detail=True,
                description="CPython's garbage collections during imports, part of start-up "
-                           "(gc.callbacks)", group="interpreter"),
+                           "(gc.callbacks)"),
     ], [f"{counts} garbage collections timed by gc.callbacks: {imports:.3f} s during imports, "
         f"{run:.3f} s outside them"]
 
