@@ -252,3 +252,36 @@ def test_a_gzip_bomb_is_refused_in_bounded_time(perfstack, tmp_path):
     assert "decompresses to more than" in result.stderr
     assert time.monotonic() - start < 60
     assert not (tmp_path / "r.json").exists()
+
+
+def test_garbage_inside_trace_events_is_a_failed_reader_not_a_cut_trace(perfstack, tmp_path):
+    """Text that is not JSON between two events (2 MiB of it, from a 2 kB gzip): the reader
+    stops at it, at once, and says so: bad input, one line, exit 4 (as a file with no
+    traceEvents is), not exit 0 with a report of a trace 'cut short'."""
+    import gzip
+
+    event = ('{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2, "pid": 1, '
+             '"tid": 1}')
+    with gzip.open(tmp_path / "junk.pt.trace.json.gz", "wt") as fh:
+        fh.write('{"traceEvents": [' + event + ", " + "x" * (2 << 20) + ", " + event + "]}")
+    result = perfstack("analyze", "junk.pt.trace.json.gz", "-q", "-o", "r.json")
+    assert_one_line_error(result, 4)
+    assert "not JSON inside traceEvents" in result.stderr
+
+
+def test_one_event_larger_than_any_trace_event_is_refused(tmp_path, monkeypatch):
+    """An event still open after the bound (64 MiB; 1 MiB here) is garbage, not a longer read:
+    the reader raises instead of holding it whole; one cut by the file's end is a cut trace."""
+    from perfstack_plugins.torchprof import trace
+
+    monkeypatch.setattr(trace, "MAX_EVENT", 1 << 20)
+    event = '{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2}'
+    big = tmp_path / "big.json"
+    big.write_text('{"traceEvents": [' + event + ', {"name": "' + "a" * (3 << 20) + ", "
+                   + event + "]}")  # a string never closed: it runs to the file's end
+    with pytest.raises(trace.TraceError, match="over 1 MiB"):
+        list(trace.TraceReader(big))
+    cut = tmp_path / "cut.json"
+    cut.write_text('{"traceEvents": [' + event + ', {"name": "' + "a" * (1 << 19))
+    reader = trace.TraceReader(cut)
+    assert len(list(reader)) == 1 and reader.truncated

@@ -30,6 +30,10 @@ from .gunzip import TraceError, gunzip
 from .optree import ThreadFrames, ThreadOps, Tree
 
 CHUNK = 1 << 20
+#: No trace event is this large: a longer one is garbage (it would be held whole in memory).
+MAX_EVENT = 64 << 20
+#: What a JSON value can start with; anything else inside the array is not JSON.
+_VALUE_STARTS = frozenset('{["-0123456789tfn')
 _SKIP = re.compile(r"[\s,]*")
 OP_CATEGORIES = ("cpu_op", "user_annotation")
 KERNEL_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -181,7 +185,7 @@ class TraceReader:
                     yield from events
                     break
                 else:
-                    if len(cuts) or len(buf) > 64 * CHUNK:
+                    if len(cuts) or len(buf) > MAX_EVENT:
                         raise _Slow
 
     def _last(self, buf: bytes) -> Iterator[Event]:
@@ -199,7 +203,10 @@ class TraceReader:
             try:
                 obj, pos = decoder.raw_decode(text, pos)
             except json.JSONDecodeError:
-                self.truncated = True
+                if text[pos] not in _VALUE_STARTS:
+                    raise TraceError(f"{self.path}: not JSON inside traceEvents "
+                                     f"({text[pos:pos + 20]!r}...)") from None
+                self.truncated = True  # the file ends inside this event: a run cut short
                 return
             event = _event(obj)
             if event is not None:
@@ -230,10 +237,18 @@ class TraceReader:
                 try:
                     obj, end = decoder.raw_decode(buf, pos)
                 except json.JSONDecodeError:
+                    if buf[pos] not in _VALUE_STARTS:
+                        raise TraceError(f"{self.path}: not JSON inside traceEvents "
+                                         f"({buf[pos:pos + 20]!r}...)") from None
                     if eof:
                         self.truncated = True
                         return
-                    buf, pos, eof = self._more(fh, buf, pos)
+                    if len(buf) - pos > MAX_EVENT:
+                        raise TraceError(f"{self.path}: an event of over {MAX_EVENT >> 20} MiB "
+                                         "inside traceEvents: not a trace event") from None
+                    # Read until what is pending doubles: an event cut by the buffer's end is
+                    # tried again O(log n) times, not once per chunk (quadratic in garbage).
+                    buf, pos, eof = self._more(fh, buf, pos, len(buf) - pos)
                     continue
                 pos = end
                 event = _event(obj)
@@ -249,9 +264,16 @@ class TraceReader:
             self.truncated = True
             return ""
 
-    def _more(self, fh: IO[str], buf: str, pos: int) -> tuple[str, int, bool]:
-        chunk = self._read(fh)
-        return buf[pos:] + chunk, 0, not chunk
+    def _more(self, fh: IO[str], buf: str, pos: int, at_least: int = 0) -> tuple[str, int, bool]:
+        """What is left of ``buf`` after ``pos`` and at least ``at_least`` (and one chunk)
+        more characters; whether the file ended."""
+        parts, got = [buf[pos:]], 0
+        while True:
+            chunk = self._read(fh)
+            parts.append(chunk)
+            got += len(chunk)
+            if not chunk or got >= at_least:
+                return "".join(parts), 0, not chunk
 
     def _find_array(self, fh: IO[str]) -> tuple[str, int]:
         buf = ""
