@@ -7,10 +7,12 @@ in ``.gz`` are compressed and decompressed transparently.
 
 from __future__ import annotations
 
+import errno
 import gzip
 import json
 import math
 import os
+import stat
 import tempfile
 import zlib
 from functools import cache
@@ -241,8 +243,10 @@ def write_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temporary file and a rename (gzip when it ends .gz).
 
     A path that exists and is not a regular file (a device such as /dev/null or /dev/stdout,
-    a FIFO) is written through, never replaced by a file; a folder is refused."""
-    if path.exists() and not path.is_file():
+    a FIFO), or lies in /dev or /proc (/dev/stdout redirected to a file), is written through,
+    never replaced by a file; a folder is refused."""
+    if path.exists() and (not path.is_file()
+                          or str(path.absolute()).startswith(("/dev/", "/proc/"))):
         _write_through(path, data)
         return
     folder = path.parent if str(path.parent) else Path(".")
@@ -271,11 +275,39 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
+#: How long a FIFO named as an output is waited for a reader (in steps a signal can end).
+FIFO_WAIT_S = 5.0
+
+
+def _open_fifo(path: Path) -> int:
+    """Open a FIFO for writing once something reads it: a plain open() would block for ever,
+    deaf to Ctrl-C, when nothing ever does."""
+    import fcntl
+    import time
+
+    deadline = time.monotonic() + FIFO_WAIT_S
+    while True:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # ENXIO: no reader yet
+                raise
+            if time.monotonic() > deadline:
+                raise OutputError(f"{path}: a FIFO that nothing reads (waited "
+                                  f"{FIFO_WAIT_S:.0f} s for a reader)") from None
+            time.sleep(0.05)
+            continue
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        return fd
+
+
 def _write_through(path: Path, data: bytes) -> None:
     if path.is_dir():
         raise OutputError(f"{path}: is a folder; give a file name")
     try:
-        with open(path, "wb") as fh:
+        fd = _open_fifo(path) if stat.S_ISFIFO(path.stat().st_mode) else os.open(
+            path, os.O_WRONLY | os.O_TRUNC)
+        with open(fd, "wb") as fh:
             if path.suffix == ".gz":
                 with gzip.GzipFile(fileobj=fh, mode="wb") as gz:
                     gz.write(data)

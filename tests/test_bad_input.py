@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -285,3 +287,27 @@ def test_one_event_larger_than_any_trace_event_is_refused(tmp_path, monkeypatch)
     cut.write_text('{"traceEvents": [' + event + ', {"name": "' + "a" * (1 << 19))
     reader = trace.TraceReader(cut)
     assert len(list(reader)) == 1 and reader.truncated
+
+
+def test_a_fifo_output_is_written_when_read_and_refused_when_never_read(tmp_path, monkeypatch):
+    """-o onto a FIFO: with a reader the report goes through it; with none, the write gives up
+    after a bounded wait (5 s; 0.2 s here) with one line instead of blocking for ever, deaf to
+    Ctrl-C. A device is written through, never replaced by a file."""
+    import stat
+    import threading
+
+    from perfstack import reportfile
+
+    monkeypatch.setattr(reportfile, "FIFO_WAIT_S", 0.2)
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(reportfile.OutputError, match="a FIFO that nothing reads"):
+        reportfile.write_json_atomic(fifo, {"a": 1})
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    reportfile.write_json_atomic(fifo, {"a": 1})
+    reader.join(10)
+    assert got == [b'{"a":1}'] and stat.S_ISFIFO(fifo.stat().st_mode)
+    reportfile.write_json_atomic(Path("/dev/null"), {"a": 1})
+    assert stat.S_ISCHR(Path("/dev/null").stat().st_mode)

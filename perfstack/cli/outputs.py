@@ -2,7 +2,8 @@
 or another output of the same command.
 
 Checked before anything runs or is read, so a refused command has touched nothing. (A device
-or a FIFO named as an output is written through, never replaced: perfstack.reportfile.)
+or a FIFO named as an output is written through, never replaced, a FIFO once something reads it:
+perfstack.reportfile.)
 """
 
 from __future__ import annotations
