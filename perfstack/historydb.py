@@ -9,6 +9,7 @@ URL.
 from __future__ import annotations
 
 import sqlite3
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import ParseResult, parse_qs, unquote, urlparse
 
+from perfstack import signals
 from perfstack.errors import UsageError
 
 #: Seconds a writer waits for another to finish before giving up.
@@ -78,12 +80,48 @@ def errors() -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
+#: How long SQLite itself waits for a lock inside one call: between calls perfstack looks at
+#: its deadline and a signal is handled (SQLite's own wait is deaf to Ctrl-C and SIGTERM).
+_BUSY_STEP_S = 0.1
+
+
+def _locked(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and any(
+        word in str(exc) for word in ("locked", "busy"))
+
+
 @dataclass
 class Database:
     """One open connection, with the dialect's differences in one place."""
 
     con: Any
     postgres: bool
+    waited: bool = False  # whether the wait for another writer was announced
+
+    def _retrying(self, call: Any, *args: Any) -> Any:
+        """Run ``call``; while another process holds the SQLite file's lock, say so once on
+        stderr and try again in short steps until LOCK_TIMEOUT_S, so that a signal ends the
+        wait at once."""
+        deadline: float | None = None
+        while True:
+            try:
+                return call(*args)
+            except sqlite3.OperationalError as exc:
+                if self.postgres or not _locked(exc):
+                    raise
+                now = time.monotonic()
+                deadline = deadline or now + LOCK_TIMEOUT_S
+                if now > deadline:
+                    raise
+                if signals.pending() is not None:  # Ctrl-C, TERM or HUP while saving
+                    raise sqlite3.OperationalError(
+                        "interrupted while waiting for another process's lock") from None
+                if not self.waited:
+                    self.waited = True
+                    print(f"perfstack: waiting for the history: another process holds its "
+                          f"lock (up to {LOCK_TIMEOUT_S:.0f} s; Ctrl-C stops)", file=sys.stderr,
+                          flush=True)
+                time.sleep(0.02)
 
     def sql(self, text: str) -> str:
         """Return ``text`` in this database's dialect."""
@@ -96,7 +134,7 @@ class Database:
     def execute(self, text: str, params: Sequence[Any] = ()) -> Any:
         """Run one statement; return a cursor."""
         cur = self.con.cursor()
-        cur.execute(self.sql(text), tuple(params))
+        self._retrying(cur.execute, self.sql(text), tuple(params))
         return cur
 
     def executemany(self, text: str, rows: Sequence[Sequence[Any]]) -> None:
@@ -105,7 +143,7 @@ class Database:
             return
         cur = self.con.cursor()
         if not self.postgres:
-            cur.executemany(text, [tuple(r) for r in rows])
+            self._retrying(cur.executemany, text, [tuple(r) for r in rows])
             return
         # pg8000 sends one statement per row (a round trip each: 20,000 rows took 5 s);
         # many rows per statement instead, within PostgreSQL's 65,535 parameters.
@@ -181,19 +219,12 @@ def connect(location: str | Path) -> Iterator[Database]:
         return
     path = Path(location)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with closing(sqlite3.connect(path, timeout=LOCK_TIMEOUT_S, isolation_level=None)) as lite:
-        lite.execute(f"PRAGMA busy_timeout={int(LOCK_TIMEOUT_S * 1000)}")
-        lite.execute("PRAGMA foreign_keys=ON")
+    with closing(sqlite3.connect(path, timeout=_BUSY_STEP_S, isolation_level=None)) as lite:
+        db = Database(lite, postgres=False)
+        db.execute(f"PRAGMA busy_timeout={int(_BUSY_STEP_S * 1000)}")
+        db.execute("PRAGMA foreign_keys=ON")
         # Switching to WAL takes the database alone and does not wait for a busy one (two
-        # writers creating it at once): retry until the other is done.
-        deadline = time.monotonic() + LOCK_TIMEOUT_S
-        while True:
-            try:
-                if lite.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                    lite.execute("PRAGMA journal_mode=WAL")
-                break
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.02)
-        yield Database(lite, postgres=False)
+        # writers creating it at once): retried, as every statement is, until the other is done.
+        if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            db.execute("PRAGMA journal_mode=WAL")
+        yield db

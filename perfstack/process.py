@@ -180,6 +180,9 @@ def run_child(
         os.killpg(proc.pid, signal.SIGKILL)  # anything the workload left behind in its group
     with signals.deferred():
         left_running = strays.stop_marked(token)  # and what left the group (new sessions)
+    if stop_reason != "interrupted":
+        # A signal during the kill grace or the sweep: acted on now, the run stopped whole.
+        signals.raise_pending()
     instructions = None
     if counter is not None:
         try:

@@ -60,14 +60,43 @@ def received() -> int | None:
     return _received
 
 
+_pending: int | None = None
+
+
+def pending() -> int | None:
+    """A signal that arrived inside a ``deferred()`` window and is waiting to be acted on."""
+    return _pending
+
+
+def raise_pending() -> None:
+    """At a safe point: act on a signal ``deferred()`` postponed, as it would have been acted
+    on had it come now (KeyboardInterrupt for Ctrl-C, Terminated for TERM and HUP)."""
+    global _pending
+    signum, _pending = _pending, None
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    if signum is not None:
+        raise Terminated(signum)
+
+
+def _postpone(signum: int, frame: FrameType | None) -> None:
+    global _pending, _received
+    if _pending is None:
+        _pending = signum
+    if _received is None:
+        _received = signum
+
+
 @contextlib.contextmanager
 def deferred() -> Iterator[None]:
-    """While cleaning up (stopping children, writing the report), a second Ctrl-C, TERM or HUP
-    is ignored, so it cannot leave anything running or half-written."""
+    """While cleaning up (stopping children, writing the report, the history), a Ctrl-C, TERM
+    or HUP is postponed, not acted on, so it cannot leave anything running or half-written;
+    nor is it lost: ``pending()`` says it came, ``raise_pending()`` acts on it at the next
+    safe point, and a wait inside the window (the history's lock) ends at once."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, *STOPPING)}
+    previous = {sig: signal.signal(sig, _postpone) for sig in (signal.SIGINT, *STOPPING)}
     try:
         yield
     finally:

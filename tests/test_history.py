@@ -242,3 +242,68 @@ def test_a_history_of_a_newer_schema_is_refused_and_left_as_it_was(
         assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() \
             == ("99",)
     assert contents() == before
+
+
+HOLDER = """
+import sqlite3, sys, time
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+con.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_wait_for_the_lock_is_said_and_a_signal_ends_it(tmp_path: Path) -> None:
+    """Another process holds the SQLite history's lock: a read says it waits and Ctrl-C ends
+    the wait at once (130); a run's SIGTERM while it waits to add itself ends it at once too
+    (143), with its report written whole and the history's entry said to be skipped."""
+    from tests.conftest import ctrl_c_reaches, perfstack_env
+
+    db = tmp_path / "h.sqlite"
+    env = perfstack_env({history.HISTORY_ENV: str(db)})
+    once = [sys.executable, "-m", "perfstack", "run", "-q", "--repeat", "1", "--warmup", "0",
+            "--plugins", "resources"]
+    subprocess.run([*once, str(WORKLOADS / "busy.py")], cwd=tmp_path, env=env, check=True,
+                   capture_output=True)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(db)], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        for args, sig, code in (([sys.executable, "-m", "perfstack", "history"],
+                                 signal.SIGINT, 130),
+                                ([*once, "-o", "r.json", str(WORKLOADS / "busy.py")],
+                                 signal.SIGTERM, 143)):
+            proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True,
+                                    preexec_fn=ctrl_c_reaches)
+            assert proc.stderr is not None
+            waiting = proc.stderr.readline()
+            while "waiting for the history" not in waiting and waiting:
+                waiting = proc.stderr.readline()
+            assert "another process holds its lock" in waiting, waiting
+            sent = time.monotonic()
+            proc.send_signal(sig)
+            _, err = proc.communicate(timeout=30)
+            assert proc.returncode == code and time.monotonic() - sent < 5, (code, err)
+        assert "not added to the history" in err and "interrupted once the report" in err
+        assert load_report(tmp_path / "r.json").run.complete
+    finally:
+        holder.kill()
+        holder.wait()
+    assert len(history.runs(db)) == 1  # the first run; the interrupted one was not added
+
+
+def test_a_signal_in_a_deferred_window_is_postponed_not_lost(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from perfstack import signals
+
+    monkeypatch.setattr(signals, "_received", None)  # this process's record, put back after
+    with signals.deferred():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)
+        assert signals.pending() == signal.SIGTERM  # recorded, not acted on, inside
+    with pytest.raises(signals.Terminated):
+        signals.raise_pending()
+    assert signals.pending() is None

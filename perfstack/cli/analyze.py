@@ -33,6 +33,9 @@ def _output(plugins: Plugins, report: Report, ns: argparse.Namespace, what: str)
     with signals.deferred():
         save_report(report, output)
         remember(report, output)
+    if signals.pending() is not None:  # postponed while writing: the report is whole
+        print(f"report: {output}", file=sys.stderr)
+        signals.raise_pending()
     if run_dir is not None:
         rundir.point_latest(run_dir)
     if not ns.quiet and ns.format == "text":

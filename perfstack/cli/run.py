@@ -378,6 +378,9 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
         print("perfstack: interrupted; the report above is partial", file=sys.stderr)
         signals.note_interrupt()
         return signals.exit_code()
+    if signals.pending() is not None:  # a signal while the report and history were written
+        print("perfstack: interrupted once the report was written", file=sys.stderr)
+        return signals.exit_code()
     if any(not r.exit.clean for r in report.run.runs if r.role != "extra"):
         print("perfstack: the workload did not finish cleanly in every run "
               "(see the findings)", file=sys.stderr)

@@ -103,7 +103,8 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
                                                    processes=ns.nproc_per_node or 1))
             interrupted = not report.run.complete
             write_json_atomic(sweep_path, document(complete=False))
-        if interrupted:
+        if interrupted or signals.pending() is not None:
+            interrupted = True
             break
     doc = document(complete=not interrupted)
     with signals.deferred():
