@@ -244,11 +244,29 @@ def _detect_all(presents: list[list[float]], min_change: float, alphas: list[flo
     if workers < 2 or len(jobs) < 2 * workers or sum(map(len, presents)) < PARALLEL_FROM:
         return [_detect(j) for j in jobs]
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
 
     changepoints.prepare(max(map(len, presents)))
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        return list(pool.map(_detect, jobs, chunksize=max(1, len(jobs) // (4 * workers))))
+    # Ctrl-C reaches the whole process group: the workers leave it to this process, which
+    # stops them all (a pool left to shut down by itself waited on them, and a second Ctrl-C
+    # left it hung).
+    pool = multiprocessing.get_context("fork").Pool(workers, initializer=_leave_signals)
+    try:
+        found = pool.map(_detect, jobs, chunksize=max(1, len(jobs) // (4 * workers)))
+    except BaseException:
+        pool.terminate()
+        pool.join()
+        raise
+    pool.close()
+    pool.join()
+    return found
+
+
+def _leave_signals() -> None:
+    """In a worker: Ctrl-C and SIGHUP are the parent's to act on (it stops the workers)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
 
 def alpha_of(group: Group, sid: SeriesId) -> float:

@@ -4,11 +4,15 @@ step inserted at a known run is found there with its layer and row; a 2% step on
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import random
+import time
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from perfstack import changepoints, history, trend
 from perfstack.analysis.primary import Primary
@@ -273,3 +277,51 @@ def test_machines_are_never_mixed(perfstack: Callable[..., Result], tmp_path: Pa
     assert_one_line_error(perfstack("gate", "--db", str(db)), 2)
     one = found[0]["machine"]
     assert perfstack("gate", "--db", str(db), "--machine", one[:8]).code == 0
+
+
+SEARCH = """
+import random, sys
+from perfstack import trend
+rng = random.Random(5)
+presents = [[rng.gauss(10, 1) for _ in range(3_000)] for _ in range(10)]
+print("searching", flush=True)
+try:
+    trend._detect_all(presents, 0.05, [0.01] * len(presents))
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(130)
+"""
+
+
+def test_ctrl_c_during_a_parallel_search_stops_every_worker() -> None:
+    """Series large enough for a pool of workers (about 5 s of work on 2 CPUs); Ctrl-C twice,
+    as a terminal sends it, to the whole process group: the search stops at once, and no
+    worker is left (a pool left to shut down by itself hung on its workers 3 times in 4)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import ctrl_c_reaches
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU: the series are searched in this process")
+    proc = subprocess.Popen([sys.executable, "-c", SEARCH], cwd=ROOT, stdout=subprocess.PIPE,
+                            text=True, start_new_session=True, preexec_fn=ctrl_c_reaches)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "searching"
+    time.sleep(1.0)  # the workers are at work
+    started = time.monotonic()
+    for _ in range(2):
+        os.killpg(proc.pid, signal.SIGINT)
+        time.sleep(0.1)
+    try:
+        out, _ = proc.communicate(timeout=10)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130 and "interrupted" in out, (proc.returncode, out)
+    assert time.monotonic() - started < 3
+    time.sleep(0.2)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, 0)  # raises when no process of the group is left
+        raise AssertionError("a worker of the search is still running")
