@@ -105,6 +105,9 @@ class Database:
         deadline: float | None = None
         while True:
             try:
+                if self.postgres:  # a server that never answers: a signal ends the wait
+                    with signals.interruptible():
+                        return call(*args)
                 return call(*args)
             except sqlite3.OperationalError as exc:
                 if self.postgres or not _locked(exc):
@@ -152,8 +155,8 @@ class Database:
         for start in range(0, len(rows), batch):
             chunk = rows[start:start + batch]
             values = ", ".join([one.strip()] * len(chunk))
-            cur.execute(self.sql(f"{head}VALUES {values}"),
-                        tuple(v for r in chunk for v in r))
+            self._retrying(cur.execute, self.sql(f"{head}VALUES {values}"),
+                           tuple(v for r in chunk for v in r))
 
     def script(self, text: str) -> None:
         """Run several statements separated by ';'."""
@@ -211,7 +214,8 @@ def _pg_connect(url: str) -> Any:
 def connect(location: str | Path) -> Iterator[Database]:
     """Open the history at ``location`` (a path or a PostgreSQL URL)."""
     if is_url(location):
-        con = _pg_connect(str(location))
+        with signals.interruptible():
+            con = _pg_connect(str(location))
         try:
             yield Database(con, postgres=True)
         finally:

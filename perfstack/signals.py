@@ -79,12 +79,33 @@ def raise_pending() -> None:
         raise Terminated(signum)
 
 
+class WaitInterrupted(OSError):
+    """A signal ended a wait inside a ``deferred()`` window (it stays pending)."""
+
+
+_waiting = 0
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """A wait (a database server that may never answer) that a signal postponed by
+    ``deferred()`` ends at once, with WaitInterrupted, instead of when the wait times out."""
+    global _waiting
+    _waiting += 1
+    try:
+        yield
+    finally:
+        _waiting -= 1
+
+
 def _postpone(signum: int, frame: FrameType | None) -> None:
     global _pending, _received
     if _pending is None:
         _pending = signum
     if _received is None:
         _received = signum
+    if _waiting:
+        raise WaitInterrupted(f"{signal.Signals(signum).name} came while waiting")
 
 
 @contextlib.contextmanager

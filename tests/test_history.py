@@ -307,3 +307,45 @@ def test_a_signal_in_a_deferred_window_is_postponed_not_lost(
     with pytest.raises(signals.Terminated):
         signals.raise_pending()
     assert signals.pending() is None
+
+
+def test_a_database_server_that_never_answers_does_not_hold_a_signal(tmp_path: Path) -> None:
+    """A PostgreSQL history whose server accepts and never answers: a run's SIGTERM while it
+    waits to add itself ends the wait at once (143, the report whole, the entry skipped and
+    said), not after the driver's 30 s timeout with exit 0."""
+    import socket
+    import threading
+
+    from tests.conftest import perfstack_env
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    accepted: list[socket.socket] = []
+    threading.Thread(target=lambda: accepted.append(server.accept()[0]), daemon=True).start()
+    url = f"postgresql://nobody@127.0.0.1:{server.getsockname()[1]}/none"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "perfstack", "run", "-q", "--repeat", "1", "--warmup", "0",
+         "--plugins", "resources", "-o", "r.json", str(WORKLOADS / "busy.py")], cwd=tmp_path,
+        env=perfstack_env({history.HISTORY_ENV: url}), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        while line and "baseline-1: exit 0" not in line:
+            line = proc.stderr.readline()
+        deadline = time.monotonic() + 10
+        while not accepted and time.monotonic() < deadline:  # it is connecting: it waits
+            time.sleep(0.02)
+        assert accepted, "the run never connected"
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+        server.close()
+        for con in accepted:
+            con.close()
+    assert proc.returncode == 143 and time.monotonic() - sent < 5, (proc.returncode, err)
+    assert "not added to the history" in err and "SIGTERM came while waiting" in err
+    assert load_report(tmp_path / "r.json").run.complete
