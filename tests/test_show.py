@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
-from perfstack.report import SCHEMA_VERSION
-from tests.conftest import WORKLOADS
+from perfstack.report import SCHEMA_VERSION, Layer
+from tests.conftest import ROOT, WORKLOADS, perfstack_env
 
 ONCE = ("--repeat", "1", "--warmup", "0")
 
@@ -104,3 +108,24 @@ def test_a_report_perfstack_wrote_is_read_back_without_the_validator(perfstack, 
                       env={"PERFSTACK_CACHE_DIR": str(blocked)})
     assert again.code == 0, again.stderr
     assert perfstack("show", "other.json", env={"PERFSTACK_CACHE_DIR": str(blocked)}).code == 0
+
+
+def test_a_control_character_in_a_name_is_escaped_before_it_is_measured(tmp_path: Path) -> None:
+    """py-spy can read a function's name half-written (a NUL inside it, seen on a real run of
+    the README's workload): the tables and findings escape it as \\x00 and are laid out on
+    the escaped text, so no line passes the terminal's width."""
+    from perfstack.reportfile import load_report, save_report
+
+    report = load_report(ROOT / "tests/fixtures/reports/rules/tiny_ops.json.gz")
+    for i, row in enumerate(report.layers[Layer.PYTHON][:5]):
+        if "function" in row.attrs:  # as py-spy's frame gave it: the file half-written
+            row.attrs["function"] = f"_return_type{i}"
+            row.attrs["file"] = "InvokeQuant.__init__\x00cision"
+    save_report(report, tmp_path / "r.json")
+    for columns in ("80", "60"):
+        shown = subprocess.run([sys.executable, "-m", "perfstack", "show", "--full", "r.json"],
+                               cwd=tmp_path, capture_output=True, text=True, env=perfstack_env(
+                                   {"COLUMNS": columns}), timeout=60)
+        assert shown.returncode == 0, shown.stderr
+        assert "\x00" not in shown.stdout and "\\x00" in shown.stdout
+        assert max(map(len, shown.stdout.splitlines())) <= int(columns)

@@ -11,6 +11,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from perfstack.render import terminal_safe
+
 #: The narrowest a name column gets before value columns are dropped instead: enough for a
 #: function, its file and line.
 MIN_NAME = 28
@@ -24,7 +26,9 @@ _SHAPES = re.compile(r"^(?P<name>\S+) (?P<shapes>\[.*\])$")
 def cut(text: str, width: int) -> str:
     """Return ``text`` in at most ``width`` characters, keeping what tells rows apart: a
     function keeps its name and line and loses the start of its path; an op keeps its name and
-    the ends of its shapes."""
+    the ends of its shapes. Control characters are escaped first (``terminal_safe``), so the
+    width is that of what the terminal shows."""
+    text = terminal_safe(text)
     if len(text) <= width:
         return text
     if width <= 1:
@@ -60,7 +64,10 @@ class Column:
 
 def table(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int,
           indent: int = 2) -> list[str]:
-    """Return the lines of a table at most ``width`` wide."""
+    """Return the lines of a table at most ``width`` wide. Control characters in a cell (a
+    function name py-spy read half-written holds a NUL) are escaped first, as the terminal will
+    see them, so that widths are measured on what is printed."""
+    rows = [[terminal_safe(cell) for cell in row] for row in rows]
     kept = list(range(len(columns)))
     while True:
         fixed = [max([len(columns[i].title), *(len(r[i]) for r in rows)])
@@ -100,9 +107,11 @@ def table(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int,
 
 
 def wrap(text: str, width: int, indent: int = 0, first: str = "") -> list[str]:
-    """Return ``text`` wrapped to ``width``, the first line starting with ``first``."""
+    """Return ``text`` wrapped to ``width``, the first line starting with ``first`` (control
+    characters escaped first, as in ``table``)."""
     import textwrap
 
-    return textwrap.wrap(text, width=max(20, width), initial_indent=first or " " * indent,
+    return textwrap.wrap(terminal_safe(text), width=max(20, width),
+                         initial_indent=first or " " * indent,
                          subsequent_indent=" " * (indent or len(first)),
                          break_on_hyphens=False) or [first.rstrip()]
