@@ -10,6 +10,7 @@ idle device, and more threads than CPUs.
 
 from __future__ import annotations
 
+import os
 import re
 
 from perfstack import cpus, machineload
@@ -328,8 +329,16 @@ def _slowest_imports(report: Report, top: int = 3) -> list[str]:
         if value > best.get(where.library, (0.0, ""))[0]:
             best[where.library] = (value, where.path)
     ranked = sorted(best.items(), key=lambda kv: -kv[1][0])[:top]
-    return [f"import {name}: {value:.0f}% of the samples ({path})"
+    return [f"import {_module(path, name)}: {value:.0f}% of the samples ({path})"
             for name, (value, path) in ranked]
+
+
+def _module(path: str, library: str) -> str:
+    """The module a library's file is ('torch/_dynamo/__init__.py' -> 'torch._dynamo'), which
+    names the import better than its library; the library where the path is not one."""
+    if os.path.isabs(path) or not path.endswith(".py"):
+        return library
+    return path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
 
 
 def _late_imports(report: Report, top: int = 3) -> list[str]:

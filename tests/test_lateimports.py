@@ -64,3 +64,6 @@ def test_the_start_up_finding_names_the_late_import_and_its_caller() -> None:
     assert late.startswith("import torch._dynamo inside main (harness.py:81): "), late
     assert "when it called SGD.__init__ (torch/optim/sgd.py:29)" in late
     assert "one-time cost" in startup.action
+    # The slowest imports name the module whose import it was, not only its library.
+    assert any(e.startswith("import torch._dynamo: ") and e.endswith(
+        "(torch/_dynamo/__init__.py)") for e in startup.evidence[2:]), startup.evidence
