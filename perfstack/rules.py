@@ -10,7 +10,6 @@ idle device, and more threads than CPUs.
 
 from __future__ import annotations
 
-import os
 import re
 
 from perfstack import cpus, machineload
@@ -312,10 +311,10 @@ STARTUP_SHARE = 100 / 3
 def _slowest_imports(report: Report, top: int = 3) -> list[str]:
     """The modules whose import took most of a sampler's samples: per package, its outermost
     ``<module>`` row (inclusive share), largest first."""
-    from perfstack.analysis.origin import origin, workload_dir
+    from perfstack.analysis.origin import module_of, origin, workload_dir
 
     home = workload_dir(report)
-    best: dict[str, tuple[float, str]] = {}
+    best: dict[str, tuple[str, float, str]] = {}  # library -> its largest import
     for row in report.layers.get(Layer.PYTHON, []):
         share = row.values.get("total_share")
         file = row.attrs.get("file")
@@ -326,19 +325,12 @@ def _slowest_imports(report: Report, top: int = 3) -> list[str]:
         if where.ours:
             continue
         value = float(share.value)
-        if value > best.get(where.library, (0.0, ""))[0]:
-            best[where.library] = (value, where.path)
-    ranked = sorted(best.items(), key=lambda kv: -kv[1][0])[:top]
-    return [f"import {_module(path, name)}: {value:.0f}% of the samples ({path})"
-            for name, (value, path) in ranked]
-
-
-def _module(path: str, library: str) -> str:
-    """The module a library's file is ('torch/_dynamo/__init__.py' -> 'torch._dynamo'), which
-    names the import better than its library; the library where the path is not one."""
-    if os.path.isabs(path) or not path.endswith(".py"):
-        return library
-    return path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+        if value > best.get(where.library, ("", 0.0, ""))[1]:
+            best[where.library] = (module_of(file) or where.library, value, where.path)
+    ranked = sorted(best.values(), key=lambda b: -b[1])[:top]
+    # The module imported names it better than its library ('torch._dynamo', not 'torch').
+    return [f"import {module}: {value:.0f}% of the samples ({path})"
+            for module, value, path in ranked]
 
 
 def _late_imports(report: Report, top: int = 3) -> list[str]:
@@ -358,13 +350,13 @@ def _late_imports(report: Report, top: int = 3) -> list[str]:
         for item in late:
             if not isinstance(item, dict) or not isinstance(item.get("seconds"), (int, float)):
                 continue
-            via = str(item.get("via") or "")
+            via = item.get("via")
             how = "an import statement in it"
-            if via:
-                via_function, _, rest = via.partition(" (")
-                via_file, _, via_line = rest.rstrip(")").rpartition(":")
-                how = "when it called " + short_key(
-                    via_function, via_file, int(via_line) if via_line.isdigit() else None, home)
+            if isinstance(via, dict):
+                at = via.get("line")
+                how = "when it called " + short_key(str(via.get("function")),
+                                                    str(via.get("file")),
+                                                    at if isinstance(at, int) else None, home)
             found.append((float(item["seconds"]),
                           f"import {item.get('module')} inside {caller}: "
                           f"{float(item['seconds']):.2f} s, {how} ({row.source})"))

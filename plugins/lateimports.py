@@ -15,32 +15,23 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from perfstack.analysis.origin import module_of
+
 #: How many late imports a function's row names.
 TOP = 3
-#: Folders after which a module's path is its dotted name.
-_ROOTS = ("site-packages/", "dist-packages/", "/lib/python3")
-
-
 def is_import(frame: dict[str, Any]) -> bool:
     """Whether a sampled frame is the import machinery's."""
     return str(frame.get("file") or "").startswith("<frozen importlib")
 
 
 def module_name(path: str) -> str:
-    """'…/site-packages/torch/_dynamo/__init__.py' -> 'torch._dynamo'; a path under no known
-    root, its file name without '.py'."""
-    rest = path
-    for root in _ROOTS:
-        at = path.rfind(root)
-        if at >= 0:
-            rest = path[at + len(root):]
-            if root == "/lib/python3":  # '/lib/python3.11/json/decoder.py'
-                rest = rest.partition("/")[2]
-            break
-    else:
-        rest = path.rsplit("/", 1)[-1]
-    rest = rest.removesuffix(".py").removesuffix("/__init__")
-    return rest.replace("/", ".") or path
+    """'…/site-packages/torch/_dynamo/__init__.py' -> 'torch._dynamo'; a file that is no
+    library's, its name without '.py'."""
+    return module_of(path) or path.rsplit("/", 1)[-1].removesuffix(".py")
+
+
+#: A library call: function, file, line (None for an import statement in the function).
+Via = tuple[str, str, int | None] | None
 
 
 class LateImports:
@@ -49,7 +40,7 @@ class LateImports:
     def __init__(self, frames: list[dict[str, Any]], ours: Callable[[int], bool],
                  key: Callable[[dict[str, Any]], str]) -> None:
         self.frames, self.ours, self.key = frames, ours, key
-        self.by_caller: dict[str, dict[tuple[str, str], float]] = defaultdict(
+        self.by_caller: dict[str, dict[tuple[Via, str], float]] = defaultdict(
             lambda: defaultdict(float))
 
     def add(self, python: list[int], weight: float) -> None:
@@ -65,15 +56,22 @@ class LateImports:
                        and not is_import(frames[i])), None)
         if module is None:
             return
-        # The library call the workload's code made (SGD.__init__), not the machinery's; ""
+        # The library call the workload's code made (SGD.__init__), not the machinery's; None
         # for an import statement in the function itself.
         below = python.index(own[-1]) + 1
-        via = self.key(frames[python[below]]) if below < first else ""
+        via: Via = None
+        if below < first:
+            call = frames[python[below]]
+            line = call.get("line")
+            via = (str(call.get("name", "?")), str(call.get("file", "?")),
+                   line if isinstance(line, int) else None)
         name = module_name(str(frames[module].get("file") or "?"))
         self.by_caller[self.key(frames[own[-1]])][(via, name)] += weight
 
     def of(self, caller: str) -> list[dict[str, Any]]:
         """The late imports filed under one of the workload's functions, largest first."""
         ranked = sorted(self.by_caller.get(caller, {}).items(), key=lambda kv: -kv[1])[:TOP]
-        return [{"module": name, "via": via, "seconds": round(seconds, 4)}
+        return [{"module": name, "seconds": round(seconds, 4),
+                 "via": None if via is None else dict(zip(("function", "file", "line"), via,
+                                                          strict=True))}
                 for (via, name), seconds in ranked]

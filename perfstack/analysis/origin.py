@@ -95,3 +95,13 @@ def short_key(function: str, file: str, line: int | None, home: str | None) -> s
     """Return 'function (path:line)' with the path as ``origin`` shows it."""
     where = origin(file, home).path
     return f"{function} ({where}:{line})" if line else f"{function} ({where})"
+
+
+def module_of(file: str) -> str | None:
+    """The dotted module a library's or the standard library's file is
+    ('.../site-packages/torch/_dynamo/__init__.py' -> 'torch._dynamo'); None for any other."""
+    where = origin(file, None)
+    if where.ours or not where.path.endswith(".py") or os.path.isabs(where.path) \
+            or where.library in ("importlib", "perfstack"):
+        return None
+    return where.path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
