@@ -11,6 +11,7 @@ from files, and which (``run.analyzed``).
 from __future__ import annotations
 
 import os
+import re
 import stat
 import time
 import traceback
@@ -26,11 +27,15 @@ from perfstack.distributed import rank_figures
 from perfstack.pluginmanager import BackendEntry, Plugins
 from perfstack.report import (
     BackendResult,
+    Finding,
     Report,
     RunInfo,
     Status,
     order_findings,
 )
+
+#: The rule of the finding that names files left out (and the CLI's exit 9 for it).
+LEFT_OUT_RULE = "analyze.files-left-out"
 
 
 def expand(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
@@ -86,6 +91,34 @@ def claim(files: Sequence[Path], backends: dict[str, BackendEntry]) -> tuple[
     return claimed, unclaimed
 
 
+def _shape(path: Path) -> str:
+    """A file's name with every number as '#': one job's per-rank files share a shape."""
+    return re.sub(r"\d+", "#", path.name)
+
+
+def left_out(claimed: dict[str, list[Path]], unclaimed: Sequence[Path]) -> list[Path]:
+    """The files found that no backend read although they are named like files that were
+    read (``rank-3.json.gz`` beside ``rank-0.json.gz``): a rank that was cut short, damaged
+    or is not what its name says, which a report of the others must not pass over."""
+    shapes = {_shape(p) for files in claimed.values() for p in files}
+    return [p for p in unclaimed if _shape(p) in shapes]
+
+
+def _left_out_finding(missed: Sequence[Path]) -> Finding:
+    shown = ", ".join(str(p) for p in missed[:3]) + (
+        f" and {len(missed) - 3} more" if len(missed) > 3 else "")
+    return Finding(
+        rule=LEFT_OUT_RULE, severity="critical", layer="run", source="perfstack",
+        title=f"{len(missed)} file{'s' * (len(missed) != 1)} named like the job's traces "
+        f"{'were' if len(missed) != 1 else 'was'} not read: this report leaves "
+        f"{'them' if len(missed) != 1 else 'it'} out",
+        evidence=[f"not read: {shown} (no installed backend recognizes what "
+                  f"{'they hold' if len(missed) != 1 else 'it holds'}: cut short, damaged, "
+                  "or another kind of file)"],
+        action="Check those files (a rank's trace may have been cut off when its job ended) "
+        "or name only the files to read; every figure across ranks here is of the others.")
+
+
 def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None) -> Report:
     """Build a report from recorded files; raise NotAReport when no backend reads them."""
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -93,6 +126,7 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None) ->
     backends, _ = plugins.backends()
     named, found = expand(paths)
     claimed, unclaimed = claim([*named, *found], backends)
+    missed = left_out(claimed, unclaimed)
     stray = [p for p in unclaimed if p in named]
     if stray:
         raise errors.NotAReport(
@@ -160,6 +194,8 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None) ->
         report.metrics.extend(metrics)
         report.findings.extend(findings)
     report.findings.extend(plugins.findings(report))
+    if missed:
+        report.findings.append(_left_out_finding(missed))
     report.findings[:] = order_findings(report.findings)
     return report
 

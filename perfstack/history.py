@@ -29,6 +29,7 @@ from typing import Any
 from perfstack import cpus, errors
 from perfstack.analysis.primary import Primary
 from perfstack.historydb import Database, connect, exists, is_url
+from perfstack.historydb import errors as db_errors
 from perfstack.report import Report
 
 FILE_NAME = "history.sqlite"
@@ -207,6 +208,32 @@ def _refuse_newer(db: Database) -> None:
             f"reads up to {SCHEMA_VERSION}): upgrade perfstack to read it; nothing was changed")
 
 
+def _version(db: Database) -> int | None:
+    """The schema version the history records (None: no tables yet, or none recorded)."""
+    try:
+        found = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+    except db_errors():
+        return None  # no meta table: an empty database (PostgreSQL ends no transaction here)
+    return int(found[0][0]) if found and str(found[0][0]).isdigit() else None
+
+
+def read_schema(db: Database) -> None:
+    """Before reading: refuse a newer history; bring an older one up to date (a write, the
+    only one a reader makes); a current one is read as it is, so a read takes no write lock
+    and a history this process cannot write can be read."""
+    version = _version(db)
+    if version == SCHEMA_VERSION:
+        return
+    if version is not None and version > SCHEMA_VERSION:
+        _refuse_newer(db)
+    if db.readonly:
+        what = f"of an older schema ({version})" if version else "holds no runs table"
+        raise errors.HistoryUnavailable(
+            f"the history is read-only and {what}: perfstack must bring it up to date once, "
+            "with write access")
+    ensure_schema(db)
+
+
 def ensure_schema(db: Database) -> None:
     """Create the history's tables where they are missing (and bring an older one up to
     date), in one transaction that other writers wait for."""
@@ -350,8 +377,8 @@ def runs(location: Location, workload: str | None = None, branch: str | None = N
     if not exists(location):
         return []
     where, params = _where(workload, branch, machine, since)
-    with connect(location) as db:
-        ensure_schema(db)
+    with connect(location, read_only=True) as db:
+        read_schema(db)
         found = db.execute(
             f"SELECT {_RUN_COLUMNS}, (SELECT value FROM metrics m WHERE m.run_id = r.id AND "
             "m.name = 'wall_time' LIMIT 1) FROM runs r" + where + " ORDER BY r.started, r.id",
@@ -384,8 +411,8 @@ def series(location: Location, metric: str | None = None, row: str | None = None
         "rows", "key", row)
     query = (f"SELECT r.id, r.started, r.commit_id, x.value, x.unit FROM runs r JOIN {table} "
              f"x ON x.run_id = r.id AND x.{column} = ?")
-    with connect(location) as db:
-        ensure_schema(db)
+    with connect(location, read_only=True) as db:
+        read_schema(db)
         found = db.execute(query + where + " ORDER BY r.started, r.id",
                            [wanted, *params]).fetchall()
     return [Point(int(i), str(started), commit, value, unit or "")
@@ -422,8 +449,8 @@ def groups(location: Location, workload: str | None = None, branch: str | None =
     if not exists(location):
         return []
     where, params = _where(workload, branch, machine, since)
-    with connect(location) as db:
-        ensure_schema(db)
+    with connect(location, read_only=True) as db:
+        read_schema(db)
         listed = db.execute(
             f"SELECT {_RUN_COLUMNS}, r.workload_key FROM runs r" + where
             + " ORDER BY r.workload_key, r.machine, r.started, r.id", params).fetchall()
@@ -486,5 +513,5 @@ def integrity(location: Location) -> str:
     """Return the database's integrity check ("ok" when sound; PostgreSQL checks its own)."""
     if is_url(location):
         return "ok"
-    with connect(location) as db:
+    with connect(location, read_only=True) as db:
         return str(db.execute("PRAGMA integrity_check").fetchone()[0])

@@ -8,6 +8,7 @@ URL.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import sys
 import time
@@ -16,7 +17,7 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import ParseResult, parse_qs, unquote, urlparse
+from urllib.parse import ParseResult, parse_qs, quote, unquote, urlparse
 
 from perfstack import signals
 from perfstack.errors import UsageError
@@ -97,6 +98,7 @@ class Database:
     con: Any
     postgres: bool
     waited: bool = False  # whether the wait for another writer was announced
+    readonly: bool = False  # opened for reading a file this process cannot write
 
     def _retrying(self, call: Any, *args: Any) -> Any:
         """Run ``call``; while another process holds the SQLite file's lock, say so once on
@@ -210,9 +212,31 @@ def _pg_connect(url: str) -> Any:
     return con
 
 
+def _writable(path: Path) -> bool:
+    """Whether SQLite could write the file and its journal beside it (a read-only mount says
+    no even to root)."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+
+
+def _open_readonly(path: Path) -> sqlite3.Connection:
+    """Open a history this process cannot write, for reading. A WAL file in a folder it
+    cannot write has no shared-memory index to open: read as immutable (nothing can be
+    writing it that this process could see, as it could not write it either)."""
+    uri = "file:" + quote(str(path.resolve()))
+    try:
+        lite = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=_BUSY_STEP_S,
+                               isolation_level=None)
+        lite.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return lite
+    except sqlite3.OperationalError:
+        return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
+
+
 @contextmanager
-def connect(location: str | Path) -> Iterator[Database]:
-    """Open the history at ``location`` (a path or a PostgreSQL URL)."""
+def connect(location: str | Path, read_only: bool = False) -> Iterator[Database]:
+    """Open the history at ``location`` (a path or a PostgreSQL URL). With ``read_only``
+    (a command that only reads it), a SQLite file this process cannot write is opened for
+    reading instead of refused."""
     if is_url(location):
         with signals.interruptible():
             con = _pg_connect(str(location))
@@ -222,6 +246,10 @@ def connect(location: str | Path) -> Iterator[Database]:
             con.close()
         return
     path = Path(location)
+    if read_only and path.is_file() and not _writable(path):
+        with closing(_open_readonly(path)) as lite:
+            yield Database(lite, postgres=False, readonly=True)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     with closing(sqlite3.connect(path, timeout=_BUSY_STEP_S, isolation_level=None)) as lite:
         db = Database(lite, postgres=False)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import WORKLOADS, assert_one_line_error
+from tests.conftest import ROOT, WORKLOADS, assert_one_line_error
 
 BUSY = str(WORKLOADS / "busy.py")
 
@@ -112,8 +112,6 @@ def test_an_output_is_never_an_input_or_another_output(perfstack, tmp_path):
     """One rule for every command: -o or --html naming an input (a trace, a report, the
     workload's script) or each other is one line, exit 2, and every file is as it was."""
     import shutil
-
-    from tests.conftest import ROOT
 
     trace = tmp_path / "rank-0.json.gz"
     shutil.copy(ROOT / "tests/fixtures/gpu-traces/mi250_rocm/rank-0.json.gz", trace)
@@ -232,6 +230,33 @@ def test_analyze_whose_reader_failed_says_so_in_its_exit(perfstack, tmp_path):
     assert "the torch reader failed" in result.stderr and "Traceback" not in result.stderr
     report = result.report("r.json")
     assert [b["status"] for b in report["backends"] if b["name"] == "torch"] == ["failed"]
+
+
+def test_analyze_names_a_rank_it_could_not_read(perfstack, tmp_path):
+    """A job folder whose rank-1 trace was cut off (half a gzip): the report of rank 0 is
+    written, a critical finding names the file left out, and the exit is 9, not 0. A file
+    named like nothing that was read (notes.json) is not called a rank."""
+    import shutil
+
+    job = tmp_path / "job"
+    job.mkdir()
+    trace = ROOT / "tests/fixtures/gpu-traces/mi250_rocm/rank-0.json.gz"
+    shutil.copy(trace, job / "rank-0.json.gz")
+    (job / "rank-1.json.gz").write_bytes(trace.read_bytes()[:2000])
+    (job / "notes.json").write_text('{"note": "not a trace"}')
+    result = perfstack("analyze", "job", "-q", "-o", "r.json")
+    assert result.code == 9, result.stderr
+    assert "rank-1.json.gz" in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 2, result.stderr  # the line, report:
+    report = result.report("r.json")
+    left = [f for f in report["findings"] if f["rule"] == "analyze.files-left-out"]
+    assert len(left) == 1 and left[0]["severity"] == "critical"
+    assert "rank-1.json.gz" in left[0]["evidence"][0] and "notes.json" not in str(left)
+    shown = perfstack("show", "r.json", env={"COLUMNS": "80"})
+    assert "not read" in shown.stdout
+    # Only the readable rank named: a report of it, exit 0.
+    alone = perfstack("analyze", "job/rank-0.json.gz", "-q", "-o", "r0.json")
+    assert alone.code == 0, alone.stderr
 
 
 def test_a_gzip_bomb_is_refused_in_bounded_time(perfstack, tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -18,7 +19,7 @@ import pytest
 from perfstack import history, historydb
 from perfstack.report import Layer, Quantity, Row
 from perfstack.reportfile import load_report, save_report
-from tests.conftest import ROOT, WORKLOADS, Result, assert_one_line_error
+from tests.conftest import ROOT, WORKLOADS, Result, assert_one_line_error, perfstack_env
 
 FIXTURE = ROOT / "tests/fixtures/reports/v1-busy.json"
 
@@ -244,6 +245,59 @@ def test_a_history_of_a_newer_schema_is_refused_and_left_as_it_was(
     assert contents() == before
 
 
+def _read_only(folder: Path, *args: str) -> Result:
+    """Run ``perfstack ARGS`` with ``folder`` mounted read-only (a mount namespace of its own:
+    even root cannot write there, as on a read-only mount or another user's share)."""
+    script = f'mount --bind -o ro "{folder}" "{folder}" && exec "$@"'
+    proc = subprocess.run(["unshare", "--mount", "sh", "-c", script, "sh", sys.executable,
+                           "-m", "perfstack", *args], cwd=folder, env=perfstack_env(),
+                          capture_output=True, text=True, timeout=120)
+    return Result(proc.returncode, proc.stdout, proc.stderr, folder)
+
+
+def test_a_history_on_a_read_only_mount_is_read(tmp_path: Path) -> None:
+    """A history on a read-only mount: history, trend and gate read it as it is, without a
+    write lock, and it stays byte for byte as it was; an older schema, which only a write could
+    bring up to date, is one line."""
+    import shutil
+    import sqlite3
+
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        pytest.skip("needs root and unshare to mount a folder read-only")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    db = shared / "h.sqlite"
+    report = load_report(FIXTURE)
+    save_report(report, tmp_path / "r.json")
+    history.add(db, report, tmp_path / "r.json")
+    with sqlite3.connect(db) as con:  # a copy as it would be shared: no WAL or index beside it
+        con.execute("PRAGMA journal_mode=DELETE")
+    before = sorted((p.name, p.read_bytes()) for p in shared.iterdir())
+    listed = _read_only(shared, "history", "--db", str(db), "--format", "json")
+    assert listed.code == 0, listed.stderr
+    assert [e["workload"] for e in json.loads(listed.stdout)] == \
+        [history.workload_of(report)[0]]
+    for command in ("trend", "gate"):
+        result = _read_only(shared, command, "--db", str(db))
+        assert "Traceback" not in result.stderr and "cannot" not in result.stderr, \
+            result.stderr
+        assert result.code != 10, result.stderr
+    assert sorted((p.name, p.read_bytes()) for p in shared.iterdir()) == before
+    # A history left in WAL mode (the default perfstack writes) reads the same.
+    with sqlite3.connect(db) as con:
+        con.execute("PRAGMA journal_mode=WAL")
+    for leftover in ("h.sqlite-wal", "h.sqlite-shm"):
+        (shared / leftover).unlink(missing_ok=True)
+    assert _read_only(shared, "history", "--db", str(db)).code == 0
+    with sqlite3.connect(db) as con:
+        con.execute("PRAGMA journal_mode=DELETE")
+        con.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    result = _read_only(shared, "history", "--db", str(db))
+    assert_one_line_error(result, 10)
+    assert "read-only" in result.stderr and "older schema (3)" in result.stderr
+    assert sorted(p.name for p in shared.iterdir()) == ["h.sqlite"]
+
+
 HOLDER = """
 import sqlite3, sys, time
 con = sqlite3.connect(sys.argv[1], isolation_level=None)
@@ -254,23 +308,29 @@ time.sleep(60)
 
 
 def test_a_wait_for_the_lock_is_said_and_a_signal_ends_it(tmp_path: Path) -> None:
-    """Another process holds the SQLite history's lock: a read says it waits and Ctrl-C ends
-    the wait at once (130); a run's SIGTERM while it waits to add itself ends it at once too
-    (143), with its report written whole and the history's entry said to be skipped."""
+    """Another process holds the SQLite history's write lock: a read does not wait for it (a
+    history in WAL mode is read beside a writer); an add says it waits and Ctrl-C ends the wait
+    at once (130); a run's SIGTERM while it waits to add itself ends it at once too (143), with
+    its report written whole and the history's entry said to be skipped."""
     from tests.conftest import ctrl_c_reaches, perfstack_env
 
     db = tmp_path / "h.sqlite"
     env = perfstack_env({history.HISTORY_ENV: str(db)})
     once = [sys.executable, "-m", "perfstack", "run", "-q", "--repeat", "1", "--warmup", "0",
             "--plugins", "resources"]
-    subprocess.run([*once, str(WORKLOADS / "busy.py")], cwd=tmp_path, env=env, check=True,
-                   capture_output=True)
+    subprocess.run([*once, "-o", "first.json", str(WORKLOADS / "busy.py")], cwd=tmp_path,
+                   env=env, check=True, capture_output=True)
+    save_report(load_report(tmp_path / "first.json"), tmp_path / "copy.json")
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(db)], stdout=subprocess.PIPE,
                               text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
-        for args, sig, code in (([sys.executable, "-m", "perfstack", "history"],
-                                 signal.SIGINT, 130),
+        read = subprocess.run([sys.executable, "-m", "perfstack", "history", "--format", "json"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
+        assert read.returncode == 0 and len(json.loads(read.stdout)) == 1, read.stderr
+        assert "waiting" not in read.stderr
+        for args, sig, code in (([sys.executable, "-m", "perfstack", "history", "add",
+                                  "copy.json"], signal.SIGINT, 130),
                                 ([*once, "-o", "r.json", str(WORKLOADS / "busy.py")],
                                  signal.SIGTERM, 143)):
             proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE,

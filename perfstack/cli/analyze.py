@@ -91,7 +91,7 @@ def _outputs(ns: argparse.Namespace) -> list[tuple[str, Path | None]]:
 def cmd_analyze(plugins: Plugins, argv: list[str]) -> int:
     """Read recorded profiles into a report; write it and print it."""
     from perfstack import rundir
-    from perfstack.analyze import analyze, expand
+    from perfstack.analyze import LEFT_OUT_RULE, analyze, expand
 
     parser = Parser(
         prog="perfstack analyze",
@@ -113,6 +113,11 @@ def cmd_analyze(plugins: Plugins, argv: list[str]) -> int:
     files = len(report.run.analyzed or [])
     code = _output(plugins, report, ns, f"analysed from {files} file{'s' * (files != 1)}")
     failed = [b for b in report.backends if b.status == Status.FAILED]
+    missed = [f for f in report.findings if f.rule == LEFT_OUT_RULE]
+    if code == EXIT_OK and missed and not failed:
+        # The report is of the files read; the exit code says that some were not.
+        print(f"perfstack: {missed[0].evidence[0]}", file=sys.stderr)
+        return EXIT_BACKENDS_FAILED
     if code == EXIT_OK and failed:
         # The report is written and says why; the exit code says that it is not whole.
         print(f"perfstack: the {failed[0].name} reader failed: {failed[0].reason}"
