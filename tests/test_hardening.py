@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from perfstack import history
 
 from perfstack.reportfile import read_json, schema_errors
 from tests.conftest import (
@@ -267,6 +268,10 @@ def test_many_runs_in_one_folder_and_a_killed_one(perfstack: Callable[..., Resul
     assert len(folders) == 12, sorted(p.name for p in folders)
     for folder in folders:
         assert schema_errors(read_json(folder / "report.json")) == [], folder
+    # The one history they all wrote lists each run once, by its own report.
+    listed = [os.path.realpath(e.report_path)
+              for e in history.runs(tmp_path / ".perfstack" / history.FILE_NAME)]
+    assert sorted(listed) == sorted(os.path.realpath(f / "report.json") for f in folders)
     pids = tmp_path / "pids.txt"
     killed = subprocess.Popen([sys.executable, "-m", "perfstack", "run", "--plugins",
                                "resources", "-q", str(WORKLOADS / "hang.py")], cwd=tmp_path,
