@@ -162,3 +162,42 @@ def test_ab_rev_from_a_folder_the_revisions_lack_is_one_line(tmp_path: Path) -> 
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "not in revision" in lines[0] and "scratch" in lines[0], lines
     assert len(_git(repo, "worktree", "list").splitlines()) == 1
+
+
+def test_sighup_during_ab_rev_stops_it_with_both_partial_reports(tmp_path: Path) -> None:
+    """The terminal closed during an ``ab --rev`` session: exit 129 (it exited 0 after running
+    every run), both sides' partial reports written, the comparison said to be partial, and the
+    temporary worktrees removed."""
+    import signal
+    import sys
+
+    from tests.conftest import perfstack_env
+
+    repo = tmp_path / "project"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    _git(repo, "config", "user.email", "t@example.com")
+    _git(repo, "config", "user.name", "t")
+    (repo / "work.py").write_text((WORKLOADS / "busy.py").read_text())
+    _git(repo, "add", "work.py")
+    _git(repo, "commit", "-q", "-m", "one")
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "two")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "perfstack", "ab", "--plugins", "resources", "--repeat", "50",
+         "--warmup", "0", "--out-dir", "out", "--rev", "HEAD~1", "--rev", "HEAD", "work.py"],
+        cwd=repo, env=perfstack_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    assert proc.stderr is not None
+    started = 0
+    for line in proc.stderr:  # both sides have run: the session is well under way
+        started += "baseline-2:" in line
+        if started == 2:
+            break
+    proc.send_signal(signal.SIGHUP)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 129, err
+    assert "interrupted; the comparison above is partial" in err
+    for side in ("base", "new"):
+        report = json.loads((repo / "out" / side / "report.json").read_text())
+        assert report["run"]["complete"] is False
+    assert len(_git(repo, "worktree", "list").splitlines()) == 1

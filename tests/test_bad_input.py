@@ -336,3 +336,39 @@ def test_a_fifo_output_is_written_when_read_and_refused_when_never_read(tmp_path
     assert got == [b'{"a":1}'] and stat.S_ISFIFO(fifo.stat().st_mode)
     reportfile.write_json_atomic(Path("/dev/null"), {"a": 1})
     assert stat.S_ISCHR(Path("/dev/null").stat().st_mode)
+
+
+@pytest.mark.parametrize(("sig", "code"), [("SIGTERM", 143), ("SIGHUP", 129)])
+def test_a_signal_during_analyze_stops_it(tmp_path, sig, code):
+    """SIGTERM or SIGHUP while analyze reads a job's traces: it stops at once with the signal's
+    code and writes nothing (it read on and wrote a full report, exit 0). The signal is sent once
+    the process has a trace open, so the test does not depend on the machine's speed."""
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import perfstack_env
+
+    job = tmp_path / "job"
+    job.mkdir()
+    for rank in range(16):
+        shutil.copy(ROOT / "tests/fixtures/gpu-traces/a100_negq/rank-0.json.gz",
+                    job / f"rank-{rank}.json.gz")
+    proc = subprocess.Popen([sys.executable, "-m", "perfstack", "analyze", "job", "-q", "-o",
+                             "r.json"], cwd=tmp_path, env=perfstack_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    fds = Path(f"/proc/{proc.pid}/fd")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if any(os.readlink(fd).endswith(".json.gz") for fd in fds.iterdir()):
+                break
+        except OSError:
+            pass
+        time.sleep(0.005)
+    proc.send_signal(getattr(signal, sig))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    assert "Traceback" not in err and not (tmp_path / "r.json").exists()

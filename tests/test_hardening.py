@@ -21,8 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from perfstack import history
 
+from perfstack import history
 from perfstack.reportfile import read_json, schema_errors
 from tests.conftest import (
     WORKLOADS,
