@@ -54,6 +54,9 @@ from perfstack.reportfile import write_json_atomic
 #: perfstack in the workload process; the bootstrap then puts the script's folder first.
 SAFE_PATH = ["-P"] if sys.version_info >= (3, 11) else []
 
+#: Why a figure that needs the baseline is unknown when the user asked for none.
+NO_BASELINE = "no baseline run (--repeat 0): unknown"
+
 
 class Progress(Protocol):
     """Told what the driver is doing, for a progress display."""
@@ -462,7 +465,10 @@ class Session:
                 if o.record.exit.clean and o.record.wall_s is not None]
 
     def _wall_metric(self) -> Metric:
-        return assembly.wall_metric(self._clean_baseline_walls())
+        metric = assembly.wall_metric(self._clean_baseline_walls())
+        if self.options.repeat == 0:
+            metric.reason = NO_BASELINE
+        return metric
 
     def _instruction_metric(self) -> list[Metric]:
         """The baseline's instruction counts, when the machine counted them in every run."""
@@ -509,6 +515,9 @@ class Session:
             self._planned -= runs
             return self._result(entry, Status.UNAVAILABLE, reason=available.reason,
                                 fix=available.fix)
+        if not backend.own_run and self.options.repeat == 0:
+            return self._result(entry, Status.SKIPPED, reason=(
+                "not run: it reads the baseline runs, and --repeat 0 made none"))
         failed = self.failed_unprofiled
         if backend.own_run and failed is not None and not self.options.keep_going:
             # It would fail again, and profile the failure, not the workload.
@@ -680,6 +689,8 @@ class Session:
         return result
 
     def _overhead(self, outcome: Outcome) -> tuple[Overhead | None, str | None]:
+        if self.options.repeat == 0:
+            return None, NO_BASELINE
         steps = self.options.steps
         if steps is not None:
             base = [rundir.read_step_times(rundir.primary_dir(o.artifact_dir))

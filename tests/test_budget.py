@@ -86,7 +86,7 @@ def test_known_split_is_attributed_within_five_points_per_layer(
 
 
 def test_drill_down_links_functions_ops_and_kernels(perfstack):
-    result = perfstack("run", "--repeat", "1", "--warmup", "0", "--plugins", "torch,pyspy",
+    result = perfstack("run", "--repeat", "0", "--warmup", "0", "--plugins", "torch,pyspy",
                        "--torch-stack", "-q", str(SPLIT), "--", "--steps", "12",
                        "--step-ms", "40", timeout=240)
     assert result.code == 0, result.stderr

@@ -21,7 +21,7 @@ GIL_WORKLOADS = ROOT / "workloads"
 
 
 def _run(perfstack: Callable[..., Result], workload: str, *extra: str) -> dict[str, Any]:
-    result = perfstack("run", "--plugins", "gil", "--repeat", "1", "--warmup", "0", "-q",
+    result = perfstack("run", "--plugins", "gil", "--repeat", "0", "--warmup", "0", "-q",
                        *extra, str(GIL_WORKLOADS / workload), timeout=600)
     assert result.code == 0, result.stderr
     return result.report()

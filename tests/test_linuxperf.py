@@ -51,7 +51,7 @@ needs_perf = pytest.mark.skipif(shutil.which("perf") is None, reason="perf is no
 
 @needs_perf
 def test_perf_stat_and_record_on_a_real_run(perfstack):
-    result = perfstack("run", "-q", "--repeat", "1", "--warmup", "0", "--plugins",
+    result = perfstack("run", "-q", "--repeat", "0", "--warmup", "0", "--plugins",
                        "perf,perftop", str(WORKLOADS / "busy.py"))
     assert result.code == 0, result.stderr
     report = result.report()

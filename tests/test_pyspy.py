@@ -9,7 +9,7 @@ from perfstack.reportfile import read_json
 from tests.conftest import ROOT, WORKLOADS, backend
 
 pytestmark = pytest.mark.skipif(py_spy() is None, reason="py-spy is not installed")
-RUN = ("run", "-q", "--repeat", "1", "--warmup", "0", "--plugins", "pyspy")
+RUN = ("run", "-q", "--repeat", "0", "--warmup", "0", "--plugins", "pyspy")
 
 
 def _python(report):

@@ -140,3 +140,33 @@ def test_step_and_report_metric_are_no_ops_without_perfstack():
     from tests.conftest import ROOT
 
     subprocess.run([sys.executable, str(WORKLOADS / "reports_metric.py")], check=True, cwd=ROOT)
+
+
+def test_repeat_0_is_a_quick_look_that_says_what_it_lacks(perfstack):
+    """--repeat 0 --warmup 0: the backend's run only. The wall time and the overhead are
+    unknown with their reason (never 0), a backend that reads the baseline is skipped and says
+    why, every format says there was no baseline, and the report validates. ab, sweep and a
+    torchrun job refuse it (they compare or find things in the baseline runs)."""
+    script = str(WORKLOADS / "busy.py")
+    result = perfstack("run", "--plugins", "pyspy,resources", "--repeat", "0", "--warmup", "0",
+                       "-o", "r.json", script, env={"COLUMNS": "80"})
+    assert result.code == 0, result.stderr
+    report = result.report("r.json")
+    assert [r["role"] for r in report["run"]["runs"]] == ["backend"]
+    wall = next(m for m in report["metrics"] if m["name"] == "wall_time")
+    assert wall["value"] is None and "--repeat 0" in wall["reason"]
+    spy = backend(report, "pyspy")
+    assert spy["status"] == "ok" and spy["overhead"] is None
+    assert "--repeat 0" in spy["overhead_note"]
+    resources = backend(report, "resources")
+    assert resources["status"] == "skipped" and "--repeat 0" in resources["reason"]
+    assert "no baseline (--repeat 0)" in result.stdout
+    assert "n/a (n/a)" not in result.stdout
+    assert perfstack("validate", "r.json").code == 0
+    markdown = perfstack("show", "r.json", "--format", "markdown")
+    assert "no baseline (--repeat 0)" in markdown.stdout
+    for refused in (("ab", "--repeat", "0", script, script),
+                    ("sweep", "--repeat", "0", "--env", "X=1,2", script),
+                    ("run", "--repeat", "0", "--nproc-per-node", "2", script)):
+        out = perfstack(*refused)
+        assert out.code == 2 and "--repeat" in out.stderr, (refused, out.stderr)

@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import ROOT, WORKLOADS, backend, perfstack_in
 
 pytest.importorskip("torch")
-ONCE = ("-q", "--repeat", "1", "--warmup", "0", "--plugins", "torch")
+ONCE = ("-q", "--repeat", "0", "--warmup", "0", "--plugins", "torch")
 
 
 def _rows(report, layer):

@@ -7,7 +7,7 @@ import pytest
 from tests.conftest import ROOT, backend
 
 pytest.importorskip("torch")
-RUN = ("run", "-q", "--repeat", "1", "--warmup", "0", "--plugins", "valuepatterns")
+RUN = ("run", "-q", "--repeat", "0", "--warmup", "0", "--plugins", "valuepatterns")
 
 
 def _rows(report):

@@ -62,6 +62,7 @@ class Header:
     steps: dict[str, int] | None = None  # --steps: {"warmup": K, "measured": N}
     #: under --steps: (run id, steps it reached) of each clean run that ended before them
     short_of_steps: list[tuple[str, int | None]] = field(default_factory=list)
+    repeat: int | None = None  # the baseline runs asked for (0: none, a quick look)
 
 
 @dataclass
@@ -237,7 +238,7 @@ def _header(report: Report, facts: list[str]) -> Header:
                                   if not r.exit.clean], run.complete, summary, printed_by,
                   median_of, printed,
                   [f["path"] for f in run.analyzed] if run.analyzed is not None else None,
-                  run.steps, _short_of_steps(report))
+                  run.steps, _short_of_steps(report), run.repeat)
 
 
 def _short_of_steps(report: Report) -> list[tuple[str, int | None]]:

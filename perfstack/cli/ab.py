@@ -31,6 +31,7 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
         add_session_options,
         backend_options,
         describe_plan,
+        require_baseline,
         select_backends,
         split_workload_args,
         step_window,
@@ -67,6 +68,7 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
     add_session_options(parser, backends)
     parser.set_defaults(repeat=DEFAULT_PAIRS)
     ns = parser.parse_args(own)
+    require_baseline(ns, "ab")
     if ns.rev and (len(ns.rev) != 2 or len(ns.scripts) != 1):
         raise errors.UsageError("--rev takes two revisions (BASE and NEW) and one script")
     if not ns.rev and len(ns.scripts) != 2:

@@ -79,8 +79,9 @@ def add_session_options(parser: Parser, backends: dict[str, BackendEntry]) -> No
                         help="backends to run (default: every one available here, except "
                         "opt-in analyses); "
                         f"installed: {', '.join(sorted(backends)) or 'none'}")
-    parser.add_argument("--repeat", type=_positive_int(1), default=3, metavar="N",
-                        help="baseline runs, for overheads and noise (default: 3)")
+    parser.add_argument("--repeat", type=_positive_int(0), default=3, metavar="N",
+                        help="baseline runs, for overheads and noise (default: 3; 0: none, a "
+                        "quick look whose unprofiled time and overheads are unknown)")
     parser.add_argument("--warmup", type=_positive_int(0), default=1, metavar="N",
                         help="unmeasured runs first, to warm caches (default: 1)")
     parser.add_argument("--timeout", type=_seconds, metavar="S",
@@ -162,6 +163,19 @@ def build_parser(backends: dict[str, BackendEntry]) -> Parser:
     return parser
 
 
+def require_baseline(ns: argparse.Namespace, command: str) -> None:
+    """Refuse ``--repeat 0`` where the baseline runs are the thing compared (ab, sweep) or
+    where a job's ranks are found in them (--nproc-per-node)."""
+    if ns.repeat != 0:
+        return
+    if command != "run":
+        raise errors.UsageError(f"perfstack {command} compares baseline runs: --repeat must be "
+                                "at least 1")
+    if getattr(ns, "nproc_per_node", None):
+        raise errors.UsageError("--repeat 0 with --nproc-per-node: the job's ranks are found "
+                                "in its baseline run; give --repeat 1 or more")
+
+
 def describe_plan(workload: Workload, selected: list[BackendEntry], repeat: int, warmup: int,
                   nproc_per_node: int | None,
                   backend_options: dict[str, dict[str, Any]] | None = None) -> list[str]:
@@ -170,7 +184,8 @@ def describe_plan(workload: Workload, selected: list[BackendEntry], repeat: int,
     launcher = f" under torchrun, {nproc_per_node} processes" if nproc_per_node else ""
     lines = [f"perfstack would run: {command}{launcher}",
              f"  warm-up: {warmup} run(s), not measured" if warmup else "  no warm-up run",
-             f"  baseline: {repeat} run(s) with no profiler"]
+             f"  baseline: {repeat} run(s) with no profiler" if repeat else
+             "  no baseline run (--repeat 0): the unprofiled time and overheads unknown"]
     for entry in selected:
         available = availability(entry.backend)
         if available.ok:
@@ -332,6 +347,7 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     own, workload_args = split_workload_args(argv)
     ns = build_parser(backends).parse_args(own)
     check_view_options(ns)
+    require_baseline(ns, "run")
     workload = workload_of(ns, workload_args)
     selected = select_backends(ns, backends)
     if ns.output is not None:

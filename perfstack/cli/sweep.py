@@ -25,6 +25,7 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
         build_parser,
         describe_plan,
         distributed_options,
+        require_baseline,
         select_backends,
         split_workload_args,
         step_window,
@@ -46,6 +47,7 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
     parser.add_argument("--env", dest="sweep_env", action="append", default=[],
                         metavar="NAME=V1,V2", help="a variable and its values (repeatable)")
     ns = parser.parse_args(own)
+    require_baseline(ns, "sweep")
     settings = sweep.parse_settings(ns.sweep_env)
     workload = workload_of(ns, workload_args)
     if ns.plugins is None:  # the backends that read the runs made anyway: they cost nothing

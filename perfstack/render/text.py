@@ -303,8 +303,9 @@ def _backends(page: _Page, view: View) -> None:
 def _metrics(page: _Page, view: View) -> None:
     hidden = f"; {view.hidden_metrics} more with --full" if view.hidden_metrics else ""
     page.section(f"Metrics ({len(view.metrics)}{hidden})")
-    rows = [[m.name, fmt_value(m.value, m.unit, None if m.value is not None else "n/a"),
-             m.source, str(len(m.samples)) if m.samples else "1"] for m in view.metrics]
+    rows = [[m.name, fmt_value(m.value, m.unit), m.source,
+             "-" if m.value is None else str(len(m.samples)) if m.samples else "1"]
+            for m in view.metrics]
     page.extend(table([Column("metric", name=True), Column("value"), Column("source"),
                        Column("n")], rows, page.width))
     unknown = [m for m in view.metrics if m.value is None and m.reason]

@@ -92,11 +92,13 @@ def wall_line(h: Header) -> str:
         if h.wall.n > 1:
             spread = f", {fmt_seconds(h.wall.minimum)} to {fmt_seconds(h.wall.maximum)}"
         parts.append(f"baseline {fmt_seconds(h.wall.median)} (median of {h.wall.n}{spread})")
+    elif h.repeat == 0:
+        parts.append("no baseline (--repeat 0): overheads unknown")
     if h.steps:
         parts.append(steps_phrase(h))
     parts.append("every run exited 0" if not h.failures else
                  f"{len(h.failures)} of {h.runs} runs did not exit 0")
-    parts.append(f"{h.runs} runs, {fmt_seconds(h.duration_s)} in all")
+    parts.append(f"{h.runs} run{'s' * (h.runs != 1)}, {fmt_seconds(h.duration_s)} in all")
     parts.append(f"perfstack {h.perfstack_version}")
     return " · ".join(parts)
 
