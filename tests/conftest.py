@@ -181,7 +181,7 @@ def tiny_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cwd = tmp_path_factory.mktemp("tiny")
     proc = subprocess.run(
         [sys.executable, "-m", "perfstack", "run", "-q", "--plugins", TINY_PLUGINS,
-         "--warmup", "0", "--torch-stack", "--html", "-o", "report.json",
+         "--repeat", "1", "--warmup", "0", "--torch-stack", "--html", "-o", "report.json",
          str(ROOT / "workloads/tiny_mlp.py"),
          "--", "--num-batches", "40"],
         cwd=cwd, env=perfstack_env(), capture_output=True, text=True, timeout=600)
@@ -196,7 +196,7 @@ def markup_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     is beside it, report.html). Read by the HTML and markdown tests."""
     cwd = tmp_path_factory.mktemp("markup")
     proc = subprocess.run(
-        [sys.executable, "-m", "perfstack", "run", "--plugins", "torch,pyspy", "--repeat", "1",
+        [sys.executable, "-m", "perfstack", "run", "--plugins", "torch,pyspy", "--repeat", "0",
          "--warmup", "0", "-q", "--html", "-o", "report.json", str(WORKLOADS / "markup_names.py")],
         cwd=cwd, env=perfstack_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
