@@ -22,7 +22,7 @@ BUSY = str(WORKLOADS / "busy.py")
         (("run", "-m", "no_such_module_xyz"), 3, "no module named"),
         (("run", "--timeout", "-1", BUSY), 2, "positive number of seconds"),
         (("run", "--timeout", "soon", BUSY), 2, "not a number"),
-        (("run", "--repeat", "0", BUSY), 2, "at least 1"),
+        (("run", "--repeat", "-1", BUSY), 2, "at least 0"),
         (("run",), 2, "name a workload script"),
         (("run", BUSY, "-m", "x"), 2, "not both"),
         (("run", "--bogus", BUSY), 2, "unrecognized arguments"),
