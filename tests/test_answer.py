@@ -3,7 +3,7 @@ formats disagree; the first screen at 80 columns names the workload's own hottes
 the top finding; names are cut, numbers never; the workload's own code leads.
 
 One real profiled run of the bundled tiny_mlp workload (torch, py-spy, perf record, perf stat,
-oneDNN's verbose log, resources) is shared with the browser tests (``tiny_report``).
+resources) is shared with the browser tests (``tiny_report``).
 """
 
 from __future__ import annotations
