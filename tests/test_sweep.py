@@ -24,7 +24,7 @@ def test_sweep_finds_two_threads_best_and_warns_of_oversubscription(
     are not (two settings: what a third would add is best_of's, tested below); a best setting
     is named. Which one wins on a live run is the machine's to say:
     best_of's verdicts are test_the_best_setting_on_recorded_measures's."""
-    result = perfstack("sweep", "--env", "OMP_NUM_THREADS=2,4", "--repeat", "2",
+    result = perfstack("sweep", "--env", "OMP_NUM_THREADS=2,4", "--repeat", "1",
                        "--warmup", "0", "-o", "sweep.json", str(WORKLOADS / "omp_matmul.py"),
                        timeout=300)
     assert result.code == 0, result.stderr
@@ -35,7 +35,7 @@ def test_sweep_finds_two_threads_best_and_warns_of_oversubscription(
     for entry in doc["settings"]:
         assert entry["status"] == "ok"
         assert entry["measure"]["name"] == "throughput"
-        assert len(entry["measure"]["samples"]) == 2
+        assert len(entry["measure"]["samples"]) == 1
         report = read_json(result.cwd / entry["report"])  # an ordinary, valid report
         assert schema_errors(report) == []
         assert report["environment"]["threads"]["OMP_NUM_THREADS"] == entry["env"][
