@@ -26,8 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from perfstack import changepoints, history, trend
-from perfstack.history import Entry, Group
+from perfstack import history
+from perfstack.history import Entry, Group, changepoints, trend
 from perfstack.report import Layer, Quantity, Row
 from perfstack.reportfile import load_report, save_report
 

@@ -15,8 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from perfstack import changepoints, gate, history, machineload, trend
-from perfstack.history import Entry, Group
+from perfstack import history, machineload
+from perfstack.history import Entry, Group, changepoints, gate, trend
 from perfstack.reportfile import load_report, save_report
 from tests.conftest import ROOT, Result
 

@@ -54,7 +54,7 @@ TORCH_THE_LIBRARY = {"perfstack/analysis/diff.py", "perfstack/analysis/view.py",
                      "perfstack/analysis/origin.py", "perfstack/bootstrap.py",
                      "perfstack/driver.py", "perfstack/envinfo.py", "perfstack/environment.py",
                      "perfstack/rules.py", "perfstack/sweep.py", "perfstack/cpus.py",
-                     "perfstack/history.py"}
+                     "perfstack/history/identity.py"}
 
 
 def _string_constants(path: Path) -> list[tuple[int, str]]:

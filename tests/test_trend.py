@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from perfstack import changepoints, history, trend
+from perfstack import history
 from perfstack.analysis.primary import Primary
-from perfstack.history import Entry, Group
+from perfstack.history import Entry, Group, changepoints, trend
 from perfstack.report import Layer, Report
 from perfstack.reportfile import load_report, save_report
 from tests.conftest import ROOT, WORKLOADS, Result, assert_one_line_error
@@ -281,7 +281,7 @@ def test_machines_are_never_mixed(perfstack: Callable[..., Result], tmp_path: Pa
 
 SEARCH = """
 import random, sys
-from perfstack import trend
+from perfstack.history import trend
 rng = random.Random(5)
 presents = [[rng.gauss(10, 1) for _ in range(3_000)] for _ in range(10)]
 print("searching", flush=True)

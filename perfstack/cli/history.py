@@ -25,7 +25,7 @@ def database(given: str | None) -> Location:
     """Return the history database: ``--db`` (a path or a PostgreSQL URL), else
     PERFSTACK_HISTORY, else ``.perfstack/history.sqlite``."""
     from perfstack import history
-    from perfstack.historydb import is_url
+    from perfstack.history.database import is_url
 
     if given is not None:
         return given if is_url(given) else Path(given)
@@ -38,7 +38,8 @@ def database(given: str | None) -> Location:
 def remember(report: Report, report_path: Path) -> None:
     """Add a report a command has just written to the history (never fails the command: a
     history that cannot be written is one line on stderr)."""
-    from perfstack import history, historydb
+    from perfstack import history
+    from perfstack.history import database as historydb
 
     path = history.default_path(DEFAULT_RUNS_DIR)
     if path is None:
@@ -104,7 +105,7 @@ def _cell(value: Any) -> str:
 
 def cmd_history(argv: list[str]) -> int:
     """List the runs in the history, print a series, or add reports."""
-    from perfstack import historydb
+    from perfstack.history import database as historydb
 
     # What it prints is written once the history has been read: a full or closed stdout is
     # then an output error (exit 7), not the history's.
@@ -118,7 +119,8 @@ def cmd_history(argv: list[str]) -> int:
 
 
 def _history(argv: list[str]) -> int:
-    from perfstack import history, historydb
+    from perfstack import history
+    from perfstack.history import database as historydb
     from perfstack.reportfile import load_report
 
     if argv[:1] == ["add"]:

@@ -46,7 +46,8 @@ def _groups(ns: Any, top_rows: int, row_keys: list[str] | None = None) -> list[A
         raise errors.MissingDependency(
             f"this command needs Apache Otava, numpy and scipy ({missing} is missing): "
             "pip install numpy scipy && pip install --no-deps apache-otava==0.8.0")
-    from perfstack import history, historydb
+    from perfstack import history
+    from perfstack.history import database as historydb
 
     location = database(ns.db)
     if not historydb.exists(location):
@@ -66,8 +67,8 @@ def _groups(ns: Any, top_rows: int, row_keys: list[str] | None = None) -> list[A
 
 def cmd_trend(argv: list[str]) -> int:
     """Find the change points of every series in the history."""
-    from perfstack import trend
     from perfstack.cli.show import output_width
+    from perfstack.history import trend
     from perfstack.render import trend as render
 
     parser = Parser(prog="perfstack trend",
@@ -109,8 +110,8 @@ def cmd_trend(argv: list[str]) -> int:
 
 def cmd_gate(argv: list[str]) -> int:
     """Judge the newest runs of a workload against the level before them."""
-    from perfstack import gate
     from perfstack.cli.show import output_width
+    from perfstack.history import gate
     from perfstack.render import trend as render
 
     parser = Parser(prog="perfstack gate",

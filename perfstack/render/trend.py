@@ -8,9 +8,8 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 
-from perfstack.gate import Judgement
-from perfstack.render.textgrid import Column, cut, table, wrap
-from perfstack.trend import (
+from perfstack.history.gate import Judgement
+from perfstack.history.trend import (
     CHANGED,
     MIN_RUNS,
     STEADY,
@@ -19,6 +18,7 @@ from perfstack.trend import (
     Trend,
     Verdict,
 )
+from perfstack.render.textgrid import Column, cut, table, wrap
 from perfstack.units import fmt_value
 
 SPARKS = "▁▂▃▄▅▆▇█"

@@ -4,7 +4,7 @@ The reference is not one baseline report but the history itself, and never runs 
 the regression being judged:
 
 - when the series stepped within the last ``RECENT`` runs (a significant change point,
-  ``perfstack.changepoints``, the newest run included), the runs since the step are judged
+  ``perfstack.history.changepoints``, the newest run included), the runs since the step are judged
   against the level before it: a regression that landed three runs ago fails today too, with
   the run and commits where it happened, instead of being vouched for by those three runs;
 - otherwise the newest run is judged against the newest segment of the runs before it.
@@ -21,11 +21,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from perfstack import changepoints
 from perfstack.analysis.drift import corrected
-from perfstack.changepoints import Side
-from perfstack.history import Entry, Group
-from perfstack.trend import MIN_RUNS, SeriesId, present_values, series_of, side_dict
+from perfstack.history import Entry, Group, changepoints
+from perfstack.history.changepoints import Side
+from perfstack.history.trend import MIN_RUNS, SeriesId, present_values, series_of, side_dict
 
 #: The gate's default significance, shared among the series gated (Bonferroni).
 GATE_ALPHA = 0.01

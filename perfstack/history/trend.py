@@ -4,15 +4,15 @@ A group is one workload on one machine (runs on different machines are never com
 series are every metric and the top rows of each layer (their primary value). Each series gets
 a verdict over its newest segment, the runs since its last significant step:
 
-- **changed**: it has significant steps (``perfstack.changepoints``); each with the commit range
-  it happened in, its size with a 95% interval, and the other series that stepped at the same
-  run, ranked by how much of the step they explain (rows in seconds against a step in seconds),
-  the layer being that of the row that explains most;
+- **changed**: it has significant steps (``perfstack.history.changepoints``); each with the
+  commit range it happened in, its size with a 95% interval, and the other series that
+  stepped at the same run, ranked by how much of the step they explain (rows in seconds
+  against a step in seconds), the layer being that of the row that explains most;
 - **cannot tell yet**: a possible step that is not significant, or a newest segment too noisy or
   too short for a step of ``min_change`` to be seen (with the runs it would take);
 - **no change**: neither.
 
-``perfstack.gate`` judges the newest runs against the level before the latest change point.
+``perfstack.history.gate`` judges the newest runs against the level before the latest change point.
 
 A run disturbed by other programs on the machine (``perfstack.machineload``: recorded per run
 in the history) is set aside: it has no value in any series, and the text names it.
@@ -25,9 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfstack import changepoints
-from perfstack.changepoints import Side, Step
-from perfstack.history import Entry, Group
+from perfstack.history import Entry, Group, changepoints
+from perfstack.history.changepoints import Side, Step
 
 CHANGED, UNSURE, STEADY = "changed", "cannot tell yet", "no change"
 #: A series with fewer runs than this gets "cannot tell yet".
