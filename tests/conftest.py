@@ -112,11 +112,67 @@ def ctrl_c_reaches() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+#: Commands that read files and start no process: the tests call perfstack's command line in
+#: the test's own interpreter (its exit code, stdout and stderr exactly as ``main`` gives them
+#: to ``python -m perfstack``), saving an interpreter's start and perfstack's imports per call
+#: (about 0.1 s, over some two hundred calls). Set PERFSTACK_TESTS_SUBPROCESS=1 to run every
+#: command in a process of its own. Commands that start runs, pools of workers or browsers,
+#: and ``-p`` plugin flags, always get a process.
+IN_PROCESS = frozenset({"show", "validate", "diff", "merge", "history", "analyze"})
+
+
+def _in_process(folder: Path, args: tuple[str, ...], env: dict[str, str] | None) -> Result:
+    """``perfstack ARGS`` run by ``perfstack.cli.main`` here, in ``folder``, with ``env`` set
+    for the call; everything the command line changes in the process (the folder, the
+    environment, signal handlers, the cyclic collector, the interruption record) put back."""
+    import gc
+    import io
+    import signal
+
+    from perfstack import signals
+    from perfstack.cli import main
+
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="surrogateescape")
+    err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="surrogateescape")
+    saved_env = dict(os.environ)
+    saved_cwd = os.getcwd()
+    saved_signals = {sig: signal.getsignal(sig)
+                     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    collecting = gc.isenabled()
+    os.environ.update(env or {})
+    os.environ.pop("PERFSTACK_PLUGINS", None)
+    os.chdir(folder)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse's --help and the like
+                code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        for sig, handler in saved_signals.items():
+            signal.signal(sig, handler)
+        if collecting:
+            gc.enable()
+        signals._received = None
+    texts = []
+    for stream in (out, err):
+        stream.flush()
+        raw = stream.buffer
+        assert isinstance(raw, io.BytesIO)
+        texts.append(raw.getvalue().decode("utf-8", errors="replace"))
+    return Result(code, texts[0], texts[1], folder)
+
+
 def perfstack_in(folder: Path, *args: str, env: dict[str, str] | None = None,
                  timeout: float = 120) -> Result:
     """Run ``perfstack ARGS`` in ``folder``; return its exit code and output. For a run that
     several tests read (a module- or session-scoped fixture); a test of its own uses the
-    ``perfstack`` fixture."""
+    ``perfstack`` fixture. A command in IN_PROCESS runs in this interpreter."""
+    if args and args[0] in IN_PROCESS and not os.environ.get("PERFSTACK_TESTS_SUBPROCESS"):
+        return _in_process(folder, args, env)
     proc = subprocess.run([sys.executable, "-m", "perfstack", *args], cwd=folder,
                           env=perfstack_env(env), capture_output=True, text=True,
                           timeout=timeout)

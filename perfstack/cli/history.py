@@ -44,11 +44,13 @@ def remember(report: Report, report_path: Path) -> None:
     path = history.default_path(DEFAULT_RUNS_DIR)
     if path is None:
         return
-    failures: tuple[type[BaseException], ...] = (*historydb.errors(), errors.NewerHistory,
-                                                 errors.UsageError)
     try:
         history.add(path, report, report_path)
-    except failures as exc:
+    except Exception as exc:
+        # The database's errors are known once it has been opened (PostgreSQL's driver is
+        # imported only for a URL), so they are asked for here, not before.
+        if not isinstance(exc, (*historydb.errors(), errors.NewerHistory, errors.UsageError)):
+            raise
         print(f"perfstack: warning: the run was not added to the history "
               f"{historydb.describe(path)}: {exc}", file=sys.stderr)
 
