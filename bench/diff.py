@@ -40,7 +40,7 @@ def main() -> None:
     """Print load-only and load+diff medians and their ratio."""
     from perfstack.analysis.diff import diff
     from perfstack.render.diff import render_text
-    from perfstack.reportfile import load_report
+    from perfstack.report.files import load_report
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("reports", nargs="*", type=Path)

@@ -65,7 +65,7 @@ def main() -> int:
     parser.add_argument("--at-once", type=int, default=4)
     ns = parser.parse_args()
     from perfstack import history
-    from perfstack.reportfile import load_report, schema_errors
+    from perfstack.report.files import load_report, schema_errors
 
     mark = uuid.uuid4().hex
     env = {**os.environ, "PYTHONPATH": str(ROOT), MARK: mark}

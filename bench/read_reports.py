@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def make_report(folder: Path, rows: int, given: Path | None) -> tuple[Path, Path]:
     """Return two reports of ``rows`` rows: A, and B with every value 3% higher."""
     from perfstack.report import Layer, Quantity, Row
-    from perfstack.reportfile import load_report, save_report
+    from perfstack.report.files import load_report, save_report
 
     if given is None:
         given = folder / "seed.json"

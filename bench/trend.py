@@ -29,7 +29,7 @@ from pathlib import Path
 from perfstack import history
 from perfstack.history import Entry, Group, changepoints, trend
 from perfstack.report import Layer, Quantity, Row
-from perfstack.reportfile import load_report, save_report
+from perfstack.report.files import load_report, save_report
 
 ROOT = Path(__file__).resolve().parent.parent
 

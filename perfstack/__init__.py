@@ -94,7 +94,7 @@ def load(path: str | os.PathLike[str]) -> Report:
     ``report.dataframe("python")`` as a pandas DataFrame when pandas is installed."""
     from pathlib import Path
 
-    from perfstack.reportfile import load_report
+    from perfstack.report.files import load_report
 
     return load_report(Path(path))
 

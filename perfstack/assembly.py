@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from perfstack.analysis.stats import summarize
 from perfstack.backend import Collected
 from perfstack.report import BackendResult, Better, Finding, Layer, Metric, Overhead, Status
-from perfstack.reportfile import schema_errors
+from perfstack.report.files import schema_errors
 
 if TYPE_CHECKING:
     from perfstack.pluginmanager import BackendEntry

@@ -47,7 +47,7 @@ from perfstack.report import (
     Status,
     order_findings,
 )
-from perfstack.reportfile import write_json_atomic
+from perfstack.report.files import write_json_atomic
 
 #: Start the bootstrap without the current folder on sys.path (Python 3.11+), so a folder
 #: named like one of perfstack's modules where the user stands cannot shadow the installed

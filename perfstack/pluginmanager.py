@@ -204,7 +204,7 @@ class Plugins:
         findings (those that do not fit the schema are dropped) and one
         ``perfstack.plugin-error`` finding, with its traceback, for every hook call of this
         session that raised (finding rules, backends, environment facts, renderers)."""
-        from perfstack.reportfile import schema_errors
+        from perfstack.report.files import schema_errors
 
         found: list[Finding] = []
         for answer in self.call_each("perfstack_findings", report=report):

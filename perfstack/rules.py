@@ -16,7 +16,7 @@ from perfstack import cpus, machineload
 from perfstack.analysis.stats import summarize
 from perfstack.pluginmanager import hookimpl
 from perfstack.report import Finding, Layer, Overhead, Report, RunRecord, Status
-from perfstack.units import fmt_seconds, pct
+from perfstack.report.units import fmt_seconds, pct
 
 #: Baseline relative standard deviation above which differences are hard to see.
 NOISE_LIMIT = 0.05

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from perfstack.pluginmanager import Plugins, load_plugins
-from perfstack.reportfile import read_json, schema_errors
+from perfstack.report.files import read_json, schema_errors
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = ROOT / "tests" / "workloads"

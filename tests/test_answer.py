@@ -30,7 +30,7 @@ from perfstack.render.words import (
     wall_line,
 )
 from perfstack.report import Layer
-from perfstack.units import fmt_seconds, fmt_value
+from perfstack.report.units import fmt_seconds, fmt_value
 from tests.conftest import ROOT, Result, perfstack_env
 
 

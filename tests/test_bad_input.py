@@ -89,7 +89,7 @@ def test_a_big_report_reads_as_a_small_one_and_bad_big_files_are_refused(perfsta
                                                                          tiny_report):
     """Above 2 MB reports are parsed by msgspec, below by the standard library: the same
     report, the same data; NaN, a cut file and a number beyond a float are one line, exit 4."""
-    from perfstack.reportfile import BIG_JSON, read_json
+    from perfstack.report.files import BIG_JSON, read_json
 
     data = json.loads(tiny_report.read_text())
     padded = dict(data, environment={**data["environment"], "pad": "x" * BIG_JSON})
@@ -321,7 +321,7 @@ def test_a_fifo_output_is_written_when_read_and_refused_when_never_read(tmp_path
     import stat
     import threading
 
-    from perfstack import reportfile
+    from perfstack.report import files as reportfile
 
     monkeypatch.setattr(reportfile, "FIFO_WAIT_S", 0.2)
     fifo = tmp_path / "out.fifo"

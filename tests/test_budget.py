@@ -19,7 +19,7 @@ from perfstack_plugins.pyspy import py_spy
 
 from perfstack.analysis.budget import drill_down, time_budget
 from perfstack.report import Report
-from perfstack.reportfile import read_json
+from perfstack.report.files import read_json
 from tests.conftest import ROOT, WORKLOADS, Result, backend
 
 pytestmark = pytest.mark.skipif(py_spy() is None, reason="py-spy is not installed")

@@ -17,7 +17,7 @@ from perfstack import rules
 from perfstack.analysis.view import build
 from perfstack.render.words import answer_lines
 from perfstack.report import Overhead, Report, Status, order_findings
-from perfstack.reportfile import load_report
+from perfstack.report.files import load_report
 from tests.conftest import ROOT, perfstack_env
 
 RECORDED = load_report(ROOT / "tests/fixtures/reports/ab_mlp/base.json.gz")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 from perfstack import cpus, rules, sweep
-from perfstack.reportfile import load_report
+from perfstack.report.files import load_report
 from tests.conftest import ROOT
 
 

@@ -21,7 +21,7 @@ import pytest
 
 from perfstack.analysis.diff import diff
 from perfstack.report import Better, Metric, Report
-from perfstack.reportfile import load_report, read_json
+from perfstack.report.files import load_report, read_json
 from tests.conftest import ROOT, WORKLOADS, Result, assert_one_line_error, perfstack_env
 
 A = WORKLOADS / "ab_work.py"

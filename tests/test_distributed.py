@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from perfstack.reportfile import read_json, schema_errors
+from perfstack.report.files import read_json, schema_errors
 from tests.conftest import (
     ROOT,
     WORKLOADS,

@@ -21,7 +21,7 @@ from perfstack.analysis.diff import diff
 from perfstack.analysis.drift import corrected, machine_drift, run_speed
 from perfstack.analysis.stats import compare_paired
 from perfstack.report import Better, Metric, Quantity, Report
-from perfstack.reportfile import load_report
+from perfstack.report.files import load_report
 from tests.conftest import ROOT
 
 RECORDED = load_report(ROOT / "tests/fixtures/reports/v1-busy.json")

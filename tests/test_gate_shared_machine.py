@@ -17,7 +17,7 @@ from pathlib import Path
 
 from perfstack import history, machineload
 from perfstack.history import Entry, Group, changepoints, gate, trend
-from perfstack.reportfile import load_report, save_report
+from perfstack.report.files import load_report, save_report
 from tests.conftest import ROOT, Result
 
 BUSY = ROOT / "tests/fixtures/reports/v1-busy.json"

@@ -13,7 +13,7 @@ import pytest
 from perfstack_plugins import gcphase
 
 from perfstack.report import Better, Metric, Report
-from perfstack.reportfile import load_report
+from perfstack.report.files import load_report
 from tests.conftest import ROOT
 
 #: A real run of rules_zoo.py's tiny ops under perf record (tests/fixtures/reports/README.md),

@@ -307,7 +307,7 @@ def test_analyze_refuses_what_it_cannot_read(tmp_path: Path) -> None:
 def test_analyze_prints_the_same_figures_as_its_json(tmp_path: Path, fmt: str) -> None:
     """The device's busy share and breakdown read the same in the printed report (text or
     markdown), in the top finding and in the JSON, for each trace."""
-    from perfstack.units import pct
+    from perfstack.report.units import pct
 
     for name in NAMES:
         out = tmp_path / f"{name}.json"

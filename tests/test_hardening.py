@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from perfstack import history
-from perfstack.reportfile import read_json, schema_errors
+from perfstack.report.files import read_json, schema_errors
 from tests.conftest import (
     WORKLOADS,
     Result,

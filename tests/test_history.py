@@ -19,7 +19,7 @@ import pytest
 from perfstack import history
 from perfstack.history import database as historydb
 from perfstack.report import Layer, Quantity, Row
-from perfstack.reportfile import load_report, save_report
+from perfstack.report.files import load_report, save_report
 from tests.conftest import ROOT, WORKLOADS, Result, assert_one_line_error, perfstack_env
 
 FIXTURE = ROOT / "tests/fixtures/reports/v1-busy.json"
@@ -112,7 +112,7 @@ from pathlib import Path
 
 from perfstack import history
 from perfstack.history import database as historydb
-from perfstack.reportfile import load_report
+from perfstack.report.files import load_report
 db = sys.argv[1]
 loaded = [(Path(name), load_report(Path(name))) for name in sys.argv[2:]]
 print("ready", flush=True)  # from here on the writer only adds: a kill lands in an add

@@ -25,7 +25,7 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
 
 from perfstack.report import Layer, Quantity, Report, Row
-from perfstack.reportfile import load_report, save_report
+from perfstack.report.files import load_report, save_report
 from tests.conftest import ROOT, perfstack_env
 
 UNITS = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}

@@ -8,7 +8,7 @@ from perfstack_plugins.lateimports import LateImports, module_name
 from perfstack_plugins.pyspy import frame_key
 
 from perfstack import rules
-from perfstack.reportfile import load_report
+from perfstack.report.files import load_report
 from tests.conftest import ROOT
 
 HOME = "/w"

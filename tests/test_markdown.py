@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from perfstack.reportfile import read_json
+from perfstack.report.files import read_json
 from tests.conftest import Result
 
 

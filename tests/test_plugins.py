@@ -89,7 +89,7 @@ def test_call_each_isolates_plugins():
 def test_environment_hook_reaches_the_report(tmp_path, monkeypatch):
     from perfstack.backend import Workload
     from perfstack.driver import RunOptions, Session
-    from perfstack.reportfile import schema_errors
+    from perfstack.report.files import schema_errors
     from tests.conftest import WORKLOADS
 
     monkeypatch.chdir(tmp_path)
@@ -176,7 +176,7 @@ def test_every_hook_call_goes_through_pluggy_and_every_failure_is_a_finding() ->
     its traceback, and the other plugins still answer."""
     from perfstack.environment import capture_with_plugins
     from perfstack.render import renderers
-    from perfstack.reportfile import load_report
+    from perfstack.report.files import load_report
     from tests.conftest import ROOT
 
     plugins = load_plugins(extra=[("broken", _RaisesEverywhere())])

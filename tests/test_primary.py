@@ -9,7 +9,7 @@ from perfstack.analysis.diff import diff
 from perfstack.analysis.primary import Primary
 from perfstack.backend import Backend
 from perfstack.report import BackendResult, Layer, Quantity, Report, Row, Status
-from perfstack.reportfile import check_report_data, load_report
+from perfstack.report.files import check_report_data, load_report
 from tests.conftest import ROOT
 
 

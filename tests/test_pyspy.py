@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from perfstack_plugins.pyspy import PySpyBackend, py_spy
 
-from perfstack.reportfile import read_json
+from perfstack.report.files import read_json
 from tests.conftest import ROOT, WORKLOADS, backend
 
 pytestmark = pytest.mark.skipif(py_spy() is None, reason="py-spy is not installed")

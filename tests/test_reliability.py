@@ -158,7 +158,7 @@ def test_a_workload_that_exits_non_zero(perfstack):
 
 
 def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path):
-    from perfstack.reportfile import write_json_atomic
+    from perfstack.report.files import write_json_atomic
 
     target = tmp_path / "report.json"
     target.write_text('{"old": true}')

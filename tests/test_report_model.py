@@ -21,7 +21,7 @@ from perfstack.report import (
     RunRecord,
     Status,
 )
-from perfstack.reportfile import load_report, save_report, schema_errors
+from perfstack.report.files import load_report, save_report, schema_errors
 
 
 def _report() -> Report:

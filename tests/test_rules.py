@@ -11,7 +11,7 @@ from typing import Any
 from perfstack.analysis.budget import hardware_beside
 from perfstack.pluginmanager import load_plugins
 from perfstack.report import Better, Layer, Metric, Quantity, Report, Row
-from perfstack.reportfile import load_report
+from perfstack.report.files import load_report
 from tests.conftest import ROOT
 
 RECORDED = ROOT / "tests/fixtures/reports"
@@ -119,7 +119,7 @@ def _ops_report(rows: list[tuple[str, int, float]], busy: float | None = None) -
     """A recorded report whose torch figures are replaced: 3 profiled steps of 2 ms and
     the given ops (name, calls, self seconds over the 3 steps)."""
     from perfstack.report import Better, Layer, Metric, Quantity, Row
-    from perfstack.reportfile import load_report
+    from perfstack.report.files import load_report
     from tests.conftest import ROOT
 
     report = load_report(ROOT / "tests/fixtures/reports/ab_work/base.json.gz")

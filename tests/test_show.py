@@ -82,7 +82,7 @@ def test_a_report_perfstack_wrote_is_read_back_without_the_validator(perfstack, 
     assert wrote.code == 0, wrote.stderr
     [memo] = cache.glob(f"checked-reports-v{SCHEMA_VERSION}-*.txt")
     assert len(memo.read_text().split()) == 1
-    probe = ("import sys; from pathlib import Path; from perfstack.reportfile import "
+    probe = ("import sys; from pathlib import Path; from perfstack.report.files import "
              "load_report; load_report(Path(sys.argv[1])); print('jsonschema_rs' in sys.modules,"
              " 'jsonschema' in sys.modules)")
 
@@ -114,7 +114,7 @@ def test_a_control_character_in_a_name_is_escaped_before_it_is_measured(tmp_path
     """py-spy can read a function's name half-written (a NUL inside it, seen on a real run of
     the README's workload): the tables and findings escape it as \\x00 and are laid out on
     the escaped text, so no line passes the terminal's width."""
-    from perfstack.reportfile import load_report, save_report
+    from perfstack.report.files import load_report, save_report
 
     report = load_report(ROOT / "tests/fixtures/reports/rules/tiny_ops.json.gz")
     for i, row in enumerate(report.layers[Layer.PYTHON][:5]):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import jsonschema
 
-from perfstack.reportfile import read_json, schema_errors
+from perfstack.report.files import read_json, schema_errors
 from perfstack.sweep import combinations, oversubscription, parse_settings, slug
 from tests.conftest import ROOT, WORKLOADS, Result, assert_one_line_error
 
@@ -107,7 +107,7 @@ def test_the_sweep_document_is_built_and_drawn_without_the_cli() -> None:
     """The library builds the document (valid against its schema, the best setting named, a
     partial sweep marked) and its table; the command only runs sessions and prints."""
     from perfstack import sweep
-    from perfstack.reportfile import load_report
+    from perfstack.report.files import load_report
 
     report = load_report(ROOT / "tests/fixtures/reports/v1-busy.json")
     settings = [("OMP_NUM_THREADS", ["1", "2"])]

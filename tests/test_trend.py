@@ -18,7 +18,7 @@ from perfstack import history
 from perfstack.analysis.primary import Primary
 from perfstack.history import Entry, Group, changepoints, trend
 from perfstack.report import Layer, Report
-from perfstack.reportfile import load_report, save_report
+from perfstack.report.files import load_report, save_report
 from tests.conftest import ROOT, WORKLOADS, Result, assert_one_line_error
 
 BUSY = ROOT / "tests/fixtures/reports/v1-busy.json"

@@ -21,7 +21,7 @@ from perfstack.analysis.lead import argument_change, batch_size
 from perfstack.analysis.stats import compare_paired, holm
 from perfstack.render.diff import render_markdown, render_text
 from perfstack.report import Better, Metric, Report
-from perfstack.reportfile import load_report
+from perfstack.report.files import load_report
 from tests.conftest import ROOT, perfstack_env
 
 FIXTURES = ROOT / "tests/fixtures/reports"

@@ -40,7 +40,7 @@ from perfstack.analysis.lead import (
 from perfstack.analysis.rowdiff import RowChange, row_changes
 from perfstack.analysis.stats import MIN_EFFECT, compare, compare_paired, summarize
 from perfstack.report import Better, Metric, Report
-from perfstack.units import fmt_seconds
+from perfstack.report.units import fmt_seconds
 
 #: Environment facts that change performance, as (label, path in the environment block).
 ENV_FACTS: tuple[tuple[str, tuple[str, ...]], ...] = (

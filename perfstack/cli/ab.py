@@ -37,7 +37,7 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
         step_window,
     )
     from perfstack.driver import RunOptions, Session
-    from perfstack.reportfile import save_report
+    from perfstack.report.files import save_report
 
     backends, failures = plugins.backends()
     own, workload_args = split_workload_args(argv)

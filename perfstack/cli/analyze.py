@@ -23,7 +23,7 @@ def _output(plugins: Plugins, report: Report, ns: argparse.Namespace, what: str)
     from perfstack import rundir
     from perfstack.cli.history import remember
     from perfstack.cli.run import _write_html
-    from perfstack.reportfile import save_report
+    from perfstack.report.files import save_report
 
     output: Path | None = ns.output
     run_dir = None
@@ -129,8 +129,8 @@ def cmd_analyze(plugins: Plugins, argv: list[str]) -> int:
 def cmd_merge(plugins: Plugins, argv: list[str]) -> int:
     """Join the reports of one job's nodes into one report."""
     from perfstack import rundir
-    from perfstack.merge import merge, unmergeable
-    from perfstack.reportfile import load_report
+    from perfstack.report.files import load_report
+    from perfstack.report.merge import merge, unmergeable
 
     parser = Parser(
         prog="perfstack merge",

@@ -41,7 +41,7 @@ def latest_two(base: Path = DEFAULT_RUNS_DIR) -> tuple[Path, Path]:
 def cmd_diff(plugins: Plugins, argv: list[str]) -> int:
     """Compare two reports; exit 1 with --fail-on-regression when a metric regressed."""
     from perfstack.analysis.diff import comparable, diff
-    from perfstack.reportfile import load_report
+    from perfstack.report.files import load_report
 
     parser = Parser(prog="perfstack diff", description="Compare two reports: environment "
                     "differences first, then metrics (judged against noise) and rows in "
@@ -96,7 +96,7 @@ def emit(result: Diff, fmt: str, top: int, threshold: float | None,
     from perfstack.cli.show import output_width
     from perfstack.render import RenderOptions, terminal_safe
     from perfstack.render.diff import render_markdown, render_text
-    from perfstack.reportfile import finite, write_text_atomic
+    from perfstack.report.files import finite, write_text_atomic
 
     drawn = None
     if plugins is not None and fmt in plugins.renderer_names(diffs=True):

@@ -123,7 +123,7 @@ def cmd_history(argv: list[str]) -> int:
 def _history(argv: list[str]) -> int:
     from perfstack import history
     from perfstack.history import database as historydb
-    from perfstack.reportfile import load_report
+    from perfstack.report.files import load_report
 
     if argv[:1] == ["add"]:
         parser = Parser(prog="perfstack history add",
@@ -171,7 +171,7 @@ def _history(argv: list[str]) -> int:
     entries = history.runs(path, **filters)
     rows = [e.to_dict() for e in entries]
     if ns.format == "text":  # short forms, to fit 80 columns; json and csv keep everything
-        from perfstack.units import fmt_seconds
+        from perfstack.report.units import fmt_seconds
 
         for row in rows:
             row["commit"] = (row["commit"] or "")[:10] or None

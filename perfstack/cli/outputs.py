@@ -3,7 +3,7 @@ or another output of the same command.
 
 Checked before anything runs or is read, so a refused command has touched nothing. (A device
 or a FIFO named as an output is written through, never replaced, a FIFO once something reads it:
-perfstack.reportfile.)
+perfstack.report.files.)
 """
 
 from __future__ import annotations

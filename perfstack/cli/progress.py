@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.status import Status
 
-from perfstack.units import fmt_seconds
+from perfstack.report.units import fmt_seconds
 
 
 def left(seconds: float | None) -> str:

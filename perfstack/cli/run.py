@@ -318,7 +318,7 @@ def distributed_options(ns: argparse.Namespace, own: list[str],
 def _write_html(plugins: Plugins, report: Any, report_path: Path, html_path: Path, top: int,
                 depth: int) -> None:
     from perfstack.render import RenderOptions, renderers
-    from perfstack.reportfile import write_text_atomic
+    from perfstack.report.files import write_text_atomic
 
     # The format that writes .html pages (the html plugin's; another plugin may provide it).
     found = next((r for r in renderers(plugins).values()
@@ -341,7 +341,7 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     from perfstack.cli.progress import PlainProgress, TerminalProgress
     from perfstack.cli.show import print_report
     from perfstack.driver import RunOptions, Session
-    from perfstack.reportfile import save_report
+    from perfstack.report.files import save_report
 
     backends, failures = plugins.backends()
     own, workload_args = split_workload_args(argv)

@@ -79,7 +79,7 @@ def _default_report() -> Path:
 
 def cmd_show(plugins: Plugins, argv: list[str]) -> int:
     """Render a report in a terminal format or to a file."""
-    from perfstack.reportfile import load_report
+    from perfstack.report.files import load_report
 
     parser = Parser(prog="perfstack show",
                     description="Print a report: the answer first, then where the time goes, "
@@ -109,7 +109,7 @@ def cmd_show(plugins: Plugins, argv: list[str]) -> int:
     if ns.output is None or ns.format in ("text", "markdown"):
         text = terminal_safe(text)  # a workload's escape sequences cannot drive a terminal
     if ns.output is not None:
-        from perfstack.reportfile import write_text_atomic
+        from perfstack.report.files import write_text_atomic
 
         write_text_atomic(ns.output, text)
         print(f"wrote {ns.output}", file=sys.stderr)
@@ -121,7 +121,7 @@ def cmd_show(plugins: Plugins, argv: list[str]) -> int:
 def cmd_validate(plugins: Plugins | None, argv: list[str]) -> int:
     """Check report files against the schema; the first invalid one sets the exit code."""
     from perfstack.report import SCHEMA_VERSION
-    from perfstack.reportfile import read_report_data
+    from perfstack.report.files import read_report_data
 
     parser = Parser(prog="perfstack validate",
                     description="Check that files are valid perfstack reports.")

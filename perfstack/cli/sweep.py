@@ -32,7 +32,7 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
         workload_of,
     )
     from perfstack.driver import RunOptions, Session
-    from perfstack.reportfile import save_report, write_json_atomic
+    from perfstack.report.files import save_report, write_json_atomic
 
     backends, _ = plugins.backends()
     own, workload_args = split_workload_args(argv)

@@ -97,7 +97,7 @@ def cmd_trend(argv: list[str]) -> int:
     min_change = _percent(ns.min_change)
     trends = [trend.analyse(g, min_change) for g in _groups(ns, ns.rows)]
     if ns.html is not None:
-        from perfstack.reportfile import write_text_atomic
+        from perfstack.report.files import write_text_atomic
 
         write_text_atomic(ns.html, render.render_html(trends))
         print(f"perfstack: trend chart: {ns.html}", file=sys.stderr)

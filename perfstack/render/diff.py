@@ -14,7 +14,7 @@ from perfstack.analysis.diff import Diff, MetricChange
 from perfstack.analysis.rowdiff import RowChange
 from perfstack.render import markdown_escape as escape
 from perfstack.render.textgrid import Column, table
-from perfstack.units import fmt_value as fmt
+from perfstack.report.units import fmt_value as fmt
 
 VERDICT_MARK = {"regression": "REGRESSION", "improvement": "improvement", "changed": "changed",
                 "within noise": "within noise", "cannot judge": "cannot judge",

@@ -32,7 +32,7 @@ from perfstack.render.words import (
     wall_line,
 )
 from perfstack.report import Report
-from perfstack.units import fmt_seconds, fmt_value, pct
+from perfstack.report.units import fmt_seconds, fmt_value, pct
 
 SEVERITY_MARK = {"critical": "🔴 critical", "warning": "🟠 warning", "info": "🔵 info"}
 

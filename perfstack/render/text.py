@@ -35,7 +35,7 @@ from perfstack.render.words import (
     wall_line,
 )
 from perfstack.report import Report
-from perfstack.units import fmt_seconds, fmt_value, pct
+from perfstack.report.units import fmt_seconds, fmt_value, pct
 
 ANSI = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36",
         "magenta": "35"}

@@ -19,7 +19,7 @@ from perfstack.history.trend import (
     Verdict,
 )
 from perfstack.render.textgrid import Column, cut, table, wrap
-from perfstack.units import fmt_value
+from perfstack.report.units import fmt_value
 
 SPARKS = "▁▂▃▄▅▆▇█"
 SPARK_WIDTH = 12

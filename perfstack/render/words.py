@@ -2,7 +2,7 @@
 
 Text, markdown and HTML say the same sentences about the same figures: the answer, a
 backend's status, an overhead, a drill-down line. Formatting of units lives in
-``perfstack.units``; this module turns the view's numbers into phrases.
+``perfstack.report.units``; this module turns the view's numbers into phrases.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from perfstack.analysis.budget import Node
 from perfstack.analysis.view import DeviceTime, Header, RankTable, View
 from perfstack.report import Metric
-from perfstack.units import fmt_seconds, fmt_value, pct
+from perfstack.report.units import fmt_seconds, fmt_value, pct
 
 LAYER_TITLES = {
     "python": "Python: functions, threads, the GIL",

@@ -24,7 +24,7 @@ from perfstack.render.diff import (
     headline,
     row_verdict,
 )
-from perfstack.units import fmt_value
+from perfstack.report.units import fmt_value
 
 from .charts import esc
 

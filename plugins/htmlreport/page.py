@@ -28,7 +28,7 @@ from perfstack.render.words import (
     related_title,
     wall_line,
 )
-from perfstack.units import fmt_seconds, fmt_value, pct
+from perfstack.report.units import fmt_seconds, fmt_value, pct
 
 from .charts import LAYER_COLOURS, bar_chart, budget_bar, esc, file_href
 

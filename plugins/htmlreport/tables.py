@@ -1,7 +1,7 @@
 """The data behind the HTML report's tables: every row of every layer, as JSON.
 
 A table is one layer's rows from one backend, every value column, each cell the raw number
-(for sorting) and the text every format prints for it (``perfstack.units``). Rows that link
+(for sorting) and the text every format prints for it (``perfstack.report.units``). Rows that link
 across layers carry those links, so a function leads to its ops and an op to its kernels in
 one click. An unknown value is "n/a" with its reason once per table, never a 0.
 """
@@ -14,7 +14,7 @@ from perfstack.analysis.budget import same_function
 from perfstack.analysis.origin import origin, workload_dir
 from perfstack.analysis.view import display_name
 from perfstack.report import Layer, Report, Row
-from perfstack.units import fmt_value
+from perfstack.report.units import fmt_value
 
 #: The pane each layer's tables are shown in.
 PANES = {"python": "pane-python", "framework": "pane-ops", "kernel": "pane-kernels",

@@ -1,7 +1,9 @@
 """The report model: typed records, no I/O.
 
 A report is plain data. Everything here converts to and from the JSON shape described by
-``schemas/report.schema.json``; reading, writing and validating files lives in ``reportfile``.
+``schemas/report.schema.json``; reading, writing and validating files lives in ``files``.
+One concept over 400 lines: the schema's records side by side, each with its JSON form, so that
+the model reads in one place against the schema it mirrors.
 """
 
 from __future__ import annotations

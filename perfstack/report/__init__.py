@@ -1,0 +1,40 @@
+"""The report room: the model (``model``), its files (``files``: read, written, validated),
+units and how quantities print (``units``), and joining the reports of a job's nodes
+(``merge``).
+
+``from perfstack.report import Report`` (and every record of the model) is the public API, as
+it was when the model was one module.
+"""
+
+from __future__ import annotations
+
+from perfstack.report.model import (
+    FIRST_RULES,
+    MEASUREMENT_RULES,
+    METRIC_LAYERS,
+    SCHEMA_NAME,
+    SCHEMA_VERSION,
+    SEVERITIES,
+    SEVERITY_ORDER,
+    BackendResult,
+    Better,
+    ExitInfo,
+    Finding,
+    Layer,
+    Metric,
+    Overhead,
+    Quantity,
+    Report,
+    Row,
+    RunInfo,
+    RunRecord,
+    Status,
+    order_findings,
+)
+
+__all__ = [
+    'FIRST_RULES', 'MEASUREMENT_RULES', 'METRIC_LAYERS', 'SCHEMA_NAME', 'SCHEMA_VERSION',
+    'SEVERITIES', 'SEVERITY_ORDER', 'BackendResult', 'Better', 'ExitInfo', 'Finding', 'Layer',
+    'Metric', 'Overhead', 'Quantity', 'Report', 'Row', 'RunInfo', 'RunRecord', 'Status',
+    'order_findings',
+]
