@@ -36,7 +36,7 @@ PLUGINS_ENV = "PERFSTACK_PLUGINS"
 
 #: The core's own plugins (findings about the run itself, the terminal renderer). They are
 #: not backends: nothing in the core names a backend.
-CORE_PLUGINS = ("perfstack.rules", "perfstack.render.text", "perfstack.render.pyperf",
+CORE_PLUGINS = ("perfstack.analysis.rules", "perfstack.render.text", "perfstack.render.pyperf",
                 "perfstack.render.markdown")
 
 

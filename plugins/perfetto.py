@@ -23,7 +23,7 @@ from typing import Any
 from perfstack import hookimpl
 from perfstack.render import Renderer, RenderOptions
 from perfstack.report import Layer, Report
-from perfstack.rundir import read_started
+from perfstack.run.rundir import read_started
 
 from .artifacts import artifact, read_nvml, read_speedscope
 

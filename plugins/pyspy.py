@@ -115,7 +115,7 @@ def is_ours(frame: dict[str, Any]) -> bool:
     """Whether a frame is perfstack's bootstrap, its machine-speed probe or the runpy calls it
     makes, not the workload's."""
     file = str(frame.get("file") or "")
-    return (file.endswith(("perfstack/bootstrap.py", "perfstack/probe.py", "/runpy.py"))
+    return (file.endswith(("perfstack/run/bootstrap.py", "perfstack/machine/probe.py", "/runpy.py"))
             or file == "<frozen runpy>")
 
 

@@ -1,4 +1,4 @@
-"""The report's run-level figures, from plain data (perfstack.assembly): no process started."""
+"""The report's run-level figures, from plain data (perfstack.run.assembly): no process started."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from perfstack.assembly import (
+from perfstack.backend import Collected
+from perfstack.report import Better, Finding, Layer, Metric, Quantity, Row, Status
+from perfstack.run.assembly import (
     instruction_metric,
     left_running,
     malformed,
@@ -16,8 +18,6 @@ from perfstack.assembly import (
     wall_metric,
     workload_metrics,
 )
-from perfstack.backend import Collected
-from perfstack.report import Better, Finding, Layer, Metric, Quantity, Row, Status
 
 
 def test_the_wall_time_is_the_median_of_the_clean_runs_and_unknown_without_one() -> None:
@@ -84,9 +84,10 @@ def test_processes_left_behind_become_one_finding() -> None:
 
 
 def test_the_run_folder_readers_keep_what_is_whole(tmp_path: Path) -> None:
-    """The run folder's readers (perfstack.rundir), on files as a killed run leaves them."""
-    from perfstack import METRICS_FILE, rundir
-    from perfstack.bootstrap import STARTED_FILE, STEPS_FILE
+    """The run folder's readers (perfstack.run.rundir), on files as a killed run leaves them."""
+    from perfstack import METRICS_FILE
+    from perfstack.run import rundir
+    from perfstack.run.bootstrap import STARTED_FILE, STEPS_FILE
 
     assert rundir.read_started(tmp_path) is None and rundir.read_steps(tmp_path) is None
     (tmp_path / STARTED_FILE).write_text('{"pid": 12, "start_ns": 34}')
@@ -106,7 +107,7 @@ def test_the_step_time_is_the_baselines_measured_steps() -> None:
     """Under --steps 3 + 2 each run's times start at the script's start: the first three are
     warm-up (the first holds the imports); every measured step of every run is a sample;
     without --steps every time is between two steps; no steps, no metric."""
-    from perfstack.assembly import step_metric
+    from perfstack.run.assembly import step_metric
 
     [plain] = step_metric([[2.5, 0.1, 0.1, 0.2, 0.1], [2.4, 0.3, 0.1, 0.1, 0.3]], 3, 2)
     assert plain.name == "step_time" and plain.source == "baseline"

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from perfstack import rules
+from perfstack.analysis import rules
 from perfstack.analysis.view import build
 from perfstack.render.words import answer_lines
 from perfstack.report import Overhead, Report, Status, order_findings

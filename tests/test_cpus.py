@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import copy
 
-from perfstack import cpus, rules, sweep
+from perfstack.analysis import rules
+from perfstack.machine import cpus
 from perfstack.report.files import load_report
+from perfstack.run import sweep
 from tests.conftest import ROOT
 
 

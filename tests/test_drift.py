@@ -16,10 +16,10 @@ import sys
 
 import pytest
 
-from perfstack import counters
 from perfstack.analysis.diff import diff
 from perfstack.analysis.drift import corrected, machine_drift, run_speed
 from perfstack.analysis.stats import compare_paired
+from perfstack.machine import counters
 from perfstack.report import Better, Metric, Quantity, Report
 from perfstack.report.files import load_report
 from tests.conftest import ROOT

@@ -15,8 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-from perfstack import history, machineload
+from perfstack import history
 from perfstack.history import Entry, Group, changepoints, gate, trend
+from perfstack.machine import load as machineload
 from perfstack.report.files import load_report, save_report
 from tests.conftest import ROOT, Result
 

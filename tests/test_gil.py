@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from perfstack_plugins.gil import Series, parse_thread_counts, verdict
 
-from perfstack.interpreters import describe
+from perfstack.machine.interpreters import describe
 from tests.conftest import ROOT, Result, backend
 
 GIL_WORKLOADS = ROOT / "workloads"

@@ -7,7 +7,7 @@ from typing import Any
 from perfstack_plugins.lateimports import LateImports, module_name
 from perfstack_plugins.pyspy import frame_key
 
-from perfstack import rules
+from perfstack.analysis import rules
 from perfstack.report.files import load_report
 from tests.conftest import ROOT
 

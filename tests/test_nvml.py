@@ -67,7 +67,7 @@ def test_unavailable_here_with_the_reason(perfstack):
 
 
 def test_the_workload_step_count_reaches_backends(perfstack, tmp_path):
-    from perfstack.rundir import read_steps
+    from perfstack.run.rundir import read_steps
 
     result = perfstack("run", "-q", "--repeat", "1", "--warmup", "0", "--plugins", "resources",
                        str(WORKLOADS / "reports_metric.py"))

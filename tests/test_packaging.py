@@ -50,11 +50,19 @@ def test_schema_is_package_data():
 
 #: Where the core may say "torch": the torch *library* (its version and threads in the
 #: environment block, the package a frame belongs to), never the torch backend.
-TORCH_THE_LIBRARY = {"perfstack/analysis/diff.py", "perfstack/analysis/view.py",
-                     "perfstack/analysis/origin.py", "perfstack/bootstrap.py",
-                     "perfstack/driver.py", "perfstack/envinfo.py", "perfstack/environment.py",
-                     "perfstack/rules.py", "perfstack/sweep.py", "perfstack/cpus.py",
-                     "perfstack/history/identity.py"}
+TORCH_THE_LIBRARY = {
+    "perfstack/analysis/diff.py",
+    "perfstack/analysis/origin.py",
+    "perfstack/analysis/rules.py",
+    "perfstack/analysis/view.py",
+    "perfstack/history/identity.py",
+    "perfstack/machine/cpus.py",
+    "perfstack/machine/envinfo.py",
+    "perfstack/machine/environment.py",
+    "perfstack/run/bootstrap.py",
+    "perfstack/run/driver.py",
+    "perfstack/run/sweep.py",
+}
 
 
 def _string_constants(path: Path) -> list[tuple[int, str]]:

@@ -88,8 +88,8 @@ def test_call_each_isolates_plugins():
 
 def test_environment_hook_reaches_the_report(tmp_path, monkeypatch):
     from perfstack.backend import Workload
-    from perfstack.driver import RunOptions, Session
     from perfstack.report.files import schema_errors
+    from perfstack.run.driver import RunOptions, Session
     from tests.conftest import WORKLOADS
 
     monkeypatch.chdir(tmp_path)
@@ -174,7 +174,7 @@ def test_every_hook_call_goes_through_pluggy_and_every_failure_is_a_finding() ->
     """One place calls hooks, each plugin alone through pluggy's call loop (so pluggy's call
     monitoring sees it), with one policy: a hook that raises is a plugin-error finding with
     its traceback, and the other plugins still answer."""
-    from perfstack.environment import capture_with_plugins
+    from perfstack.machine.environment import capture_with_plugins
     from perfstack.render import renderers
     from perfstack.report.files import load_report
     from tests.conftest import ROOT

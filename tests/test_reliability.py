@@ -170,7 +170,7 @@ def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path):
 
 def test_the_bootstrap_imports_nothing_heavy_into_the_workload():
     # The bootstrap module itself must be importable without the driver's heavy modules.
-    code = ("import sys, perfstack.bootstrap; bad = {'torch', 'rich', 'pluggy', 'jsonschema',"
+    code = ("import sys, perfstack.run.bootstrap; bad = {'torch', 'rich', 'pluggy', 'jsonschema',"
             " 'pyperf'} & set(sys.modules); print(sorted(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=ROOT, check=True).stdout.strip()

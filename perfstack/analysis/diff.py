@@ -155,7 +155,7 @@ def _get(env: dict[str, Any], path: tuple[str, ...]) -> Any:
 def environment_changes(base: Report, new: Report) -> list[EnvChange]:
     """Return the environment facts that differ (one missing on a side is not a difference)."""
     out = []
-    from perfstack.environment import plugin_blocks
+    from perfstack.machine.environment import plugin_blocks
 
     def fields(env: dict[str, Any], block: str) -> list[str]:
         found = env.get(block)

@@ -1,8 +1,8 @@
 """How much the machine itself moved between two reports: the probes, and what they allow.
 
-Every run times a fixed piece of work in the workload's own process (``perfstack.probe``), so
-a change in the probe's time is a change in the machine, not in the workload. ``diff`` uses
-that to tell drift from change:
+Every run times a fixed piece of work in the workload's own process
+(``perfstack.machine.probe``), so a change in the probe's time is a change in the machine, not
+in the workload. ``diff`` uses that to tell drift from change:
 
 - between two separate sessions, a time or rate metric changes beyond noise only when both the
   raw change and the change corrected for the machine's drift exceed the between-session noise

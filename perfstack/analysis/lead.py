@@ -136,8 +136,8 @@ def _commit(repo: dict[str, Any]) -> str:
 
 def busy(base: Report, new: Report) -> str | None:
     """Say how busy other programs kept the machine during the two sides' runs, when they
-    disturbed any (``perfstack.machineload``), or None."""
-    from perfstack import machineload
+    disturbed any (``perfstack.machine.load``), or None."""
+    from perfstack.machine import load as machineload
 
     runs = [r for report in (base, new) for r in report.run.runs if r.machine_load]
     hit = [r for r in runs if machineload.disturbed(r.machine_load)]

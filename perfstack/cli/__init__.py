@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import NoReturn
 
 import perfstack
-from perfstack import errors, signals
+from perfstack import errors
+from perfstack.run import signals
 
 EXIT_OK = 0
 EXIT_REGRESSION = 1

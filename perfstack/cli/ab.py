@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from perfstack import errors, signals
+from perfstack import errors
 from perfstack.cli import (
     DEFAULT_RUNS_DIR,
     EXIT_OK,
@@ -14,6 +14,7 @@ from perfstack.cli import (
     outputs,
 )
 from perfstack.pluginmanager import Plugins
+from perfstack.run import signals
 
 DEFAULT_PAIRS = 7
 
@@ -22,7 +23,6 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
     """Run two scripts (or one at two revisions) interleaved; print their diff; exit as diff."""
     from rich.console import Console
 
-    from perfstack import ab, rundir
     from perfstack.analysis.diff import diff
     from perfstack.backend import Workload
     from perfstack.cli.diff import diff_formats, emit, percent
@@ -36,8 +36,9 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
         split_workload_args,
         step_window,
     )
-    from perfstack.driver import RunOptions, Session
     from perfstack.report.files import save_report
+    from perfstack.run import ab, rundir
+    from perfstack.run.driver import RunOptions, Session
 
     backends, failures = plugins.backends()
     own, workload_args = split_workload_args(argv)

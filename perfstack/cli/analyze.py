@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from perfstack import errors, signals
+from perfstack import errors
 from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_BACKENDS_FAILED, EXIT_OK, Parser, outputs
 from perfstack.cli.show import (
     add_view_options,
@@ -16,14 +16,15 @@ from perfstack.cli.show import (
 )
 from perfstack.pluginmanager import Plugins
 from perfstack.report import Report, Status
+from perfstack.run import signals
 
 
 def _output(plugins: Plugins, report: Report, ns: argparse.Namespace, what: str) -> int:
     """Write the report (``-o`` or a new run folder), print it, write ``--html``."""
-    from perfstack import rundir
     from perfstack.cli.history import remember
     from perfstack.cli.run import _write_html
     from perfstack.report.files import save_report
+    from perfstack.run import rundir
 
     output: Path | None = ns.output
     run_dir = None
@@ -90,8 +91,8 @@ def _outputs(ns: argparse.Namespace) -> list[tuple[str, Path | None]]:
 
 def cmd_analyze(plugins: Plugins, argv: list[str]) -> int:
     """Read recorded profiles into a report; write it and print it."""
-    from perfstack import rundir
-    from perfstack.analyze import LEFT_OUT_RULE, analyze, expand
+    from perfstack.run import rundir
+    from perfstack.run.ingest import LEFT_OUT_RULE, analyze, expand
 
     parser = Parser(
         prog="perfstack analyze",
@@ -128,9 +129,9 @@ def cmd_analyze(plugins: Plugins, argv: list[str]) -> int:
 
 def cmd_merge(plugins: Plugins, argv: list[str]) -> int:
     """Join the reports of one job's nodes into one report."""
-    from perfstack import rundir
     from perfstack.report.files import load_report
     from perfstack.report.merge import merge, unmergeable
+    from perfstack.run import rundir
 
     parser = Parser(
         prog="perfstack merge",

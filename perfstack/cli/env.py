@@ -13,7 +13,7 @@ from perfstack.pluginmanager import Plugins
 
 def cmd_env(plugins: Plugins, argv: list[str]) -> int:
     """Print the platform check: CPU, ISA, torch build, threads, profilers, noise advice."""
-    from perfstack import envinfo
+    from perfstack.machine import envinfo
     from perfstack.report.files import write_text_atomic
 
     parser = Parser(prog="perfstack env", description="Describe this machine: CPU and ISA, "

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from perfstack import errors, ranks, signals
+from perfstack import errors
 from perfstack.backend import Option, StepWindow, Workload, availability
 from perfstack.cli import (
     DEFAULT_RUNS_DIR,
@@ -22,6 +22,7 @@ from perfstack.cli import (
 from perfstack.cli.show import add_view_options, check_view_options
 from perfstack.pluginmanager import BackendEntry, Plugins
 from perfstack.report import Layer, Status
+from perfstack.run import ranks, signals
 
 
 def _positive_int(minimum: int) -> Any:
@@ -336,12 +337,12 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     """Profile a workload; write the report; print it unless --quiet."""
     from rich.console import Console
 
-    from perfstack import rundir
     from perfstack.cli.history import remember
     from perfstack.cli.progress import PlainProgress, TerminalProgress
     from perfstack.cli.show import print_report
-    from perfstack.driver import RunOptions, Session
     from perfstack.report.files import save_report
+    from perfstack.run import rundir
+    from perfstack.run.driver import RunOptions, Session
 
     backends, failures = plugins.backends()
     own, workload_args = split_workload_args(argv)

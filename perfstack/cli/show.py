@@ -67,7 +67,7 @@ def check_view_options(ns: argparse.Namespace) -> None:
 
 
 def _default_report() -> Path:
-    from perfstack.rundir import latest_run
+    from perfstack.run.rundir import latest_run
 
     latest = latest_run(DEFAULT_RUNS_DIR)
     if latest is None or not (latest / "report.json").is_file():

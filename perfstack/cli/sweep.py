@@ -8,16 +8,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from perfstack import signals
 from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, EXIT_WORKLOAD_FAILED
 from perfstack.pluginmanager import Plugins
+from perfstack.run import signals
 
 
 def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
     """Run the workload per setting; write each report and the sweep file; print the table."""
     from rich.console import Console
 
-    from perfstack import rundir, sweep
     from perfstack.cli.history import remember
     from perfstack.cli.progress import PlainProgress, TerminalProgress
     from perfstack.cli.run import (
@@ -31,8 +30,9 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
         step_window,
         workload_of,
     )
-    from perfstack.driver import RunOptions, Session
     from perfstack.report.files import save_report, write_json_atomic
+    from perfstack.run import rundir, sweep
+    from perfstack.run.driver import RunOptions, Session
 
     backends, _ = plugins.backends()
     own, workload_args = split_workload_args(argv)

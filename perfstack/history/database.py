@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import ParseResult, parse_qs, quote, unquote, urlparse
 
-from perfstack import signals
 from perfstack.errors import UsageError
+from perfstack.run import signals
 
 #: Seconds a writer waits for another to finish before giving up.
 LOCK_TIMEOUT_S = 30.0

@@ -9,7 +9,7 @@ the regression being judged:
   the run and commits where it happened, instead of being vouched for by those three runs;
 - otherwise the newest run is judged against the newest segment of the runs before it.
 
-A run disturbed by other programs (``perfstack.machineload``) is set aside as ``trend`` sets
+A run disturbed by other programs (``perfstack.machine.load``) is set aside as ``trend`` sets
 it aside; when the newest run is disturbed the gate cannot judge it and says so.
 """
 

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perfstack import cpus
 from perfstack.history.database import is_url
+from perfstack.machine import cpus
 from perfstack.report import Report
 
 FILE_NAME = "history.sqlite"
@@ -104,8 +104,8 @@ def workload_of(report: Report) -> tuple[list[str], str]:
 def disturbed(report: Report) -> str | None:
     """Return why a report's figures were disturbed by other programs, or None: when half or
     more of its clean baseline runs (the figures are their medians) were disturbed
-    (``perfstack.machineload``), the median run's reason."""
-    from perfstack import machineload
+    (``perfstack.machine.load``), the median run's reason."""
+    from perfstack.machine import load as machineload
 
     clean = [r for r in report.run.runs if r.role == "baseline" and r.exit.clean]
     measured = [r for r in clean if r.machine_load]

@@ -30,7 +30,7 @@ class Entry:
     #: slower), wall-clock and CPU-only; None without probes
     speed_wall: float | None = None
     speed_cpu: float | None = None
-    #: why the run's baseline was disturbed by other programs (perfstack.machineload), or None
+    #: why the run's baseline was disturbed by other programs (perfstack.machine.load), or None
     disturbed: str | None = None
 
     def to_dict(self) -> dict[str, Any]:

@@ -14,7 +14,7 @@ a verdict over its newest segment, the runs since its last significant step:
 
 ``perfstack.history.gate`` judges the newest runs against the level before the latest change point.
 
-A run disturbed by other programs on the machine (``perfstack.machineload``: recorded per run
+A run disturbed by other programs on the machine (``perfstack.machine.load``: recorded per run
 in the history) is set aside: it has no value in any series, and the text names it.
 """
 

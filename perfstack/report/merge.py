@@ -13,7 +13,7 @@ import dataclasses
 import re
 from collections.abc import Sequence
 
-from perfstack.distributed import rank_figures
+from perfstack.analysis.distributed import rank_figures
 from perfstack.report import Layer, Report, order_findings
 
 #: Figures computed across ranks: dropped from the inputs and computed again.

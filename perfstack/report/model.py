@@ -309,12 +309,12 @@ class RunRecord:
     stdout_tail: str | None = None  # the last lines the workload printed
     stderr_tail: str | None = None
     #: the machine-speed probe timed in the workload's process: {"start": {"python_s": ..,
-    #: "native_s": ..}, "end": {...}} (perfstack.probe); None when it did not run
+    #: "native_s": ..}, "end": {...}} (perfstack.machine.probe); None when it did not run
     probe: dict[str, dict[str, float]] | None = None
-    #: user-space instructions the workload's processes retired (perfstack.counters); None
+    #: user-space instructions the workload's processes retired (perfstack.machine.counters); None
     #: when not asked for, a value of None with the reason when the machine cannot count them
     instructions: Quantity | None = None
-    #: what else the machine did during the run (perfstack.machineload): {"others_cpus": ..,
+    #: what else the machine did during the run (perfstack.machine.load): {"others_cpus": ..,
     #: "steal": .., "cpus": ..}; None where it was not measured
     machine_load: dict[str, Any] | None = None
     #: how many steps the workload marked in this run (perfstack.step() or an optimizer

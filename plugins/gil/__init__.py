@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfstack import cpus, hookimpl, interpreters
+from perfstack import hookimpl
 from perfstack.backend import (
     Attachment,
     Availability,
@@ -34,6 +34,7 @@ from perfstack.backend import (
     Outcome,
     RunContext,
 )
+from perfstack.machine import cpus, interpreters
 from perfstack.report import Better, Finding, Layer, Metric, Quantity, Row
 
 from ..pyspy import GIL_PROFILE_FILE, PROFILE_FILE, PySpyBackend, read_profile, summarize
@@ -103,7 +104,7 @@ class Series:
 
 def _measure_of(outcome: Outcome) -> tuple[float | None, str, float | None]:
     """Return (value where higher is better, what it is, CPU utilisation) for one run."""
-    from perfstack.rundir import read_workload_metrics
+    from perfstack.run.rundir import read_workload_metrics
 
     metrics = {m["name"]: m for m in read_workload_metrics(outcome.artifact_dir)}
     cpu = metrics.get("cpu_utilisation", {}).get("value")

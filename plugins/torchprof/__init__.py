@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perfstack import hookimpl, ranks
+from perfstack import hookimpl
 from perfstack.backend import (
     Availability,
     Backend,
@@ -28,6 +28,7 @@ from perfstack.backend import (
     RunContext,
 )
 from perfstack.report import Finding, Layer, Report
+from perfstack.run import ranks
 
 INPROC = "perfstack_plugins.torchprof.inproc:start"
 #: A rank in a trace's file name: rank-3.json.gz, rank3.pt.trace.json, trace_rank_12.json

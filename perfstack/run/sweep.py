@@ -20,8 +20,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfstack import cpus, errors
+from perfstack import errors
 from perfstack.analysis.stats import compare
+from perfstack.machine import cpus
 from perfstack.report import Report
 
 SWEEP_SCHEMA = "perfstack-sweep"
@@ -128,7 +129,7 @@ def oversubscription(env: dict[str, str], report: Report | None,
 
     Thread counts come from the setting itself (OMP_NUM_THREADS and kin) and from what torch
     said it uses in the run (its intra-op threads, recorded in the report's environment); the
-    CPUs from the report's environment, else this process's (``perfstack.cpus``).
+    CPUs from the report's environment, else this process's (``perfstack.machine.cpus``).
     """
     torch = report.environment.get("torch") if report is not None else None
     usable = cpus.usable_cpus(report.environment if report is not None else None)

@@ -1,7 +1,7 @@
 """The driver: a baseline, then one isolated run per backend, merged into one Report.
 
 The driver never imports the workload. Every run is a child process started through
-``perfstack.bootstrap``. Whatever happens to one run (a crash, a timeout, a backend that
+``perfstack.run.bootstrap``. Whatever happens to one run (a crash, a timeout, a backend that
 raises) is recorded, and the session goes on; Ctrl-C stops the current run, skips the rest,
 and still returns a report of everything measured so far.
 """
@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import perfstack
-from perfstack import assembly, collecting, environment, ranks, rundir
 from perfstack.backend import (
     Collected,
     Launch,
@@ -31,10 +30,9 @@ from perfstack.backend import (
     Workload,
     availability,
 )
-from perfstack.bootstrap import CONFIG_ENV, HOOK_ERRORS_FILE, WINDOW_WAIT_S, WORKLOAD_ENV_FILE
 from perfstack.errors import UsageError
+from perfstack.machine import environment
 from perfstack.pluginmanager import BackendEntry, HookResult, Plugins
-from perfstack.process import ChildResult, ChildSpec, run_child
 from perfstack.report import (
     BackendResult,
     Finding,
@@ -48,6 +46,9 @@ from perfstack.report import (
     order_findings,
 )
 from perfstack.report.files import write_json_atomic
+from perfstack.run import assembly, collecting, ranks, rundir
+from perfstack.run.bootstrap import CONFIG_ENV, HOOK_ERRORS_FILE, WINDOW_WAIT_S, WORKLOAD_ENV_FILE
+from perfstack.run.process import ChildResult, ChildSpec, run_child
 
 #: Start the bootstrap without the current folder on sys.path (Python 3.11+), so a folder
 #: named like one of perfstack's modules where the user stands cannot shadow the installed
@@ -180,7 +181,7 @@ class Session:
         target = ["-m", self.workload.target] if self.workload.module else [self.workload.target]
         nproc = self.options.nproc_per_node
         if nproc:
-            # torchrun starts each rank as `python -m perfstack.bootstrap SCRIPT ARGS`.
+            # torchrun starts each rank as `python -m perfstack.run.bootstrap SCRIPT ARGS`.
             rendezvous = self.options.torchrun_args or ["--standalone"]
             # torchrun makes a torchelastic_* folder in the system's temporary folder for its
             # logs unless told where: it belongs in this run's folder (the user's own
@@ -188,11 +189,11 @@ class Session:
             logs = ([] if any(a.startswith(("--log-dir", "--log_dir")) for a in rendezvous)
                     else [f"--log-dir={folder.resolve() / 'torchrun-logs'}"])
             argv = [*launch.wrap, python or sys.executable, "-m", "torch.distributed.run",
-                    f"--nproc-per-node={nproc}", *rendezvous, *logs, "-m", "perfstack.bootstrap",
-                    *target, *self.workload.args]
+                    f"--nproc-per-node={nproc}", *rendezvous, *logs, "-m",
+                    "perfstack.run.bootstrap", *target, *self.workload.args]
         else:
             argv = [*launch.wrap, python or sys.executable, *SAFE_PATH, "-m",
-                    "perfstack.bootstrap", *target, *self.workload.args]
+                    "perfstack.run.bootstrap", *target, *self.workload.args]
         env = {**os.environ, **launch.env, CONFIG_ENV: str(config.resolve())}
         if python is not None and os.path.realpath(python) != os.path.realpath(sys.executable):
             env["PYTHONPATH"] = os.pathsep.join(
@@ -412,7 +413,7 @@ class Session:
         report.metrics[:0] = [self._wall_metric(), *self._instruction_metric(),
                               *self._workload_metrics(), *self._step_metric()]
         if self.options.nproc_per_node:
-            from perfstack.distributed import cross_rank
+            from perfstack.analysis.distributed import cross_rank
 
             steps = self.options.steps
             metrics, findings = cross_rank(report, self.baseline, self.options.nproc_per_node,

@@ -14,11 +14,11 @@ import re
 import statistics
 from collections import defaultdict
 
-from perfstack import rundir
 from perfstack.analysis.primary import Primary
 from perfstack.backend import Outcome
-from perfstack.bootstrap import STEPS_FILE
 from perfstack.report import Better, Finding, Layer, Metric, Report, Row
+from perfstack.run import rundir
+from perfstack.run.bootstrap import STEPS_FILE
 
 #: Op names of collective communication in torch traces (c10d, gloo, nccl, DDP's markers).
 COLLECTIVE = re.compile(r"all_?reduce|broadcast|all_?gather|reduce_?scatter|all_?to_?all|"

@@ -1,4 +1,4 @@
-"""Runs inside the workload process: ``python -m perfstack.bootstrap script.py ARGS``.
+"""Runs inside the workload process: ``python -m perfstack.run.bootstrap script.py ARGS``.
 
 It sets up what must live in the workload's own process, then runs the script with runpy so
 that ``__name__ == "__main__"``, ``sys.argv`` and ``sys.path[0]`` are what they would be
@@ -9,7 +9,7 @@ without perfstack:
 - SIGTERM raises SystemExit, so in-process profilers get to write their output;
 - a small JSON file with the pid and start time, for backends that attach to the pid;
 - the in-process hooks a backend asked for (``module:function``), started before the script;
-- the machine-speed probe (``perfstack.probe``), timed before the script and after it.
+- the machine-speed probe (``perfstack.machine.probe``), timed before the script and after it.
 
 Configuration comes in a JSON file named by PERFSTACK_BOOTSTRAP, removed from the
 environment before the script runs. Keep imports here minimal: they land in the workload.
@@ -95,13 +95,13 @@ def _write_started(folder: str) -> None:
 
 
 def _probe() -> dict[str, float]:
-    from perfstack import probe
+    from perfstack.machine import probe
 
     return probe.measure()
 
 
 def _write_probe(folder: str, probes: dict[str, Any]) -> None:
-    from perfstack.probe import PROBE_FILE
+    from perfstack.machine.probe import PROBE_FILE
 
     with contextlib.suppress(OSError), open(os.path.join(folder, PROBE_FILE), "w",
                                             encoding="utf-8") as fh:
@@ -202,7 +202,7 @@ def _parse(argv: list[str]) -> tuple[str, list[str], bool]:
         return argv[1], argv[2:], True
     if argv:
         return argv[0], argv[1:], False
-    raise SystemExit("usage: python -m perfstack.bootstrap (SCRIPT | -m MODULE) [ARGS...]")
+    raise SystemExit("usage: python -m perfstack.run.bootstrap (SCRIPT | -m MODULE) [ARGS...]")
 
 
 def main(argv: list[str]) -> None:
@@ -240,7 +240,7 @@ def main(argv: list[str]) -> None:
     scheduled: tuple[float, float] | None = None
     if folder and config.get("probe"):
         probes["start"] = _probe()
-        from perfstack.probe import scheduler_times
+        from perfstack.machine.probe import scheduler_times
 
         scheduled = scheduler_times()
     finishers = _start_hooks(config.get("inprocess", []), folder or ".")
@@ -258,7 +258,7 @@ def main(argv: list[str]) -> None:
             runpy.run_path(target, run_name="__main__")
     finally:
         if probes:
-            from perfstack.probe import scheduler_times
+            from perfstack.machine.probe import scheduler_times
 
             now = scheduler_times()
             if scheduled is not None and now is not None:

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import perfstack
-from perfstack import assembly, errors
+from perfstack import errors
+from perfstack.analysis.distributed import rank_figures
 from perfstack.backend import Collected, Recorded
-from perfstack.distributed import rank_figures
 from perfstack.pluginmanager import BackendEntry, Plugins
 from perfstack.report import (
     BackendResult,
@@ -33,6 +33,7 @@ from perfstack.report import (
     Status,
     order_findings,
 )
+from perfstack.run import assembly
 
 #: The rule of the finding that names files left out (and the CLI's exit 9 for it).
 LEFT_OUT_RULE = "analyze.files-left-out"

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 
-from perfstack import cpus, machineload
 from perfstack.analysis.stats import summarize
+from perfstack.machine import cpus
+from perfstack.machine import load as machineload
 from perfstack.pluginmanager import hookimpl
 from perfstack.report import Finding, Layer, Overhead, Report, RunRecord, Status
 from perfstack.report.units import fmt_seconds, pct
@@ -135,7 +136,7 @@ def _overhead_evidence(name: str, wall_s: float | None, o: Overhead) -> str:
 
 
 def _disturbed_runs(report: Report) -> list[tuple[RunRecord, str]]:
-    """The runs other programs disturbed (``perfstack.machineload``), with why."""
+    """The runs other programs disturbed (``perfstack.machine.load``), with why."""
     out = []
     for r in report.run.runs:
         why = machineload.disturbed(r.machine_load)

@@ -21,9 +21,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from perfstack.driver import Session
 from perfstack.errors import InputNotFound, UsageError
 from perfstack.report import Report
+from perfstack.run.driver import Session
 
 SIDES = ("base", "new")
 

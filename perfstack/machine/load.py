@@ -1,7 +1,7 @@
 """What else the machine was doing during a run: the CPU time other programs used, and the
 time the hypervisor took away (steal).
 
-The probe (``perfstack.probe``) says how slow the machine ran perfstack's own fixed work; it
+The probe (``perfstack.machine.probe``) says how slow the machine ran perfstack's own fixed work; it
 cannot say why. On a shared machine the usual why is another program: two CPU-bound processes
 on 2 CPUs, or OpenMP threads spinning against one, made a torch loop 10x slower here, and a
 history that keeps such a run as a data point hides a real change behind it. So every run

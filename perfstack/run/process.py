@@ -19,9 +19,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from perfstack import machineload, rundir, signals, strays
-from perfstack.bootstrap import FAULTHANDLER_FILE, STACK_SIGNAL
+from perfstack.machine import load as machineload
 from perfstack.report import ExitInfo
+from perfstack.run import rundir, signals, strays
+from perfstack.run.bootstrap import FAULTHANDLER_FILE, STACK_SIGNAL
 
 #: How much of faulthandler's output to keep in the report (the rest stays in the file).
 STACK_LIMIT = 20_000
@@ -39,7 +40,7 @@ class ChildSpec:
     artifact_dir: Path
     timeout_s: float | None = None
     kill_grace_s: float = 5.0  # after SIGTERM, before SIGKILL: time for profilers to flush
-    #: count the user-space instructions of the child and all it starts (perfstack.counters)
+    #: count the user-space instructions of the child and all it starts (perfstack.machine.counters)
     count_instructions: bool = False
 
 
@@ -63,7 +64,7 @@ class ChildResult:
     #: processes the run started that were still running after it ended (in a session of
     #: their own), and were stopped: 'pid N: command'
     left_running: list[str] = field(default_factory=list)
-    #: what else the machine did meanwhile (perfstack.machineload.between)
+    #: what else the machine did meanwhile (perfstack.machine.load.between)
     machine_load: dict[str, Any] | None = None
 
 
@@ -212,7 +213,7 @@ def run_child(
 
 def _instruction_counter(pid: int) -> tuple[Any, str | None]:
     """Open an instruction counter on the child, or return why there is none."""
-    from perfstack.counters import CounterUnavailable, open_counter
+    from perfstack.machine.counters import CounterUnavailable, open_counter
 
     try:
         return open_counter(pid), None
@@ -297,7 +298,7 @@ def _exit_info(status: int, stop_reason: str | None, fatal: int | None = None) -
 
 def _ours(line: str) -> bool:
     # Frames of the bootstrap and of the runpy calls it makes: not the workload's stack.
-    return ("<frozen runpy>" in line or f"perfstack{os.sep}bootstrap.py" in line
+    return ("<frozen runpy>" in line or f"perfstack{os.sep}run{os.sep}bootstrap.py" in line
             or f"perfstack{os.sep}probe.py" in line or f"{os.sep}runpy.py" in line)
 
 

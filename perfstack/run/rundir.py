@@ -7,7 +7,7 @@ and one per backend, each with the workload's ``stdout.log``/``stderr.log``,
 ``workload-steps.json``; ``probe.json``; ``workload-metrics.jsonl``) and the backend's raw
 output; under torchrun one ``rank-N/`` folder per rank. This module is the one place that
 knows those names on the driver's side and reads them back; the bootstrap, which runs inside
-the workload, writes them (``perfstack.bootstrap``).
+the workload, writes them (``perfstack.run.bootstrap``).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def primary_dir(folder: Path) -> Path:
 
 def read_started(folder: Path) -> tuple[int, int] | None:
     """Return (pid, start_ns) from the bootstrap's start file, once it exists."""
-    from perfstack.bootstrap import STARTED_FILE
+    from perfstack.run.bootstrap import STARTED_FILE
 
     try:
         data = json.loads((folder / STARTED_FILE).read_text("utf-8"))
@@ -62,7 +62,7 @@ def read_started(folder: Path) -> tuple[int, int] | None:
 
 def read_steps(folder: Path) -> int | None:
     """Return how many steps the workload marked (saved by the bootstrap at exit), or None."""
-    from perfstack.bootstrap import STEPS_FILE
+    from perfstack.run.bootstrap import STEPS_FILE
 
     try:
         data = json.loads((folder / STEPS_FILE).read_text("utf-8"))
@@ -73,7 +73,7 @@ def read_steps(folder: Path) -> int | None:
 
 def read_step_times(folder: Path) -> list[float]:
     """Return each step's duration in seconds (saved by the bootstrap at exit), or []."""
-    from perfstack.bootstrap import STEPS_FILE
+    from perfstack.run.bootstrap import STEPS_FILE
 
     try:
         data = json.loads((folder / STEPS_FILE).read_text("utf-8"))
@@ -85,7 +85,7 @@ def read_step_times(folder: Path) -> list[float]:
 def read_window(folder: Path) -> int | None:
     """Return the pid that opened the measured window of ``--steps`` (at the end of its
     warm-up steps), once it has, else None."""
-    from perfstack.bootstrap import WINDOW_FILE
+    from perfstack.run.bootstrap import WINDOW_FILE
 
     try:
         return int(json.loads((folder / WINDOW_FILE).read_text("utf-8"))["pid"])
@@ -95,7 +95,7 @@ def read_window(folder: Path) -> int | None:
 
 def window_go(folder: Path) -> None:
     """Tell a workload waiting at the start of its measured window to go on."""
-    from perfstack.bootstrap import WINDOW_GO_FILE
+    from perfstack.run.bootstrap import WINDOW_GO_FILE
 
     with contextlib.suppress(OSError):
         (folder / WINDOW_GO_FILE).touch()
@@ -103,7 +103,7 @@ def window_go(folder: Path) -> None:
 
 def read_probe(folder: Path) -> dict[str, dict[str, float]] | None:
     """Return the machine-speed probe the bootstrap timed in this run, or None."""
-    from perfstack.probe import PROBE_FILE
+    from perfstack.machine.probe import PROBE_FILE
 
     try:
         data = json.loads((folder / PROBE_FILE).read_text("utf-8"))

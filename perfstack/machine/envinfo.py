@@ -13,14 +13,14 @@ import subprocess
 import sys
 from typing import Any
 
-from perfstack import environment, interpreters
 from perfstack.backend import availability
+from perfstack.machine import environment, interpreters
 from perfstack.pluginmanager import Plugins
 
 _TORCH_PROBE = """
 import json, sys
 import torch
-from perfstack.bootstrap import torch_facts
+from perfstack.run.bootstrap import torch_facts
 facts = torch_facts() or {}
 build = {}
 libraries = []

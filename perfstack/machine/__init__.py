@@ -1,0 +1,7 @@
+"""The machine room: what the machine is and how busy it was.
+
+``environment`` and ``envinfo`` capture the machine a run ran on (``perfstack env`` shows it),
+``cpus`` the CPUs a process may use, ``interpreters`` the Python builds found (the GIL
+backend's free-threaded one), ``counters`` the hardware counters the kernel offers, ``probe``
+and ``load`` how slow and how busy the machine was during each run.
+"""
