@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from perfstack.report import Finding, Layer, Metric, Row, RunRecord
 
@@ -217,14 +217,20 @@ class Recorded:
 
 
 class Attachment(Protocol):
-    """Something a backend attached to the running workload.
-
-    It may also have ``wait_ready(timeout_s: float) -> None``, returning once the tool
-    really measures (a sampler that needs a moment to attach): under ``--steps`` the workload
-    waits at the start of its measured steps until it returns."""
+    """Something a backend attached to the running workload (``Backend.attach``)."""
 
     def stop(self) -> None:
         """Stop (or wait for) the attached tool once the workload has exited."""
+
+
+@runtime_checkable
+class ReadyAttachment(Attachment, Protocol):
+    """An attachment that can say when its tool really measures (a sampler that needs a
+    moment to attach): under ``--steps`` the workload waits at the start of its measured steps
+    until ``wait_ready`` returns."""
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Return once the tool measures, or after ``timeout_s`` seconds."""
 
 
 class Backend:

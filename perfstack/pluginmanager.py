@@ -108,6 +108,8 @@ class Plugins:
 
         if self._built is not None:
             return self._built
+        from perfstack.render import DiffRenderer  # the contract, declared there
+
         renderers = {a.plugin: a.result for a in self.call_loaded("perfstack_renderers")}
         backends = {a.plugin: a.result for a in self.call_loaded("perfstack_backends")}
         provided = []
@@ -123,7 +125,7 @@ class Plugins:
             drawn = list(renderers.get(name) or ())
             provided.append(plugincache.Provided(
                 name, [str(getattr(r, "name", "")) for r in drawn],
-                [str(getattr(r, "name", "")) for r in drawn if hasattr(r, "render_diff")],
+                [str(getattr(r, "name", "")) for r in drawn if isinstance(r, DiffRenderer)],
                 backs, publishes,
                 plugincache.package_files(plugin, whole=name not in CORE_PLUGINS)))
         self._built = plugincache.Manifest(provided)

@@ -94,14 +94,14 @@ def emit(result: Diff, fmt: str, top: int, threshold: float | None,
     """Write a diff in ``fmt`` to ``output`` (stdout when None); return the exit code: 1 when
     ``threshold`` is set and a metric regressed beyond it."""
     from perfstack.cli.show import output_width
-    from perfstack.render import RenderOptions, terminal_safe
+    from perfstack.render import DiffRenderer, RenderOptions, terminal_safe
     from perfstack.render.diff import render_markdown, render_text
     from perfstack.report.files import finite, write_text_atomic
 
     drawn = None
     if plugins is not None and fmt in plugins.renderer_names(diffs=True):
         drawn = plugins.renderer(fmt)
-    if drawn is not None and hasattr(drawn, "render_diff"):
+    if isinstance(drawn, DiffRenderer):
         options = RenderOptions(top=top, output_dir=output.parent.resolve() if output else None)
         text = drawn.render_diff(result, options)
     elif fmt == "json":

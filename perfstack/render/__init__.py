@@ -10,9 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from perfstack.analysis.diff import Diff
     from perfstack.pluginmanager import Plugins
     from perfstack.report import Report
 
@@ -49,6 +50,15 @@ class Renderer:
     def render(self, report: Report, options: RenderOptions) -> str:
         """Return the report in this format."""
         raise NotImplementedError  # abstract: every renderer defines it
+
+
+@runtime_checkable
+class DiffRenderer(Protocol):
+    """A renderer that also draws ``perfstack diff --format NAME`` (the built-in html one
+    does): a Renderer with this method is offered to diff as well as to show."""
+
+    def render_diff(self, diff: Diff, options: RenderOptions) -> str:
+        """Return the comparison of two reports in this format."""
 
 
 def markdown_escape(text: object) -> str:

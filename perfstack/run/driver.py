@@ -18,13 +18,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import perfstack
 from perfstack.backend import (
     Collected,
     Launch,
     Outcome,
+    ReadyAttachment,
     RunContext,
     StepWindow,
     Workload,
@@ -71,9 +72,14 @@ class Progress(Protocol):
     def end(self, label: str, status: str) -> None:
         """The current run ended with ``status``."""
 
-    # A progress display may also have ``estimate(per_run_s: float | None, runs_after: int)``:
-    # how long a run takes (the baseline's median; None: not known yet) and how many runs
-    # come after the one that begins, for "about 20 s left".
+
+@runtime_checkable
+class EstimatingProgress(Progress, Protocol):
+    """A progress display that says how long is left ("about 20 s left")."""
+
+    def estimate(self, per_run_s: float | None, runs_after: int) -> None:
+        """How long a run takes (the baseline's median; None: not known yet) and how many runs
+        come after the one that begins."""
 
 
 class _NoProgress:
@@ -205,11 +211,10 @@ class Session:
         planned = max(self._planned, self._runs_done)
         counted = role != "extra" or in_plan  # a run the progress counts ("run 5 of 9")
         self.progress.begin(f"run {self._runs_done} of {planned}, {label}" if counted else label)
-        estimate = getattr(self.progress, "estimate", None)
-        if callable(estimate):
+        if isinstance(self.progress, EstimatingProgress):
             walls = self._clean_baseline_walls()
-            estimate(statistics.median(walls) if walls and counted else None,
-                     planned - self._runs_done)
+            self.progress.estimate(statistics.median(walls) if walls and counted else None,
+                                   planned - self._runs_done)
         on_tick: Callable[[float], None] = self.progress.tick
         windowed = self.options.steps is not None and self.options.steps.warmup > 0
         if nproc and (on_rank_started is not None or windowed):
@@ -579,10 +584,9 @@ class Session:
             if handle is None:
                 return
             attachments.append(handle)
-            ready = getattr(handle, "wait_ready", None)
-            if self.options.steps is not None and callable(ready):
+            if self.options.steps is not None and isinstance(handle, ReadyAttachment):
                 try:
-                    ready(WINDOW_WAIT_S / 2)  # the workload waits for it at its window
+                    handle.wait_ready(WINDOW_WAIT_S / 2)  # the workload waits for it there
                 except Exception:
                     errors.append("wait_ready() raised:\n" + traceback.format_exc())
 
