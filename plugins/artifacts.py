@@ -15,7 +15,7 @@ from typing import Any
 
 from perfstack.report import Report
 
-from .pyspy import frame_key, is_ours, read_profile
+from .pyspy.speedscope import frame_key, is_ours, read_profile
 
 
 def artifact(report: Report, base: Path | None, backend: str, label: str) -> Path | None:

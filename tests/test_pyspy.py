@@ -75,7 +75,7 @@ def test_native_frames_go_to_the_kernel_layer_linked_to_python(perfstack):
 
 
 def test_refused_ptrace_is_unavailable_with_the_fix(monkeypatch):
-    import perfstack_plugins.pyspy as mod
+    import perfstack_plugins.pyspy.sampler as mod
 
     monkeypatch.setattr(mod.os, "geteuid", lambda: 1000)
     monkeypatch.setattr(mod, "_ptrace_scope", lambda: 1)

@@ -37,7 +37,9 @@ from perfstack.backend import (
 from perfstack.machine import cpus, interpreters
 from perfstack.report import Better, Finding, Layer, Metric, Quantity, Row
 
-from ..pyspy import GIL_PROFILE_FILE, PROFILE_FILE, PySpyBackend, read_profile, summarize
+from ..pyspy.sampler import GIL_PROFILE_FILE, PROFILE_FILE, availability
+from ..pyspy.sampler import attach as attach_pyspy
+from ..pyspy.speedscope import read_profile, summarize
 from .probe import FILE as PROBE_FILE
 
 SOURCE = "gil"
@@ -315,12 +317,11 @@ class GilBackend(Backend):
 
     def attach(self, ctx: RunContext, pid: int) -> Attachment | None:
         """Sample GIL holding per thread with py-spy, where it can attach."""
-        spy = PySpyBackend()
-        if ctx.options.get("no_pyspy") or not spy.check().ok:
+        if ctx.options.get("no_pyspy") or not availability().ok:
             return None
-        return spy.attach(RunContext(ctx.backend, ctx.workload, ctx.artifact_dir,
-                                     {"rate": 200, "gil_rate": 200, "idle": True},
-                                     ctx.timeout_s), pid)
+        return attach_pyspy(RunContext(ctx.backend, ctx.workload, ctx.artifact_dir,
+                                       {"rate": 200, "gil_rate": 200, "idle": True},
+                                       ctx.timeout_s), pid, run_count=1)
 
     def _free_threaded(self, ctx: RunContext) -> tuple[interpreters.Interpreter | None, str]:
         given = ctx.options.get("python")

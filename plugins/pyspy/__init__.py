@@ -1,0 +1,203 @@
+"""The ``pyspy`` backend: py-spy sampling of the workload's Python stacks (Python layer).
+
+py-spy attaches to the workload's Python pid as soon as the bootstrap has written it, in
+non-blocking mode (it reads the process's memory without stopping it). Two passes: one records
+every sample, one only samples whose thread holds the GIL (``--gil``), at half the rate by
+default (``--pyspy-gil-rate``): a second sampler at the full rate cost ~3% of wall time on 2
+busy CPUs, at half ~1.5% (docs/performance.md); the GIL share is the ratio of the two, each
+per second of its own run. The passes take two runs
+of the workload side by side by default; ``--pyspy-gil-run`` gives the GIL pass a run of its
+own (``run_count`` 2), so that one sampler at a time competes with the workload for the CPUs.
+Measured on 2 vCPUs (docs/performance.md), the second sampler's cost was within the noise of
+one run's overhead, while a second run mixes two runs' splits into the budget: one run is the
+default. With ``--pyspy-native`` the native frames below Python frames go
+to the kernel layer, linked to the Python function that called them.
+
+The package: ``sampler`` starts py-spy, ``speedscope`` reads what it wrote, and this module is
+the backend that joins them into the report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Any, ClassVar
+
+from perfstack import hookimpl
+from perfstack.backend import (
+    Attachment,
+    Availability,
+    Backend,
+    Collected,
+    Option,
+    Outcome,
+    RunContext,
+)
+from perfstack.report import Finding, Layer, Report
+
+from .sampler import GIL_PROFILE_FILE, PROFILE_FILE, attach, availability, gil_rate, py_spy
+from .speedscope import (
+    SOURCE,
+    frame_key,
+    is_ours,
+    per_sample_s,
+    read_profile,
+    summarize,
+    time_budget,
+)
+
+__all__ = ["GIL_PROFILE_FILE", "PROFILE_FILE", "PySpyBackend", "frame_key", "gil_rate",
+           "is_ours", "py_spy", "read_profile", "summarize"]
+
+
+def _gil_run(ctx: RunContext, outcome: Outcome | None) -> tuple[float | None, str | None]:
+    """The GIL pass's scale to the main run (its wall time over the GIL run's, 1 beside the
+    main pass), and a note; None when the GIL pass cannot be used."""
+    if outcome is None or not outcome.more:
+        return 1.0, None  # beside the main pass, or none at all
+    gil_run = outcome.more[0].record
+    if not gil_run.exit.clean or not gil_run.wall_s or not outcome.record.wall_s:
+        return None, (f"the GIL pass's run ended with {gil_run.exit.describe()}: GIL shares "
+                      "and the interpreter/native split are not given")
+    scale = outcome.record.wall_s / gil_run.wall_s
+    return scale, (f"GIL pass in a run of its own ({gil_run.id}, {gil_run.wall_s:.2f} s against "
+                   f"{outcome.record.wall_s:.2f} s): its counts are taken per second of its run")
+
+
+class PySpyBackend(Backend):
+    """py-spy sampling: Python functions, threads, GIL share (Python layer)."""
+
+    name = "pyspy"
+    layers = (Layer.PYTHON, Layer.KERNEL)
+    primary: ClassVar[dict[str, str]] = {"": "self_time", "thread": "time",
+                                         "native-frame": "samples"}
+    publishes = ("budget.", "gil_held_share")
+    description = "py-spy sampling: Python functions and threads, GIL share, native frames"
+    options = (
+        Option("rate", "samples per second", 250, int, minimum=1, maximum=10_000),
+        Option("native", "also sample native frames (C/C++ below Python)", flag=True),
+        Option("idle", "include idle (waiting) threads' samples", flag=True),
+        Option("subprocesses", "also sample the workload's child processes", flag=True),
+        Option("gil_rate", "samples per second of the GIL pass (default: half of --pyspy-rate; "
+               "a second sampler at the full rate cost ~3%% of wall time on 2 busy CPUs)",
+               None, int, minimum=1, maximum=10_000),
+        Option("no_gil", "skip the GIL-share pass (one run instead of two)", flag=True),
+        Option("gil_run", "give the GIL pass a run of its own (one more run; no second "
+               "sampler competing for the CPUs, e.g. 100% of 2 cores)", flag=True),
+    )
+
+    def run_count(self, options: dict[str, Any]) -> int:
+        """One run; two (the main pass, then the GIL pass) with --pyspy-gil-run."""
+        return 2 if options.get("gil_run") and not options.get("no_gil") else 1
+
+    def check(self) -> Availability:
+        """Available when py-spy is installed and this user may attach to another process."""
+        return availability()
+
+    def attach(self, ctx: RunContext, pid: int) -> Attachment:
+        """Start the samplers on the workload's pid."""
+        return attach(ctx, pid, self.run_count(ctx.options))
+
+    def collect(self, ctx: RunContext, outcome: Outcome | None) -> Collected:
+        """Read both profiles into rows."""
+        frames, profiles = read_profile(ctx.artifact_dir / PROFILE_FILE)
+        if not profiles:
+            log = ctx.artifact_dir / "profile.speedscope.json.log"
+            said = log.read_text("utf-8", errors="replace").strip() if log.exists() else ""
+            if outcome is not None and not outcome.record.exit.clean:
+                return Collected(notes=["py-spy wrote no profile: the workload ended first"])
+            wall = outcome.record.wall_s if outcome is not None else None
+            if wall is not None and wall < 1.0 and "process" in said:
+                # py-spy needs ~0.1-0.3 s to attach: a shorter run can end before it does.
+                return Collected(empty=(f"the workload ended after {wall:.2f} s, before py-spy "
+                                        "could attach: nothing was sampled; profile a longer "
+                                        "run"))
+            raise RuntimeError(f"py-spy wrote no profile: {said.splitlines()[0] if said else ''}")
+        gil_frames, gil_profiles = read_profile(ctx.artifact_dir / GIL_PROFILE_FILE)
+        gil_scale, gil_note = _gil_run(ctx, outcome)
+        if gil_scale is None:
+            gil_frames, gil_profiles, gil_scale = [], [], 1.0
+        # A GIL-pass sample stands for this many of the main pass's (its rate is lower).
+        per_sample = per_sample_s(gil_profiles) / (per_sample_s(profiles) or 1.0) or 1.0
+        rows, metrics, notes = summarize(frames, profiles, gil_frames, gil_profiles,
+                                         _home(ctx), gil_scale * per_sample)
+        if gil_note:
+            notes.append(gil_note)
+        if ctx.steps is not None and ctx.steps.warmup:
+            notes.append(f"sampling covers the {ctx.steps.measured} measured steps (from the "
+                         f"end of the {ctx.steps.warmup} warm-up steps) and the teardown")
+        else:
+            notes.append("sampling starts when the script starts; py-spy needs ~0.1 s to "
+                         "attach")
+        wall = outcome.record.wall_s if outcome is not None else None
+        if ctx.options.get("idle"):
+            notes.append("no time budget with --pyspy-idle: idle samples cannot be told apart")
+        elif not gil_profiles:
+            notes.append("no time budget without the GIL pass (--pyspy-no-gil)")
+        elif wall:
+            budget, error = time_budget(frames, profiles, gil_frames, gil_profiles, wall,
+                                        _unsampled_start(ctx.artifact_dir, outcome), gil_scale)
+            metrics += budget
+            notes.append("time budget: the time before py-spy started counts as start-up; "
+                         "its attach (~0.1-0.2 s) counts as waiting")
+            notes.append(error)
+        artifacts = {"speedscope": ctx.artifact_dir / PROFILE_FILE}
+        if (ctx.artifact_dir / GIL_PROFILE_FILE).is_file():
+            artifacts["gil_speedscope"] = ctx.artifact_dir / GIL_PROFILE_FILE
+        return Collected(rows=rows, metrics=metrics, notes=notes, artifacts=artifacts)
+
+
+#: Share of samples (%) under torch's data-loading code from which loading is the bottleneck.
+DATA_LOADING_SHARE = 20.0
+
+
+@hookimpl
+def perfstack_findings(report: Report) -> list[Finding]:
+    """Flag a run whose samples are mostly inside torch's data loading (DataLoader, datasets,
+    collate) in the main process."""
+    rows = [r for r in report.layers.get(Layer.PYTHON, [])
+            if r.source == SOURCE and "torch/utils/data/" in str(r.attrs.get("file", ""))]
+    share = max((float(r.values["total_share"].value or 0.0) for r in rows
+                 if "total_share" in r.values), default=0.0)
+    if share < DATA_LOADING_SHARE:
+        return []
+    top = max(rows, key=lambda r: float(r.values["total_share"].value or 0.0))
+    return [Finding(
+        rule="python.data-loading",
+        title=f"data loading: {share:.0f}% of the samples are inside torch's DataLoader",
+        layer="python", severity="warning",
+        evidence=[f"{top.name}: {share:.1f}% of all samples (inclusive)"],
+        action=("load in worker processes (DataLoader(num_workers=N, pin_memory=True, "
+                "persistent_workers=True)), make __getitem__ cheaper, or prefetch"),
+        source=SOURCE)]
+
+
+def _home(ctx: RunContext) -> str:
+    """The workload's folder: its script's, or the current folder for ``-m``."""
+    if ctx.workload.module:
+        return os.getcwd()
+    return os.path.dirname(os.path.abspath(ctx.workload.target))
+
+
+def _unsampled_start(folder: Path, outcome: Outcome | None) -> float:
+    """Seconds from the workload's start to py-spy's spawn: the run record's start (the
+    driver's, ms precision) against the time attach() wrote."""
+    try:
+        spawn = json.loads((folder / "pyspy-spawn.json").read_text("utf-8"))["spawn_ns"] / 1e9
+    except (OSError, ValueError, KeyError):
+        return 0.0
+    if outcome is None:
+        return 0.0
+    try:
+        started = datetime.fromisoformat(outcome.record.started).timestamp()
+    except (TypeError, ValueError):
+        return 0.0
+    return max(0.0, float(spawn) - started)
+
+
+@hookimpl
+def perfstack_backends() -> list[Backend]:
+    """Provide the pyspy backend."""
+    return [PySpyBackend()]
