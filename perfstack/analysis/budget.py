@@ -65,6 +65,8 @@ class Budget:
     wall_s: float | None
     lines: list[BudgetLine] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: the installed backends that measure one (they publish ``budget.*`` or ``split.*``)
+    measured_by: list[str] = field(default_factory=list)
 
     def share(self, part: str) -> float | None:
         """Return a part's share of the wall time (%), or None when it was not measured."""
@@ -98,7 +100,8 @@ def time_budget(report: Report, providers: dict[str, list[str]] | None = None) -
     wall = _wall(report)
     shares = _by_prefix(report, "budget.")
     split = _by_prefix(report, "split.")
-    budget = Budget(wall)
+    budget = Budget(wall, measured_by=sorted({
+        b for prefix in ("budget.", "split.") for b in (providers or {}).get(prefix) or []}))
 
     def line(part: str, share: float, source: str, depth: int = 0) -> None:
         title, layer = PARTS.get(part, (part, "run"))

@@ -19,6 +19,7 @@ from perfstack.render.words import (
     LAYER_TITLES,
     STATUS_WORDS,
     answer_lines,
+    by_whom,
     command_line,
     device_notes,
     device_title,
@@ -96,7 +97,8 @@ def render_view(view: View) -> str:
             for ln in view.budget.lines])
         out += [f"_{escape(n)}_" for n in view.budget.notes]
     elif d is None:
-        out.append("_no backend measured a time budget (pyspy and perftop do)_")
+        out.append("_no backend measured a time budget"
+                   + escape(by_whom(view.budget.measured_by)) + "_")
     for group, metrics in view.related.items():
         out += ["", f"_{escape(related_title(group, metrics))}:_", ""]
         out += [f"- {escape(related_line(m, True).strip())}" for m in metrics]

@@ -22,6 +22,7 @@ from perfstack.render.words import (
     STATUS_WORDS,
     answer_lines,
     beside_line,
+    by_whom,
     command_line,
     device_notes,
     device_title,
@@ -133,7 +134,7 @@ def _budget(page: _Page, view: View) -> None:
         return  # the device's breakdown is the budget there is
     if not budget.lines:
         page.section("Where the time goes")
-        page.add("  no backend measured a time budget (pyspy and perftop do)", "dim")
+        page.add("  no backend measured a time budget" + by_whom(budget.measured_by), "dim")
         return
     wall = f" ({fmt_seconds(budget.wall_s)} wall time)" if budget.wall_s else ""
     page.section(f"Where the time goes{wall}")

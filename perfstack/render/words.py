@@ -81,6 +81,16 @@ def steps_phrase(h: Header) -> str:
             f"{'s' if n != 1 else ''} ({counts} step{'s' if reached != [1] else ''})")
 
 
+def by_whom(backends: list[str]) -> str:
+    """' (pyspy and perftop do)': the installed backends that would measure what is missing,
+    or nothing when none is installed."""
+    if not backends:
+        return ""
+    names = " and ".join([", ".join(backends[:-1]), backends[-1]] if len(backends) > 1
+                         else backends)
+    return f" ({names} {'does' if len(backends) == 1 else 'do'})"
+
+
 def wall_line(h: Header) -> str:
     """The baseline's wall time with its spread, how many runs, how they ended."""
     if h.analyzed is not None:
@@ -133,7 +143,7 @@ def answer_lines(view: View) -> list[str]:
     elif view.device is not None and view.device.busy is not None:
         out.append(device_answer(view.device))
     else:
-        out.append("No time budget was measured (the pyspy backend gives one).")
+        out.append("No time budget was measured" + by_whom(view.budget.measured_by) + ".")
     if h.hottest is not None:
         node = h.hottest
         share = f", {pct(node.share)} of its run's wall time" if node.share is not None else ""

@@ -16,6 +16,7 @@ from perfstack.render.words import (
     STATUS_WORDS,
     answer_lines,
     beside_line,
+    by_whom,
     command_line,
     device_notes,
     device_title,
@@ -115,8 +116,8 @@ def budget(view: View) -> str:
     if not b.lines and view.device is not None:
         return ""  # the device's breakdown is the budget there is
     if not b.lines:
-        return head + ('<p class="muted" id="budget-empty">no backend measured a time budget '
-                       '(pyspy and perftop do)</p></section>')
+        return head + ('<p class="muted" id="budget-empty">no backend measured a time budget'
+                       f'{esc(by_whom(b.measured_by))}</p></section>')
     rows = [[("&nbsp;&nbsp;└ " if ln.depth else "") + esc(ln.title), f"{ln.share:.1f}%",
              esc(fmt_seconds(ln.seconds) if ln.seconds is not None else "-"),
              esc(ln.source)] for ln in b.lines]
