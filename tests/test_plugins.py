@@ -89,7 +89,8 @@ def test_call_each_isolates_plugins():
 def test_environment_hook_reaches_the_report(tmp_path, monkeypatch):
     from perfstack.backend import Workload
     from perfstack.report.files import schema_errors
-    from perfstack.run.driver import RunOptions, Session
+    from perfstack.run.driver import Session
+    from perfstack.run.options import RunOptions
     from tests.conftest import WORKLOADS
 
     monkeypatch.chdir(tmp_path)

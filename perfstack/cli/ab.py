@@ -38,7 +38,8 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
     )
     from perfstack.report.files import save_report
     from perfstack.run import ab, rundir
-    from perfstack.run.driver import RunOptions, Session
+    from perfstack.run.driver import Session
+    from perfstack.run.options import RunOptions
 
     backends, failures = plugins.backends()
     own, workload_args = split_workload_args(argv)

@@ -32,7 +32,8 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
     )
     from perfstack.report.files import save_report, write_json_atomic
     from perfstack.run import rundir, sweep
-    from perfstack.run.driver import RunOptions, Session
+    from perfstack.run.driver import Session
+    from perfstack.run.options import RunOptions
 
     backends, _ = plugins.backends()
     own, workload_args = split_workload_args(argv)

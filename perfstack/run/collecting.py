@@ -1,11 +1,20 @@
-"""Calling a backend's collect step with a time limit, so a stuck plugin cannot hold a run."""
+"""A backend's collect step: called with a time limit (a stuck plugin cannot hold a run), once
+per selected rank for per-rank backends, its records checked, and what it gave filed on the
+backend's result."""
 
 from __future__ import annotations
 
+import os
+import time
+import traceback
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
-from perfstack.backend import Collected
+from perfstack.backend import Backend, Collected, Outcome, RunContext
+from perfstack.report import BackendResult, Status
+from perfstack.run import assembly, ranks, rundir
 
 
 class CollectTimeout(Exception):
@@ -41,3 +50,65 @@ def call_with_timeout(func: Callable[[], Collected], timeout_s: float | None) ->
         raise box["error"]
     result: Collected = box["result"]
     return result
+
+
+def collect_ranks(backend: Backend, ctx: RunContext, outcome: Outcome | None,
+                  nproc: int | None, ranks_spec: str, per_rank: bool = True) -> Collected:
+    """Collect once, or once per selected rank (relabelled) for per-rank backends."""
+    if outcome is None or not nproc or not per_rank:
+        return backend.collect(ctx, outcome)
+    chosen = ranks.among(ranks_spec, rundir.ranks_in(outcome.artifact_dir))
+    merged = Collected()
+    if not chosen:
+        merged.notes.append(f"no rank named by --ranks {ranks_spec} ran on this "
+                            "node (--ranks takes global ranks, or all)")
+    for rank in chosen:
+        where = rundir.rank_dir(outcome.artifact_dir, rank)
+        started = rundir.read_started(where)
+        part = backend.collect(replace(ctx, artifact_dir=where), Outcome(
+            outcome.record, where, started[0] if started else None,
+            started[1] if started else None, rundir.read_steps(where)))
+        assembly.merge_rank(merged, part, rank, prefix=len(chosen) > 1)
+    if chosen:
+        merged.notes.append(f"ranks {', '.join(map(str, chosen))} of "
+                            f"{nproc} on this node profiled (--ranks)")
+    return merged
+
+
+def collect(result: BackendResult, backend: Backend, ctx: RunContext, outcome: Outcome | None,
+            *, nproc: int | None, ranks_spec: str, per_rank: bool, timeout_s: float | None,
+            errors: list[str], report_dir: Path) -> Collected | None:
+    """Run the backend's collect step and file it on ``result`` (status, notes, artifacts
+    relative to ``report_dir``, or the failure with every error); return what it collected
+    when it is kept."""
+    began = time.perf_counter()
+    kept: Collected | None = None
+    try:
+        collected = call_with_timeout(
+            lambda: collect_ranks(backend, ctx, outcome, nproc, ranks_spec, per_rank),
+            timeout_s)
+        problems = assembly.malformed(collected)
+        result.collect_s = time.perf_counter() - began
+    except CollectTimeout as exc:
+        errors = [*errors, str(exc)]
+    except Exception:
+        errors = [*errors, "collect() raised:\n" + traceback.format_exc()]
+    else:
+        if problems:
+            errors = [*errors, "malformed records: " + "; ".join(problems[:5])]
+        else:
+            kept = collected
+            result.notes.extend(collected.notes)
+            if result.status is Status.OK and collected.empty:
+                result.status, result.reason = Status.EMPTY, collected.empty
+            elif result.status is Status.OK and collected.partial:
+                result.status, result.reason = Status.PARTIAL, collected.partial
+            else:  # a crashed or stopped run keeps its status; what it lacked is a note
+                result.notes.extend(n for n in (collected.empty, collected.partial) if n)
+            result.artifacts = {k: os.path.relpath(p, report_dir)
+                                for k, p in collected.artifacts.items()}
+    if errors:
+        result.status = Status.FAILED
+        result.reason = errors[-1].strip().splitlines()[-1][:300]
+        result.traceback = "\n".join(errors)
+    return kept

@@ -8,17 +8,15 @@ and still returns a report of everything measured so far.
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
-import sys
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import perfstack
 from perfstack.backend import (
@@ -27,7 +25,6 @@ from perfstack.backend import (
     Outcome,
     ReadyAttachment,
     RunContext,
-    StepWindow,
     Workload,
     availability,
 )
@@ -37,8 +34,6 @@ from perfstack.pluginmanager import BackendEntry, HookResult, Plugins
 from perfstack.report import (
     BackendResult,
     Finding,
-    Metric,
-    Overhead,
     Quantity,
     Report,
     RunInfo,
@@ -46,82 +41,19 @@ from perfstack.report import (
     Status,
     order_findings,
 )
-from perfstack.report.files import write_json_atomic
-from perfstack.run import assembly, collecting, ranks, rundir
-from perfstack.run.bootstrap import CONFIG_ENV, HOOK_ERRORS_FILE, WINDOW_WAIT_S, WORKLOAD_ENV_FILE
-from perfstack.run.process import ChildResult, ChildSpec, run_child
-
-#: Start the bootstrap without the current folder on sys.path (Python 3.11+), so a folder
-#: named like one of perfstack's modules where the user stands cannot shadow the installed
-#: perfstack in the workload process; the bootstrap then puts the script's folder first.
-SAFE_PATH = ["-P"] if sys.version_info >= (3, 11) else []
-
-#: Why a figure that needs the baseline is unknown when the user asked for none.
-NO_BASELINE = "no baseline run (--repeat 0): unknown"
-
-
-class Progress(Protocol):
-    """Told what the driver is doing, for a progress display."""
-
-    def begin(self, label: str) -> None:
-        """A run (warm-up, baseline repeat, or backend) starts."""
-
-    def tick(self, elapsed: float) -> None:
-        """The current run has been going for ``elapsed`` seconds."""
-
-    def end(self, label: str, status: str) -> None:
-        """The current run ended with ``status``."""
-
-
-@runtime_checkable
-class EstimatingProgress(Progress, Protocol):
-    """A progress display that says how long is left ("about 20 s left")."""
-
-    def estimate(self, per_run_s: float | None, runs_after: int) -> None:
-        """How long a run takes (the baseline's median; None: not known yet) and how many runs
-        come after the one that begins."""
-
-
-class _NoProgress:
-    def begin(self, label: str) -> None:
-        pass
-
-    def tick(self, elapsed: float) -> None:
-        pass
-
-    def end(self, label: str, status: str) -> None:
-        pass
-
-
-@dataclass
-class RunOptions:
-    """How to run the session."""
-
-    repeat: int = 3
-    warmup: int = 1
-    timeout_s: float | None = None
-    kill_grace_s: float = 5.0
-    collect_timeout_s: float | None = 600.0  # a backend's collect() longer than this fails it
-    #: Launch through torchrun with this many processes per node (None: a plain process).
-    nproc_per_node: int | None = None
-    ranks: str = "0"  # which ranks per-rank backends profile: "0", "all", "0,3"
-    torchrun_args: list[str] = field(default_factory=list)  # passed through (rendezvous...)
-    backend_options: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: --steps N --warmup-steps K: every run ends after K+N steps; backends measure N
-    steps: StepWindow | None = None
-    #: --keep-going: run every backend even after the workload failed without a profiler
-    keep_going: bool = False
-
-
-def selected_ranks(spec: str, present: list[int]) -> list[int]:
-    """Return the ranks ``--ranks`` names ("0", "all", "0,3") among those present (the
-    global ranks whose processes ran on this node)."""
-    return ranks.among(spec, present)
-
-
-def rank_selected(spec: str, rank: int) -> bool:
-    """Return whether ``--ranks`` names ``rank``."""
-    return ranks.selected(spec, rank)
+from perfstack.run import assembly, collecting, rundir
+from perfstack.run import baseline as baselines
+from perfstack.run import launch as launching
+from perfstack.run.bootstrap import HOOK_ERRORS_FILE, WINDOW_WAIT_S
+from perfstack.run.options import (
+    EstimatingProgress,
+    NoProgress,
+    Progress,
+    RunOptions,
+    rank_selected,
+    selected_ranks,
+)
+from perfstack.run.process import ChildSpec, run_child
 
 
 class Session:
@@ -146,7 +78,7 @@ class Session:
         self.run_dir = run_dir
         self.report_dir = report_dir  # artifact paths in the report are relative to it
         self.options = options
-        self.progress = progress or _NoProgress()
+        self.progress = progress or NoProgress()
         self.plugin_failures = plugin_failures or []
         self.records: list[RunRecord] = []
         self.baseline: list[Outcome] = []
@@ -166,44 +98,18 @@ class Session:
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _rel(self, path: Path) -> str:
-        return os.path.relpath(path, self.report_dir)
-
     def _run(self, label: str, role: str, backend: str | None, launch: Launch,
              on_started: Callable[[int], None] | None = None,
              python: str | None = None,
              on_rank_started: Callable[[int, Path, int], None] | None = None,
              in_plan: bool = False) -> Outcome:
+        """Make one run (a child of its own, through the bootstrap) and record it."""
         folder = rundir.run_subfolder(self.run_dir, label)
-        config = folder / rundir.BOOTSTRAP_CONFIG_FILE
-        write_json_atomic(config, {
-            "artifact_dir": str(folder.resolve()),
-            "inprocess": [{"target": h.target, "options": h.options} for h in launch.inprocess],
-            "probe": role != "extra",
-            **({"steps": {"warmup": self.options.steps.warmup,
-                          "measured": self.options.steps.measured}}
-               if self.options.steps else {}),
-        })
-        target = ["-m", self.workload.target] if self.workload.module else [self.workload.target]
+        config = launching.write_config(folder, launch, role, self.options.steps)
         nproc = self.options.nproc_per_node
-        if nproc:
-            # torchrun starts each rank as `python -m perfstack.run.bootstrap SCRIPT ARGS`.
-            rendezvous = self.options.torchrun_args or ["--standalone"]
-            # torchrun makes a torchelastic_* folder in the system's temporary folder for its
-            # logs unless told where: it belongs in this run's folder (the user's own
-            # --log-dir, given in --torchrun-args, wins).
-            logs = ([] if any(a.startswith(("--log-dir", "--log_dir")) for a in rendezvous)
-                    else [f"--log-dir={folder.resolve() / 'torchrun-logs'}"])
-            argv = [*launch.wrap, python or sys.executable, "-m", "torch.distributed.run",
-                    f"--nproc-per-node={nproc}", *rendezvous, *logs, "-m",
-                    "perfstack.run.bootstrap", *target, *self.workload.args]
-        else:
-            argv = [*launch.wrap, python or sys.executable, *SAFE_PATH, "-m",
-                    "perfstack.run.bootstrap", *target, *self.workload.args]
-        env = {**os.environ, **launch.env, CONFIG_ENV: str(config.resolve())}
-        if python is not None and os.path.realpath(python) != os.path.realpath(sys.executable):
-            env["PYTHONPATH"] = os.pathsep.join(
-                p for p in (str(self._bootstrap_path()), launch.env.get("PYTHONPATH")) if p)
+        argv = launching.child_argv(self.workload, launch, folder, python, nproc,
+                                    self.options.torchrun_args)
+        env = launching.child_env(launch, config, python, self.run_dir)
         spec = ChildSpec(argv, env, self.cwd, folder, self.options.timeout_s,
                          self.options.kill_grace_s,
                          count_instructions=role in ("warmup", "baseline"))
@@ -212,20 +118,21 @@ class Session:
         counted = role != "extra" or in_plan  # a run the progress counts ("run 5 of 9")
         self.progress.begin(f"run {self._runs_done} of {planned}, {label}" if counted else label)
         if isinstance(self.progress, EstimatingProgress):
-            walls = self._clean_baseline_walls()
+            walls = baselines.clean_walls(self.baseline)
             self.progress.estimate(statistics.median(walls) if walls and counted else None,
                                    planned - self._runs_done)
         on_tick: Callable[[float], None] = self.progress.tick
         windowed = self.options.steps is not None and self.options.steps.warmup > 0
         if nproc and (on_rank_started is not None or windowed):
-            on_tick = self._rank_watcher(folder, on_rank_started, windowed)
-        elif windowed:
-            on_tick = self._window_watcher(folder, on_started)  # attach after the warm-up
+            on_tick = launching.rank_watcher(folder, self.progress.tick, on_rank_started,
+                                             windowed)
+        elif windowed:  # attach after the warm-up
+            on_tick = launching.window_watcher(folder, self.progress.tick, on_started)
         result = run_child(spec, on_started=None if nproc or windowed else on_started,
                            on_tick=on_tick)
         if nproc and on_rank_started is not None:
             on_tick(0.0)  # ranks that started between the last tick and the end
-        record = self._record(label, role, backend, argv, result)
+        record = launching.record_of(label, role, backend, argv, result, self.report_dir)
         record.probe = rundir.read_probe(rundir.primary_dir(folder))
         if spec.count_instructions:
             record.instructions = Quantity(result.instructions, "count",
@@ -237,77 +144,7 @@ class Session:
                           f"{label}" if counted else label, record.exit.describe())
         if record.exit.status == "interrupted":
             self.interrupted = True
-        if nproc:
-            first = rundir.primary_dir(folder)
-            started = rundir.read_started(first)
-            pid, start_ns = started if started else (None, None)
-            record.steps = rundir.read_steps(first)
-            return Outcome(record, folder, pid, start_ns, record.steps)
-        record.steps = rundir.read_steps(folder)
-        return Outcome(record, folder, result.workload_pid, result.start_ns, record.steps)
-
-    def _rank_watcher(self, folder: Path,
-                      on_rank_started: Callable[[int, Path, int], None] | None,
-                      windowed: bool = False) -> Callable[[float], None]:
-        """Return an on_tick callback that reports each rank's pid once it has started (with
-        ``windowed``, once its measured window of steps has opened; the rank then waits
-        until its samplers are attached)."""
-        seen: set[int] = set()
-
-        def tick(elapsed: float) -> None:
-            self.progress.tick(elapsed)
-            for rank in rundir.ranks_in(folder):
-                if rank in seen:
-                    continue
-                where = rundir.rank_dir(folder, rank)
-                if windowed:
-                    pid = rundir.read_window(where)
-                else:
-                    found = rundir.read_started(where)
-                    pid = found[0] if found is not None else None
-                if pid is not None:
-                    seen.add(rank)
-                    try:
-                        if on_rank_started is not None:
-                            on_rank_started(rank, where, pid)
-                    finally:
-                        if windowed:
-                            rundir.window_go(where)
-        return tick
-
-    def _window_watcher(self, folder: Path,
-                        on_started: Callable[[int], None] | None) -> Callable[[float], None]:
-        """Return an on_tick callback that, once the measured window of ``--steps`` opens
-        (the workload has made its warm-up steps and waits), calls ``on_started`` (samplers
-        attach) and lets the workload go on."""
-        done: list[int] = []
-
-        def tick(elapsed: float) -> None:
-            self.progress.tick(elapsed)
-            if not done:
-                pid = rundir.read_window(folder)
-                if pid is not None:
-                    done.append(pid)
-                    try:
-                        if on_started is not None:
-                            on_started(pid)
-                    finally:
-                        rundir.window_go(folder)
-        return tick
-
-    def _bootstrap_path(self) -> Path:
-        """A folder holding only perfstack (a link), for another interpreter's sys.path.
-
-        perfstack's bootstrap and ``perfstack/__init__`` need nothing beyond the standard
-        library, so another interpreter (a free-threaded build) can run them; the rest of
-        this interpreter's site-packages must not leak into it.
-        """
-        shim = self.run_dir / ".interpreter-path"
-        link = shim / "perfstack"
-        if not link.exists():
-            shim.mkdir(parents=True, exist_ok=True)
-            link.symlink_to(Path(perfstack.__file__).resolve().parent, target_is_directory=True)
-        return shim
+        return launching.outcome_of(record, folder, result, bool(nproc))
 
     def _extra_runner(self, backend: str) -> Callable[..., Outcome]:
         def run_extra(label: str, *, env: dict[str, str] | None = None,
@@ -317,18 +154,6 @@ class Session:
             return self._run(f"{backend}/{label}", "extra", backend, Launch(env=dict(env or {})),
                              python=python)
         return run_extra
-
-    def _record(self, label: str, role: str, backend: str | None, argv: list[str],
-                result: ChildResult) -> RunRecord:
-        return RunRecord(
-            id=label, role=role, backend=backend, argv=argv, started=result.started,
-            wall_s=result.wall_s, exit=result.exit, rusage=result.rusage,
-            stdout=self._rel(result.stdout) if result.stdout else None,
-            stderr=self._rel(result.stderr) if result.stderr else None,
-            python_stack=result.python_stack,
-            stdout_tail=result.stdout_tail, stderr_tail=result.stderr_tail,
-            machine_load=result.machine_load,
-        )
 
     # -- the session ---------------------------------------------------------------------
 
@@ -386,7 +211,7 @@ class Session:
     def finish(self) -> Report:
         """Assemble the report of everything run so far."""
         env = self._env
-        env.update(self._workload_environment())
+        env.update(baselines.workload_environment(self.baseline))
         if self.options.nproc_per_node:
             env["distributed"] = {"nproc_per_node": self.options.nproc_per_node,
                                   "profiled_ranks": self._ranks(),
@@ -415,8 +240,12 @@ class Session:
                 report.layers[layer].extend(rows)
             report.metrics.extend(collected.metrics)
             report.findings.extend(collected.findings)
-        report.metrics[:0] = [self._wall_metric(), *self._instruction_metric(),
-                              *self._workload_metrics(), *self._step_metric()]
+        report.metrics[:0] = [
+            baselines.wall_metric(self.baseline, self.options.repeat),
+            *baselines.instruction_metric(self.baseline),
+            *baselines.workload_metrics(self.baseline),
+            *baselines.step_metric(self.baseline, self.options.steps,
+                                  bool(self.options.nproc_per_node))]
         if self.options.nproc_per_node:
             from perfstack.analysis.distributed import cross_rank
 
@@ -447,56 +276,12 @@ class Session:
             env["repository"] = repo
         return env
 
-    def _workload_environment(self) -> dict[str, Any]:
-        """What the workload process itself saw (the torch it imported, its threads)."""
-        for outcome in self.baseline:
-            try:
-                facts = json.loads((rundir.primary_dir(outcome.artifact_dir) / WORKLOAD_ENV_FILE)
-                                   .read_text("utf-8"))
-            except (OSError, ValueError):
-                continue
-            if isinstance(facts, dict) and isinstance(facts.get("torch"), dict):
-                return {"torch": facts["torch"]}
-        return {}
-
     def _baseline(self) -> None:
         plan = [("warmup", i) for i in range(1, self.options.warmup + 1)]
         plan += [("baseline", i) for i in range(1, self.options.repeat + 1)]
         for role, i in plan:
             if not self.baseline_run(role, i):
                 return
-
-    def _clean_baseline_walls(self) -> list[float]:
-        return [o.record.wall_s for o in self.baseline
-                if o.record.exit.clean and o.record.wall_s is not None]
-
-    def _wall_metric(self) -> Metric:
-        metric = assembly.wall_metric(self._clean_baseline_walls())
-        if self.options.repeat == 0:
-            metric.reason = NO_BASELINE
-        return metric
-
-    def _instruction_metric(self) -> list[Metric]:
-        """The baseline's instruction counts, when the machine counted them in every run."""
-        return assembly.instruction_metric([
-            o.record.instructions.value for o in self.baseline
-            if o.record.exit.clean and o.record.instructions is not None])
-
-    def _step_metric(self) -> list[Metric]:
-        """The baseline's own step time (under torchrun, each rank's: ``cross_rank``)."""
-        if self.options.nproc_per_node:
-            return []
-        steps = self.options.steps
-        return assembly.step_metric([
-            rundir.read_step_times(rundir.primary_dir(o.artifact_dir))
-            for o in self.baseline if o.record.exit.clean],
-            steps.warmup if steps else 0, steps.measured if steps else None)
-
-    def _workload_metrics(self) -> list[Metric]:
-        """Return what the workload reported with perfstack.report_metric, across the baseline."""
-        return assembly.workload_metrics([
-            rundir.read_workload_metrics(rundir.primary_dir(o.artifact_dir))
-            for o in self.baseline if o.record.exit.clean])
 
     def _result(self, entry: BackendEntry, status: Status, **kw: Any) -> BackendResult:
         return assembly.result_of(entry, status, **kw)
@@ -623,29 +408,6 @@ class Session:
         present = rundir.ranks_in(folder) if folder is not None else []
         return selected_ranks(self.options.ranks, present)
 
-    def _collect_ranks(self, backend: Any, ctx: RunContext, outcome: Outcome | None,
-                       per_rank: bool = True) -> Collected:
-        """Collect once, or once per selected rank (relabelled) for per-rank backends."""
-        if outcome is None or not self.options.nproc_per_node or not per_rank:
-            result: Collected = backend.collect(ctx, outcome)
-            return result
-        ranks = self._ranks(outcome.artifact_dir)
-        merged = Collected()
-        if not ranks:
-            merged.notes.append(f"no rank named by --ranks {self.options.ranks} ran on this "
-                                "node (--ranks takes global ranks, or all)")
-        for rank in ranks:
-            where = rundir.rank_dir(outcome.artifact_dir, rank)
-            started = rundir.read_started(where)
-            part = backend.collect(replace(ctx, artifact_dir=where), Outcome(
-                outcome.record, where, started[0] if started else None,
-                started[1] if started else None, rundir.read_steps(where)))
-            assembly.merge_rank(merged, part, rank, prefix=len(ranks) > 1)
-        if ranks:
-            merged.notes.append(f"ranks {', '.join(map(str, ranks))} of "
-                                f"{self.options.nproc_per_node} on this node profiled (--ranks)")
-        return merged
-
     def _collect(self, entry: BackendEntry, ctx: RunContext, outcome: Outcome | None,
                  errors: list[str] | None = None, per_rank: bool = True) -> BackendResult:
         backend = entry.backend
@@ -653,7 +415,8 @@ class Session:
             status = assembly.status_of(outcome.record.exit.status, outcome.record.exit.clean)
             run_id: str | None = outcome.record.id
             wall = outcome.record.wall_s
-            overhead, note = self._overhead(outcome)
+            overhead, note = baselines.overhead(outcome, self.baseline, self.options.repeat,
+                                              self.options.steps)
         else:
             worst = next((o for o in self.baseline if not o.record.exit.clean), None)
             status = (assembly.status_of(worst.record.exit.status, False) if worst else Status.OK)
@@ -663,48 +426,14 @@ class Session:
                               overhead_note=note)
         if outcome is not None and not outcome.record.exit.clean:
             result.reason = f"the workload ended with {outcome.record.exit.describe()}"
-        began = time.perf_counter()
-        try:
-            collected = collecting.call_with_timeout(
-                lambda: self._collect_ranks(backend, ctx, outcome, per_rank),
-                self.options.collect_timeout_s)
-            problems = assembly.malformed(collected)
-            result.collect_s = time.perf_counter() - began
-        except collecting.CollectTimeout as exc:
-            errors = [*(errors or []), str(exc)]
-        except Exception:
-            errors = [*(errors or []), "collect() raised:\n" + traceback.format_exc()]
-        else:
-            if problems:
-                errors = [*(errors or []), "malformed records: " + "; ".join(problems[:5])]
-            else:
-                self.collected[backend.name] = collected
-                result.notes.extend(collected.notes)
-                if result.status is Status.OK and collected.empty:
-                    result.status, result.reason = Status.EMPTY, collected.empty
-                elif result.status is Status.OK and collected.partial:
-                    result.status, result.reason = Status.PARTIAL, collected.partial
-                else:  # a crashed or stopped run keeps its status; what it lacked is a note
-                    result.notes.extend(n for n in (collected.empty, collected.partial) if n)
-                result.artifacts = {k: self._rel(p) for k, p in collected.artifacts.items()}
-        if errors:
-            result.status = Status.FAILED
-            result.reason = errors[-1].strip().splitlines()[-1][:300]
-            result.traceback = "\n".join(errors)
+        kept = collecting.collect(
+            result, backend, ctx, outcome, nproc=self.options.nproc_per_node,
+            ranks_spec=self.options.ranks, per_rank=per_rank,
+            timeout_s=self.options.collect_timeout_s, errors=errors or [],
+            report_dir=self.report_dir)
+        if kept is not None:
+            self.collected[backend.name] = kept
         return result
-
-    def _overhead(self, outcome: Outcome) -> tuple[Overhead | None, str | None]:
-        if self.options.repeat == 0:
-            return None, NO_BASELINE
-        steps = self.options.steps
-        if steps is not None:
-            base = [rundir.read_step_times(rundir.primary_dir(o.artifact_dir))
-                    for o in self.baseline if o.record.exit.clean]
-            own = rundir.read_step_times(rundir.primary_dir(outcome.artifact_dir))
-            return assembly.step_overhead(base, own, steps.warmup, steps.measured,
-                                          outcome.record.exit.clean)
-        return assembly.overhead(self._clean_baseline_walls(), outcome.record.wall_s,
-                                 outcome.record.exit.clean)
 
     def _findings(self, report: Report) -> list[Finding]:
         return self.plugins.findings(report)

@@ -1,0 +1,85 @@
+"""What the baseline runs (the workload with no profiler) give the report: its wall time,
+instructions, step time and the workload's own figures, each backend's overhead against it,
+and what the workload process saw. Functions of the finished runs' records and folders."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from perfstack.backend import Outcome, StepWindow
+from perfstack.report import Metric, Overhead
+from perfstack.run import assembly, rundir
+from perfstack.run.bootstrap import WORKLOAD_ENV_FILE
+
+#: Why a figure that needs the baseline is unknown when the user asked for none.
+NO_BASELINE = "no baseline run (--repeat 0): unknown"
+
+
+def clean_walls(baseline: Sequence[Outcome]) -> list[float]:
+    """The wall times of the baseline runs that ended cleanly."""
+    return [o.record.wall_s for o in baseline
+            if o.record.exit.clean and o.record.wall_s is not None]
+
+
+def wall_metric(baseline: Sequence[Outcome], repeat: int) -> Metric:
+    """The baseline's wall time (unknown, and why, under --repeat 0)."""
+    metric = assembly.wall_metric(clean_walls(baseline))
+    if repeat == 0:
+        metric.reason = NO_BASELINE
+    return metric
+
+
+def instruction_metric(baseline: Sequence[Outcome]) -> list[Metric]:
+    """The baseline's instruction counts, when the machine counted them in every run."""
+    return assembly.instruction_metric([
+        o.record.instructions.value for o in baseline
+        if o.record.exit.clean and o.record.instructions is not None])
+
+
+def step_metric(baseline: Sequence[Outcome], steps: StepWindow | None,
+                distributed: bool) -> list[Metric]:
+    """The baseline's own step time (under torchrun, each rank's: ``cross_rank``)."""
+    if distributed:
+        return []
+    return assembly.step_metric([
+        rundir.read_step_times(rundir.primary_dir(o.artifact_dir))
+        for o in baseline if o.record.exit.clean],
+        steps.warmup if steps else 0, steps.measured if steps else None)
+
+
+def workload_metrics(baseline: Sequence[Outcome]) -> list[Metric]:
+    """What the workload reported with perfstack.report_metric, across the baseline."""
+    return assembly.workload_metrics([
+        rundir.read_workload_metrics(rundir.primary_dir(o.artifact_dir))
+        for o in baseline if o.record.exit.clean])
+
+
+def workload_environment(baseline: Sequence[Outcome]) -> dict[str, Any]:
+    """What the workload process itself saw (the torch it imported, its threads)."""
+    for outcome in baseline:
+        try:
+            facts = json.loads((rundir.primary_dir(outcome.artifact_dir) / WORKLOAD_ENV_FILE)
+                               .read_text("utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(facts, dict) and isinstance(facts.get("torch"), dict):
+            return {"torch": facts["torch"]}
+    return {}
+
+
+def overhead(outcome: Outcome, baseline: Sequence[Outcome], repeat: int,
+             steps: StepWindow | None) -> tuple[Overhead | None, str | None]:
+    """A backend's run against the baseline (its measured steps under --steps), or why
+    there is no overhead figure."""
+    if repeat == 0:
+        return None, NO_BASELINE
+    if steps is not None:
+        base = [rundir.read_step_times(rundir.primary_dir(o.artifact_dir))
+                for o in baseline if o.record.exit.clean]
+        own = rundir.read_step_times(rundir.primary_dir(outcome.artifact_dir))
+        return assembly.step_overhead(base, own, steps.warmup, steps.measured,
+                                      outcome.record.exit.clean)
+    return assembly.overhead(clean_walls(baseline), outcome.record.wall_s,
+                             outcome.record.exit.clean)
