@@ -60,9 +60,21 @@ TORCH_THE_LIBRARY = {
     "perfstack/machine/cpus.py",
     "perfstack/machine/envinfo.py",
     "perfstack/machine/environment.py",
+    "perfstack/run/baseline.py",
     "perfstack/run/bootstrap.py",
     "perfstack/run/driver.py",
     "perfstack/run/sweep.py",
+}
+
+
+#: What the core still says of a backend (issue 29's debt, each to move into the backend's own
+#: declarations): the data-loading advice names py-spy's idle option, the artifact openers
+#: name Perfetto's viewer, the environment names the gil backend's --gil-python. A new name
+#: anywhere else fails the test.
+KNOWN_DEBT = {
+    "perfstack/analysis/rules.py": {"pyspy"},
+    "perfstack/analysis/view.py": {"perfetto"},
+    "perfstack/machine/envinfo.py": {"gil"},
 }
 
 
@@ -107,7 +119,7 @@ def test_the_core_code_names_no_builtin_backend():
             words = set(re.findall(r"[A-Za-z0-9_]+", text))
             if text in names and not (text == "torch" and where in TORCH_THE_LIBRARY):
                 hits.append(f"{where}:{line}: {text!r}")
-            elif words & distinct or any(
+            elif words & (distinct - KNOWN_DEBT.get(where, set())) or any(
                     f"--plugins {n}" in text or f"({n} does" in text or f"({n})" in text
                     for n in names - {"torch"}):
                 hits.append(f"{where}:{line}: {text[:60]!r}")
