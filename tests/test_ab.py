@@ -63,21 +63,27 @@ def _git(repo: Path, *args: str) -> str:
                           text=True).stdout
 
 
+def _repo(tmp_path: Path, script: str) -> Path:
+    """A git repository holding ``work.py`` with ``script``, committed once."""
+    repo = tmp_path / "project"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    _git(repo, "config", "user.email", "t@example.com")
+    _git(repo, "config", "user.name", "t")
+    (repo / "work.py").write_text(script)
+    _git(repo, "add", "work.py")
+    _git(repo, "commit", "-q", "-m", "base")
+    return repo
+
+
 def test_ab_rev_compares_two_revisions_without_touching_the_tree(
         perfstack: Callable[..., Result], tmp_path: Path) -> None:
     """The same script at two commits, each checked out into a temporary worktree: the newer
     one does 3x the work and is caught (on any machine, under any load); the user's tree, its
     status and its worktree list are as before, and an edit the user has not committed is not
     what is measured."""
-    repo = tmp_path / "project"
-    repo.mkdir()
-    _git(repo, "init", "-q")
-    _git(repo, "config", "user.email", "t@example.com")
-    _git(repo, "config", "user.name", "t")
+    repo = _repo(tmp_path, DRIFT.read_text())
     script = repo / "work.py"
-    script.write_text(DRIFT.read_text())
-    _git(repo, "add", "work.py")
-    _git(repo, "commit", "-q", "-m", "base")
     script.write_text(DRIFT.read_text().replace("int(UNIT * 1.6) if more else UNIT",
                                                 "int(UNIT * 3)"))
     _git(repo, "commit", "-q", "-am", "3x the work")
@@ -144,14 +150,7 @@ def test_ab_rev_from_a_folder_the_revisions_lack_is_one_line(tmp_path: Path) -> 
 
     from tests.conftest import perfstack_env
 
-    repo = tmp_path / "project"
-    repo.mkdir()
-    _git(repo, "init", "-q")
-    _git(repo, "config", "user.email", "t@example.com")
-    _git(repo, "config", "user.name", "t")
-    (repo / "work.py").write_text("print('hi')\n")
-    _git(repo, "add", "work.py")
-    _git(repo, "commit", "-q", "-m", "one")
+    repo = _repo(tmp_path, "print('hi')\n")
     _git(repo, "commit", "-q", "--allow-empty", "-m", "two")
     scratch = repo / "scratch"  # untracked: in neither revision
     scratch.mkdir()
@@ -173,14 +172,7 @@ def test_sighup_during_ab_rev_stops_it_with_both_partial_reports(tmp_path: Path)
 
     from tests.conftest import perfstack_env
 
-    repo = tmp_path / "project"
-    repo.mkdir()
-    _git(repo, "init", "-q")
-    _git(repo, "config", "user.email", "t@example.com")
-    _git(repo, "config", "user.name", "t")
-    (repo / "work.py").write_text((WORKLOADS / "busy.py").read_text())
-    _git(repo, "add", "work.py")
-    _git(repo, "commit", "-q", "-m", "one")
+    repo = _repo(tmp_path, (WORKLOADS / "busy.py").read_text())
     _git(repo, "commit", "-q", "--allow-empty", "-m", "two")
     proc = subprocess.Popen(
         [sys.executable, "-m", "perfstack", "ab", "--plugins", "resources", "--repeat", "50",
