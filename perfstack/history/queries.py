@@ -4,7 +4,8 @@ workload and machine for trend and gate. Reads take no write lock."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +58,15 @@ class Point:
                 "value": self.value, "unit": self.unit}
 
 
+@contextmanager
+def _reading(location: Location) -> Iterator[Database]:
+    """Open the history for reading: no write lock, a read-only file read as it is, a newer
+    schema refused and an older one brought up to date."""
+    with connect(location, read_only=True) as db:
+        read_schema(db)
+        yield db
+
+
 def _where(workload: str | None, branch: str | None, machine: str | None,
            since: str | None) -> tuple[str, list[Any]]:
     clauses, params = [], []
@@ -81,8 +91,7 @@ def runs(location: Location, workload: str | None = None, branch: str | None = N
     if not exists(location):
         return []
     where, params = _where(workload, branch, machine, since)
-    with connect(location, read_only=True) as db:
-        read_schema(db)
+    with _reading(location) as db:
         found = db.execute(
             f"SELECT {_RUN_COLUMNS}, (SELECT value FROM metrics m WHERE m.run_id = r.id AND "
             "m.name = 'wall_time' LIMIT 1) FROM runs r" + where + " ORDER BY r.started, r.id",
@@ -115,8 +124,7 @@ def series(location: Location, metric: str | None = None, row: str | None = None
         "rows", "key", row)
     query = (f"SELECT r.id, r.started, r.commit_id, x.value, x.unit FROM runs r JOIN {table} "
              f"x ON x.run_id = r.id AND x.{column} = ?")
-    with connect(location, read_only=True) as db:
-        read_schema(db)
+    with _reading(location) as db:
         found = db.execute(query + where + " ORDER BY r.started, r.id",
                            [wanted, *params]).fetchall()
     return [Point(int(i), str(started), commit, value, unit or "")
@@ -153,8 +161,7 @@ def groups(location: Location, workload: str | None = None, branch: str | None =
     if not exists(location):
         return []
     where, params = _where(workload, branch, machine, since)
-    with connect(location, read_only=True) as db:
-        read_schema(db)
+    with _reading(location) as db:
         listed = db.execute(
             f"SELECT {_RUN_COLUMNS}, r.workload_key FROM runs r" + where
             + " ORDER BY r.workload_key, r.machine, r.started, r.id", params).fetchall()
