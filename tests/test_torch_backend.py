@@ -37,15 +37,9 @@ def test_training_loop_is_stepped_by_the_optimizer(perfstack, tmp_path):
     assert "3 profiled steps" in torch_backend["notes"]
 
 
-def test_inference_loop_steps_with_perfstack_step(perfstack, tmp_path):
-    seen = tmp_path / "inductor.json"
-    result = perfstack("run", *ONCE, "--torch-active", "2", str(WORKLOADS / "torch_infer.py"),
-                       "--", str(seen))
+def test_inference_loop_steps_with_perfstack_step(perfstack):
+    result = perfstack("run", *ONCE, "--torch-active", "2", str(WORKLOADS / "torch_infer.py"))
     assert result.code == 0, result.stderr
-    # torch.profiler asks hasattr(torch, "_inductor") at each cycle's start, which imports the
-    # whole torch.compile stack (a second) inside the window; the backend keeps it from that,
-    # and the workload's own lazy access to torch._inductor still works.
-    assert json.loads(seen.read_text()) == {"inductor_imported": False, "own_access_works": True}
     report = result.report()
     step = next(m for m in report["metrics"] if m["name"] == "torch_step_time")
     assert len(step["samples"]) == 2

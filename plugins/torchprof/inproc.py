@@ -54,8 +54,6 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
 
     import perfstack
 
-    from . import lazyinductor
-
     activities = [ProfilerActivity.CPU]
     if torch.cuda.is_available():
         activities.append(ProfilerActivity.CUDA)
@@ -94,13 +92,11 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
         prof.step()
 
     perfstack._step_callbacks.append(on_step)
-    keep_inductor_lazy = lazyinductor.install(torch)
     prof.start()
 
     def finish() -> None:
         perfstack._step_callbacks.remove(on_step)
         prof.stop()
-        keep_inductor_lazy()
         info = {"steps": state["steps"], "explicit_steps": perfstack._explicit,
                 "traces": state["traces"], "activities": [a.name for a in activities],
                 "torch": torch.__version__, "cuda": torch.version.cuda,

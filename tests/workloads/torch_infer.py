@@ -1,12 +1,4 @@
-"""An inference loop that marks its steps with perfstack.step() (no optimizer).
-
-Given a path, it writes there whether ``torch._inductor`` had been imported when the loop
-ended (this script never uses it, so a profiler that imported it did so on its own) and
-whether the script's own ``torch._inductor`` access still works.
-"""
-
-import json
-import sys
+"""An inference loop that marks its steps with perfstack.step() (no optimizer)."""
 
 import torch
 
@@ -25,8 +17,3 @@ if __name__ == "__main__":
     for _ in range(8):
         predict(model, batch)
         perfstack.step()
-    if len(sys.argv) > 1:
-        imported = "torch._inductor" in sys.modules
-        with open(sys.argv[1], "w", encoding="utf-8") as fh:
-            json.dump({"inductor_imported": imported,
-                       "own_access_works": hasattr(torch, "_inductor")}, fh)
