@@ -16,6 +16,7 @@ perf stat totals have no time axis, so they go into the trace's metadata, not on
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from perfstack.report import Layer, Report
 from perfstack.run.rundir import read_started
 
 from .artifacts import artifact, read_nvml, read_speedscope
+from .torchprof.gunzip import TraceError, gunzip
 
 PIDS = {"torch": 1, "pyspy": 2, "nvml": 3}
 NVML_COUNTERS = (("power_w", "GPU power (W)"), ("util_gpu", "GPU utilisation (%)"),
@@ -44,17 +46,39 @@ def _meta(pid: int, name: str, sort: int) -> list[dict[str, Any]]:
              "args": {"sort_index": sort}}]
 
 
-def torch_events(path: Path, pid: int) -> list[dict[str, Any]]:
-    """torch.profiler's events, re-timed to µs since the workload started."""
-    data = json.loads(path.read_text("utf-8", errors="replace"))
+def _read_trace(path: Path) -> Any:
+    """A Chrome trace's JSON, a ``.gz`` one decompressed within the bound torch's reader keeps."""
+    if path.name.endswith(".gz"):
+        with gunzip(path, text=True) as fh:
+            return json.load(fh)
+    return json.loads(path.read_text("utf-8", errors="replace"))
+
+
+def _first_us(events: list[Any], base_us: float) -> float | None:
+    """The first event's time on the trace's own clock (µs), None when it has no timed event."""
+    return min((base_us + float(e["ts"]) for e in events if isinstance(e, dict) and "ts" in e),
+               default=None)
+
+
+def torch_events(path: Path, pid: int, origin_us: float | None = None) -> list[dict[str, Any]]:
+    """torch.profiler's events, re-timed to µs since the workload started.
+
+    A trace recorded elsewhere has no workload start beside it (``analyze``): it is placed from
+    ``origin_us`` on its own clock (``baseTimeNanoseconds`` + ts), the first event of all the
+    traces read together, so the ranks of one job keep their offsets to each other; with no
+    origin it starts at its own first event.
+    """
+    data = _read_trace(path)
     events = data.get("traceEvents", []) if isinstance(data, dict) else data
+    if not isinstance(events, list):
+        raise ValueError(f"{path}: no traceEvents list")
     base_us = float(data.get("baseTimeNanoseconds", 0)) / 1e3 if isinstance(data, dict) else 0.0
     start = _start_ns(path.parent)
-    shift = base_us - (start / 1e3 if start is not None else 0.0)
-    if start is None:  # no anchor: start the trace at its own first event
-        first = min((float(e["ts"]) for e in events if isinstance(e, dict) and "ts" in e),
-                    default=0.0)
-        shift = -first
+    if start is not None:
+        shift = base_us - start / 1e3
+    else:  # no anchor: from the shared origin, else from the trace's own first event
+        origin = origin_us if origin_us is not None else _first_us(events, base_us)
+        shift = base_us - (origin if origin is not None else base_us)
     out = []
     for e in events:
         if not isinstance(e, dict) or (e.get("ph") == "M" and e.get("name") == "process_name"):
@@ -67,6 +91,24 @@ def torch_events(path: Path, pid: int) -> list[dict[str, Any]]:
             e["ts"] = float(e["ts"]) + shift
         out.append(e)
     return out
+
+
+def _trace_origin(paths: list[Path]) -> float | None:
+    """The first event, on the traces' own clocks, of the traces with no workload start."""
+    firsts = []
+    for path in paths:
+        if _start_ns(path.parent) is not None:
+            continue
+        try:
+            data = _read_trace(path)
+        except (OSError, ValueError, TraceError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("traceEvents"), list):
+            first = _first_us(data["traceEvents"],
+                              float(data.get("baseTimeNanoseconds", 0)) / 1e3)
+            if first is not None:
+                firsts.append(first)
+    return min(firsts, default=None)
 
 
 def pyspy_events(path: Path, pid: int) -> list[dict[str, Any]]:
@@ -114,26 +156,58 @@ def nvml_events(path: Path, pid: int) -> list[dict[str, Any]]:
     return out
 
 
-def merged_trace(report: Report, base: Path | None) -> dict[str, Any]:
-    """Return the merged Chrome trace of every backend run this report's artifacts hold."""
-    events: list[dict[str, Any]] = []
-    included = []
-    sources = (("torch", "trace", "torch.profiler: ops and kernels", torch_events),
-               ("pyspy", "speedscope", "py-spy: sampled Python stacks (samples end to end)",
-                pyspy_events),
-               ("nvml", "timeline", "NVML: GPU counters", nvml_events))
-    for sort, (backend, label, title, read) in enumerate(sources):
-        path = artifact(report, base, backend, label)
+#: An artifact label as a run gives it: ``trace``, a later cycle's ``trace-1``, a rank's
+#: ``trace.rank3`` (or both).
+_LABEL = re.compile(r"(?P<label>[a-z]+)(?:-(?P<cycle>\d+))?(?:\.rank(?P<rank>\d+))?")
+
+
+def _artifacts(report: Report, base: Path | None, backend: str,
+               label: str) -> list[tuple[str, Path]]:
+    """Each of a backend's artifacts of this label that still exists, with what tells it from
+    the others (", rank 1", ", cycle 2"), in rank then cycle order."""
+    entry = next((b for b in report.backends if b.name == backend), None)
+    if entry is None:
+        return []
+    found = []
+    for key in entry.artifacts:
+        m = _LABEL.fullmatch(key)
+        if m is None or m["label"] != label:
+            continue
+        path = artifact(report, base, backend, key)
         if path is None:
             continue
-        pid = PIDS[backend]
-        try:
-            got = read(path, pid)
-        except (OSError, ValueError, KeyError):
-            continue
-        events += _meta(pid, f"{backend} run: {title}", sort)
-        events += got
-        included.append(backend)
+        rank, cycle = int(m["rank"] or -1), int(m["cycle"] or 0)
+        what = (f", rank {rank}" if rank >= 0 else "") + (f", cycle {cycle + 1}" if cycle else "")
+        found.append(((rank, cycle), what, path))
+    return [(what, path) for _, what, path in sorted(found, key=lambda f: f[0])]
+
+
+def merged_trace(report: Report, base: Path | None) -> dict[str, Any]:
+    """Return the merged Chrome trace of every backend run this report's artifacts hold: one
+    process per backend run, and per rank and profiling cycle where there are several."""
+    events: list[dict[str, Any]] = []
+    included = []
+    sources = (("torch", "trace", "torch.profiler: ops and kernels"),
+               ("pyspy", "speedscope", "py-spy: sampled Python stacks (samples end to end)"),
+               ("nvml", "timeline", "NVML: GPU counters"))
+    torch_paths = [path for _, path in _artifacts(report, base, "torch", "trace")]
+    origin = _trace_origin(torch_paths)
+    for sort, (backend, label, title) in enumerate(sources):
+        for i, (what, path) in enumerate(_artifacts(report, base, backend, label)):
+            pid = PIDS[backend] * 1000 + i
+            try:
+                if backend == "torch":
+                    got = torch_events(path, pid, origin)
+                elif backend == "pyspy":
+                    got = pyspy_events(path, pid)
+                else:
+                    got = nvml_events(path, pid)
+            except (OSError, ValueError, KeyError, TraceError):
+                continue
+            events += _meta(pid, f"{backend} run{what}: {title}", sort * 1000 + i)
+            events += got
+            if backend not in included:
+                included.append(backend)
     counters = {r.key: r.values.get("value") for r in report.layers.get(Layer.HARDWARE, [])
                 if r.source == "perf"}
     return {

@@ -1,0 +1,105 @@
+"""Where a report goes: ``--format json``, ``-o -`` (standard output), and the merged Perfetto
+timeline of recorded traces (gzip, several ranks), on real recorded GPU traces."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from perfstack.report.files import schema_errors
+from tests.conftest import ROOT, WORKLOADS, Result
+
+TRACE = ROOT / "tests" / "fixtures" / "gpu-traces" / "a100_nccl" / "rank-0.json.gz"
+
+
+def _kernels(path: Path) -> int:
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return sum(1 for e in json.load(fh)["traceEvents"] if e.get("cat") == "kernel")
+
+
+def _processes(trace: dict[str, Any]) -> dict[int, str]:
+    return {e["pid"]: e["args"]["name"] for e in trace["traceEvents"]
+            if e.get("ph") == "M" and e.get("name") == "process_name"}
+
+
+def test_the_timeline_of_a_gzipped_trace_holds_its_events(
+        perfstack: Callable[..., Result], tmp_path: Path) -> None:
+    """It was an empty trace with exit 0: the reader called read_text() on the gzip."""
+    result = perfstack("analyze", str(TRACE), "--format", "perfetto", "-o", "job.json")
+    assert result.code == 0, result.stderr
+    trace = json.loads(result.stdout)
+    assert trace["metadata"]["backends"] == ["torch"]
+    assert list(_processes(trace).values()) == ["torch run: torch.profiler: ops and kernels"]
+    kernels = [e for e in trace["traceEvents"] if e.get("cat") == "kernel"]
+    assert len(kernels) == _kernels(TRACE) > 0
+    # From its first event (µs on a clock of ~1e12 µs: equal to a nanosecond).
+    assert abs(min(e["ts"] for e in trace["traceEvents"] if "ts" in e)) < 1e-2
+
+
+def test_each_rank_is_its_own_process_on_one_clock(
+        perfstack: Callable[..., Result], tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    job.mkdir()
+    shutil.copy(TRACE, job / "rank-0.json.gz")
+    with gzip.open(TRACE, "rt", encoding="utf-8") as fh:
+        data = json.load(fh)
+    data["distributedInfo"]["rank"] = 1
+    data["baseTimeNanoseconds"] = int(data.get("baseTimeNanoseconds", 0)) + 5_000_000  # +5 ms
+    with gzip.open(job / "rank-1.json.gz", "wt", encoding="utf-8") as fh:
+        json.dump(data, fh)
+    result = perfstack("analyze", str(job), "--format", "perfetto", "-o", "job.json")
+    assert result.code == 0, result.stderr
+    trace = json.loads(result.stdout)
+    names = _processes(trace)
+    assert sorted(names.values()) == ["torch run, rank 0: torch.profiler: ops and kernels",
+                                      "torch run, rank 1: torch.profiler: ops and kernels"]
+    by_name = {n: p for p, n in names.items()}
+    first = {rank: min(e["ts"] for e in trace["traceEvents"]
+                       if e.get("pid") == by_name[f"torch run, rank {rank}: torch.profiler: "
+                                                  "ops and kernels"] and "ts" in e)
+             for rank in (0, 1)}
+    assert abs(first[0]) < 1e-2 and abs(first[1] - 5000) < 1e-2  # rank 1 began 5 ms later
+    for pid in names:
+        kernels = sum(1 for e in trace["traceEvents"]
+                      if e.get("pid") == pid and e.get("cat") == "kernel")
+        assert kernels == _kernels(TRACE)
+
+
+def test_dash_o_dash_prints_the_report_and_writes_no_file(
+        perfstack: Callable[..., Result], tmp_path: Path) -> None:
+    result = perfstack("analyze", str(TRACE), "-o", "-")
+    assert result.code == 0, result.stderr
+    report = json.loads(result.stdout)  # nothing but the report on standard output
+    assert schema_errors(report) == []
+    assert report["run"]["analyzed"][0]["path"] == str(TRACE)
+    assert not (tmp_path / "-").exists() and not (tmp_path / ".perfstack").exists()
+    assert "report: standard output" in result.stderr
+    page = perfstack("analyze", str(TRACE), "-o", "-", "--html", "page.html")
+    assert page.code == 0 and (tmp_path / "page.html").stat().st_size > 0
+    unnamed = perfstack("analyze", str(TRACE), "-o", "-", "--html")
+    assert unnamed.code == 2 and unnamed.stdout == ""
+    assert unnamed.stderr.count("\n") == 1 and "--html needs a file name" in unnamed.stderr
+
+
+def test_format_json_is_the_report_file(perfstack: Callable[..., Result], tmp_path: Path) -> None:
+    written = perfstack("analyze", str(TRACE), "-q", "-o", "job.json")
+    assert written.code == 0, written.stderr
+    shown = perfstack("show", "job.json", "--format", "json")
+    assert shown.code == 0, shown.stderr
+    assert json.loads(shown.stdout) == json.loads((tmp_path / "job.json").read_text())
+    printed = perfstack("analyze", str(TRACE), "--format", "json", "-o", "again.json")
+    assert json.loads(printed.stdout)["layers"] == json.loads(shown.stdout)["layers"]
+
+
+def test_a_run_with_dash_o_dash_prints_json_and_keeps_its_folder(
+        perfstack: Callable[..., Result], tmp_path: Path) -> None:
+    result = perfstack("run", "--plugins", "resources", "--repeat", "1", "--warmup", "0",
+                       "-o", "-", str(WORKLOADS / "busy.py"))
+    assert result.code == 0, result.stderr
+    printed = json.loads(result.stdout)
+    assert printed == result.report()  # the run folder's report.json, the same report
+    assert not (tmp_path / "-").exists()
