@@ -37,7 +37,7 @@ PLUGINS_ENV = "PERFSTACK_PLUGINS"
 #: The core's own plugins (findings about the run itself, the terminal renderer). They are
 #: not backends: nothing in the core names a backend.
 CORE_PLUGINS = ("perfstack.analysis.rules", "perfstack.render.text", "perfstack.render.pyperf",
-                "perfstack.render.markdown")
+                "perfstack.render.markdown", "perfstack.render.jsonreport")
 
 
 @dataclass
@@ -336,8 +336,10 @@ def load_plugins(
             if name not in skip:
                 infos[name] = _register(pm, name, None, lambda p=plugin: p)
 
+    # The core's own plugin list is in the key too: a core format added (or removed) by an
+    # upgrade is seen at once, not after the next command that loads everything.
     choices = None if extra else {"autoload": autoload, "skip": sorted(skip),
-                                  "modules": named}
+                                  "modules": named, "core": list(CORE_PLUGINS)}
     plugins = Plugins(pm, infos, pending=load_rest, choices=choices)
     if not defer:
         plugins.load_all()

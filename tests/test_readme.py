@@ -52,6 +52,9 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("workload.py", "my.py", "train.py", "old.py", "new.py"):
         shutil.copy(WORKLOADS / "busy.py", here / name)
     shutil.copytree(ROOT / "workloads", here / "workloads")
+    (here / "traces").mkdir()  # the folder of recorded traces the analyze examples read
+    shutil.copy(ROOT / "tests/fixtures/gpu-traces/a100_nccl/rank-0.json.gz",
+                here / "traces" / "rank-0.json.gz")
     git = ["git", "-C", str(here), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
     subprocess.run([*git, "add", "."], check=True)

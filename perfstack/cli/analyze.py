@@ -26,6 +26,8 @@ def _output(plugins: Plugins, report: Report, ns: argparse.Namespace, what: str)
     from perfstack.report.files import save_report
     from perfstack.run import rundir
 
+    if outputs.to_stdout(ns.output):
+        return _to_stdout(plugins, report, ns, what)
     output: Path | None = ns.output
     run_dir = None
     if output is None:
@@ -60,6 +62,23 @@ def _output(plugins: Plugins, report: Report, ns: argparse.Namespace, what: str)
     return EXIT_OK
 
 
+def _to_stdout(plugins: Plugins, report: Report, ns: argparse.Namespace, what: str) -> int:
+    """``-o -``: the report's JSON on standard output, nothing else there; no run folder."""
+    from perfstack.cli.run import _write_html
+    from perfstack.report.files import report_json
+
+    with signals.deferred():  # a signal must not cut the JSON short
+        sys.stdout.write(report_json(report))
+        sys.stdout.flush()
+    signals.raise_pending()
+    print(f"report: standard output  ({what})", file=sys.stderr)
+    if isinstance(ns.html, str) and ns.html:
+        html_path = Path(ns.html)
+        _write_html(plugins, report, Path.cwd() / "report.json", html_path, ns.top, ns.depth)
+        print(f"html: {html_path}", file=sys.stderr)
+    return EXIT_OK
+
+
 def _readers(plugins: Plugins) -> list[str]:
     """'name: description' of each backend that reads recorded files back."""
     from perfstack.backend import Backend
@@ -78,7 +97,8 @@ def _common(parser: Parser, plugins: Plugins) -> None:
                         "either way)")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE",
                         help=f"report path (default: report.json in a new folder under "
-                        f"{DEFAULT_RUNS_DIR}, which 'perfstack show' then reads; .gz compresses)")
+                        f"{DEFAULT_RUNS_DIR}, which 'perfstack show' then reads; .gz compresses; "
+                        "-: the report's JSON on standard output)")
     parser.add_argument("-q", "--quiet", action="store_true", help="do not print the report")
     parser.add_argument("--html", nargs="?", const=True, default=None, metavar="FILE",
                         help="also write the HTML report (default: beside the report)")
@@ -86,7 +106,8 @@ def _common(parser: Parser, plugins: Plugins) -> None:
 
 
 def _outputs(ns: argparse.Namespace) -> list[tuple[str, Path | None]]:
-    return [("-o", ns.output), ("--html", outputs.html_output(ns.html, ns.output))]
+    report = None if outputs.to_stdout(ns.output) else ns.output
+    return [("-o", report), ("--html", outputs.html_beside(ns.html, ns.output))]
 
 
 def cmd_analyze(plugins: Plugins, argv: list[str]) -> int:
@@ -108,7 +129,7 @@ def cmd_analyze(plugins: Plugins, argv: list[str]) -> int:
     check_view_options(ns)
     named, found = expand(ns.paths)
     outputs.refuse_collisions(_outputs(ns), [("an input", p) for p in (*named, *found)])
-    if ns.output is not None:
+    if ns.output is not None and not outputs.to_stdout(ns.output):
         rundir.check_writable(ns.output)
     report = analyze(ns.paths, plugins)
     files = len(report.run.analyzed or [])
@@ -150,7 +171,7 @@ def cmd_merge(plugins: Plugins, argv: list[str]) -> int:
     if len(ns.reports) < 2:
         raise errors.UsageError("perfstack merge needs the reports of at least two nodes")
     outputs.refuse_collisions(_outputs(ns), [("an input report", p) for p in ns.reports])
-    if ns.output is not None:
+    if ns.output is not None and not outputs.to_stdout(ns.output):
         rundir.check_writable(ns.output)
     nodes = [load_report(p) for p in ns.reports]
     refused = unmergeable(nodes, [str(p) for p in ns.reports], force=ns.force)

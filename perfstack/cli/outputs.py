@@ -46,3 +46,19 @@ def html_output(html: str | bool | None, report: Path | None) -> Path | None:
     if html is not None and report is not None:
         return report.with_suffix(".html")
     return None
+
+
+def to_stdout(path: Path | None) -> bool:
+    """Return whether ``-o`` names standard output (``-o -``): the report's JSON is printed."""
+    return path is not None and path.as_posix() == "-"
+
+
+def html_beside(html: str | bool | None, report: Path | None) -> Path | None:
+    """``html_output`` for a command whose ``-o`` may be ``-``: the page then needs its own
+    name, as there is no report file for it to sit beside."""
+    if to_stdout(report):
+        if html is not None and not (isinstance(html, str) and html):
+            raise errors.UsageError("--html needs a file name when the report goes to "
+                                    "standard output (-o -): --html report.html")
+        return html_output(html, None)
+    return html_output(html, report)

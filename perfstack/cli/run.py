@@ -148,7 +148,8 @@ def build_parser(backends: dict[str, BackendEntry]) -> Parser:
                       help="more torchrun options, e.g. '--nnodes 2 --rdzv-backend c10d "
                       "--rdzv-endpoint host:29400' (default: --standalone)")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE",
-                        help="report path (default: report.json in the run folder; .gz compresses)")
+                        help="report path (default: report.json in the run folder; .gz compresses; "
+                        "-: also print the report's JSON on standard output instead of the text)")
     parser.add_argument("--out-dir", type=Path, metavar="DIR",
                         help=f"run folder for artifacts (default: {DEFAULT_RUNS_DIR}/<timestamp>)")
     parser.add_argument("-q", "--quiet", action="store_true",
@@ -239,8 +240,9 @@ def _refuse_collisions(ns: argparse.Namespace, workload: Workload) -> None:
     """Outputs that would overwrite the workload or each other are refused before anything
     runs: -o onto the script, --html onto the script or the report."""
     script = None if workload.module else Path(workload.target)
+    report = None if outputs.to_stdout(ns.output) else ns.output  # -o -: in the run folder
     outputs.refuse_collisions(
-        [("-o", ns.output), ("--html", outputs.html_output(ns.html, ns.output))],
+        [("-o", report), ("--html", outputs.html_output(ns.html, report))],
         [("the workload script", script)] if script is not None else [])
 
 
@@ -352,7 +354,8 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     require_baseline(ns, "run")
     workload = workload_of(ns, workload_args)
     selected = select_backends(ns, backends)
-    if ns.output is not None:
+    to_stdout = outputs.to_stdout(ns.output)
+    if ns.output is not None and not to_stdout:
         rundir.check_writable(ns.output)
     if isinstance(ns.html, str) and ns.html:
         rundir.check_writable(Path(ns.html))
@@ -367,7 +370,9 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
         run_dir = rundir.use_out_dir(ns.out_dir)
     else:
         run_dir = rundir.new_run_dir(DEFAULT_RUNS_DIR)
-    report_path: Path = ns.output if ns.output is not None else run_dir / "report.json"
+    # -o -: the report's JSON goes to standard output, and its file stays in the run folder.
+    report_path: Path = ns.output if ns.output is not None and not to_stdout \
+        else run_dir / "report.json"
     err = Console(stderr=True, highlight=False)
     progress = TerminalProgress(err) if err.is_terminal else PlainProgress()
     distributed = distributed_options(ns, own, backends)  # --ranks to backends taking it
@@ -383,7 +388,12 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
         remember(report, report_path)
     if ns.out_dir is None:
         rundir.point_latest(run_dir)
-    if not ns.quiet:
+    if to_stdout:
+        from perfstack.report.files import report_json
+
+        sys.stdout.write(report_json(report))
+        sys.stdout.flush()
+    elif not ns.quiet:
         print_report(report, plugins, top=ns.top, depth=ns.depth, full=ns.full,
                      all_frames=ns.all_frames, report_dir=report_path.parent.resolve())
     print(f"report: {report_path}  (artifacts: {run_dir})", file=sys.stderr)

@@ -340,6 +340,11 @@ def write_text_atomic(path: Path, text: str) -> None:
     write_atomic(path, text.encode("utf-8"))
 
 
+def report_json(report: Report) -> str:
+    """The report as the JSON text ``save_report`` writes (one line, newline-ended)."""
+    return _json_bytes(finite(report.to_dict())).decode("utf-8") + "\n"
+
+
 def save_report(report: Report, path: Path) -> None:
     """Write ``report`` to ``path`` atomically; a small one is checked against the schema as
     it is written and remembered as checked, so that reading it back (``show``, ``diff``)
