@@ -331,3 +331,19 @@ def test_analyze_prints_the_same_figures_as_its_json(tmp_path: Path, fmt: str) -
             assert idle and busy in idle[0]["title"], idle
         else:
             assert not idle
+
+
+def test_a_job_says_which_of_its_ranks_were_read() -> None:
+    """a100_negq is a job of 16 ranks of which one trace is shared: the header said "a job of
+    16 ranks" as if all were read."""
+    from perfstack.analysis.view import environment_facts
+
+    def facts(recorded: dict[str, Any]) -> list[str]:
+        return environment_facts({"recorded": recorded})
+
+    assert facts({"rank0": {}, "world_size": 16})[-1] == "a job of 16 ranks, rank 0 read"
+    assert facts({"rank0": {}, "rank1": {}, "rank2": {}, "world_size": 4})[-1] == \
+        "a job of 4 ranks, ranks 0-2 read"
+    assert facts({"rank0": {}, "rank3": {}, "world_size": 4})[-1] == \
+        "a job of 4 ranks, ranks 0, 3 read"
+    assert facts({"world_size": 8})[-1] == "a job of 8 ranks, which ranks were read is not known"

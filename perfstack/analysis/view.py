@@ -298,6 +298,19 @@ def _median_output(runs: list[RunRecord],
     return chosen.id, by, lines
 
 
+def ranks_read(recorded: dict[str, Any]) -> str:
+    """Which ranks' files a report of recorded traces holds: "rank 0 read", "ranks 0-3 read",
+    "ranks 0, 2 read" (a job's size says how many there were, not how many were read)."""
+    ranks = sorted(int(k[4:]) for k in recorded if k.startswith("rank") and k[4:].isdigit())
+    if not ranks:
+        return "which ranks were read is not known"
+    if len(ranks) == 1:
+        return f"rank {ranks[0]} read"
+    if ranks == list(range(ranks[0], ranks[-1] + 1)):
+        return f"ranks {ranks[0]}-{ranks[-1]} read"
+    return "ranks " + ", ".join(map(str, ranks)) + " read"
+
+
 def environment_facts(env: dict[str, Any]) -> list[str]:
     """Short phrases about the machine: interpreter, OS, CPU, torch, threads."""
     def block(name: str) -> dict[str, Any]:
@@ -318,7 +331,7 @@ def environment_facts(env: dict[str, Any]) -> list[str]:
         facts = ["recorded elsewhere"] + (["on " + ", ".join(devices)] if devices else [])
         world = recorded.get("world_size")
         if isinstance(world, int) and world > 1:
-            facts.append(f"a job of {world} ranks")
+            facts.append(f"a job of {world} ranks, {ranks_read(recorded)}")
         return facts
     if torch.get("version"):
         facts.append(f"torch {torch['version']}")
