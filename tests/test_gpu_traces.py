@@ -29,6 +29,7 @@ from perfstack_plugins.torchprof.rows import summarize
 from perfstack_plugins.torchprof.trace import TraceAggregate, build_trees
 
 from perfstack.report import Layer
+from perfstack.report.units import pct
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TRACES = FIXTURES / "gpu-traces"
@@ -307,7 +308,6 @@ def test_analyze_refuses_what_it_cannot_read(tmp_path: Path) -> None:
 def test_analyze_prints_the_same_figures_as_its_json(tmp_path: Path, fmt: str) -> None:
     """The device's busy share and breakdown read the same in the printed report (text or
     markdown), in the top finding and in the JSON, for each trace."""
-    from perfstack.report.units import pct
 
     for name in NAMES:
         out = tmp_path / f"{name}.json"
@@ -347,3 +347,68 @@ def test_a_job_says_which_of_its_ranks_were_read() -> None:
     assert facts({"rank0": {}, "rank3": {}, "world_size": 4})[-1] == \
         "a job of 4 ranks, ranks 0, 3 read"
     assert facts({"world_size": 8})[-1] == "a job of 8 ranks, which ranks were read is not known"
+
+
+def test_kernel_kinds_and_short_names_read_as_a_person_would() -> None:
+    from perfstack.analysis.kernels import kernel_kind, short_name
+
+    kinds = {
+        "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)":
+            "communication",
+        "Memcpy DtoD (Device -> Device)": "memory",
+        "Memset (Device)": "memory",
+        "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x64_16x4_tn_align1>(cutlass_80_"
+        "tensorop_s1688gemm_256x64_16x4_tn_align1::Params)": "GEMM",
+        "volta_sgemm_64x64_nt": "GEMM",
+        "Cijk_Alik_Bljk_SB_Bias_AS_SAV_UserArgs_MT64x64x16": "GEMM",  # rocBLAS/Tensile
+        "void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int, int)":
+            "convolution",
+        "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>,"
+        " at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>)": "elementwise",
+        "void at::native::reduce_kernel<128, 4, at::native::ReduceOp<float> >(float)":
+            "reduction",
+        "void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 128, true, 1>(float)":
+            "reduction",
+        "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128> >(Params)":
+            "attention",
+    }
+    for name, kind in kinds.items():
+        assert kernel_kind(name) == kind, name
+    assert kernel_kind("anything", "gpu_memcpy") == "memory"
+    assert short_name("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x64_16x4_tn_"
+                      "align1>(cutlass_80_tensorop_s1688gemm_256x64_16x4_tn_align1::Params)") \
+        == "cutlass_80_tensorop_s1688gemm_256x64_16x4_tn_align1"
+    assert short_name("void at::native::reduce_kernel<128, 4, at::native::ReduceOp<float> >"
+                      "(float)") == "reduce_kernel<128, 4, at::native::ReduceOp<float> >"
+    assert short_name("Memcpy DtoD (Device -> Device)") == "Memcpy DtoD "
+    assert short_name("volta_sgemm_64x64_nt") == "volta_sgemm_64x64_nt"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_analyze_shows_the_top_kernels_and_kinds_at_80_columns(tmp_path: Path, name: str) -> None:
+    """The kernel view, at 80 columns: kinds with shares that add up, the top kernel's share
+    as the JSON's rows give it."""
+    from perfstack.analysis.kernels import kernel_kind
+
+    out = tmp_path / "k.json"
+    proc = subprocess.run([sys.executable, "-m", "perfstack", "analyze", str(_path(name)),
+                           "-o", str(out)], capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "COLUMNS": "80"}, check=False)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines), [ln for ln in lines if len(ln) > 80]
+    rows = [r for r in json.loads(out.read_text())["layers"]["kernel"] if "device" in r["values"]]
+    total = sum(r["values"]["device"]["value"] for r in rows)
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("Kernels: "))
+    assert lines[at].startswith(f"Kernels: {len(rows)} distinct")
+    kinds: dict[str, float] = defaultdict(float)
+    for r in rows:
+        kinds[kernel_kind(r["name"], r["attrs"].get("kind"))] += r["values"]["device"]["value"]
+    table = lines[at + 2: at + 2 + len(kinds)]
+    for line, (kind, seconds) in zip(table, sorted(kinds.items(), key=lambda kv: -kv[1]),
+                                     strict=True):
+        words = line.split()
+        assert words[0] == kind and words[1] == pct(100 * seconds / total), line
+    top = max(rows, key=lambda r: r["values"]["device"]["value"])
+    first = lines[at + 2 + len(kinds) + 2]
+    assert pct(100 * top["values"]["device"]["value"] / total) in first.split(), first

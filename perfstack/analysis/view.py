@@ -20,6 +20,7 @@ from typing import Any
 
 from perfstack.analysis.budget import MAIN_PARTS, Budget, Node, drill_down, hardware_beside
 from perfstack.analysis.budget import time_budget as _time_budget
+from perfstack.analysis.kernels import KernelView, kernel_view
 from perfstack.analysis.origin import origin, short_key, workload_dir
 from perfstack.analysis.primary import Primary
 from perfstack.analysis.stats import Summary, summarize
@@ -199,6 +200,7 @@ class View:
     full: bool  # everything, not the short default (one line per finding's evidence, ...)
     budget: Budget
     device: DeviceTime | None  # the device's time over the profiled steps, when measured
+    kernels: KernelView | None  # the device's kernel time by kernel and kind (GPU traces)
     ranks: RankTable | None  # a job's ranks side by side, when there are several
     #: figures of different backends that measure related things (Metric.group), each with
     #: its description, shown together so they read as one picture, not a contradiction
@@ -555,6 +557,7 @@ def build(report: Report, top: int = 10, depth: int = 3, full: bool = False,
         full=full,
         budget=budget,
         device=device,
+        kernels=kernel_view(report, top=5 if not full else max(top, 5)),
         ranks=ranks,
         related=related,
         tree=tree,

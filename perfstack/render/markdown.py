@@ -24,6 +24,9 @@ from perfstack.render.words import (
     device_notes,
     device_title,
     fmt_overhead,
+    kernel_cells,
+    kernel_kind_cells,
+    kernels_title,
     node_figures,
     printed_caption,
     rank_cells,
@@ -84,6 +87,13 @@ def render_view(view: View) -> str:
             [("└ " if p.depth else "") + escape(DEVICE_WORDS.get(p.part, p.part)),
              pct(p.share), escape(p.metric)] for p in d.parts])
         out += ["", *(f"_{escape(n)}_" for n in device_notes(d))]
+    k = view.kernels
+    if k is not None:
+        out += ["", f"### {escape(kernels_title(k))}", ""]
+        out += _table(["kind", "share", "time", "kernels"], kernel_kind_cells(k))
+        out += [""]
+        out += _table(["top kernel", "kind", "share", "calls", "mean"],
+                      [[escape(c) for c in row] for row in kernel_cells(k)])
     ranked = view.ranks
     if ranked is not None:
         out += ["", f"### {escape(ranks_title(ranked))}", ""]

@@ -27,6 +27,9 @@ from perfstack.render.words import (
     device_notes,
     device_title,
     fmt_overhead,
+    kernel_cells,
+    kernel_kind_cells,
+    kernels_title,
     node_figures,
     printed_caption,
     rank_cells,
@@ -170,6 +173,22 @@ def _device(page: _Page, view: View) -> None:
                       page.width))
     for note in device_notes(d):
         page.extend(wrap(note, page.width, indent=4, first="  "))
+
+
+def _kernels(page: _Page, view: View) -> None:
+    k = view.kernels
+    if k is None:
+        return
+    page.section(kernels_title(k))
+    page.extend(table([Column("kind", name=True), Column("share"), Column("time"),
+                       Column("kernels")], kernel_kind_cells(k), page.width))
+    page.add("")
+    page.extend(table([Column("top kernel", name=True), Column("kind", left=True),
+                       Column("share"), Column("calls"), Column("mean")],
+                      kernel_cells(k), page.width))
+    if k.count > len(k.top) and not view.full:
+        page.add(f"  {k.count - len(k.top)} more in the kernel layer (--full, or the HTML's "
+                 "Kernels pane)", "dim")
 
 
 def _ranks(page: _Page, view: View) -> None:
@@ -335,6 +354,7 @@ def render_view(view: View, width: int = 100, color: bool = False,
     _findings(page, view)
     _budget(page, view)
     _device(page, view)
+    _kernels(page, view)
     _ranks(page, view)
     _related(page, view)
     _tree(page, view)

@@ -8,6 +8,7 @@ backend's status, an overhead, a drill-down line. Formatting of units lives in
 from __future__ import annotations
 
 from perfstack.analysis.budget import Node
+from perfstack.analysis.kernels import KernelView, short_name
 from perfstack.analysis.view import DeviceTime, Header, RankTable, View
 from perfstack.report import Metric
 from perfstack.report.units import fmt_seconds, fmt_value, pct
@@ -256,3 +257,22 @@ def rank_cells(t: RankTable) -> list[list[str]]:
     """Each rank's row of the ranks table, values formatted, '-' where it has none."""
     return [[f"rank {rank}", *(fmt_value(m.value, m.unit, m.reason) if m is not None else "-"
                                for m in metrics)] for rank, metrics in t.rows]
+
+
+def kernels_title(k: KernelView) -> str:
+    """The kernel view's heading: how many kernels, their summed device time."""
+    return (f"Kernels: {k.count} distinct, {fmt_seconds(k.total_s)} on the device "
+            "(shares of kernel time)")
+
+
+def kernel_kind_cells(k: KernelView) -> list[list[str]]:
+    """One row per kind of kernel: kind, share, time, distinct kernels."""
+    return [[kind.kind, pct(100 * kind.share), fmt_seconds(kind.time_s), f"{kind.kernels:,}"]
+            for kind in k.kinds]
+
+
+def kernel_cells(k: KernelView) -> list[list[str]]:
+    """One row per top kernel: short name, kind, share, calls, mean time."""
+    return [[short_name(t.name), t.kind, pct(100 * t.share),
+             f"{t.calls:,}" if t.calls is not None else "n/a",
+             fmt_seconds(t.mean_s) if t.mean_s is not None else "n/a"] for t in k.top]
