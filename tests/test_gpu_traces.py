@@ -412,3 +412,20 @@ def test_analyze_shows_the_top_kernels_and_kinds_at_80_columns(tmp_path: Path, n
     top = max(rows, key=lambda r: r["values"]["device"]["value"])
     first = lines[at + 2 + len(kinds) + 2]
     assert pct(100 * top["values"]["device"]["value"] / total) in first.split(), first
+
+
+def test_the_html_kernels_pane_leads_with_the_kernel_view(tmp_path: Path) -> None:
+    out = tmp_path / "k.json"
+    proc = subprocess.run([sys.executable, "-m", "perfstack", "analyze", str(_path("a100_negq")),
+                           "-o", str(out), "-q", "--html", str(tmp_path / "k.html")],
+                          capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert proc.returncode == 0, proc.stderr
+    page = (tmp_path / "k.html").read_text()
+    pane = page[page.index('id="pane-kernels"'):]
+    view = pane[pane.index('<section id="kernel-view">'):]
+    view = view[:view.index("</section>")]
+    assert pane.index('id="kernel-view"') < pane.index("from torch (")  # before the raw table
+    assert "Kernels: 91 distinct" in view and "communication" in view and "GEMM" in view
+    # The top kernel by its short name, its whole name on hover.
+    assert ('title="ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, '
+            'ncclWork*)">ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t<') in view

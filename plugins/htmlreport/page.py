@@ -21,6 +21,9 @@ from perfstack.render.words import (
     device_notes,
     device_title,
     fmt_overhead,
+    kernel_cells,
+    kernel_kind_cells,
+    kernels_title,
     node_figures,
     printed_caption,
     rank_cells,
@@ -97,6 +100,22 @@ def device(view: View, section_id: str = "device") -> str:
     notes = "".join(f'<p class="muted">{esc(n)}</p>' for n in device_notes(d))
     return (f'<section id="{section_id}"><h2>{esc(device_title(d))}</h2>'
             + _table(["part", "share", "metric"], rows, {1}) + notes + "</section>")
+
+
+def kernel_view(view: View) -> str:
+    """The kernels by kind and the top kernels, with their share of kernel time (the text's
+    figures; the full names are in each row's title and in the kernel table below)."""
+    k = view.kernels
+    if k is None:
+        return ""
+    kinds = [[esc(c) for c in cells] for cells in kernel_kind_cells(k)]
+    top = [[f'<span class="mono" title="{esc(t.name)}">{esc(cells[0])}</span>',
+            *(esc(c) for c in cells[1:])]
+           for t, cells in zip(k.top, kernel_cells(k), strict=True)]
+    return (f'<section id="kernel-view"><h2>{esc(kernels_title(k))}</h2>'
+            + _table(["kind", "share", "time", "kernels"], kinds, {1, 2, 3})
+            + _table(["top kernel", "kind", "share", "calls", "mean"], top, {2, 3, 4})
+            + "</section>")
 
 
 def ranks(table: RankTable | None, section_id: str = "ranks") -> str:
