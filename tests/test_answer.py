@@ -233,3 +233,19 @@ def test_umask_is_respected(tiny: Path, tmp_path: Path) -> None:
         os.umask(old)
     assert result.code == 0, result.stderr
     assert out.stat().st_mode & 0o777 == 0o644
+
+
+def test_a_cut_action_ends_between_words() -> None:
+    """At 80 columns an action cut to three lines ended 'for a benc…' or 'import heavy…'."""
+    from perfstack.render.text import _at_most
+    from perfstack.render.textgrid import wrap
+
+    action = ("→ an import made inside your own function runs the first time that call is made "
+              "(a one-time cost of the process, not of each step); measure each import with "
+              "'python -X importtime script.py 2> imports.log'; import heavy modules at the top "
+              "for a benchmark")
+    lines = _at_most(3, wrap(action, 80, indent=6, first="    "), 80)
+    assert len(lines) == 3 and all(len(line) <= 80 for line in lines)
+    assert lines[-1].endswith(" …")
+    kept = " ".join(line.strip() for line in lines)[:-2].split()
+    assert kept == action.split()[:len(kept)]  # every word kept is whole

@@ -67,3 +67,33 @@ def test_env_bad_output_path_is_one_line(perfstack: Callable[..., Result]) -> No
     result = perfstack("env", "--no-torch", "--no-system", "-o", "/dev/null/env.txt")
     assert result.code == 7, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_env_text_fits_80_columns_between_words() -> None:
+    """Long values (perf's reason, NVML's fix, MKL's build string) ran past 80 columns."""
+    from perfstack.machine.envinfo import render_text
+
+    reason = ("<not supported>: this is a virtual machine whose hypervisor does not expose "
+              "the CPU's performance counters")
+    env = {"python": {"implementation": "CPython", "version": "3.11.7",
+                      "executable": "/usr/bin/python3"},
+           "cpu": {"model": "Intel(R) Xeon(R) Processor", "isa": ["SSE4.2", "AVX", "AVX2",
+                   "FMA", "AVX-512F", "AVX-512BW", "AVX-512VL", "AVX-512DQ", "AVX-512 VNNI"]},
+           "torch": {"available": False, "reason": "not checked"},
+           "backends": {"nvml": {"available": False, "reason": "NVML cannot start: NVML "
+                                 "Shared Library Not Found (no NVIDIA driver here)",
+                                 "fix": "install the NVIDIA driver; without an NVIDIA GPU "
+                                 "there is nothing for this backend to measure"}},
+           "perf": {"version": "perf version 6.1.187", "hardware_reason": reason},
+           "noise_advice": ["no isolated CPUs: other processes share the cores; pin the "
+                            "workload (taskset) and repeat runs (perfstack run --repeat 5), "
+                            "compare medians"]}
+    text = render_text(env, 80)
+    lines = text.splitlines()
+    assert all(len(line) <= 80 for line in lines), [ln for ln in lines if len(ln) > 80]
+    nvml = next(i for i, ln in enumerate(lines) if ln.startswith("  backend nvml"))
+    assert lines[nvml + 1].startswith(" " * 25) and lines[nvml + 1][25] != " "  # under its value
+    words = " ".join(ln.strip() for ln in lines[nvml:nvml + 4]).split()
+    assert "nothing for this backend to measure)" in " ".join(words)  # no word cut
+    advice = next(i for i, ln in enumerate(lines) if ln.startswith("  - no isolated"))
+    assert lines[advice + 1].startswith("    ") and lines[advice + 1][4] != " "

@@ -13,6 +13,7 @@ from perfstack.pluginmanager import Plugins
 
 def cmd_env(plugins: Plugins, argv: list[str]) -> int:
     """Print the platform check: CPU, ISA, torch build, threads, profilers, noise advice."""
+    from perfstack.cli.show import output_width
     from perfstack.machine import envinfo
     from perfstack.report.files import write_text_atomic
 
@@ -29,7 +30,7 @@ def cmd_env(plugins: Plugins, argv: list[str]) -> int:
     args = parser.parse_args(argv)
     env = envinfo.gather(plugins, with_torch=not args.no_torch, with_system=not args.no_system)
     text = (json.dumps(env, indent=2, default=str) + "\n") if args.json else \
-        envinfo.render_text(env)
+        envinfo.render_text(env, output_width() if args.output is None else 100)
     if args.output is None:
         sys.stdout.write(text)
         return EXIT_OK

@@ -120,8 +120,27 @@ def gather(plugins: Plugins, with_torch: bool = True, with_system: bool = True) 
     return env
 
 
-def render_text(env: dict[str, Any]) -> str:
-    """Return ``env`` as the plain text ``perfstack env`` prints."""
+def _fit(line: str, width: int) -> list[str]:
+    """One line of the platform check, wrapped at ``width`` between words: a ``key  value``
+    item continues under its value, a list item under its text."""
+    if len(line) <= width:
+        return [line]
+    import textwrap
+
+    body = line.lstrip(" ")
+    lead = len(line) - len(body)
+    if lead == 2 and len(line) > 25 and line[24] == " " and line[25] != " ":
+        hang = 25  # an item: "  key (22 wide) value"
+    elif body.startswith(("- ", "warning: ")):
+        hang = lead + body.index(" ") + 1
+    else:
+        hang = lead + 2
+    return textwrap.wrap(line, width, subsequent_indent=" " * hang, break_on_hyphens=False,
+                         break_long_words=True) or [line]
+
+
+def render_text(env: dict[str, Any], width: int = 100) -> str:
+    """Return ``env`` as the plain text ``perfstack env`` prints, wrapped at ``width``."""
     out: list[str] = []
 
     def section(title: str) -> None:
@@ -194,4 +213,4 @@ def render_text(env: dict[str, Any]) -> str:
     if advice:
         section("To reduce noise")
         out += [f"  - {line}" for line in advice]
-    return "\n".join(out).lstrip("\n") + "\n"
+    return "\n".join(part for line in out for part in _fit(line, width)).lstrip("\n") + "\n"

@@ -118,7 +118,13 @@ def _at_most(count: int, lines: list[str], width: int) -> list[str]:
     followed."""
     if len(lines) <= count:
         return lines
-    return [*lines[:count - 1], cut(lines[count - 1] + " " + lines[count].strip(), width)]
+    last = lines[count - 1]
+    room = width - 2  # for " …": the cut falls between words, never inside one
+    text = last + " " + lines[count].strip()
+    at = text.rfind(" ", len(last) - len(last.lstrip()) + 1, room + 1)
+    if at <= 0:
+        return [*lines[:count - 1], cut(text, width)]
+    return [*lines[:count - 1], text[:at].rstrip() + " …"]
 
 
 def _bar(share: float, width: int = 10) -> str:
