@@ -137,3 +137,24 @@ def test_perfetto_trace_loads_in_perfettos_trace_processor(markup_run: Path,
         assert any(str(n).startswith("spin (") for n in slices)
     finally:
         tp.close()
+
+
+def test_each_hardware_cell_is_written_in_its_own_rows_unit(tiny_report: Path) -> None:
+    """The resources table printed every row in the first row's unit: 'peak resident memory
+    (max RSS) 734,806,016 s', 'minor page faults 300,468 s'."""
+    from perfstack_plugins.htmlreport.tables import MIXED, layer_tables
+
+    from perfstack.report import Layer
+    from perfstack.report.files import load_report
+    from perfstack.report.units import fmt_value
+
+    report = load_report(tiny_report)
+    spec = layer_tables(report, Layer.HARDWARE)["hardware-resources"]
+    assert all(c["unit"] == MIXED and not c["sum"] for c in spec["columns"][1:])
+    rows = {r.key: r for r in report.layers[Layer.HARDWARE] if r.source == "resources"}
+    for entry in spec["rows"]:
+        row = rows[entry["k"]]
+        q = row.values["median"]
+        assert entry["c"][1][1] == fmt_value(q.value, q.unit, q.reason), entry
+    rss = next(e for e in spec["rows"] if e["k"] == "rusage.max_rss_bytes")
+    assert rss["c"][1][1].endswith("MiB"), rss

@@ -23,6 +23,10 @@ PANES = {"python": "pane-python", "framework": "pane-ops", "kernel": "pane-kerne
 ADDITIVE = ("s", "count", "flop", "B", "bytes")
 
 
+#: The unit of a column whose rows carry different units.
+MIXED = "mixed"
+
+
 def table_id(layer: str, source: str) -> str:
     """The id of one layer's table of one backend's rows."""
     return f"{layer}-{source}"
@@ -32,7 +36,10 @@ def _value_columns(rows: list[Row]) -> list[tuple[str, str]]:
     columns: dict[str, str] = {}
     for row in rows:
         for name, q in row.values.items():
-            columns.setdefault(name, q.unit)
+            # A column whose rows differ in unit (resources: seconds, bytes, counts side by
+            # side) has none of its own: each cell is written in its row's unit, never summed.
+            if columns.setdefault(name, q.unit) != q.unit:
+                columns[name] = MIXED
     ordered = sorted(columns.items(), key=lambda kv: kv[1] == "count")  # times first
     return ordered
 
@@ -165,7 +172,7 @@ def layer_tables(report: Report, layer: Layer) -> dict[str, dict[str, Any]]:
                 else:  # an attribute shown as it is: ISA, stream, device
                     value = row.attrs.get(what)
                     cells.append("" if value is None else str(value))
-            for name, unit in values:
+            for name, _unit in values:
                 q = row.values.get(name)
                 if q is None:
                     cells.append([None, ""])
@@ -175,7 +182,7 @@ def layer_tables(report: Report, layer: Layer) -> dict[str, dict[str, Any]]:
                         reasons.append(reason)
                     cells.append([None, f"n/a [{reasons.index(reason) + 1}]"])
                 else:
-                    cells.append([float(q.value), fmt_value(q.value, unit)])
+                    cells.append([float(q.value), fmt_value(q.value, q.unit)])
             entry: dict[str, Any] = {"c": cells, "k": row.key}
             details = _details(layer.value, row, index)
             if details:
