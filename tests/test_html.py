@@ -158,3 +158,34 @@ def test_each_hardware_cell_is_written_in_its_own_rows_unit(tiny_report: Path) -
         assert entry["c"][1][1] == fmt_value(q.value, q.unit, q.reason), entry
     rss = next(e for e in spec["rows"] if e["k"] == "rusage.max_rss_bytes")
     assert rss["c"][1][1].endswith("MiB"), rss
+
+
+def test_top_ops_rank_as_the_table_and_keep_their_names(tiny_report: Path) -> None:
+    """'Top ops' cut labels from the left (the op's name lost), read '1.64e+03 ms', and ranked
+    by self time while the table beside it ranked by total."""
+    import re
+
+    from perfstack_plugins.htmlreport.charts import short_label
+    from perfstack_plugins.htmlreport.tables import layer_tables
+
+    from perfstack.report import Layer
+    from perfstack.report.files import load_report
+
+    page = tiny_report.with_name("report.html").read_text("utf-8")
+    chart = page[page.index('id="top-ops"'):]
+    chart = chart[:chart.index("</svg>")]
+    shown = re.findall(r"<rect [^>]*><title>(.*?): ([^<]*)</title>", chart)
+    assert shown, chart[:500]
+    assert not any("e+" in value or "e-" in value for _, value in shown)
+    assert all(value.endswith(" self") for _, value in shown)
+    report = load_report(tiny_report)
+    ops = {r.name: r for r in report.layers[Layer.FRAMEWORK] if r.source == "torch"}
+    own = [ops[name.replace("&gt;", ">").replace("&lt;", "<")].values["self"].value
+           for name, _ in shown]
+    assert own == sorted(own, reverse=True)  # largest first, by what the bars show
+    spec = layer_tables(report, Layer.FRAMEWORK)["framework-torch"]
+    assert spec["columns"][spec["sort"]]["title"] == "self"  # the table ranks alike
+    long = "aten::addmm [[512], [64, 512], [512, 512], [], []] with more shapes after it"
+    assert short_label(long).startswith("aten::addmm [[512]") and short_label(long).endswith("…")
+    assert short_label("step (" + "/deep" * 20 + "/train.py:42)").startswith("step (…")
+    assert short_label("step (" + "/deep" * 20 + "/train.py:42)").endswith("/train.py:42)")

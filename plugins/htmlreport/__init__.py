@@ -24,12 +24,13 @@ from perfstack.analysis.diff import Diff
 from perfstack.analysis.view import View, build
 from perfstack.render import Renderer, RenderOptions
 from perfstack.report import Layer, Report
+from perfstack.report.units import fmt_seconds
 
 from . import page
 from .charts import LAYER_COLOURS, bar_chart, esc, timeseries
 from .diffpage import diff_panes
 from .flame import flame_tree
-from .tables import layer_tables
+from .tables import SORT_FIRST, layer_tables
 
 PANE_TITLES = {"pane-overview": "Overview", "pane-python": "Python", "pane-ops": "Ops",
                "pane-kernels": "Kernels", "pane-hardware": "Hardware",
@@ -71,17 +72,21 @@ def _tables_html(specs: dict[str, dict[str, Any]], empty: str) -> str:
 
 
 def _top_ops(view: View) -> str:
+    """The ops as bars by their own time ("self", as the table below and the text rank them;
+    the first time column where a backend has none), largest first."""
     items: list[tuple[str, float, str]] = []
     for t in view.layers.get("framework", []):
-        column = next((c for c in t.columns if any(
-            c in r.values and r.values[c].unit == "s" for r in t.rows)), None)
-        if column is None:
+        timed = [c for c in t.columns if any(
+            c in r.values and r.values[c].unit == "s" for r in t.rows)]
+        if not timed:
             continue
+        column = SORT_FIRST if SORT_FIRST in timed else timed[0]
         for row, name in zip(t.rows, t.names, strict=True):
             q = row.values.get(column)
             if q is not None and isinstance(q.value, (int, float)):
-                items.append((name, float(q.value), f"{q.value * 1e3:.3g} ms {column}"))
+                items.append((name, float(q.value), f"{fmt_seconds(float(q.value))} {column}"))
         break
+    items.sort(key=lambda item: -item[1])
     return ("<h3>Top ops</h3>" + bar_chart("top-ops", items, LAYER_COLOURS["framework"]))
 
 

@@ -46,6 +46,17 @@ def file_href(path: str) -> str | None:
     return quoted if quoted.startswith(("./", "../")) else "./" + quoted
 
 
+def short_label(label: str, room: int = 64) -> str:
+    """A bar's label in ``room`` characters, its name whole: 'aten::bmm [[8, 512, ...' or
+    'one_batch (…/models/train.py:42)' (the file cut from the left, its line kept)."""
+    if len(label) <= room:
+        return label
+    name, sep, where = label.partition(" (")
+    if sep and where.endswith(")") and len(name) + 5 < room:
+        return f"{name} (…{where[-(room - len(name) - 4):]}"
+    return label[:room - 1] + "…"
+
+
 def bar_chart(chart_id: str, items: list[tuple[str, float, str]], colour: str) -> str:
     """Horizontal bars: (label, value, shown value); scales with the page (viewBox)."""
     if not items:
@@ -58,7 +69,7 @@ def bar_chart(chart_id: str, items: list[tuple[str, float, str]], colour: str) -
     for i, (label, value, shown) in enumerate(items):
         y = i * bar_h + 2
         w = max(1.0, (width - label_w - 200) * value / top)
-        short = label if len(label) <= 64 else "…" + label[-63:]  # keep the function and line
+        short = short_label(label)
         parts.append(f'<text x="{label_w - 6}" y="{y + 13}" text-anchor="end">'
                      f'<title>{esc(label)}</title>{esc(short)}</text>')
         parts.append(f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h - 4}" '

@@ -23,6 +23,8 @@ PANES = {"python": "pane-python", "framework": "pane-ops", "kernel": "pane-kerne
 ADDITIVE = ("s", "count", "flop", "B", "bytes")
 
 
+#: The column a table is first sorted by where its rows have it: their own time.
+SORT_FIRST = "self"
 #: The unit of a column whose rows carry different units.
 MIXED = "mixed"
 
@@ -190,7 +192,11 @@ def layer_tables(report: Report, layer: Layer) -> dict[str, dict[str, Any]]:
             if layer is Layer.FRAMEWORK:
                 entry["g"] = _op_group(row)
             body.append(entry)
-        first_time = next((i for i, c in enumerate(columns) if c.get("unit") == "s"), -1)
+        # Sorted at first as the text and the Top ops chart rank: by own time ("self")
+        # where the rows have it, else by the first time column.
+        first_time = next((i for i, c in enumerate(columns) if c.get("unit") == "s"
+                           and c.get("title") == SORT_FIRST),
+                          next((i for i, c in enumerate(columns) if c.get("unit") == "s"), -1))
         spec: dict[str, Any] = {"id": table_id(layer.value, source),
                                 "title": f"{layer.value} rows from {source}",
                                 "columns": columns, "rows": body, "sort": first_time,
