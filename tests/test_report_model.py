@@ -84,3 +84,15 @@ def test_exit_descriptions():
     assert ExitInfo("exited", 0).describe() == "exit 0" and ExitInfo("exited", 0).clean
     assert ExitInfo("signalled", None, 11, "SIGSEGV").describe() == "SIGSEGV"
     assert ExitInfo("timeout").describe() == "timeout" and not ExitInfo("timeout").clean
+
+
+def test_durations_read_without_exponents() -> None:
+    """'waiting ... 0.0% 2.04e-10 µs': a subtraction's float residue printed as a duration."""
+    from perfstack.report.units import fmt_seconds
+
+    assert fmt_seconds(2.04e-16) == "0 s" and fmt_seconds(-3e-12) == "0 s"
+    assert fmt_seconds(3e-7) == "300 ns" and fmt_seconds(1e-9) == "1 ns"
+    assert fmt_seconds(1.2e-6) == "1.2 µs" and fmt_seconds(0.5) == "500 ms"
+    assert fmt_seconds(1640.0) == "1,640 s"
+    for exponent in range(-15, 6):
+        assert "e" not in fmt_seconds(10.0 ** exponent).replace("µs", "").replace(" s", "")

@@ -8,7 +8,11 @@ from perfstack.report import Quantity
 def fmt_seconds(value: float) -> str:
     """Return a duration in s, ms or µs with three significant digits."""
     size = abs(value)
-    if size >= 1 or size == 0:
+    if size < 5e-10:  # below a nanosecond: float residue of a subtraction, not a duration
+        return "0 s"
+    if size < 1e-6:
+        return f"{value * 1e9:.3g} ns"
+    if size >= 1:
         return f"{value:.3g} s" if size < 1000 else f"{value:,.0f} s"
     if size >= 1e-3:
         return f"{value * 1e3:.3g} ms"
