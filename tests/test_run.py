@@ -170,3 +170,15 @@ def test_repeat_0_is_a_quick_look_that_says_what_it_lacks(perfstack):
                     ("run", "--repeat", "0", "--nproc-per-node", "2", script)):
         out = perfstack(*refused)
         assert out.code == 2 and "--repeat" in out.stderr, (refused, out.stderr)
+
+
+def test_the_run_count_leaves_out_unavailable_backends_from_the_start(perfstack):
+    """Progress said 'run 4 of 10' then 'run 5 of 9' when an unavailable backend's turn came."""
+    result = perfstack("-p", "tests.testplugins.absent", "run", "--plugins", "absent,resources",
+                       "--repeat", "2", "--warmup", "0", "-q", str(WORKLOADS / "busy.py"))
+    assert result.code == 0, result.stderr
+    counts = [line.split(",")[0] for line in result.stderr.splitlines()
+              if line.startswith("perfstack: run ")]
+    assert counts == ["perfstack: run 1 of 2", "perfstack: run 2 of 2"], result.stderr
+    absent = next(b for b in result.report()["backends"] if b["name"] == "absent")
+    assert absent["status"] == "unavailable"

@@ -91,9 +91,12 @@ class Session:
         self._started = ""
         self._begin = 0.0
         self._runs_done = 0
-        #: runs this session will make: warm-ups, baselines, one per backend with its own run
+        #: runs this session will make: warm-ups, baselines, one per available backend with
+        #: its own run (asked now, so "run 4 of 10" does not become "run 5 of 9" when an
+        #: unavailable backend's turn comes; the check is asked once per process)
         self._planned = options.warmup + options.repeat + sum(
-            self._run_count(e) for e in selected if e.backend.own_run)
+            self._run_count(e) for e in selected
+            if e.backend.own_run and availability(e.backend).ok)
         self._env: dict[str, Any] = {}
 
     # -- helpers ---------------------------------------------------------------------------
@@ -298,12 +301,10 @@ class Session:
         backend = entry.backend
         runs = self._run_count(entry) if backend.own_run else 0
         available = availability(backend)
-        if available.error is not None:
-            self._planned -= runs  # its runs will not be made
+        if available.error is not None:  # (its runs were never in the plan)
             return self._result(entry, Status.FAILED, reason="check() raised",
                                 traceback=available.error)
         if not available.ok:
-            self._planned -= runs
             return self._result(entry, Status.UNAVAILABLE, reason=available.reason,
                                 fix=available.fix)
         if not backend.own_run and self.options.repeat == 0:
