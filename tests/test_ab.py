@@ -47,6 +47,10 @@ def test_a_a_in_one_ab_session_is_paired_and_interleaved(
         m = _metric(data, name)
         assert m["test"] == "paired t-test" and m["n_base"] == 4, m
     assert data["machine"]["paired"] and "interleaved" in data["machine"]["summary"]
+    # Each progress line says its side (the lines of the two sessions interleave).
+    progress = [ln for ln in result.stderr.splitlines() if " of 4, baseline-" in ln]
+    assert sorted(ln.split(",")[0] for ln in progress) == \
+        ["perfstack: base"] * 4 + ["perfstack: new"] * 4, result.stderr
     assert (result.code == 1) == bool(data["gate"]["regressions"]), (result.code, data["gate"])
     folder = next(p for p in (result.cwd / ".perfstack/runs").iterdir() if p.is_dir())
     reports = [result.report(folder / side / "report.json") for side in ("base", "new")]

@@ -109,7 +109,8 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
     def session(side: str, checkout: ab.Checkout) -> Session:
         folder = run_dir / side
         folder.mkdir(parents=True, exist_ok=True)
-        progress = TerminalProgress(err) if err.is_terminal else PlainProgress()
+        # Each line says its side: the two sessions' runs interleave.
+        progress = TerminalProgress(err, side) if err.is_terminal else PlainProgress(side=side)
         return Session(Workload(str(checkout.script), workload_args), selected, plugins,
                        folder, folder.resolve(), options, progress,
                        plugin_failures=failures if ns.plugins is None else [],

@@ -28,8 +28,9 @@ def left(seconds: float | None) -> str:
 class TerminalProgress:
     """Shows which run is going and for how long, then one line per finished run."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, side: str = "") -> None:
         self.console = console
+        self.side = f"{side}, " if side else ""  # which of two sessions (ab: base, new)
         self.status: Status | None = None
         self.label = ""
         self.elapsed = 0.0
@@ -38,7 +39,7 @@ class TerminalProgress:
 
     def begin(self, label: str) -> None:
         """Start showing ``label``."""
-        self.label, self.elapsed = label, 0.0
+        self.label, self.elapsed = self.side + label, 0.0
         self.status = self.console.status(escape(f"{label} …"))
         self.status.start()
 
@@ -64,7 +65,7 @@ class TerminalProgress:
             self.status = None
         mark = "[green]✓[/]" if status == "exit 0" else "[red]✗[/]"
         took = fmt_seconds(self.elapsed)
-        self.console.print(f"{mark} {escape(label)}: {escape(status)} ({took})",
+        self.console.print(f"{mark} {escape(self.side + label)}: {escape(status)} ({took})",
                            highlight=False, markup=True)
 
 
@@ -72,8 +73,9 @@ class PlainProgress:
     """One plain line per finished run, for logs: 'perfstack: run 3 of 9, baseline-2: exit 0
     (2.1 s); about 20 s left'."""
 
-    def __init__(self, stream: TextIO | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None, side: str = "") -> None:
         self.stream = stream
+        self.side = f"{side}, " if side else ""  # which of two sessions (ab: base, new)
         self.elapsed = 0.0
         self.began = time.monotonic()
         self.remaining: float | None = None
@@ -95,6 +97,6 @@ class PlainProgress:
         self.elapsed = time.monotonic() - self.began
         eta = left(self.remaining)
         stream = self.stream or sys.stderr
-        print(f"perfstack: {label}: {status} ({fmt_seconds(self.elapsed)})"
+        print(f"perfstack: {self.side}{label}: {status} ({fmt_seconds(self.elapsed)})"
               + (f"; {eta}" if eta else ""), file=stream, flush=True)
 
