@@ -354,7 +354,18 @@ def drill_down(report: Report, top: int = 5, depth: int = 3, all_frames: bool = 
                 node.children.append(child)
             for frame in _native_frames_of(report, by_key[node.key].key)[:kids]:
                 node.children.append(_kernel_node(frame))
+    notes += _runs_meet(nodes[:top])
     return nodes[:top], notes
+
+
+def _runs_meet(nodes: list[Node]) -> list[str]:
+    """Where a function measured in one backend's run holds ops measured in another's, say
+    so: the figures are of two runs, and an op's time is not a part of its function's."""
+    pairs = sorted({(n.source, c.source) for n in nodes for c in n.children
+                    if c.layer == Layer.FRAMEWORK.value and c.source != n.source})
+    return [f"functions are timed in the {outer} run, the ops under them in the {inner} "
+            "run: two runs of the workload (each its own process and profiler), so an op's "
+            "time is not a part of its function's" for outer, inner in pairs]
 
 
 def hardware_beside(report: Report) -> list[Metric]:
