@@ -243,6 +243,9 @@ class Backend:
     own_run: ClassVar[bool] = True
     #: Opt-in analyses (heavy, or changing what they measure) run only when named in --plugins.
     opt_in: ClassVar[bool] = False
+    #: one of the backends ``perfstack run --quick`` uses: cheap, and able to answer where the
+    #: time goes by itself (a sampler), or reading the baseline run at no cost of its own
+    quick: ClassVar[bool] = False
     options: ClassVar[tuple[Option, ...]] = ()
     #: Under torchrun (``--nproc-per-node``): True when the backend's output is per workload
     #: process (in-process hooks, attaching to a pid), so it is attached and collected once per

@@ -51,6 +51,7 @@ class ResourcesBackend(Backend):
     layers = (Layer.HARDWARE,)
     description = "CPU time, utilisation, max RSS, faults and context switches from the OS"
     own_run = False
+    quick = True  # reads the baseline run: no cost of its own
 
     def check(self) -> Availability:
         """Available wherever the OS offers wait4 (Linux, macOS, the BSDs)."""

@@ -214,6 +214,9 @@ class View:
     backends: list[BackendLine]
     footnotes: list[str]  # backend reasons and notes, numbered from 1
     artifacts: list[ArtifactLine]
+    #: per layer, the backends whose rows the default view leaves out because the metrics
+    #: show the same figures (resources), with their row counts: measured, not missing
+    as_metrics: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
 
 
 #: How to open an artifact, by file name ending.
@@ -432,6 +435,19 @@ def _restates_metrics(rows: list[Row]) -> bool:
     return bool(rows) and all(isinstance(r.attrs.get("metric"), str) for r in rows)
 
 
+def _as_metrics(report: Report) -> dict[str, list[tuple[str, int]]]:
+    """The layers' backends whose rows restate metrics (left out of the default view)."""
+    out: dict[str, list[tuple[str, int]]] = {}
+    for layer in Layer:
+        by_source: dict[str, list[Row]] = {}
+        for row in report.layers.get(layer, []):
+            by_source.setdefault(row.source, []).append(row)
+        for source, rows in by_source.items():
+            if _restates_metrics(rows):
+                out.setdefault(layer.value, []).append((source, len(rows)))
+    return out
+
+
 def _layer_tables(report: Report, top: int, all_frames: bool, max_columns: int,
                   full: bool = True) -> dict[str, list[LayerTable]]:
     home = workload_dir(report)
@@ -564,6 +580,7 @@ def build(report: Report, top: int = 10, depth: int = 3, full: bool = False,
         tree_notes=tree_notes,
         beside=beside,
         layers=_layer_tables(report, top, all_frames, max_columns, full),
+        as_metrics=_as_metrics(report) if not full else {},
         metrics=metrics,
         hidden_metrics=len(report.metrics) - len(metrics),
         backends=_backends(report, footnotes, full),

@@ -157,6 +157,10 @@ def build_parser(backends: dict[str, BackendEntry]) -> Parser:
     parser.add_argument("--html", nargs="?", const=True, default=None, metavar="FILE",
                         help="also write the HTML report (default: report.html beside the "
                              "report)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a first answer in about twice the workload's time: one baseline "
+                        "run, no warm-up, and only the quick backends (a sampler, and those "
+                        "reading the baseline) instead of --plugins")
     parser.add_argument("--dry-run", action="store_true",
                         help="check the arguments and say which runs would be made and which "
                         "backends can run here; run nothing, write nothing")
@@ -244,6 +248,33 @@ def _refuse_collisions(ns: argparse.Namespace, workload: Workload) -> None:
     outputs.refuse_collisions(
         [("-o", report), ("--html", outputs.html_output(ns.html, report))],
         [("the workload script", script)] if script is not None else [])
+
+
+def quick_plan(ns: argparse.Namespace, own: list[str],
+               backends: dict[str, BackendEntry]) -> None:
+    """``--quick``: the quick backends that can run here, one baseline run and no warm-up
+    (unless --repeat or --warmup is given); refused beside --plugins, or where none of the
+    quick backends that need a run of their own (the sampler) can run."""
+    if ns.plugins is not None:
+        raise errors.UsageError("--quick picks its own backends; leave out --plugins (or "
+                                "name them without --quick)")
+    names = [n for n, e in sorted(backends.items())
+             if e.backend.quick and availability(e.backend).ok]
+    if not any(backends[n].backend.own_run for n in names):
+        wanted = [n for n, e in sorted(backends.items()) if e.backend.quick and
+                  e.backend.own_run]
+        raise errors.UsageError("--quick: no quick sampler can run here (" + (", ".join(
+            f"{n}: {availability(backends[n].backend).reason}" for n in wanted) or
+            "none is installed") + "); name backends with --plugins instead")
+    ns.plugins = ",".join(names)
+
+    def given(option: str) -> bool:
+        return any(a == option or a.startswith(option + "=") for a in own)
+
+    if not given("--repeat"):
+        ns.repeat = 1
+    if not given("--warmup"):
+        ns.warmup = 0
 
 
 def select_backends(ns: argparse.Namespace,
@@ -351,6 +382,8 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     own, workload_args = split_workload_args(argv)
     ns = build_parser(backends).parse_args(own)
     check_view_options(ns)
+    if ns.quick:
+        quick_plan(ns, own, backends)
     require_baseline(ns, "run")
     workload = workload_of(ns, workload_args)
     selected = select_backends(ns, backends)

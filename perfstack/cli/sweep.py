@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from perfstack import errors
 from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, EXIT_WORKLOAD_FAILED
 from perfstack.pluginmanager import Plugins
 from perfstack.run import signals
@@ -48,6 +49,9 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
     parser.add_argument("--env", dest="sweep_env", action="append", default=[],
                         metavar="NAME=V1,V2", help="a variable and its values (repeatable)")
     ns = parser.parse_args(own)
+    if ns.quick:
+        raise errors.UsageError("--quick is for one run's first answer; a sweep compares "
+                                "settings by their baselines (use --repeat 1 to shorten it)")
     require_baseline(ns, "sweep")
     settings = sweep.parse_settings(ns.sweep_env)
     workload = workload_of(ns, workload_args)

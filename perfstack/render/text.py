@@ -266,7 +266,13 @@ def _layers(page: _Page, view: View, providers: dict[str, list[str]]) -> None:
         if measured:
             page.extend(wrap(" · ".join(measured), page.width, indent=2, first="  "))
         for layer, tables in view.layers.items():
-            if not tables:
+            shown = view.as_metrics.get(layer)
+            if not tables and shown:  # measured: its figures are among the metrics
+                name = LAYER_TITLES[layer].split(":")[0]
+                page.add(cut(f"  {name:<10} " + ", ".join(
+                    f"{source} {count} rows, shown as metrics" for source, count in shown),
+                    page.width), "dim")
+            elif not tables:
                 _layer_line(page, layer, tables, providers)
         return
     for layer, tables in view.layers.items():
