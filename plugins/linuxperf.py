@@ -36,6 +36,7 @@ from perfstack.backend import (
 from perfstack.report import Better, Finding, Layer, Metric, Quantity, Report, Row
 
 from . import gcphase
+from .demangle import demangle
 
 DEFAULT_EVENTS = ("cycles", "instructions", "branches", "branch-misses", "cache-references",
                   "cache-misses", "L1-dcache-load-misses", "LLC-load-misses", "task-clock",
@@ -334,23 +335,6 @@ def parse_report(text: str) -> list[tuple[float, int, list[str]]]:
         if pct is not None and samples is not None:
             rows.append((pct, int(samples), fields[2:]))
     return rows
-
-
-def demangle(symbols: list[str]) -> dict[str, str] | None:
-    """Return C++ names for mangled ``symbols`` as perf shows them (no parameter lists), by
-    one ``c++filt -p``; None when there is no c++filt."""
-    mangled = sorted({s for s in symbols if s.startswith("_Z")})
-    if not mangled:
-        return {}
-    tool = shutil.which("c++filt")
-    if tool is None:
-        return None
-    try:
-        out = subprocess.run([tool, "-p"], input="\n".join(mangled) + "\n", capture_output=True,
-                             text=True, check=True, timeout=60).stdout.splitlines()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return dict(zip(mangled, out, strict=False)) if len(out) == len(mangled) else None
 
 
 def read_symbols(data: Path) -> list[tuple[float, int, str, str]]:

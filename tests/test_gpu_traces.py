@@ -429,3 +429,27 @@ def test_the_html_kernels_pane_leads_with_the_kernel_view(tmp_path: Path) -> Non
     # The top kernel by its short name, its whole name on hover.
     assert ('title="ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, '
             'ncclWork*)">ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t<') in view
+
+
+def test_mangled_kernels_are_shown_by_their_cpp_names(tmp_path: Path) -> None:
+    """a100_nccl's CUTLASS-in-cuDNN kernels are mangled in the trace ('_ZN19cutlass_cudnn_
+    train6Kernel...'); a row keeps that as its key (reports compare row for row) and is named
+    by the demanglers here (binutils' c++filt leaves these two mangled; llvm-cxxfilt reads
+    them)."""
+    from perfstack_plugins.demangle import demangle
+
+    assert demangle(["_ZN2at6native6kernelEv", "plain"], params=True) == {
+        "_ZN2at6native6kernelEv": "at::native::kernel()"}
+    out = tmp_path / "k.json"
+    proc = subprocess.run([sys.executable, "-m", "perfstack", "analyze", str(_path("a100_nccl")),
+                           "-o", str(out), "-q"], capture_output=True, text=True, cwd=tmp_path,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    rows = [r for r in json.loads(out.read_text())["layers"]["kernel"]
+            if r["key"].startswith("_Z")]
+    assert len(rows) == 2
+    names = demangle([r["key"] for r in rows], params=True) or {}
+    for row in rows:
+        assert row["name"] == names.get(row["key"], row["key"])
+        if row["key"] in names:
+            assert row["name"].startswith("void cutlass_cudnn_train::Kernel<")

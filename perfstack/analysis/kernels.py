@@ -121,7 +121,7 @@ def kernel_view(report: Report, top: int = 5) -> KernelView | None:
         device = row.values.get("device")
         if device is None or device.value is None:
             continue
-        name = _base(row.key) if row.key else row.name
+        name = _base(row.name)  # the C++ name (demangled where the trace had it mangled)
         times[name] = times.get(name, 0.0) + float(device.value)
         count = row.values.get("calls")
         known = calls.get(name, 0)

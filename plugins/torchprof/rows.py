@@ -9,6 +9,7 @@ from typing import Any
 
 from perfstack.report import Better, Layer, Metric, Row
 
+from ..demangle import demangle
 from .links import COMM_KERNEL, Linker
 from .opgroups import SOURCE, US, Group, OpGroups, q, top_links
 from .timeline import (
@@ -221,12 +222,15 @@ def _device_kernels(agg: TraceAggregate, linker: Linker, ops: OpGroups) -> tuple
         for above in tree.ancestors(op):  # device time counts for the op and every op above
             ops.group(tree, above).device += k.dur
     rows = []
+    # A kernel the trace names mangled (CUTLASS inside cuDNN) is shown by its C++ name; its
+    # key stays the trace's, so reports before and after compare row for row.
+    readable = demangle(list(per_kernel), params=True) or {}
     for name, e in per_kernel.items():
         values = {"calls": q(e["calls"], "count"), "device": q(e["time"] * US, "s"),
                   "mean": q(e["time"] / e["calls"] * US, "s")}
         if e["none"]:
             values["unattributed"] = q(e["none"] * US, "s")
-        rows.append(Row(name, name, SOURCE, values,
+        rows.append(Row(name, readable.get(name, name), SOURCE, values,
                         {"kind": e["cat"], "devices": sorted(str(d) for d in e["devices"])},
                         {"framework": top_links(e["ops"])} if e["ops"] else {}))
     rows.sort(key=lambda r: -(r.values["device"].value or 0))
