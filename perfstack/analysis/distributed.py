@@ -111,12 +111,17 @@ def rank_figures(report: Report, samples: dict[int, list[float]], publish_steps:
         slowest = max(medians, key=lambda r: medians[r])
         fastest = min(medians, key=lambda r: medians[r])
         gap = medians[slowest] / medians[fastest] - 1
-        metrics.append(Metric("slowest_rank", slowest, "rank", "run", "perfstack",
-                              Better.NEITHER))
+        beyond, why = _slower_beyond_noise(samples[fastest], samples[slowest], gap)
+        # Equal ranks have a slowest by chance: it is named only where the noise allows.
+        metrics.append(Metric("slowest_rank", slowest if beyond else None, "rank", "run",
+                              "perfstack", Better.NEITHER,
+                              reason=None if beyond else f"no rank is slower beyond the "
+                              f"noise: rank {slowest}'s median step is {100 * gap:.1f}% over "
+                              f"rank {fastest}'s ({why})"))
         metrics.append(Metric("straggler_gap", 100 * gap, "%", "run", "perfstack",
                               Better.LOWER, description="the slowest rank's median step time "
                               f"over the fastest's ({steps_from})"))
-        if gap > IMBALANCE:
+        if gap > IMBALANCE and beyond:
             findings.append(Finding(
                 "dist.straggler", f"rank {slowest} is {100 * gap:.0f}% slower per step than "
                 f"rank {fastest}", "run", "warning",
@@ -131,6 +136,20 @@ def rank_figures(report: Report, samples: dict[int, list[float]], publish_steps:
         return metrics, findings  # the device's collective wait says it better than CPU time
     metrics_cpu, findings_cpu = _cpu_comm_figures(report)
     return metrics + metrics_cpu, findings + findings_cpu
+
+
+def _slower_beyond_noise(fastest: list[float], slowest: list[float],
+                         gap: float) -> tuple[bool, str]:
+    """Whether the slowest rank's steps are slower than the fastest's beyond their noise (the
+    comparison ``diff`` uses); with one step a rank, whether the gap passes IMBALANCE."""
+    from perfstack.analysis.stats import compare
+
+    if len(fastest) < 2 or len(slowest) < 2:
+        return gap > IMBALANCE, (f"one step a rank: {100 * gap:.1f}% is "
+                                 f"{'over' if gap > IMBALANCE else 'within'} the "
+                                 f"{100 * IMBALANCE:.0f}% a straggler needs")
+    found = compare(fastest, slowest)
+    return bool(found.significant), found.reason
 
 
 def _per_rank(report: Report, name: str) -> dict[int, float]:
