@@ -202,6 +202,27 @@ def backend(report: dict[str, Any], name: str) -> dict[str, Any]:
     return found[0]
 
 
+def two_rank_job(folder: Path, edit: Callable[[dict[str, Any]], None],
+                 name: str = "rank-1.json.gz") -> Path:
+    """A job folder of two ranks from the recorded A100 trace (tests/fixtures/gpu-traces/
+    a100_nccl): rank 0 as recorded, rank 1 (written as ``name``) the same trace with its rank
+    set to 1 and ``edit`` applied to its JSON. Returns the folder."""
+    import gzip
+    import json
+    import shutil
+
+    trace = ROOT / "tests" / "fixtures" / "gpu-traces" / "a100_nccl" / "rank-0.json.gz"
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(trace, folder / "rank-0.json.gz")
+    with gzip.open(trace, "rt", encoding="utf-8") as fh:
+        data = json.load(fh)
+    data["distributedInfo"]["rank"] = 1
+    edit(data)
+    with gzip.open(folder / name, "wt", encoding="utf-8") as fh:
+        json.dump(data, fh)
+    return folder
+
+
 def assert_one_line_error(result: Result, code: int) -> None:
     """Bad input: the given exit code, one line on stderr, no traceback, nothing on stdout."""
     assert result.code == code, (result.code, result.stderr)

@@ -16,7 +16,6 @@ import gzip
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections import defaultdict
@@ -30,6 +29,7 @@ from perfstack_plugins.torchprof.trace import TraceAggregate, build_trees
 
 from perfstack.report import Layer
 from perfstack.report.units import pct
+from tests.conftest import two_rank_job
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TRACES = FIXTURES / "gpu-traces"
@@ -248,19 +248,14 @@ def test_hta_counts_and_sums_agree_where_it_counts_the_same_events(name: str) ->
 
 
 def test_analyze_one_trace_and_a_folder_of_ranks(tmp_path: Path) -> None:
-    job = tmp_path / "job"
-    job.mkdir()
-    shutil.copy(_path("a100_nccl"), job / "rank-0.json.gz")
-    with gzip.open(_path("a100_nccl"), "rt", encoding="utf-8") as fh:
-        data = json.load(fh)
-    data["distributedInfo"]["rank"] = 1  # rank 1: slower steps, shorter collective waits
-    for e in data["traceEvents"]:
-        if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"):
-            e["dur"] *= 1.25
-        if e.get("cat") == "kernel" and "nccl" in e["name"].lower():
-            e["dur"] *= 0.2
-    with gzip.open(job / "node1.json.gz", "wt", encoding="utf-8") as fh:
-        json.dump(data, fh)
+    def slower(data: dict[str, Any]) -> None:  # rank 1: slower steps, shorter waits
+        for e in data["traceEvents"]:
+            if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"):
+                e["dur"] *= 1.25
+            if e.get("cat") == "kernel" and "nccl" in e["name"].lower():
+                e["dur"] *= 0.2
+
+    job = two_rank_job(tmp_path / "job", slower, "node1.json.gz")
     out = tmp_path / "job.json"
     proc = subprocess.run([sys.executable, "-m", "perfstack", "analyze", str(job), "-o",
                            str(out), "-q"], capture_output=True, text=True, cwd=tmp_path,

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import gzip
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from perfstack.report.files import schema_errors
-from tests.conftest import ROOT, WORKLOADS, Result
+from tests.conftest import ROOT, WORKLOADS, Result, two_rank_job
 
 TRACE = ROOT / "tests" / "fixtures" / "gpu-traces" / "a100_nccl" / "rank-0.json.gz"
 
@@ -42,15 +41,10 @@ def test_the_timeline_of_a_gzipped_trace_holds_its_events(
 
 def test_each_rank_is_its_own_process_on_one_clock(
         perfstack: Callable[..., Result], tmp_path: Path) -> None:
-    job = tmp_path / "job"
-    job.mkdir()
-    shutil.copy(TRACE, job / "rank-0.json.gz")
-    with gzip.open(TRACE, "rt", encoding="utf-8") as fh:
-        data = json.load(fh)
-    data["distributedInfo"]["rank"] = 1
-    data["baseTimeNanoseconds"] = int(data.get("baseTimeNanoseconds", 0)) + 5_000_000  # +5 ms
-    with gzip.open(job / "rank-1.json.gz", "wt", encoding="utf-8") as fh:
-        json.dump(data, fh)
+    def later(data: dict[str, Any]) -> None:  # rank 1's clock starts 5 ms later
+        data["baseTimeNanoseconds"] = int(data.get("baseTimeNanoseconds", 0)) + 5_000_000
+
+    job = two_rank_job(tmp_path / "job", later)
     result = perfstack("analyze", str(job), "--format", "perfetto", "-o", "job.json")
     assert result.code == 0, result.stderr
     trace = json.loads(result.stdout)
