@@ -250,33 +250,6 @@ def _refuse_collisions(ns: argparse.Namespace, workload: Workload) -> None:
         [("the workload script", script)] if script is not None else [])
 
 
-def quick_plan(ns: argparse.Namespace, own: list[str],
-               backends: dict[str, BackendEntry]) -> None:
-    """``--quick``: the quick backends that can run here, one baseline run and no warm-up
-    (unless --repeat or --warmup is given); refused beside --plugins, or where none of the
-    quick backends that need a run of their own (the sampler) can run."""
-    if ns.plugins is not None:
-        raise errors.UsageError("--quick picks its own backends; leave out --plugins (or "
-                                "name them without --quick)")
-    names = [n for n, e in sorted(backends.items())
-             if e.backend.quick and availability(e.backend).ok]
-    if not any(backends[n].backend.own_run for n in names):
-        wanted = [n for n, e in sorted(backends.items()) if e.backend.quick and
-                  e.backend.own_run]
-        raise errors.UsageError("--quick: no quick sampler can run here (" + (", ".join(
-            f"{n}: {availability(backends[n].backend).reason}" for n in wanted) or
-            "none is installed") + "); name backends with --plugins instead")
-    ns.plugins = ",".join(names)
-
-    def given(option: str) -> bool:
-        return any(a == option or a.startswith(option + "=") for a in own)
-
-    if not given("--repeat"):
-        ns.repeat = 1
-    if not given("--warmup"):
-        ns.warmup = 0
-
-
 def select_backends(ns: argparse.Namespace,
                     backends: dict[str, BackendEntry]) -> list[BackendEntry]:
     """Return the backends --plugins names (default: every one that is not opt-in)."""
@@ -383,6 +356,8 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     ns = build_parser(backends).parse_args(own)
     check_view_options(ns)
     if ns.quick:
+        from perfstack.cli.quick import quick_plan
+
         quick_plan(ns, own, backends)
     require_baseline(ns, "run")
     workload = workload_of(ns, workload_args)
