@@ -249,3 +249,17 @@ def test_a_cut_action_ends_between_words() -> None:
     assert lines[-1].endswith(" …")
     kept = " ".join(line.strip() for line in lines)[:-2].split()
     assert kept == action.split()[:len(kept)]  # every word kept is whole
+
+
+def test_no_empty_metrics_table() -> None:
+    """'Metrics (0; 345 more with --full)' printed a table header over no rows."""
+    from perfstack.analysis.view import build
+    from perfstack.render.text import render_view
+    from perfstack.report.files import load_report
+
+    view = build(load_report(ROOT / "tests/fixtures/reports/resnet50.json.gz"), full=False)
+    view.hidden_metrics += len(view.metrics)
+    view.metrics = []
+    text = render_view(view, 80)
+    assert f"Metrics: {view.hidden_metrics}, shown above or with --full" in text
+    assert "metric  " not in text.split("Metrics:")[1]

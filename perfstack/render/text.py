@@ -333,6 +333,10 @@ def _backends(page: _Page, view: View) -> None:
 
 
 def _metrics(page: _Page, view: View) -> None:
+    if not view.metrics:  # every one is shown above (or none was measured): no empty table
+        if view.hidden_metrics:
+            page.section(f"Metrics: {view.hidden_metrics}, shown above or with --full")
+        return
     hidden = f"; {view.hidden_metrics} more with --full" if view.hidden_metrics else ""
     page.section(f"Metrics ({len(view.metrics)}{hidden})")
     rows = [[m.name, fmt_value(m.value, m.unit), m.source,
