@@ -54,31 +54,17 @@ def _read_trace(path: Path) -> Any:
     return json.loads(path.read_text("utf-8", errors="replace"))
 
 
-def _first_us(events: list[Any], base_us: float) -> float | None:
-    """The first event's time on the trace's own clock (µs), None when it has no timed event."""
-    return min((base_us + float(e["ts"]) for e in events if isinstance(e, dict) and "ts" in e),
-               default=None)
-
-
-def torch_events(path: Path, pid: int, origin_us: float | None = None) -> list[dict[str, Any]]:
-    """torch.profiler's events, re-timed to µs since the workload started.
-
-    A trace recorded elsewhere has no workload start beside it (``analyze``): it is placed from
-    ``origin_us`` on its own clock (``baseTimeNanoseconds`` + ts), the first event of all the
-    traces read together, so the ranks of one job keep their offsets to each other; with no
-    origin it starts at its own first event.
-    """
+def _torch_timed(path: Path, pid: int) -> tuple[list[dict[str, Any]], bool]:
+    """torch.profiler's events in µs since the workload started, and True; for a trace with no
+    workload start beside it (recorded elsewhere), on its own clock (``baseTimeNanoseconds`` +
+    ts), and False."""
     data = _read_trace(path)
     events = data.get("traceEvents", []) if isinstance(data, dict) else data
     if not isinstance(events, list):
         raise ValueError(f"{path}: no traceEvents list")
     base_us = float(data.get("baseTimeNanoseconds", 0)) / 1e3 if isinstance(data, dict) else 0.0
     start = _start_ns(path.parent)
-    if start is not None:
-        shift = base_us - start / 1e3
-    else:  # no anchor: from the shared origin, else from the trace's own first event
-        origin = origin_us if origin_us is not None else _first_us(events, base_us)
-        shift = base_us - (origin if origin is not None else base_us)
+    shift = base_us - start / 1e3 if start is not None else base_us
     out = []
     for e in events:
         if not isinstance(e, dict) or (e.get("ph") == "M" and e.get("name") == "process_name"):
@@ -90,25 +76,19 @@ def torch_events(path: Path, pid: int, origin_us: float | None = None) -> list[d
         if "ts" in e:
             e["ts"] = float(e["ts"]) + shift
         out.append(e)
-    return out
+    return out, start is not None
 
 
-def _trace_origin(paths: list[Path]) -> float | None:
-    """The first event, on the traces' own clocks, of the traces with no workload start."""
-    firsts = []
-    for path in paths:
-        if _start_ns(path.parent) is not None:
-            continue
-        try:
-            data = _read_trace(path)
-        except (OSError, ValueError, TraceError):
-            continue
-        if isinstance(data, dict) and isinstance(data.get("traceEvents"), list):
-            first = _first_us(data["traceEvents"],
-                              float(data.get("baseTimeNanoseconds", 0)) / 1e3)
-            if first is not None:
-                firsts.append(first)
-    return min(firsts, default=None)
+def _from_first(groups: list[list[dict[str, Any]]]) -> None:
+    """Re-time traces on their own clocks from the first event of all of them, so the ranks
+    of one job keep their offsets to each other."""
+    origin = min((e["ts"] for g in groups for e in g if "ts" in e), default=None)
+    if origin is None:
+        return
+    for group in groups:
+        for e in group:
+            if "ts" in e:
+                e["ts"] -= origin
 
 
 def pyspy_events(path: Path, pid: int) -> list[dict[str, Any]]:
@@ -190,14 +170,15 @@ def merged_trace(report: Report, base: Path | None) -> dict[str, Any]:
     sources = (("torch", "trace", "torch.profiler: ops and kernels"),
                ("pyspy", "speedscope", "py-spy: sampled Python stacks (samples end to end)"),
                ("nvml", "timeline", "NVML: GPU counters"))
-    torch_paths = [path for _, path in _artifacts(report, base, "torch", "trace")]
-    origin = _trace_origin(torch_paths)
+    unanchored: list[list[dict[str, Any]]] = []  # traces recorded elsewhere: one clock
     for sort, (backend, label, title) in enumerate(sources):
         for i, (what, path) in enumerate(_artifacts(report, base, backend, label)):
             pid = PIDS[backend] * 1000 + i
             try:
                 if backend == "torch":
-                    got = torch_events(path, pid, origin)
+                    got, anchored = _torch_timed(path, pid)
+                    if not anchored:
+                        unanchored.append(got)
                 elif backend == "pyspy":
                     got = pyspy_events(path, pid)
                 else:
@@ -208,6 +189,7 @@ def merged_trace(report: Report, base: Path | None) -> dict[str, Any]:
             events += got
             if backend not in included:
                 included.append(backend)
+    _from_first(unanchored)  # each trace read once
     counters = {r.key: r.values.get("value") for r in report.layers.get(Layer.HARDWARE, [])
                 if r.source == "perf"}
     return {
