@@ -435,14 +435,19 @@ def _restates_metrics(rows: list[Row]) -> bool:
     return bool(rows) and all(isinstance(r.attrs.get("metric"), str) for r in rows)
 
 
+def _by_source(report: Report, layer: Layer) -> dict[str, list[Row]]:
+    """A layer's rows by the backend that measured them, in the report's order."""
+    by_source: dict[str, list[Row]] = {}
+    for row in report.layers.get(layer, []):
+        by_source.setdefault(row.source, []).append(row)
+    return by_source
+
+
 def _as_metrics(report: Report) -> dict[str, list[tuple[str, int]]]:
     """The layers' backends whose rows restate metrics (left out of the default view)."""
     out: dict[str, list[tuple[str, int]]] = {}
     for layer in Layer:
-        by_source: dict[str, list[Row]] = {}
-        for row in report.layers.get(layer, []):
-            by_source.setdefault(row.source, []).append(row)
-        for source, rows in by_source.items():
+        for source, rows in _by_source(report, layer).items():
             if _restates_metrics(rows):
                 out.setdefault(layer.value, []).append((source, len(rows)))
     return out
@@ -454,11 +459,8 @@ def _layer_tables(report: Report, top: int, all_frames: bool, max_columns: int,
     rank = Primary(report)
     out: dict[str, list[LayerTable]] = {}
     for layer in Layer:
-        by_source: dict[str, list[Row]] = {}
-        for row in report.layers.get(layer, []):
-            by_source.setdefault(row.source, []).append(row)
         tables: list[LayerTable] = []
-        for source, rows in by_source.items():
+        for source, rows in _by_source(report, layer).items():
             if not full and _restates_metrics(rows):
                 continue
             folded: dict[str, int] = {}
