@@ -115,10 +115,14 @@ def ctrl_c_reaches() -> None:
 #: Commands that read files and start no process: the tests call perfstack's command line in
 #: the test's own interpreter (its exit code, stdout and stderr exactly as ``main`` gives them
 #: to ``python -m perfstack``), saving an interpreter's start and perfstack's imports per call
-#: (about 0.1 s, over some two hundred calls). Set PERFSTACK_TESTS_SUBPROCESS=1 to run every
-#: command in a process of its own. Commands that start runs, pools of workers or browsers,
-#: and ``-p`` plugin flags, always get a process.
-IN_PROCESS = frozenset({"show", "validate", "diff", "merge", "history", "analyze"})
+#: (about 0.1 s, over some two hundred calls; 0.7 s for ``trend`` and ``gate``, whose change
+#: point search imports scipy.stats). ``trend`` and ``gate`` search the series in the calling
+#: process below ``history.trend.PARALLEL_FROM`` values, and the tests' histories are far
+#: below it (the pool of workers is tested in a process of its own). Set
+#: PERFSTACK_TESTS_SUBPROCESS=1 to run every command in a process of its own. Commands that
+#: start runs, pools of workers or browsers, and ``-p`` plugin flags, always get a process.
+IN_PROCESS = frozenset({"show", "validate", "diff", "merge", "history", "analyze", "trend",
+                        "gate"})
 
 
 def _in_process(folder: Path, args: tuple[str, ...], env: dict[str, str] | None) -> Result:
