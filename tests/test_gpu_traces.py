@@ -15,8 +15,6 @@ import bisect
 import gzip
 import hashlib
 import json
-import os
-import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -29,7 +27,7 @@ from perfstack_plugins.torchprof.trace import TraceAggregate, build_trees
 
 from perfstack.report import Layer
 from perfstack.report.units import pct
-from tests.conftest import two_rank_job
+from tests.conftest import Result, perfstack_in, two_rank_job
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TRACES = FIXTURES / "gpu-traces"
@@ -257,10 +255,8 @@ def test_analyze_one_trace_and_a_folder_of_ranks(tmp_path: Path) -> None:
 
     job = two_rank_job(tmp_path / "job", slower, "node1.json.gz")
     out = tmp_path / "job.json"
-    proc = subprocess.run([sys.executable, "-m", "perfstack", "analyze", str(job), "-o",
-                           str(out), "-q"], capture_output=True, text=True, cwd=tmp_path,
-                          check=False)
-    assert proc.returncode == 0, proc.stderr
+    proc = perfstack_in(tmp_path, "analyze", str(job), "-o", str(out), "-q")
+    assert proc.code == 0, proc.stderr
     report = json.loads(out.read_text())
     assert [f["path"] for f in report["run"]["analyzed"]] == [
         str(job / "node1.json.gz"), str(job / "rank-0.json.gz")]
@@ -275,26 +271,24 @@ def test_analyze_one_trace_and_a_folder_of_ranks(tmp_path: Path) -> None:
 
 
 def test_analyze_refuses_what_it_cannot_read(tmp_path: Path) -> None:
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "perfstack", "analyze", *args, "-q",
-                               "-o", str(tmp_path / "r.json")], capture_output=True,
-                              text=True, cwd=tmp_path, check=False)
+    def run(*args: str) -> Result:
+        return perfstack_in(tmp_path, "analyze", *args, "-q", "-o", str(tmp_path / "r.json"))
 
     missing = run(str(tmp_path / "nope.json"))
-    assert missing.returncode == 3 and "Traceback" not in missing.stderr
+    assert missing.code == 3 and "Traceback" not in missing.stderr
     other = tmp_path / "other.json"
     other.write_text('{"hello": 1}')
     refused = run(str(other))
-    assert refused.returncode == 4 and len(refused.stderr.strip().splitlines()) == 1
+    assert refused.code == 4 and len(refused.stderr.strip().splitlines()) == 1
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert run(str(empty)).returncode == 4
+    assert run(str(empty)).code == 4
     assert not (tmp_path / "r.json").exists()
     # A trace cut short (a job killed while writing it) gives what it holds, and says so.
     cut = tmp_path / "cut.json.gz"
     cut.write_bytes(_path("v100_ns").read_bytes()[:300_000])
     partial = run(str(cut))
-    assert partial.returncode == 0, partial.stderr
+    assert partial.code == 0, partial.stderr
     report = json.loads((tmp_path / "r.json").read_text())
     assert any("cut short" in n for b in report["backends"] for n in b["notes"])
 
@@ -306,11 +300,9 @@ def test_analyze_prints_the_same_figures_as_its_json(tmp_path: Path, fmt: str) -
 
     for name in NAMES:
         out = tmp_path / f"{name}.json"
-        proc = subprocess.run([sys.executable, "-m", "perfstack", "analyze", str(_path(name)),
-                               "-o", str(out), "--format", fmt], capture_output=True,
-                              text=True, cwd=tmp_path, env={**os.environ, "COLUMNS": "200"},
-                              check=False)
-        assert proc.returncode == 0, proc.stderr
+        proc = perfstack_in(tmp_path, "analyze", str(_path(name)), "-o", str(out), "--format",
+                            fmt, env={"COLUMNS": "200"})
+        assert proc.code == 0, proc.stderr
         report = json.loads(out.read_text())
         metrics = {m["name"]: m["value"] for m in report["metrics"]}
         busy = pct(metrics["gpu_busy"])
@@ -386,10 +378,9 @@ def test_analyze_shows_the_top_kernels_and_kinds_at_80_columns(tmp_path: Path, n
     from perfstack.analysis.kernels import kernel_kind
 
     out = tmp_path / "k.json"
-    proc = subprocess.run([sys.executable, "-m", "perfstack", "analyze", str(_path(name)),
-                           "-o", str(out)], capture_output=True, text=True, cwd=tmp_path,
-                          env={**os.environ, "COLUMNS": "80"}, check=False)
-    assert proc.returncode == 0, proc.stderr
+    proc = perfstack_in(tmp_path, "analyze", str(_path(name)), "-o", str(out),
+                        env={"COLUMNS": "80"})
+    assert proc.code == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert all(len(line) <= 80 for line in lines), [ln for ln in lines if len(ln) > 80]
     rows = [r for r in json.loads(out.read_text())["layers"]["kernel"] if "device" in r["values"]]
@@ -411,10 +402,9 @@ def test_analyze_shows_the_top_kernels_and_kinds_at_80_columns(tmp_path: Path, n
 
 def test_the_html_kernels_pane_leads_with_the_kernel_view(tmp_path: Path) -> None:
     out = tmp_path / "k.json"
-    proc = subprocess.run([sys.executable, "-m", "perfstack", "analyze", str(_path("a100_negq")),
-                           "-o", str(out), "-q", "--html", str(tmp_path / "k.html")],
-                          capture_output=True, text=True, cwd=tmp_path, check=False)
-    assert proc.returncode == 0, proc.stderr
+    proc = perfstack_in(tmp_path, "analyze", str(_path("a100_negq")), "-o", str(out), "-q",
+                        "--html", str(tmp_path / "k.html"))
+    assert proc.code == 0, proc.stderr
     page = (tmp_path / "k.html").read_text()
     pane = page[page.index('id="pane-kernels"'):]
     view = pane[pane.index('<section id="kernel-view">'):]
@@ -436,10 +426,8 @@ def test_mangled_kernels_are_shown_by_their_cpp_names(tmp_path: Path) -> None:
     assert demangle(["_ZN2at6native6kernelEv", "plain"], params=True) == {
         "_ZN2at6native6kernelEv": "at::native::kernel()"}
     out = tmp_path / "k.json"
-    proc = subprocess.run([sys.executable, "-m", "perfstack", "analyze", str(_path("a100_nccl")),
-                           "-o", str(out), "-q"], capture_output=True, text=True, cwd=tmp_path,
-                          check=False)
-    assert proc.returncode == 0, proc.stderr
+    proc = perfstack_in(tmp_path, "analyze", str(_path("a100_nccl")), "-o", str(out), "-q")
+    assert proc.code == 0, proc.stderr
     rows = [r for r in json.loads(out.read_text())["layers"]["kernel"]
             if r["key"].startswith("_Z")]
     assert len(rows) == 2
