@@ -11,8 +11,6 @@ from __future__ import annotations
 import html
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -31,7 +29,7 @@ from perfstack.render.words import (
 )
 from perfstack.report import Layer
 from perfstack.report.units import fmt_seconds, fmt_value
-from tests.conftest import ROOT, Result, perfstack_env
+from tests.conftest import ROOT, Result, perfstack_in
 
 
 @pytest.fixture(scope="module")
@@ -41,10 +39,8 @@ def tiny(tiny_report: Path) -> Path:
 
 
 def show(report: Path, *args: str, columns: int = 80) -> Result:
-    proc = subprocess.run([sys.executable, "-m", "perfstack", "show", str(report), *args],
-                          cwd=report.parent, env=perfstack_env({"COLUMNS": str(columns)}),
-                          capture_output=True, text=True, timeout=120)
-    return Result(proc.returncode, proc.stdout, proc.stderr, report.parent)
+    return perfstack_in(report.parent, "show", str(report), *args,
+                        env={"COLUMNS": str(columns)})
 
 
 def flat(text: str, markup: str = "") -> str:

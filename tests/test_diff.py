@@ -22,7 +22,14 @@ import pytest
 from perfstack.analysis.diff import diff
 from perfstack.report import Better, Metric, Report
 from perfstack.report.files import load_report, read_json
-from tests.conftest import ROOT, WORKLOADS, Result, assert_one_line_error, perfstack_env
+from tests.conftest import (
+    ROOT,
+    WORKLOADS,
+    Result,
+    assert_one_line_error,
+    perfstack_env,
+    perfstack_in,
+)
 
 A = WORKLOADS / "ab_work.py"
 B = WORKLOADS / "ab_work_b.py"
@@ -321,11 +328,9 @@ def test_the_markdown_diff_fits_a_pull_request_comment(runs: dict[str, Path]) ->
 
 
 def test_the_text_diff_fits_80_columns_with_its_verdicts(runs: dict[str, Path]) -> None:
-    proc = subprocess.run([sys.executable, "-m", "perfstack", "diff", str(runs["a"]),
-                           str(runs["b"])], cwd=runs["a"].parent,
-                          env=perfstack_env({"COLUMNS": "80"}), capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    proc = perfstack_in(runs["a"].parent, "diff", str(runs["a"]), str(runs["b"]),
+                        env={"COLUMNS": "80"})
+    assert proc.code == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert max(len(ln) for ln in lines) <= 80, [ln for ln in lines if len(ln) > 80]
     head = next(ln for ln in lines if ln.strip().startswith("metric "))

@@ -30,6 +30,7 @@ from tests.conftest import (
     assert_one_line_error,
     ctrl_c_reaches,
     perfstack_env,
+    perfstack_in,
 )
 
 
@@ -229,10 +230,8 @@ def test_a_broken_artifact_is_left_out_not_fatal(tiny_report: Path, tmp_path: Pa
     pyspy = next(b for b in report["backends"] if b["name"] == "pyspy")
     (copy / pyspy["artifacts"]["speedscope"]).write_text('{"profiles": 5, "shared": {}}')
     for fmt in ("html", "perfetto"):
-        proc = subprocess.run([sys.executable, "-m", "perfstack", "show", "report.json",
-                               "--format", fmt, "-o", f"out.{fmt}"], cwd=copy,
-                              env=perfstack_env(), capture_output=True, text=True, timeout=120)
-        assert proc.returncode == 0, proc.stderr
+        proc = perfstack_in(copy, "show", "report.json", "--format", fmt, "-o", f"out.{fmt}")
+        assert proc.code == 0, proc.stderr
     assert "not a speedscope profile" in (copy / "out.html").read_text()
     trace = json.loads((copy / "out.perfetto").read_text())
     assert "pyspy" not in trace["metadata"]["backends"]

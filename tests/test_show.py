@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from perfstack.report import SCHEMA_VERSION, Layer
-from tests.conftest import ROOT, WORKLOADS, perfstack_env
+from tests.conftest import ROOT, WORKLOADS, perfstack_env, perfstack_in
 
 ONCE = ("--repeat", "1", "--warmup", "0")
 
@@ -70,10 +70,7 @@ def test_a_report_perfstack_wrote_is_read_back_without_the_validator(perfstack, 
     bytes; reading those exact bytes back skips the validator (its import alone is ~20 ms of
     show). Any change to the file, or validate, checks it again."""
     import json
-    import subprocess
-    import sys
 
-    from tests.conftest import perfstack_env
 
     cache = tmp_path / "cache"
     env = {"PERFSTACK_CACHE_DIR": str(cache)}
@@ -123,9 +120,7 @@ def test_a_control_character_in_a_name_is_escaped_before_it_is_measured(tmp_path
             row.attrs["file"] = "InvokeQuant.__init__\x00cision"
     save_report(report, tmp_path / "r.json")
     for columns in ("80", "60"):
-        shown = subprocess.run([sys.executable, "-m", "perfstack", "show", "--full", "r.json"],
-                               cwd=tmp_path, capture_output=True, text=True, env=perfstack_env(
-                                   {"COLUMNS": columns}), timeout=60)
-        assert shown.returncode == 0, shown.stderr
+        shown = perfstack_in(tmp_path, "show", "--full", "r.json", env={"COLUMNS": columns})
+        assert shown.code == 0, shown.stderr
         assert "\x00" not in shown.stdout and "\\x00" in shown.stdout
         assert max(map(len, shown.stdout.splitlines())) <= int(columns)

@@ -22,7 +22,7 @@ from perfstack.analysis.stats import compare_paired, holm
 from perfstack.render.diff import render_markdown, render_text
 from perfstack.report import Better, Metric, Report
 from perfstack.report.files import load_report
-from tests.conftest import ROOT, perfstack_env
+from tests.conftest import ROOT, perfstack_in
 
 FIXTURES = ROOT / "tests/fixtures/reports"
 MLP_BASE = load_report(FIXTURES / "ab_mlp/base.json.gz")
@@ -132,16 +132,13 @@ def test_a_per_step_figure_is_put_per_sample() -> None:
 
 def test_the_cli_compares_other_arguments_of_one_script(tmp_path: Path) -> None:
     import gzip
-    import subprocess
-    import sys
 
     for name in ("b64", "b256"):
         (tmp_path / f"{name}.json").write_bytes(
             gzip.decompress((FIXTURES / f"batch/{name}.json.gz").read_bytes()))
-    proc = subprocess.run([sys.executable, "-m", "perfstack", "diff", "b64.json", "b256.json",
-                           "--format", "json", "--fail-on-regression", "5%"], cwd=tmp_path,
-                          env=perfstack_env(), capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    proc = perfstack_in(tmp_path, "diff", "b64.json", "b256.json", "--format", "json",
+                        "--fail-on-regression", "5%")
+    assert proc.code == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["lead"]["figure"] == "throughput" and data["lead"]["different_work"] is True
     assert data["gate"]["regressions"] == []
