@@ -114,6 +114,43 @@ def test_reader_streams_gzip_and_survives_truncation(tmp_path):
         list(TraceReader(bad))
 
 
+def test_an_event_with_a_quote_in_its_name_is_read_not_taken_for_the_end(tmp_path):
+    """Kineto writes names unescaped: a real trace (tests/fixtures/torch-traces) whose Python
+    frame is named ``..."python_s"``. Every event is read, the rows after it included, and the
+    notes say what was repaired, not that the trace was cut short."""
+    from pathlib import Path
+
+    recorded = Path(__file__).parent / "fixtures/torch-traces/quote_in_name.pt.trace.json.gz"
+    reader = TraceReader(recorded)
+    names = [e.name for e in reader]
+    assert len(names) == 873 and reader.repaired == 1 and not reader.truncated
+    assert 'torch/profiler/_cupti_monitor.py(0): "python_s"' in names
+    agg = TraceAggregate()
+    agg.add_file(recorded)
+    rows, _, notes = summarize(agg)
+    python = [r.key for r in rows[Layer.PYTHON]]
+    assert any(k.startswith("compute (") and "torch_nostep.py:" in k for k in python), python
+    assert not any("cut short" in n for n in notes)
+    assert any("1 event(s) of the trace were invalid JSON" in n for n in notes), notes
+    # The same fault on the fast path (a big file, read in batches), as the last event (read
+    # one by one), and beside an event cut short at the end, which stays "cut short".
+    event = '  {{\n    "ph": "X", "cat": "cpu_op",\n    "name": "{}",\n    "ts": {}, "dur": 1, ' \
+        '"tid": 1, "pid": 1\n  }}'
+    many = [event.format(f"aten::op{i}", i) for i in range(30_000)]
+    many[20_000] = event.format('a "quoted" name', 20_000)
+    many[-1] = event.format('the "last" one', 29_999)
+    big = tmp_path / "big.json"
+    big.write_text('{"traceEvents": [\n' + ",\n".join(many) + "\n]}")
+    reader = TraceReader(big)
+    got = [e.name for e in reader]
+    assert len(got) == 30_000 and reader.repaired == 2 and not reader.truncated
+    assert got[20_000] == 'a "quoted" name' and got[-1] == 'the "last" one'
+    cut = tmp_path / "cut.json"
+    cut.write_text('{"traceEvents": [\n' + ",\n".join(many[:10]) + ",\n" + many[10][:30])
+    reader = TraceReader(cut)
+    assert len(list(reader)) == 10 and reader.truncated
+
+
 def test_the_profilers_closing_range_is_not_a_step() -> None:
     """torch opens a step range for the step in which the profiler stops: a last range of
     0.05 ms after steps of 260 ms is left out of the steps and their windows; a last step

@@ -91,6 +91,9 @@ def _summarize(agg: TraceAggregate, with_flops: bool, stepped: bool) -> tuple[
                                  SOURCE, Better.LOWER, samples=steps, samples_of="steps"))
     if agg.truncated:
         notes.append(f"trace cut short (the run ended while writing it): {agg.truncated}")
+    if agg.repaired:
+        notes.append(f"{agg.repaired} event(s) of the trace were invalid JSON (a quote in a "
+                     "name, which Kineto writes unescaped): read with the quote escaped")
     return rows, metrics, notes
 
 

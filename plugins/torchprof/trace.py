@@ -28,6 +28,7 @@ import msgspec
 
 from .gunzip import TraceError, gunzip
 from .optree import ThreadFrames, ThreadOps, Tree
+from .repair import repaired_event
 
 CHUNK = 1 << 20
 #: No trace event is this large: a longer one is garbage (it would be held whole in memory).
@@ -116,6 +117,8 @@ class TraceReader:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.truncated = False  # the file ended inside the array (a run killed mid-write)
+        #: events Kineto wrote as invalid JSON (a quote in a name), read with it escaped
+        self.repaired = 0
         self.bytes_read = 0
         #: the top-level keys written before the events (``distributedInfo``,
         #: ``deviceProperties``...), when they parse; filled once iteration starts
@@ -129,6 +132,7 @@ class TraceReader:
                 yield event
         except _Slow:
             self.truncated = False
+            self.repaired = 0
             for i, event in enumerate(self._careful()):
                 if i >= done:
                     yield event
@@ -203,11 +207,16 @@ class TraceReader:
             try:
                 obj, pos = decoder.raw_decode(text, pos)
             except json.JSONDecodeError:
-                if text[pos] not in _VALUE_STARTS:
+                repaired = repaired_event(text, pos)
+                if repaired is not None:
+                    obj, pos = repaired
+                    self.repaired += 1
+                elif text[pos] not in _VALUE_STARTS:
                     raise TraceError(f"{self.path}: not JSON inside traceEvents "
                                      f"({text[pos:pos + 20]!r}...)") from None
-                self.truncated = True  # the file ends inside this event: a run cut short
-                return
+                else:
+                    self.truncated = True  # the file ends inside this event: a run cut short
+                    return
             event = _event(obj)
             if event is not None:
                 yield event
@@ -237,19 +246,24 @@ class TraceReader:
                 try:
                     obj, end = decoder.raw_decode(buf, pos)
                 except json.JSONDecodeError:
-                    if buf[pos] not in _VALUE_STARTS:
-                        raise TraceError(f"{self.path}: not JSON inside traceEvents "
-                                         f"({buf[pos:pos + 20]!r}...)") from None
-                    if eof:
-                        self.truncated = True
-                        return
-                    if len(buf) - pos > MAX_EVENT:
-                        raise TraceError(f"{self.path}: an event of over {MAX_EVENT >> 20} MiB "
-                                         "inside traceEvents: not a trace event") from None
-                    # Read until what is pending doubles: an event cut by the buffer's end is
-                    # tried again O(log n) times, not once per chunk (quadratic in garbage).
-                    buf, pos, eof = self._more(fh, buf, pos, len(buf) - pos)
-                    continue
+                    repaired = repaired_event(buf, pos)
+                    if repaired is None:
+                        if buf[pos] not in _VALUE_STARTS:
+                            raise TraceError(f"{self.path}: not JSON inside traceEvents "
+                                             f"({buf[pos:pos + 20]!r}...)") from None
+                        if eof:
+                            self.truncated = True
+                            return
+                        if len(buf) - pos > MAX_EVENT:
+                            raise TraceError(f"{self.path}: an event of over {MAX_EVENT >> 20} "
+                                             "MiB inside traceEvents: not a trace event") from None
+                        # Read until what is pending doubles: an event cut by the buffer's end
+                        # is tried again O(log n) times, not once per chunk (quadratic in
+                        # garbage).
+                        buf, pos, eof = self._more(fh, buf, pos, len(buf) - pos)
+                        continue
+                    obj, end = repaired
+                    self.repaired += 1
                 pos = end
                 event = _event(obj)
                 if event is not None:
@@ -371,6 +385,8 @@ class TraceAggregate:
     runtime: dict[int, RuntimeCall] = field(default_factory=dict)  # by correlation code
     events: int = 0
     truncated: list[str] = field(default_factory=list)
+    #: events read only once the quotes in their names were escaped (see repair.py)
+    repaired: int = 0
     #: each file's header (``distributedInfo``, ``deviceProperties``), in the order read
     headers: list[dict[str, Any]] = field(default_factory=list)
     #: op names by id (0: the empty name), the input shapes' key forms by id (0: none), and
@@ -397,6 +413,7 @@ class TraceAggregate:
         self.headers.append(reader.header)
         if reader.truncated:
             self.truncated.append(path.name)
+        self.repaired += reader.repaired
 
     def _name_id(self, name: str) -> int:
         found = self._name_ids.get(name)
