@@ -299,7 +299,7 @@ def test_garbage_inside_trace_events_is_a_failed_reader_not_a_cut_trace(perfstac
 def test_one_event_larger_than_any_trace_event_is_refused(tmp_path, monkeypatch):
     """An event still open after the bound (64 MiB; 1 MiB here) is garbage, not a longer read:
     the reader raises instead of holding it whole; one cut by the file's end is a cut trace."""
-    from perfstack_plugins.torchprof import trace
+    from perfstack_plugins.torchprof import reader as trace
 
     monkeypatch.setattr(trace, "MAX_EVENT", 1 << 20)
     event = '{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2}'
