@@ -28,6 +28,7 @@ from perfstack.run.rundir import read_started
 
 from .artifacts import artifact, read_nvml, read_speedscope
 from .torchprof.gunzip import TraceError, gunzip
+from .torchprof.repair import loads_trace
 
 PIDS = {"torch": 1, "pyspy": 2, "nvml": 3}
 NVML_COUNTERS = (("power_w", "GPU power (W)"), ("util_gpu", "GPU utilisation (%)"),
@@ -47,11 +48,12 @@ def _meta(pid: int, name: str, sort: int) -> list[dict[str, Any]]:
 
 
 def _read_trace(path: Path) -> Any:
-    """A Chrome trace's JSON, a ``.gz`` one decompressed within the bound torch's reader keeps."""
+    """A Chrome trace's JSON (a ``.gz`` one decompressed within the bound torch's reader
+    keeps; a name Kineto wrote with a bare quote read with it escaped)."""
     if path.name.endswith(".gz"):
         with gunzip(path, text=True) as fh:
-            return json.load(fh)
-    return json.loads(path.read_text("utf-8", errors="replace"))
+            return loads_trace(fh.read())
+    return loads_trace(path.read_text("utf-8", errors="replace"))
 
 
 def _torch_timed(path: Path, pid: int) -> tuple[list[dict[str, Any]], bool]:

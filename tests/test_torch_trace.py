@@ -132,6 +132,15 @@ def test_an_event_with_a_quote_in_its_name_is_read_not_taken_for_the_end(tmp_pat
     assert any(k.startswith("compute (") and "torch_nostep.py:" in k for k in python), python
     assert not any("cut short" in n for n in notes)
     assert any("1 event(s) of the trace were invalid JSON" in n for n in notes), notes
+    # The merged timeline keeps the trace too (it was empty: the whole file was refused).
+    from tests.conftest import perfstack_in
+
+    shown = perfstack_in(tmp_path, "analyze", str(recorded), "--format", "perfetto", "-o",
+                         "r.json")
+    assert shown.code == 0, shown.stderr
+    timeline = [e.get("name") for e in json.loads(shown.stdout)["traceEvents"]]
+    assert 'torch/profiler/_cupti_monitor.py(0): "python_s"' in timeline
+    assert sum(1 for n in timeline if n == "aten::mm") == 3
     # The same fault on the fast path (a big file, read in batches), as the last event (read
     # one by one), and beside an event cut short at the end, which stays "cut short".
     event = '  {{\n    "ph": "X", "cat": "cpu_op",\n    "name": "{}",\n    "ts": {}, "dur": 1, ' \

@@ -40,3 +40,15 @@ def repaired_event(text: str, pos: int) -> tuple[Any, int] | None:
         return json.loads(fixed), stop
     except json.JSONDecodeError:
         return None
+
+
+def loads_trace(text: str) -> Any:
+    """A whole trace's JSON; where Kineto left a bare quote in a name, read with it escaped
+    (``json.JSONDecodeError`` when that is not the fault)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        fixed = _NAME_LINE.sub(_escaped, text)
+        if fixed == text:
+            raise
+        return json.loads(fixed)
