@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, WORKLOADS, perfstack_env
+from tests.conftest import ROOT, WORKLOADS, Result, perfstack_env, perfstack_in
 
 #: The README's example commands: indented lines that start with 'perfstack ' and are not the
 #: synopsis (which has [optional] parts).
@@ -80,9 +80,8 @@ def _runnable(example: str) -> list[str]:
     return words
 
 
-def _run(sandbox: Path, example: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "perfstack", *_runnable(example)], cwd=sandbox,
-                          env=perfstack_env(), capture_output=True, text=True, timeout=300)
+def _run(sandbox: Path, example: str) -> Result:
+    return perfstack_in(sandbox, *_runnable(example), timeout=300)
 
 
 def test_the_readme_has_examples() -> None:
@@ -94,7 +93,7 @@ def test_the_readme_has_examples() -> None:
 def test_readme_example_runs(sandbox: Path, example: str) -> None:
     proc = _run(sandbox, example)
     allowed = (0, 1) if "--fail-on-regression" in example else (0,)
-    assert proc.returncode in allowed, (example, proc.stdout[-1000:], proc.stderr[-2000:])
+    assert proc.code in allowed, (example, proc.stdout[-1000:], proc.stderr[-2000:])
     assert "Traceback" not in proc.stderr
     if example.split()[1] in DRY:
         assert "would" in proc.stdout, proc.stdout
@@ -106,18 +105,18 @@ def test_help_examples_run(sandbox: Path) -> None:
     for example in examples:
         proc = _run(sandbox, example)
         allowed = (0, 1) if "--fail-on-regression" in example else (0,)
-        assert proc.returncode in allowed, (example, proc.stderr[-2000:])
+        assert proc.code in allowed, (example, proc.stderr[-2000:])
 
 
 def test_a_dry_run_checks_what_a_run_would_need_and_runs_nothing(sandbox: Path) -> None:
     runs = sandbox / ".perfstack/runs"
     before = sorted(p.name for p in runs.iterdir()) if runs.exists() else []
     proc = _run(sandbox, "perfstack run --plugins resources missing.py")
-    assert proc.returncode == 3 and "missing.py: no such file" in proc.stderr, proc.stderr
+    assert proc.code == 3 and "missing.py: no such file" in proc.stderr, proc.stderr
     proc = _run(sandbox, "perfstack ab --rev main --rev nosuchrev train.py")
-    assert proc.returncode == 2 and "nosuchrev" in proc.stderr, proc.stderr
+    assert proc.code == 2 and "nosuchrev" in proc.stderr, proc.stderr
     proc = _run(sandbox, "perfstack run --plugins resources,pyspy workload.py -- --steps 3")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.code == 0, proc.stderr
     assert proc.stdout.splitlines()[:3] == [
         "perfstack would run: python workload.py --steps 3",
         "  warm-up: 1 run(s), not measured", "  baseline: 3 run(s) with no profiler"]
