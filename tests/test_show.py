@@ -4,25 +4,36 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from perfstack.report import SCHEMA_VERSION, Layer
-from tests.conftest import ROOT, WORKLOADS, perfstack_env, perfstack_in
+from tests.conftest import ROOT, WORKLOADS, Result, perfstack_env, perfstack_in
 
 ONCE = ("--repeat", "1", "--warmup", "0")
 
 
-@pytest.fixture
-def ran(perfstack):
-    result = perfstack("-p", "tests.testplugins.probe", "run", "-q", *ONCE,
-                       "--plugins", "probe,resources", str(WORKLOADS / "busy.py"))
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real run in a folder of its own, read by the tests below; returns the folder."""
+    folder = tmp_path_factory.mktemp("show")
+    result = perfstack_in(folder, "-p", "tests.testplugins.probe", "run", "-q", *ONCE,
+                          "--plugins", "probe,resources", str(WORKLOADS / "busy.py"))
     assert result.code == 0, result.stderr
-    return result
+    return folder
 
 
-def test_show_defaults_to_the_latest_run(perfstack, ran):
+@pytest.fixture
+def perfstack(ran: Path) -> Callable[..., Result]:
+    """``perfstack ARGS`` in the shared run's folder."""
+    def run(*args: str, env: dict[str, str] | None = None) -> Result:
+        return perfstack_in(ran, *args, env=env)
+    return run
+
+
+def test_show_defaults_to_the_latest_run(perfstack):
     result = perfstack("show")
     assert result.code == 0, result.stderr
     text = result.stdout
@@ -41,17 +52,17 @@ def test_show_defaults_to_the_latest_run(perfstack, ran):
     assert "\x1b[" not in text  # no colour codes when stdout is not a terminal
 
 
-def test_show_to_a_file_and_top(perfstack, ran, tmp_path):
+def test_show_to_a_file_and_top(perfstack, ran):
     result = perfstack("show", ".perfstack/runs/latest/report.json", "--top", "2", "--full",
                        "-o", "out.txt")
     assert result.code == 0, result.stderr
-    text = (tmp_path / "out.txt").read_text()
+    text = (ran / "out.txt").read_text()
     assert "from resources (10 rows)" in text
     hardware = text[text.index("Hardware:"):text.index("Backends")]
     assert "user CPU time" in hardware and "peak resident memory" not in hardware
 
 
-def test_a_plugin_adds_a_format(perfstack, ran):
+def test_a_plugin_adds_a_format(perfstack):
     result = perfstack("-p", "tests.testplugins.keys_renderer", "show", "--format", "keys")
     assert result.code == 0, result.stderr
     assert "hardware\trusage.user_s" in result.stdout.splitlines()
@@ -59,13 +70,13 @@ def test_a_plugin_adds_a_format(perfstack, ran):
     assert perfstack("show", "--format", "keys").code == 2
 
 
-def test_validate(perfstack, ran):
+def test_validate(perfstack):
     result = perfstack("validate", ".perfstack/runs/latest/report.json")
     assert result.code == 0, result.stderr
     assert f"valid perfstack/report v{SCHEMA_VERSION}" in result.stdout
 
 
-def test_a_report_perfstack_wrote_is_read_back_without_the_validator(perfstack, ran, tmp_path):
+def test_a_report_perfstack_wrote_is_read_back_without_the_validator(tmp_path: Path) -> None:
     """save_report checks a small report against the schema as it writes it and remembers its
     bytes; reading those exact bytes back skips the validator (its import alone is ~20 ms of
     show). Any change to the file, or validate, checks it again."""
@@ -74,7 +85,7 @@ def test_a_report_perfstack_wrote_is_read_back_without_the_validator(perfstack, 
 
     cache = tmp_path / "cache"
     env = {"PERFSTACK_CACHE_DIR": str(cache)}
-    wrote = perfstack("-p", "tests.testplugins.probe", "run", "-q", *ONCE, "--plugins",
+    wrote = perfstack_in(tmp_path, "-p", "tests.testplugins.probe", "run", "-q", *ONCE, "--plugins",
                       "probe,resources", "-o", "mine.json", str(WORKLOADS / "busy.py"), env=env)
     assert wrote.code == 0, wrote.stderr
     [memo] = cache.glob(f"checked-reports-v{SCHEMA_VERSION}-*.txt")
@@ -92,19 +103,21 @@ def test_a_report_perfstack_wrote_is_read_back_without_the_validator(perfstack, 
     data = json.loads((wrote.cwd / "mine.json").read_text())
     data["run"]["complete"] = "yes"  # the wrong type: the schema refuses it
     (wrote.cwd / "edited.json").write_text(json.dumps(data, indent=1))
-    edited = perfstack("show", "edited.json", env=env)
+    edited = perfstack_in(tmp_path, "show", "edited.json", env=env)
     assert edited.code == 4 and "does not match the report schema" in edited.stderr
     (wrote.cwd / "copy.json").write_bytes((wrote.cwd / "mine.json").read_bytes() + b" ")
     assert validator_loaded("copy.json")
-    assert perfstack("validate", "mine.json", env=env).code == 0
+    assert perfstack_in(tmp_path, "validate", "mine.json", env=env).code == 0
     # A cache folder that cannot be written: the report is still written, and checked on read.
     blocked = tmp_path / "blocked"
     blocked.write_text("a file where the folder would be")
-    again = perfstack("-p", "tests.testplugins.probe", "run", "-q", *ONCE, "--plugins",
+    again = perfstack_in(tmp_path, "-p", "tests.testplugins.probe", "run", "-q", *ONCE, "--plugins",
                       "probe,resources", "-o", "other.json", str(WORKLOADS / "busy.py"),
                       env={"PERFSTACK_CACHE_DIR": str(blocked)})
     assert again.code == 0, again.stderr
-    assert perfstack("show", "other.json", env={"PERFSTACK_CACHE_DIR": str(blocked)}).code == 0
+    shown = perfstack_in(tmp_path, "show", "other.json",
+                         env={"PERFSTACK_CACHE_DIR": str(blocked)})
+    assert shown.code == 0, shown.stderr
 
 
 def test_a_control_character_in_a_name_is_escaped_before_it_is_measured(tmp_path: Path) -> None:
