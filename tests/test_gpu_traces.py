@@ -12,6 +12,7 @@ same events.
 from __future__ import annotations
 
 import bisect
+import functools
 import gzip
 import hashlib
 import json
@@ -43,6 +44,7 @@ def _path(name: str) -> Path:
     return TRACES / name / "rank-0.json.gz"
 
 
+@functools.cache  # each trace decoded once per session: the tests only read the events
 def _events(name: str) -> list[dict[str, Any]]:
     with gzip.open(_path(name), "rt", encoding="utf-8") as fh:
         events: list[dict[str, Any]] = json.load(fh)["traceEvents"]
