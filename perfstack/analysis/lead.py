@@ -19,13 +19,11 @@ import difflib
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from perfstack.analysis.changes import EnvChange, MetricChange
 from perfstack.analysis.rowdiff import RowChange
 from perfstack.report import Better, Metric, Report
-
-if TYPE_CHECKING:
-    from perfstack.analysis.diff import EnvChange, MetricChange
 
 #: Argument names that set the batch size, as the workloads people bring spell them.
 BATCH_FLAGS = ("--batch-size", "--batch_size", "--batchsize", "--bs")

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfstack.analysis.diff import Diff, MetricChange
+from perfstack.analysis.changes import MetricChange
+from perfstack.analysis.diff import Diff
 from perfstack.analysis.rowdiff import RowChange
 from perfstack.render import markdown_escape as escape
 from perfstack.render.textgrid import Column, table
