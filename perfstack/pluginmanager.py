@@ -17,6 +17,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from perfstack.backend import Backend
+    from perfstack.render import Renderer
 
 from perfstack import hookspecs
 from perfstack.errors import PluginModuleNotFound
@@ -156,15 +157,26 @@ class Plugins:
         sorted."""
         return list(self._provided().renderer_names(diffs))
 
-    def renderer(self, name: str) -> Any:
-        """Return the renderer of format ``name`` (a ``perfstack.render.Renderer``), or None.
-        A core format no plugin replaces is found without loading any plugin."""
-        from perfstack.render import renderers
-
+    def renderer(self, name: str) -> Renderer | None:
+        """Return the renderer of format ``name``, or None. A core format no plugin replaces
+        is found without loading any plugin."""
         manifest = self.manifest()
         if manifest is not None and manifest.renderer_provider(name) in CORE_PLUGINS:
-            return renderers(self, loaded_only=True).get(name)
-        return renderers(self).get(name)
+            return self.renderers(loaded_only=True).get(name)
+        return self.renderers().get(name)
+
+    def renderers(self, loaded_only: bool = False) -> dict[str, Renderer]:
+        """Return every renderer by name; a later plugin's renderer replaces an earlier one's.
+        ``loaded_only``: of the plugins a deferred load has loaded so far."""
+        from perfstack.render import Renderer
+
+        found: dict[str, Renderer] = {}
+        call = self.call_loaded if loaded_only else self.call_each
+        for answer in call("perfstack_renderers"):
+            for item in answer.result or ():
+                if isinstance(item, Renderer):
+                    found[item.name] = item
+        return found
 
     def metric_providers(self) -> dict[str, list[str]]:
         """Return, per metric name prefix, the installed backends that publish it."""

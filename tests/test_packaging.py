@@ -98,7 +98,7 @@ def test_the_core_code_names_no_builtin_backend():
     name or a built-in plugin's format: what the core knows of a backend, it reads from the
     backend's declarations (primary, run_count, per_rank, options, output_file_extension)."""
     from perfstack.pluginmanager import CORE_PLUGINS, load_plugins
-    from perfstack.render import renderers
+
 
     plugins = load_plugins()
     builtin = {name for name, e in plugins.backends()[0].items()
@@ -106,7 +106,7 @@ def test_the_core_code_names_no_builtin_backend():
     core_formats = {name for answer in plugins.call_each("perfstack_renderers")
                     if answer.plugin in CORE_PLUGINS for name in
                     (r.name for r in answer.result or ())}
-    names = builtin | (set(renderers(plugins)) - core_formats)
+    names = builtin | (set(plugins.renderers()) - core_formats)
     assert {"torch", "pyspy", "perftop", "html"} <= names, names
     # Words inside a string count too ("pyspy and perftop do"), for the names that are not
     # also plain words of the core's own (a resource, perf's events, an html page, the torch

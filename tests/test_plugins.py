@@ -176,7 +176,6 @@ def test_every_hook_call_goes_through_pluggy_and_every_failure_is_a_finding() ->
     monitoring sees it), with one policy: a hook that raises is a plugin-error finding with
     its traceback, and the other plugins still answer."""
     from perfstack.machine.environment import capture_with_plugins
-    from perfstack.render import renderers
     from perfstack.report.files import load_report
     from tests.conftest import ROOT
 
@@ -187,7 +186,7 @@ def test_every_hook_call_goes_through_pluggy_and_every_failure_is_a_finding() ->
         lambda outcome, name, impls, kwargs: None)
     env = capture_with_plugins(plugins)
     assert "perf" in env and "broken" in env["plugin_errors"]
-    assert "text" in renderers(plugins) and "html" in renderers(plugins)
+    assert "text" in plugins.renderers() and "html" in plugins.renderers()
     found = plugins.findings(load_report(ROOT / "tests/fixtures/reports/v1-busy.json"))
     errors = {f.title: f for f in found if f.rule == "perfstack.plugin-error"}
     assert sorted(errors) == [

@@ -45,9 +45,9 @@ def _output(plugins: Plugins, report: Report, ns: argparse.Namespace, what: str)
         print_report(report, plugins, top=ns.top, depth=ns.depth, full=ns.full,
                      all_frames=ns.all_frames, report_dir=output.parent.resolve())
     elif not ns.quiet:  # another format, printed as `perfstack show --format` prints it
-        from perfstack.render import RenderOptions, renderers, terminal_safe
+        from perfstack.render import RenderOptions, terminal_safe
 
-        text = renderers(plugins)[ns.format].render(report, RenderOptions(
+        text = plugins.renderers()[ns.format].render(report, RenderOptions(
             top=ns.top, depth=ns.depth, width=output_width(), full=ns.full,
             all_frames=ns.all_frames, report_dir=output.parent.resolve(),
             layer_providers=plugins.layer_providers(),
@@ -90,9 +90,7 @@ def _readers(plugins: Plugins) -> list[str]:
 
 
 def _common(parser: Parser, plugins: Plugins) -> None:
-    from perfstack.render import renderers
-
-    parser.add_argument("--format", default="text", choices=sorted(renderers(plugins)),
+    parser.add_argument("--format", default="text", choices=sorted(plugins.renderers()),
                         help="what to print (default: text; the JSON report is written "
                         "either way)")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE",

@@ -324,11 +324,11 @@ def distributed_options(ns: argparse.Namespace, own: list[str],
 
 def _write_html(plugins: Plugins, report: Any, report_path: Path, html_path: Path, top: int,
                 depth: int) -> None:
-    from perfstack.render import RenderOptions, renderers
+    from perfstack.render import RenderOptions
     from perfstack.report.files import write_text_atomic
 
     # The format that writes .html pages (the html plugin's; another plugin may provide it).
-    found = next((r for r in renderers(plugins).values()
+    found = next((r for r in plugins.renderers().values()
                   if r.output_file_extension in (".html", ".htm")), None)
     if found is None:
         raise errors.UsageError("--html: no installed output format writes HTML (is the html "

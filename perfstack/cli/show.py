@@ -11,7 +11,7 @@ from perfstack import errors
 from perfstack.backend import availability
 from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, Parser, outputs
 from perfstack.pluginmanager import Plugins
-from perfstack.render import RenderOptions, renderers, terminal_safe
+from perfstack.render import RenderOptions, terminal_safe
 from perfstack.report import Report
 
 
@@ -34,7 +34,7 @@ def print_report(report: Report, plugins: Plugins, top: int = 10, depth: int = 3
                  full: bool = False, all_frames: bool = False,
                  report_dir: Path | None = None) -> None:
     """Print the text rendering of ``report`` to stdout (colour when it is a terminal)."""
-    text = renderers(plugins)["text"].render(report, RenderOptions(
+    text = plugins.renderers()["text"].render(report, RenderOptions(
         top=top, depth=depth, width=output_width(), color=sys.stdout.isatty(),
         layer_providers=plugins.layer_providers(),
         metric_providers=plugins.metric_providers(), full=full, all_frames=all_frames,
@@ -99,6 +99,8 @@ def cmd_show(plugins: Plugins, argv: list[str]) -> int:
     outputs.refuse_collisions([("-o", ns.output)], [("the report shown", path)])
     report = load_report(path)
     renderer = plugins.renderer(ns.format)
+    if renderer is None:  # argparse offered it: a plugin that no longer gives it
+        raise errors.UsageError(f"--format {ns.format}: no installed plugin draws it now")
     to_terminal = ns.output is None and sys.stdout.isatty()
     text = renderer.render(report, RenderOptions(
         top=ns.top, depth=ns.depth, width=output_width(), color=to_terminal,

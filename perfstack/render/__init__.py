@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from perfstack.analysis.diff import Diff
-    from perfstack.pluginmanager import Plugins
     from perfstack.report import Report
 
 
@@ -90,15 +89,3 @@ def terminal_safe(text: str) -> str:
         last = m.end()
     out.append(_CONTROL.sub(lambda c: f"\\x{ord(c.group()):02x}", text[last:]))
     return "".join(out)
-
-
-def renderers(plugins: Plugins, loaded_only: bool = False) -> dict[str, Renderer]:
-    """Return every renderer by name; a later plugin's renderer replaces an earlier one's.
-    ``loaded_only``: of the plugins a deferred load has loaded so far (``Plugins.renderer``)."""
-    found: dict[str, Renderer] = {}
-    call = plugins.call_loaded if loaded_only else plugins.call_each
-    for answer in call("perfstack_renderers"):
-        for item in answer.result or ():
-            if isinstance(item, Renderer):
-                found[item.name] = item
-    return found
