@@ -115,6 +115,34 @@ def test_a_backend_that_raises_is_failed_and_the_others_go_on(perfstack):
     assert report["layers"]["python"] and report["layers"]["hardware"]
 
 
+def test_a_backend_that_raises_in_any_call_is_recorded_and_the_session_goes_on(perfstack):
+    """Each call the driver makes into a backend, raising: run_count (one run, as if it had
+    not asked), launch (failed, with the traceback, and no run made), attach and an
+    attachment's stop (the run and collect go on; the error fails the backend, every error
+    kept). The other backends and the report are whole."""
+    result = perfstack("-p", "tests.testplugins.faulty", "run", *ONCE, "--plugins",
+                       "faulty_launch,faulty_attach,faulty_stop,resources",
+                       str(WORKLOADS / "busy.py"))
+    assert result.code == 0, result.stderr
+    report = result.report()
+    launch = backend(report, "faulty_launch")
+    assert launch["status"] == "failed" and launch["reason"] == "launch() raised"
+    assert "RuntimeError: faulty: launch failed" in launch["traceback"]
+    attach = backend(report, "faulty_attach")
+    assert attach["status"] == "failed", attach
+    assert "attach() raised:" in attach["traceback"] and "faulty: attach failed" in attach[
+        "traceback"]
+    stop = backend(report, "faulty_stop")
+    assert stop["status"] == "failed", stop
+    # Both of its runs were made and each attachment's stop was tried.
+    assert stop["traceback"].count("stopping its attachment raised:") == 2
+    ran = [r["id"] for r in report["run"]["runs"]]
+    assert ran == ["baseline-1", "faulty_attach", "faulty_stop", "faulty_stop/run-2"], ran
+    # The progress counted what was planned and made: run_count raising is one run.
+    assert "run 4 of 4, faulty_stop/run-2" in result.stderr, result.stderr
+    assert backend(report, "resources")["status"] == "ok"
+
+
 def test_malformed_records_are_refused_not_written(perfstack):
     result = perfstack("-p", "tests.testplugins.malformed", "run", *ONCE, "--plugins",
                        "malformed,resources", str(WORKLOADS / "busy.py"))

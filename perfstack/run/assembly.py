@@ -1,4 +1,5 @@
-"""The report's run-level figures from plain data: no processes, no files.
+"""The report's run-level figures from plain data, and the report assembled from them: no
+processes, no files.
 
 What the driver computes from the runs it made — the baseline's wall time and instruction
 counts as metrics, what the workload reported itself, a backend's overhead, its status from
@@ -10,12 +11,23 @@ data (tests/test_assembly.py).
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from perfstack.analysis.stats import summarize
 from perfstack.backend import Collected
-from perfstack.report import BackendResult, Better, Finding, Layer, Metric, Overhead, Status
+from perfstack.report import (
+    BackendResult,
+    Better,
+    Finding,
+    Layer,
+    Metric,
+    Overhead,
+    Report,
+    RunInfo,
+    Status,
+    order_findings,
+)
 from perfstack.report.files import schema_errors
 
 if TYPE_CHECKING:
@@ -180,3 +192,32 @@ def result_of(entry: BackendEntry, status: Status, **fields: Any) -> BackendResu
                          layers=[layer.value for layer in entry.backend.layers],
                          package=entry.package, primary=entry.backend.primary_by_kind(),
                          **fields)
+
+
+#: The figures across a job's ranks, from the report of every rank (metrics, findings).
+AcrossRanks = Callable[[Report], tuple[list[Metric], list[Finding]]]
+
+
+def build_report(run: RunInfo, environment: dict[str, Any], results: list[BackendResult],
+                 collected: Iterable[Collected], findings: Callable[[Report], list[Finding]],
+                 *, lead_metrics: Sequence[Metric] = (), across_ranks: AcrossRanks | None = None,
+                 more_findings: Sequence[Finding] = ()) -> Report:
+    """The report, assembled the one way ``run`` and ``analyze`` both use: every backend's
+    rows, metrics and findings; then the run's own figures first among the metrics; the
+    figures across ranks; the findings of the rules (``findings``, the plugins' rules over
+    the whole report) and ``more_findings``; the findings in the order every format shows."""
+    report = Report(run=run, environment=environment, backends=results)
+    for one in collected:
+        for layer, rows in one.rows.items():
+            report.layers[layer].extend(rows)
+        report.metrics.extend(one.metrics)
+        report.findings.extend(one.findings)
+    report.metrics[:0] = list(lead_metrics)
+    if across_ranks is not None:
+        metrics, found = across_ranks(report)
+        report.metrics.extend(metrics)
+        report.findings.extend(found)
+    report.findings.extend(findings(report))
+    report.findings.extend(more_findings)
+    report.findings[:] = order_findings(report.findings)
+    return report

@@ -25,14 +25,7 @@ from perfstack import errors
 from perfstack.analysis.distributed import rank_figures
 from perfstack.backend import Collected, Recorded
 from perfstack.pluginmanager import BackendEntry, Plugins
-from perfstack.report import (
-    BackendResult,
-    Finding,
-    Report,
-    RunInfo,
-    Status,
-    order_findings,
-)
+from perfstack.report import BackendResult, Finding, Metric, Report, RunInfo, Status
 from perfstack.run import assembly
 
 #: The rule of the finding that names files left out (and the CLI's exit 9 for it).
@@ -175,30 +168,23 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None) ->
     world = max((i.world for items in recorded.values() for i in items if i.world), default=None)
     if world:
         environment["recorded"]["world_size"] = world
-    report = Report(
-        run=RunInfo(command=[], cwd=str(cwd or Path.cwd()), started=started,
-                    duration_s=time.perf_counter() - begin,
-                    perfstack_version=perfstack.__version__, repeat=1, warmup=0,
-                    timeout_s=None, complete=True, runs=[],
-                    analyzed=[{"path": str(path), "backend": name}
-                              for name, files in claimed.items() for path in files]),
-        environment=environment, backends=results)
-    for collected in merged.values():
-        for layer, rows in collected.rows.items():
-            report.layers[layer].extend(rows)
-        report.metrics.extend(collected.metrics)
-        report.findings.extend(collected.findings)
+    run = RunInfo(command=[], cwd=str(cwd or Path.cwd()), started=started,
+                  duration_s=time.perf_counter() - begin,
+                  perfstack_version=perfstack.__version__, repeat=1, warmup=0,
+                  timeout_s=None, complete=True, runs=[],
+                  analyzed=[{"path": str(path), "backend": name}
+                            for name, files in claimed.items() for path in files])
+    across = None
     if multi:
         samples = _step_samples(recorded, ranks)
-        metrics, findings = rank_figures(report, samples, publish_steps=False,
-                                         steps_from="the traces' profiled steps")
-        report.metrics.extend(metrics)
-        report.findings.extend(findings)
-    report.findings.extend(plugins.findings(report))
-    if missed:
-        report.findings.append(_left_out_finding(missed))
-    report.findings[:] = order_findings(report.findings)
-    return report
+
+        def across(report: Report) -> tuple[list[Metric], list[Finding]]:
+            return rank_figures(report, samples, publish_steps=False,
+                                steps_from="the traces' profiled steps")
+
+    return assembly.build_report(
+        run, environment, results, merged.values(), plugins.findings, across_ranks=across,
+        more_findings=[_left_out_finding(missed)] if missed else [])
 
 
 def _assign_ranks(recorded: dict[str, list[Recorded]]) -> dict[str, list[int]]:

@@ -1,0 +1,173 @@
+"""One backend's turn in a session: check it, launch its runs (attached as each run or rank
+starts), stop its attachments, collect what it measured.
+
+Every call into the backend goes through ``perfstack.run.calls.call``: a backend that raises
+is recorded as failed (or its error kept in its notes), and the session goes on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from perfstack.backend import Collected, Launch, Outcome, ReadyAttachment, RunContext, availability
+from perfstack.pluginmanager import BackendEntry
+from perfstack.report import BackendResult, Status
+from perfstack.run import assembly, collecting, rundir
+from perfstack.run import baseline as baselines
+from perfstack.run.bootstrap import HOOK_ERRORS_FILE, WINDOW_WAIT_S
+from perfstack.run.calls import call
+from perfstack.run.options import rank_selected
+from perfstack.run.runner import Runner
+
+#: A backend asks for at most this many runs of its own.
+MAX_RUNS = 10
+
+
+def run_count(entry: BackendEntry, options: dict[str, Any]) -> int:
+    """How many runs of its own the backend asks for (one when its ``run_count`` raises)."""
+    asked = call(lambda: int(entry.backend.run_count(options)))
+    return max(1, min(asked.value, MAX_RUNS)) if asked.value is not None else 1
+
+
+class BackendTurn:
+    """One backend's turn: :meth:`take` returns its result and what it collected."""
+
+    def __init__(self, entry: BackendEntry, runner: Runner,
+                 failed_unprofiled: Outcome | None) -> None:
+        self.entry = entry
+        self.backend = entry.backend
+        self.runner = runner
+        self.options = runner.options
+        #: the first warm-up or baseline run that did not end cleanly, if any
+        self.failed_unprofiled = failed_unprofiled
+        self.errors: list[str] = []
+        self.collected: Collected | None = None
+
+    def _result(self, status: Status, **kw: Any) -> BackendResult:
+        return assembly.result_of(self.entry, status, **kw)
+
+    def take(self) -> BackendResult:
+        """Check, launch, run and collect; return the backend's result."""
+        backend, runner = self.backend, self.runner
+        own = self.options.backend_options.get(backend.name, {})
+        runs = run_count(self.entry, own) if backend.own_run else 0
+        available = availability(backend)
+        if available.error is not None:  # (its runs were never in the plan)
+            return self._result(Status.FAILED, reason="check() raised",
+                                traceback=available.error)
+        if not available.ok:
+            return self._result(Status.UNAVAILABLE, reason=available.reason, fix=available.fix)
+        if not backend.own_run and self.options.repeat == 0:
+            return self._result(Status.SKIPPED, reason=(
+                "not run: it reads the baseline runs, and --repeat 0 made none"))
+        failed = self.failed_unprofiled
+        if backend.own_run and failed is not None and not self.options.keep_going:
+            # It would fail again, and profile the failure, not the workload.
+            runner.planned -= runs
+            return self._result(Status.SKIPPED, reason=(
+                f"not run: the workload failed without a profiler ({failed.record.id}: "
+                f"{failed.record.exit.describe()}); --keep-going runs every backend anyway"))
+        folder = rundir.run_subfolder(runner.run_dir, backend.name)
+        ctx = RunContext(backend.name, runner.workload, folder, own, self.options.timeout_s,
+                         list(runner.baseline), run_extra=runner.extra_runner(backend.name),
+                         steps=self.options.steps)
+        if not backend.own_run:
+            return self._collect(ctx, None)
+        launched = call(lambda: backend.launch(ctx))
+        if launched.value is None:
+            runner.planned -= runs
+            return self._result(Status.FAILED, reason="launch() raised",
+                                traceback=launched.error or "launch() returned None")
+        launch = launched.value
+        outcome = self._attached_run(ctx, backend.name, launch)
+        for index in range(1, runs):
+            if runner.interrupted or not outcome.record.exit.clean:
+                runner.planned -= runs - index  # a crash would crash again
+                break
+            later = replace(ctx, run_index=index)
+            again = call(partial(backend.launch, later))
+            if again.value is None:
+                self.errors.append(again.failure(f"launch() of run {index + 1}"))
+                runner.planned -= runs - index
+                break
+            outcome.more.append(self._attached_run(
+                later, f"{backend.name}/run-{index + 1}", again.value, home=folder))
+        for where in [folder, *(rundir.rank_dir(folder, r) for r in runner.ranks(folder))]:
+            hook_errors = where / HOOK_ERRORS_FILE
+            if hook_errors.exists():
+                self.errors.append(hook_errors.read_text("utf-8", errors="replace"))
+        return self._collect(ctx, outcome, backend.is_per_rank(launch))
+
+    def _attached_run(self, ctx: RunContext, label: str, launch: Launch,
+                      home: Path | None = None) -> Outcome:
+        """One run of the backend: launched with ``launch``, attached to as it starts (per
+        rank, or once for the whole job), its attachments stopped after. A later run of the
+        same backend (``home``: the first run's folder) is attached with the first run's
+        folders, so that everything the backend writes is in one place."""
+        backend, errors = self.backend, self.errors
+        attachments: list[Any] = []
+
+        def on_started(pid: int, where: RunContext = ctx) -> None:
+            attached = call(lambda: backend.attach(where, pid))
+            if not attached.ok:
+                errors.append(attached.failure("attach()"))
+            handle = attached.value
+            if handle is None:
+                return
+            attachments.append(handle)
+            if self.options.steps is not None and isinstance(handle, ReadyAttachment):
+                # the workload waits for it there
+                ready = call(lambda: handle.wait_ready(WINDOW_WAIT_S / 2))
+                if not ready.ok:
+                    errors.append(ready.failure("wait_ready()"))
+
+        whole_job: list[int] = []  # the rank a job-wide backend attached to, once it has
+
+        def on_rank_started(rank: int, where: Path, pid: int) -> None:
+            if not rank_selected(self.options.ranks, rank):
+                return
+            if backend.is_per_rank(launch):
+                if home is not None:
+                    where = rundir.rank_dir(home, rank)
+                    where.mkdir(parents=True, exist_ok=True)
+                on_started(pid, replace(ctx, artifact_dir=where))
+            elif not whole_job:
+                whole_job.append(rank)
+                on_started(pid)
+
+        outcome = self.runner.run(label, "backend" if home is None else "extra", backend.name,
+                                  launch, on_started, on_rank_started=on_rank_started,
+                                  in_plan=True)
+        for handle in attachments:
+            stopped = call(handle.stop)
+            if not stopped.ok:
+                errors.append(stopped.failure("stopping its attachment"))
+        return outcome
+
+    def _collect(self, ctx: RunContext, outcome: Outcome | None,
+                 per_rank: bool = True) -> BackendResult:
+        runner, options = self.runner, self.options
+        if outcome is not None:
+            status = assembly.status_of(outcome.record.exit.status, outcome.record.exit.clean)
+            run_id: str | None = outcome.record.id
+            wall = outcome.record.wall_s
+            overhead, note = baselines.overhead(outcome, runner.baseline, options.repeat,
+                                              options.steps)
+        else:
+            worst = next((o for o in runner.baseline if not o.record.exit.clean), None)
+            status = (assembly.status_of(worst.record.exit.status, False) if worst else Status.OK)
+            run_id, wall, overhead = None, None, None
+            note = "reads the baseline runs: no run of its own, no overhead"
+        result = self._result(status, run=run_id, wall_s=wall, overhead=overhead,
+                              overhead_note=note)
+        if outcome is not None and not outcome.record.exit.clean:
+            result.reason = f"the workload ended with {outcome.record.exit.describe()}"
+        self.collected = collecting.collect(
+            result, self.backend, ctx, outcome, nproc=options.nproc_per_node,
+            ranks_spec=options.ranks, per_rank=per_rank,
+            timeout_s=options.collect_timeout_s, errors=self.errors,
+            report_dir=runner.report_dir)
+        return result
