@@ -86,3 +86,28 @@ def perfstack_renderers() -> Sequence[Renderer]:
 
     :return: a sequence of Renderer instances (may be empty).
     """
+
+
+def version_problem(plugin: object) -> str | None:
+    """Return why ``plugin`` cannot be loaded by this perfstack's hooks, or None.
+
+    It declares the hook version it was written for (``PERFSTACK_HOOK_VERSION``) and names
+    only hooks this perfstack has (every ``perfstack_*`` function must be a known hook).
+    """
+    declared = getattr(plugin, "PERFSTACK_HOOK_VERSION", HOOK_VERSION)
+    low, high = MIN_HOOK_VERSION, HOOK_VERSION
+    if not isinstance(declared, int) or isinstance(declared, bool):
+        return f"PERFSTACK_HOOK_VERSION must be an int, got {declared!r}"
+    if declared < low:
+        return (f"written for perfstack hook version {declared}; this perfstack loads versions "
+                f"{low} to {high}: upgrade the plugin")
+    if declared > high:
+        return (f"written for perfstack hook version {declared}, newer than this perfstack's "
+                f"{high}: upgrade perfstack")
+    known = {n for n in globals() if n.startswith("perfstack_")}
+    for attr in dir(plugin):
+        if attr.startswith("perfstack_") and attr not in known and callable(
+                getattr(plugin, attr, None)):
+            return (f"implements {attr}, which is not a hook of this perfstack (hook version "
+                    f"{high}): the plugin was written for another version")
+    return None

@@ -15,7 +15,7 @@ from perfstack.analysis.budget import Node
 from perfstack.analysis.view import LayerTable, View, build
 from perfstack.pluginmanager import hookimpl
 from perfstack.render import Renderer, RenderOptions
-from perfstack.render.textgrid import Column, cut, table, wrap
+from perfstack.render.textgrid import Column, Page, cut, table, wrap
 from perfstack.render.words import (
     DEVICE_WORDS,
     LAYER_TITLES,
@@ -41,36 +41,10 @@ from perfstack.render.words import (
 from perfstack.report import Report
 from perfstack.report.units import fmt_seconds, fmt_value, pct
 
-ANSI = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36",
-        "magenta": "35"}
 SEVERITY_STYLE = {"critical": "red", "warning": "yellow", "info": "cyan"}
 
 
-class _Page:
-    def __init__(self, width: int, color: bool) -> None:
-        self.width = max(60, width)
-        self.color = color
-        self.lines: list[str] = []
-
-    def style(self, text: str, *styles: str) -> str:
-        if not self.color or not styles:
-            return text
-        codes = ";".join(ANSI[s] for s in styles)
-        return f"\033[{codes}m{text}\033[0m"
-
-    def add(self, text: str = "", *styles: str) -> None:
-        self.lines.append(self.style(text, *styles))
-
-    def section(self, title: str) -> None:
-        if self.lines and self.lines[-1]:
-            self.lines.append("")
-        self.add(title, "bold")
-
-    def extend(self, lines: list[str]) -> None:
-        self.lines.extend(lines)
-
-
-def _header(page: _Page, view: View) -> None:
+def _header(page: Page, view: View) -> None:
     h = view.header
     page.add(cut(command_line(h), page.width), "bold")
     page.extend(wrap(" · ".join(h.facts), page.width))
@@ -85,13 +59,13 @@ def _header(page: _Page, view: View) -> None:
             page.add(cut("  " + line, page.width))
 
 
-def _answer(page: _Page, view: View) -> None:
+def _answer(page: Page, view: View) -> None:
     page.section("Answer")
     for line in answer_lines(view):
         page.extend(wrap(line, page.width, indent=2, first="  "))
 
 
-def _findings(page: _Page, view: View) -> None:
+def _findings(page: Page, view: View) -> None:
     page.section(f"Findings ({len(view.findings)})" if view.findings else "Findings: none")
     for f in view.findings:
         prefix = f"  [{f.severity}] "
@@ -137,7 +111,7 @@ def _bar(share: float, width: int = 10) -> str:
 SPLIT_LINES_FROM = 25.0
 
 
-def _budget(page: _Page, view: View) -> None:
+def _budget(page: Page, view: View) -> None:
     budget = view.budget
     if not budget.lines and view.device is not None:
         return  # the device's breakdown is the budget there is
@@ -166,7 +140,7 @@ def _budget(page: _Page, view: View) -> None:
         page.extend(wrap(note, page.width, indent=2, first="  "))
 
 
-def _device(page: _Page, view: View) -> None:
+def _device(page: Page, view: View) -> None:
     d = view.device
     if d is None:
         return
@@ -181,7 +155,7 @@ def _device(page: _Page, view: View) -> None:
         page.extend(wrap(note, page.width, indent=4, first="  "))
 
 
-def _kernels(page: _Page, view: View) -> None:
+def _kernels(page: Page, view: View) -> None:
     k = view.kernels
     if k is None:
         return
@@ -197,7 +171,7 @@ def _kernels(page: _Page, view: View) -> None:
                  "Kernels pane)", "dim")
 
 
-def _ranks(page: _Page, view: View) -> None:
+def _ranks(page: Page, view: View) -> None:
     t = view.ranks
     if t is None:
         return
@@ -208,7 +182,7 @@ def _ranks(page: _Page, view: View) -> None:
         page.add(f"  {t.hidden_columns} more per-rank figures with --full", "dim")
 
 
-def _related(page: _Page, view: View) -> None:
+def _related(page: Page, view: View) -> None:
     for group, metrics in view.related.items():
         page.add(f"  {related_title(group, metrics)}:")
         for m in metrics:
@@ -218,7 +192,7 @@ def _related(page: _Page, view: View) -> None:
                 page.add(cut("    " + related_line(m, False), page.width))
 
 
-def _tree(page: _Page, view: View) -> None:
+def _tree(page: Page, view: View) -> None:
     if not view.tree and not view.tree_notes:
         return
     page.section("Drill-down: your functions first → torch ops → kernels")
@@ -244,7 +218,7 @@ def _tree(page: _Page, view: View) -> None:
         page.extend(wrap(note, page.width, indent=2, first="  "))
 
 
-def _layer_line(page: _Page, layer: str, tables: list[LayerTable],
+def _layer_line(page: Page, layer: str, tables: list[LayerTable],
                 providers: dict[str, list[str]]) -> None:
     """The default report's one line per layer: who measured it, how many rows."""
     name = LAYER_TITLES[layer].split(":")[0]
@@ -257,7 +231,7 @@ def _layer_line(page: _Page, layer: str, tables: list[LayerTable],
     page.add(cut(f"  {name:<10} {hint}", page.width), "dim")
 
 
-def _layers(page: _Page, view: View, providers: dict[str, list[str]]) -> None:
+def _layers(page: Page, view: View, providers: dict[str, list[str]]) -> None:
     if not view.full:
         page.section("Layers (--full shows their top rows)")
         measured = [f"{LAYER_TITLES[layer].split(':')[0]}: " + ", ".join(
@@ -315,7 +289,7 @@ def _layers(page: _Page, view: View, providers: dict[str, list[str]]) -> None:
                                  page.width, indent=4, first="  "))
 
 
-def _backends(page: _Page, view: View) -> None:
+def _backends(page: Page, view: View) -> None:
     page.section("Backends")
     rows = []
     for b in view.backends:
@@ -332,7 +306,7 @@ def _backends(page: _Page, view: View) -> None:
             page.add(cut(f"  [{i}] {note}", page.width))
 
 
-def _metrics(page: _Page, view: View) -> None:
+def _metrics(page: Page, view: View) -> None:
     if not view.metrics:  # every one is shown above (or none was measured): no empty table
         if view.hidden_metrics:
             page.section(f"Metrics: {view.hidden_metrics}, shown above or with --full")
@@ -349,7 +323,7 @@ def _metrics(page: _Page, view: View) -> None:
         page.extend(wrap(f"{m.name}: {m.reason}", page.width, indent=4, first="  "))
 
 
-def _artifacts(page: _Page, view: View) -> None:
+def _artifacts(page: Page, view: View) -> None:
     if not view.artifacts:
         return
     folder = os.path.commonpath([os.path.dirname(a.path) or "." for a in view.artifacts])
@@ -364,7 +338,7 @@ def _artifacts(page: _Page, view: View) -> None:
 def render_view(view: View, width: int = 100, color: bool = False,
                 providers: dict[str, list[str]] | None = None) -> str:
     """Return the text report of a view."""
-    page = _Page(width, color)
+    page = Page(width, color)
     _header(page, view)
     _answer(page, view)
     _findings(page, view)

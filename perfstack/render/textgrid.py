@@ -1,4 +1,5 @@
-"""Plain-text tables that fit a terminal's width: names are cut, numbers never.
+"""Plain-text tables that fit a terminal's width (names are cut, numbers never), and the page
+they are written on.
 
 A table has one name column (the first) that gives up width, and value columns that never do.
 When even the shortest names leave no room, whole columns are dropped from the right and the
@@ -115,3 +116,37 @@ def wrap(text: str, width: int, indent: int = 0, first: str = "") -> list[str]:
                          initial_indent=first or " " * indent,
                          subsequent_indent=" " * (indent or len(first)),
                          break_on_hyphens=False) or [first.rstrip()]
+
+
+ANSI = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36",
+        "magenta": "35"}
+
+
+class Page:
+    """A text page being written: lines, sections, colour when the terminal takes it."""
+
+    def __init__(self, width: int, color: bool) -> None:
+        self.width = max(60, width)
+        self.color = color
+        self.lines: list[str] = []
+
+    def style(self, text: str, *styles: str) -> str:
+        """``text`` in ``styles`` (names of ANSI), when the page is in colour."""
+        if not self.color or not styles:
+            return text
+        codes = ";".join(ANSI[s] for s in styles)
+        return f"\033[{codes}m{text}\033[0m"
+
+    def add(self, text: str = "", *styles: str) -> None:
+        """One more line."""
+        self.lines.append(self.style(text, *styles))
+
+    def section(self, title: str) -> None:
+        """A section's title, after a blank line."""
+        if self.lines and self.lines[-1]:
+            self.lines.append("")
+        self.add(title, "bold")
+
+    def extend(self, lines: list[str]) -> None:
+        """Lines as they are."""
+        self.lines.extend(lines)
