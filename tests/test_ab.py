@@ -41,7 +41,7 @@ def test_a_a_in_one_ab_session_is_paired_and_interleaved(
     on real sessions by bench/aa_ab.py."""
     result = perfstack("ab", "--plugins", "resources", "--repeat", "4", "--warmup", "0",
                        "--format", "json", "--fail-on-regression", "5%", str(DRIFT), str(DRIFT),
-                       "--", "--steps", "100", timeout=300)
+                       "--", "--steps", "30", timeout=300)
     data = _json(result)
     for name in SPEED:
         m = _metric(data, name)
