@@ -28,14 +28,13 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
     from perfstack.cli.diff import diff_formats, emit, percent
     from perfstack.cli.progress import PlainProgress, TerminalProgress
     from perfstack.cli.run import (
-        add_session_options,
         backend_options,
         describe_plan,
         require_baseline,
         select_backends,
         split_workload_args,
-        step_window,
     )
+    from perfstack.cli.runargs import add_session_options, step_window
     from perfstack.report.files import save_report
     from perfstack.run import ab, rundir
     from perfstack.run.driver import Session

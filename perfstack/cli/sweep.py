@@ -22,15 +22,14 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
     from perfstack.cli.progress import PlainProgress, TerminalProgress
     from perfstack.cli.run import (
         backend_options,
-        build_parser,
         describe_plan,
         distributed_options,
         require_baseline,
         select_backends,
         split_workload_args,
-        step_window,
         workload_of,
     )
+    from perfstack.cli.runargs import build_parser, step_window
     from perfstack.report.files import save_report, write_json_atomic
     from perfstack.run import rundir, sweep
     from perfstack.run.driver import Session
