@@ -55,6 +55,7 @@ TORCH_THE_LIBRARY = {
     "perfstack/analysis/diff.py",
     "perfstack/analysis/origin.py",
     "perfstack/analysis/rules.py",
+    "perfstack/analysis/timerules.py",
     "perfstack/analysis/view.py",
     "perfstack/history/identity.py",
     "perfstack/machine/cpus.py",
@@ -68,11 +69,9 @@ TORCH_THE_LIBRARY = {
 
 
 #: What the core still says of a backend (issue 29's debt, each to move into the backend's own
-#: declarations): the data-loading advice names py-spy's idle option, the artifact openers
-#: name Perfetto's viewer, the environment names the gil backend's --gil-python. A new name
-#: anywhere else fails the test.
+#: declarations): the artifact openers name Perfetto's viewer, the environment names the gil
+#: backend's --gil-python. A new name anywhere else fails the test.
 KNOWN_DEBT = {
-    "perfstack/analysis/rules.py": {"pyspy"},
     "perfstack/analysis/view.py": {"perfetto"},
     "perfstack/machine/envinfo.py": {"gil"},
 }

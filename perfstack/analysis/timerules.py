@@ -1,0 +1,109 @@
+"""The finding rules of where the time went, read from the time budget's metric convention
+(``budget.*``, ``split.*``, ``gpu_*``; see perfstack.analysis.budget) and never from a
+particular backend: a run bound by the interpreter or by framework dispatch, a main thread
+that mostly waits, an idle device."""
+
+from __future__ import annotations
+
+from perfstack.report import Finding, Report
+from perfstack.report.units import pct
+
+#: Interpreter share of the wall time (%) from which a run is Python-bound.
+PYTHON_BOUND = 50.0
+#: Framework CPU time over kernel CPU time from which dispatch, not compute, dominates (a
+#: margin, so two nearly equal shares do not flip the finding from run to run).
+DISPATCH_RATIO = 1.5
+#: Share of the wall time (%) the main thread may wait before it is a finding.
+WAITING_LIMIT = 25.0
+#: Device busy share (%) below which the GPU is starved.
+DEVICE_BUSY_LIMIT = 50.0
+
+
+def share_of(report: Report, name: str) -> tuple[float, str] | None:
+    """A share metric's value and its source, when it is known."""
+    m = report.metric(name)
+    if m is None or m.value is None:
+        return None
+    return float(m.value), m.source
+
+
+def _device_idle(report: Report) -> list[Finding]:
+    """The device busy (``gpu_busy``: the union of its kernels and copies) under half the
+    profiled steps, with what its idle time was."""
+    busy = share_of(report, "gpu_busy")
+    if busy is None or busy[0] >= DEVICE_BUSY_LIMIT:
+        return []
+    evidence = [f"kernels, memcpy and memset cover {busy[0]:.1f}% of the profiled steps' wall "
+                f"time on the device (gpu_busy, the union of their intervals, from {busy[1]})"]
+    parts = [(name, share_of(report, f"gpu_time.{name}"))
+             for name in ("compute", "communication", "memory", "idle")]
+    if all(share is not None for _, share in parts):
+        evidence.append("the steps' device time: " + ", ".join(
+            f"{name} {share[0]:.1f}%" for name, share in parts if share is not None))
+    wait = share_of(report, "gpu_idle.host_wait")
+    action = ("the host does not feed the device fast enough: look at the Python and "
+              "data-loading time between kernels, larger batches, CUDA graphs")
+    if wait is not None:
+        evidence.append(f"idle before the next launch call was even made: {wait[0]:.1f}% "
+                        "(gpu_idle.host_wait): the device waited for the host")
+        idle = share_of(report, "gpu_time.idle")
+        if idle is not None and idle[0] > 0 and wait[0] < idle[0] / 2:
+            action = ("the device is idle though the launches were made: look for "
+                      "synchronisations (.item(), .cpu(), cudaStreamSynchronize), waits on "
+                      "other ranks and dependencies between streams")
+    return [Finding(
+        rule="time.device-idle",
+        title=f"the GPU is busy only {pct(busy[0])} of the profiled steps",
+        layer="kernel", severity="warning", evidence=evidence, action=action,
+        source="perfstack")]
+
+
+def time_rules(report: Report) -> list[Finding]:
+    """Where the time went, from the time budget's metrics: Python-bound, dispatch-bound, a
+    main thread that mostly waits, an idle device."""
+    out = []
+    interp, native = share_of(report, "budget.interpreter"), share_of(report, "budget.native")
+    if interp is not None and interp[0] >= PYTHON_BOUND:
+        out.append(Finding(
+            rule="time.python-bound",
+            title=f"Python-bound: the interpreter runs {interp[0]:.0f}% of the wall time",
+            layer="python", severity="warning",
+            evidence=[f"{interp[0]:.1f}% of the main thread's wall time in Python code holding "
+                      f"the GIL (budget.interpreter, from {interp[1]})",
+                      *([f"{native[0]:.1f}% in native code (torch ops and the like)"]
+                        if native else [])],
+            action=("the top functions of the drill-down are where it goes: move their loops "
+                    "into tensor ops, batch the work, or torch.compile the model"),
+            source="perfstack"))
+    framework, kernels = share_of(report, "split.framework"), share_of(report, "split.kernels")
+    if (framework is not None and kernels is not None and native is not None
+            and native[0] >= 10 and framework[0] > DISPATCH_RATIO * kernels[0]):
+        out.append(Finding(
+            rule="time.dispatch-bound",
+            title=(f"framework overhead outweighs compute: {framework[0]:.0f}% of native CPU "
+                   f"time in dispatch and bookkeeping, {kernels[0]:.0f}% in kernels"),
+            layer="framework", severity="warning",
+            evidence=[f"split.framework {framework[0]:.1f}%, split.kernels {kernels[0]:.1f}% "
+                      f"of the CPU time outside the interpreter (from {framework[1]})",
+                      f"native code is {native[0]:.1f}% of the wall time"],
+            action=("the ops are too small for their overhead: batch them, fuse them "
+                    "(torch.compile), or use larger tensors per call"),
+            source="perfstack"))
+    idle = share_of(report, "budget.idle")
+    wall = report.metric("wall_time")
+    idle_s = idle[0] / 100 * float(wall.value) if idle and wall and wall.value else None
+    # A sampler's own attach (~0.2 s) reads as waiting: short runs need more than a share.
+    if idle is not None and idle[0] >= WAITING_LIMIT and (idle_s is None or idle_s >= 0.5):
+        out.append(Finding(
+            rule="time.waiting",
+            title=f"the main thread waits {idle[0]:.0f}% of the wall time",
+            layer="run", severity="warning",
+            evidence=[f"{idle[0]:.1f}% of the wall time with no sample of running code on the "
+                      f"main thread (budget.idle, from {idle[1]}): sleep, I/O, locks, the GIL, "
+                      "device synchronisation"],
+            action=("if it waits for data, load it in worker processes (DataLoader "
+                    "num_workers, pin_memory, prefetch); a sampler that records idle frames "
+                    "shows where it blocks"),
+            source="perfstack"))
+    out += _device_idle(report)
+    return out
