@@ -310,13 +310,13 @@ def ddp_job(tmp_path_factory: pytest.TempPathFactory, example_plugins: str) -> R
     """One real job of two gloo ranks under torchrun (tests/workloads/ddp_straggler.py: rank 1
     does five times the work of rank 0 each step), every rank profiled, ended by --steps 4
     --warmup-steps 2; its backends one of each kind: torch (in-process, per rank), py-spy
-    (attached to each rank), resources (reading the baseline), the example rss sampler
-    (attached to each rank) and the example rusage wrapper (around the whole job).
+    (attached to each rank, as any attaching plugin is), resources (reading the baseline) and
+    the example rusage wrapper (a third party's, around the whole job).
     Read by the distributed, steps and example-plugin tests; a torchrun job costs seconds of
     imports per rank and run, so they share one."""
     result = perfstack_in(
         tmp_path_factory.mktemp("ddp"), "run", "--nproc-per-node", "2", "--ranks", "all",
-        "--plugins", "torch,pyspy,resources,rss,rusage", "--steps", "4", "--warmup-steps", "2",
+        "--plugins", "torch,pyspy,resources,rusage", "--steps", "4", "--warmup-steps", "2",
         "--repeat", "1",
         "--warmup", "0", "-q", "--timeout", "150", str(WORKLOADS / "ddp_straggler.py"),
         env={"PYTHONPATH": example_plugins}, timeout=300)

@@ -67,7 +67,7 @@ def test_every_rank_stops_at_the_same_step(ddp_job: Result) -> None:
     """Two gloo ranks marking steps with perfstack.step(): each stops after 2 + 4, in the
     baseline and in every profiled run."""
     run_dir = ddp_job.cwd / ".perfstack" / "runs" / "latest"
-    for run in ("baseline-1", "torch", "rss"):
+    for run in ("baseline-1", "torch", "pyspy"):
         for rank in (0, 1):
             assert _steps_of(run_dir / run / f"rank-{rank}")["steps"] == 6, (run, rank)
     report = ddp_job.report()
@@ -78,7 +78,7 @@ def test_every_rank_stops_at_the_same_step(ddp_job: Result) -> None:
         plain = next(m for m in report["metrics"] if m["name"] == f"step_time[rank{rank}]")
         assert len(plain["samples"]) == 4 and max(plain["samples"]) < 1.0, plain
     # Each profiler's overhead compares measured steps with the baseline's measured steps.
-    for name in ("torch", "pyspy", "rss"):
+    for name in ("torch", "pyspy"):
         overhead = backend(report, name)["overhead"]
         assert overhead["basis"] == "step" and overhead["baseline_n"] == 4, (name, overhead)
 
