@@ -16,41 +16,59 @@ def _steps_of(folder: Path) -> dict[str, object]:
 
 
 def test_a_long_job_ends_after_its_steps(perfstack: Callable[..., Result]) -> None:
-    """100,000 optimizer steps asked; every run (torch, py-spy and py-spy's GIL pass) ends
-    after 3 + 20, cleanly, the script's finally run; torch records exactly the 20; py-spy
-    attaches at the window. (The baseline's own step time and the overheads of measured steps
-    are read from the shared torchrun job, which has a baseline.)"""
-    # --pyspy-gil-run: py-spy's GIL pass in a run of its own, so that a backend's several
-    # runs (run_count) are bounded and windowed like the others.
-    result = perfstack("run", "--steps", "20", "--warmup-steps", "3", "--plugins",
-                       "torch,pyspy", "--pyspy-gil-run", "--repeat", "0", "--warmup", "0",
-                       "--timeout", "120", str(WORKLOADS / "long_train.py"), timeout=300)
+    """100,000 optimizer steps asked; the torch run ends after 3 + 20, cleanly, the script's
+    finally run; torch records exactly the 20. (The baseline's own step time and the
+    overheads of measured steps are read from the shared torchrun job, which has a
+    baseline; py-spy's runs, on a loop with no torch, below.)"""
+    result = perfstack("run", "--steps", "20", "--warmup-steps", "3", "--plugins", "torch",
+                       "--repeat", "0", "--warmup", "0", "--timeout", "120",
+                       str(WORKLOADS / "long_train.py"), timeout=300)
     assert result.code == 0, result.stderr
     report = result.report()
     assert report["run"]["steps"] == {"warmup": 3, "measured": 20}
     run_dir = result.cwd / ".perfstack" / "runs" / "latest"
-    assert len(report["run"]["runs"]) == 3
+    [record] = report["run"]["runs"]
+    assert record["exit"]["status"] == "exited" and record["exit"]["code"] == 0, record
+    steps = _steps_of(run_dir / "torch")
+    assert steps["steps"] == 23 and steps["limit"] == 23, steps
+    # The 23rd optimizer step ran; perfstack ended the run in its post-step hook, before the
+    # loop counted it.
+    assert "finally: 22 steps done" in (run_dir / "torch" / "stdout.log").read_text()
+    step = next(m for m in report["metrics"] if m["name"] == "torch_step_time")
+    assert len(step["samples"]) == 20
+    assert backend(report, "torch")["status"] == "ok", backend(report, "torch")
+    assert "3 warm-up + 20 measured steps" in result.stdout
+    assert "perfstack: run 1 of 1, torch: exit 0" in result.stderr
+
+
+def test_a_samplers_several_runs_each_end_after_the_steps(
+        perfstack: Callable[..., Result]) -> None:
+    """A loop of 100,000 perfstack.step() steps under py-spy with its GIL pass in a run of
+    its own (--pyspy-gil-run: a backend's several runs, run_count): every run ends after
+    3 + 20, cleanly, the script's finally run, and py-spy attaches at each run's window."""
+    result = perfstack("run", "--steps", "20", "--warmup-steps", "3", "--plugins", "pyspy",
+                       "--pyspy-gil-run", "--repeat", "0", "--warmup", "0", "--timeout", "120",
+                       str(WORKLOADS / "long_loop.py"), timeout=300)
+    assert result.code == 0, result.stderr
+    report = result.report()
+    run_dir = result.cwd / ".perfstack" / "runs" / "latest"
+    assert [r["id"] for r in report["run"]["runs"]] == ["pyspy", "pyspy/run-2"]
     for record in report["run"]["runs"]:
         assert record["exit"]["status"] == "exited" and record["exit"]["code"] == 0, record
         folder = run_dir / record["id"]
         steps = _steps_of(folder)
         assert steps["steps"] == 23 and steps["limit"] == 23, (record["id"], steps)
-        # The 23rd optimizer step ran; perfstack ended the run in its post-step hook, before
-        # the loop counted it.
-        assert "finally: 22 steps done" in (folder / "stdout.log").read_text()
-    step = next(m for m in report["metrics"] if m["name"] == "torch_step_time")
-    assert len(step["samples"]) == 20
-    for name in ("torch", "pyspy"):
-        assert backend(report, name)["status"] == "ok", backend(report, name)
+        # perfstack ended the run in the 23rd step's perfstack.step(), before the loop
+        # printed: the loop had counted it.
+        assert "finally: 23 steps done" in (folder / "stdout.log").read_text()
+    assert backend(report, "pyspy")["status"] == "ok", backend(report, "pyspy")
     assert (run_dir / "pyspy" / "workload-window.json").is_file()
     assert any("measured steps" in n for n in backend(report, "pyspy")["notes"])
-    assert "3 warm-up + 20 measured steps" in result.stdout
     # py-spy's GIL pass had a run of its own, bounded and windowed alike.
     assert (run_dir / "pyspy" / "run-2" / "workload-window.json").is_file()
     # Progress, one line per finished run when stderr is not a terminal.
-    assert "perfstack: run 1 of 3, torch: exit 0" in result.stderr
-    assert "perfstack: run 2 of 3, pyspy: exit 0" in result.stderr
-    assert "perfstack: run 3 of 3, pyspy/run-2: exit 0" in result.stderr
+    assert "perfstack: run 1 of 2, pyspy: exit 0" in result.stderr
+    assert "perfstack: run 2 of 2, pyspy/run-2: exit 0" in result.stderr
 
 
 def test_no_steps_is_one_line(perfstack: Callable[..., Result]) -> None:
