@@ -94,7 +94,7 @@ def test_ab_rev_compares_two_revisions_without_touching_the_tree(
     script.write_text(DRIFT.read_text().replace("UNIT = 20_000", "UNIT = 200"))  # uncommitted
     status = _git(repo, "status", "--porcelain")
     result = perfstack("ab", "--plugins", "resources", "--repeat", "3", "--format", "json",
-                       "--rev", "HEAD~1", "--rev", "HEAD", str(script), "--", "--steps", "50",
+                       "--rev", "HEAD~1", "--rev", "HEAD", str(script), "--", "--steps", "150",
                        timeout=300)
     data = _json(result)
     throughput = _metric(data, "throughput")
