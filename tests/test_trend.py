@@ -234,13 +234,23 @@ def test_bad_input_is_one_line(perfstack: Callable[..., Result], tmp_path: Path)
 
 def test_history_and_trend_on_postgresql(perfstack: Callable[..., Result],
                                          postgres_db: str) -> None:
-    """Real runs write to a PostgreSQL history named by PERFSTACK_HISTORY; history, trend and
-    gate read it by URL; the same figures as the reports."""
+    """A real run writes to a PostgreSQL history named by PERFSTACK_HISTORY (five more of its
+    kind are added as a run adds them, later in the day); history, trend and gate read it by
+    URL; the same figures as the reports."""
     env = {history.HISTORY_ENV: postgres_db}
-    for _ in range(6):
-        done = perfstack("run", "--plugins", "resources", "--repeat", "1", "--warmup", "0",
-                         "-q", str(WORKLOADS / "busy.py"), env=env)
-        assert done.code == 0 and "warning" not in done.stderr, done.stderr
+    done = perfstack("run", "--plugins", "resources", "--repeat", "1", "--warmup", "0", "-q",
+                     "-o", "run-0.json", str(WORKLOADS / "busy.py"), env=env)
+    assert done.code == 0 and "warning" not in done.stderr, done.stderr
+    first = load_report(done.cwd / "run-0.json")
+    for i in range(1, 6):
+        later = Report.from_dict(first.to_dict())
+        later.run.started = f"2027-01-0{i}T10:00:00+00:00"
+        for m in later.metrics:
+            if m.name == "wall_time" and isinstance(m.value, float):
+                m.value *= 1 + 0.01 * i
+        path = done.cwd / f"run-{i}.json"
+        save_report(later, path)
+        history.add(postgres_db, later, path)
     listed = json.loads(perfstack("history", "--db", postgres_db, "--format", "json").stdout)
     assert len(listed) == 6
     walls = [next(m["value"] for m in json.loads(Path(e["report"]).read_text())["metrics"]
