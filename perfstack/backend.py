@@ -269,6 +269,10 @@ class Backend:
     #: The metrics this backend publishes, by name prefix (``"budget."``, ``"gpu_busy"``): a
     #: report that lacks them can say which installed backend would give them.
     publishes: ClassVar[tuple[str, ...]] = ()
+    #: How a person opens the raw outputs this backend keeps: (file name ending, what opens
+    #: it) pairs, such as ``(".speedscope.json", "speedscope, or speedscope.app")``. Every
+    #: format's list of raw outputs shows it beside each file that ends so.
+    openers: ClassVar[tuple[tuple[str, str], ...]] = ()
 
     def run_count(self, options: dict[str, Any]) -> int:
         """Return how many runs of the workload this backend needs with these options

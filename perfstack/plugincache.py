@@ -51,6 +51,8 @@ class Provided:
     #: backend -> the metric name prefixes it publishes (``Backend.publishes``)
     publishes: dict[str, list[str]] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)  # its package's .py files, for the key
+    #: backend -> how its raw outputs open: [file name ending, opener] pairs
+    openers: dict[str, list[list[str]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -78,6 +80,11 @@ class Manifest:
     def layer_providers(self) -> dict[str, list[str]]:
         """Return, per layer, the backends that feed it (sorted by backend name)."""
         return _by_value([p.backends for p in self.plugins])
+
+    def artifact_openers(self) -> list[tuple[str, str]]:
+        """Return every backend's (file name ending, opener) pairs, in registration order."""
+        return [(str(ending), str(how)) for p in self.plugins for pairs in p.openers.values()
+                for ending, how in pairs]
 
 
 def _by_value(per_plugin: list[dict[str, list[str]]]) -> dict[str, list[str]]:
@@ -150,7 +157,8 @@ def read(choices: dict[str, Any]) -> Manifest | None:
     try:
         data = json.loads(cache_file(choices).read_text("utf-8"))
         plugins = [Provided(p["name"], list(p["renderers"]), list(p["diffs"]),
-                            dict(p["backends"]), dict(p["publishes"]), list(p["files"]))
+                            dict(p["backends"]), dict(p["publishes"]), list(p["files"]),
+                            dict(p["openers"]))
                    for p in data["plugins"]]
         files = [f for p in plugins for f in p.files]
         if data["key"] != json.loads(json.dumps(state_key(choices, files))):
@@ -178,7 +186,7 @@ def write(choices: dict[str, Any], manifest: Manifest) -> None:
         data = {"key": state_key(choices, files),
                 "plugins": [{"name": p.name, "renderers": p.renderers, "diffs": p.diffs,
                              "backends": p.backends, "publishes": p.publishes,
-                             "files": p.files}
+                             "files": p.files, "openers": p.openers}
                             for p in manifest.plugins]}
         tmp.write_text(json.dumps(data), "utf-8")
         os.replace(tmp, target)

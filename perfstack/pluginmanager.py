@@ -117,18 +117,19 @@ class Plugins:
         for name, info in self.infos.items():
             if info.error is not None:
                 continue
-            backs, publishes = {}, {}
+            backs, publishes, openers = {}, {}, {}
             for item in backends.get(name) or ():
                 if _backend_problem(item) is None:
                     backs[item.name] = [layer.value for layer in item.layers]
                     publishes[item.name] = [str(p) for p in item.publishes]
+                    openers[item.name] = [[str(e), str(h)] for e, h in item.openers]
             plugin = self.pm.get_plugin(name)
             drawn = list(renderers.get(name) or ())
             provided.append(plugincache.Provided(
                 name, [str(getattr(r, "name", "")) for r in drawn],
                 [str(getattr(r, "name", "")) for r in drawn if isinstance(r, DiffRenderer)],
                 backs, publishes,
-                plugincache.package_files(plugin, whole=name not in CORE_PLUGINS)))
+                plugincache.package_files(plugin, whole=name not in CORE_PLUGINS), openers))
         self._built = plugincache.Manifest(provided)
         return self._built
 
@@ -181,6 +182,10 @@ class Plugins:
     def metric_providers(self) -> dict[str, list[str]]:
         """Return, per metric name prefix, the installed backends that publish it."""
         return dict(self._provided().metric_providers())
+
+    def artifact_openers(self) -> list[tuple[str, str]]:
+        """Return how the installed backends' raw outputs open: (file name ending, opener)."""
+        return list(self._provided().artifact_openers())
 
     def layer_providers(self) -> dict[str, list[str]]:
         """Return, per layer, the installed backends that feed it."""

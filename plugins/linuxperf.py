@@ -374,6 +374,7 @@ class PerfTopBackend(Backend):
     layers = (Layer.KERNEL,)
     primary = "cpu_time"
     publishes = ("split.", "cpu_share_", "gc_time_")
+    openers = (("perf.data", "perf report -i"),)
     description = "perf record -e cpu-clock: hot native symbols grouped by library (perf top)"
     options = (Option("freq", "samples per second", 999, int, minimum=1, maximum=100_000),
                Option("callgraph", "call graphs: fp, dwarf (large) or none", "fp",

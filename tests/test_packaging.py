@@ -69,10 +69,9 @@ TORCH_THE_LIBRARY = {
 
 
 #: What the core still says of a backend (issue 29's debt, each to move into the backend's own
-#: declarations): the artifact openers name Perfetto's viewer, the environment names the gil
-#: backend's --gil-python. A new name anywhere else fails the test.
+#: declarations): the environment names the gil backend's --gil-python. A new name anywhere
+#: else fails the test.
 KNOWN_DEBT = {
-    "perfstack/analysis/view.py": {"perfetto"},
     "perfstack/machine/envinfo.py": {"gil"},
 }
 

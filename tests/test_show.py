@@ -62,6 +62,18 @@ def test_show_to_a_file_and_top(perfstack, ran):
     assert "user CPU time" in hardware and "peak resident memory" not in hardware
 
 
+def test_a_raw_output_says_how_it_opens_as_its_backend_declares(perfstack):
+    """The probe plugin declares how its file opens (``Backend.openers``): shown beside it
+    where the plugin is installed; where it is not, the file is listed with no opener."""
+    shown = perfstack("-p", "tests.testplugins.probe", "show")
+    assert shown.code == 0, shown.stderr
+    line = next(ln for ln in shown.stdout.splitlines() if "probe inprocess:" in ln)
+    assert line.endswith("inprocess.json  (any JSON viewer)"), line
+    plain = perfstack("show")
+    line = next(ln for ln in plain.stdout.splitlines() if "probe inprocess:" in ln)
+    assert line.endswith("inprocess.json"), line
+
+
 def test_a_plugin_adds_a_format(perfstack):
     result = perfstack("-p", "tests.testplugins.keys_renderer", "show", "--format", "keys")
     assert result.code == 0, result.stderr

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -219,17 +220,9 @@ class View:
     as_metrics: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
 
 
-#: How to open an artifact, by file name ending.
-OPENERS = (
-    (".pt.trace.json", "ui.perfetto.dev or TensorBoard"),
-    (".pt.trace.json.gz", "ui.perfetto.dev"),
-    (".speedscope.json", "speedscope, or speedscope.app"),
-    ("perf.data", "perf report -i"),
-)
-
-
-def _opener(path: str) -> str | None:
-    return next((how for ending, how in OPENERS if path.endswith(ending)), None)
+def _opener(path: str, openers: Sequence[tuple[str, str]]) -> str | None:
+    """How to open a raw output, from the installed backends' ``openers`` (None: unknown)."""
+    return next((how for ending, how in openers if path.endswith(ending)), None)
 
 
 def _header(report: Report, facts: list[str]) -> Header:
@@ -526,24 +519,27 @@ def _backend_notes(b: BackendResult, full: bool) -> list[str]:
     return out
 
 
-def _artifacts(report: Report, report_dir: Path | None) -> list[ArtifactLine]:
+def _artifacts(report: Report, report_dir: Path | None,
+               openers: Sequence[tuple[str, str]]) -> list[ArtifactLine]:
     """Every raw output, its path as a user standing here types it, and its opener."""
     out = []
     for b in report.backends:
         for label, path in b.artifacts.items():
             if report_dir is not None and not os.path.isabs(path):
                 path = os.path.relpath(report_dir / path)
-            out.append(ArtifactLine(b.name, label, path, _opener(path)))
+            out.append(ArtifactLine(b.name, label, path, _opener(path, openers)))
     return out
 
 
 def build(report: Report, top: int = 10, depth: int = 3, full: bool = False,
           all_frames: bool = False, max_columns: int = 6,
           report_dir: Path | None = None,
-          providers: dict[str, list[str]] | None = None) -> View:
+          providers: dict[str, list[str]] | None = None,
+          openers: Sequence[tuple[str, str]] = ()) -> View:
     """Return the view of ``report``: ``top`` rows per table, drill-down ``depth`` (1-3),
     every metric with ``full``, library frames unfolded with ``all_frames``; artifact paths
-    relative to the current folder when ``report_dir`` (the report file's folder) is given."""
+    relative to the current folder when ``report_dir`` (the report file's folder) is given,
+    each with how it opens where an installed backend says (``openers``)."""
     findings = order_findings(report.findings)
     budget = _time_budget(report, providers)
     # The short report shows three ops under a function and the top kernel of each op.
@@ -587,5 +583,5 @@ def build(report: Report, top: int = 10, depth: int = 3, full: bool = False,
         hidden_metrics=len(report.metrics) - len(metrics),
         backends=_backends(report, footnotes, full),
         footnotes=footnotes,
-        artifacts=_artifacts(report, report_dir),
+        artifacts=_artifacts(report, report_dir, openers),
     )

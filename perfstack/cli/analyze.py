@@ -51,7 +51,8 @@ def _output(plugins: Plugins, report: Report, ns: argparse.Namespace, what: str)
             top=ns.top, depth=ns.depth, width=output_width(), full=ns.full,
             all_frames=ns.all_frames, report_dir=output.parent.resolve(),
             layer_providers=plugins.layer_providers(),
-            metric_providers=plugins.metric_providers()))
+            metric_providers=plugins.metric_providers(),
+            artifact_openers=plugins.artifact_openers()))
         sys.stdout.write(terminal_safe(text) if ns.format == "markdown" else text)
     print(f"report: {output}  ({what})", file=sys.stderr)
     html = ns.html

@@ -192,7 +192,8 @@ def _write_html(plugins: Plugins, report: Any, report_path: Path, html_path: Pat
     write_text_atomic(html_path, found.render(report, RenderOptions(
         top=top, depth=depth, report_dir=report_path.parent.resolve(),
         output_dir=html_path.parent.resolve(), layer_providers=plugins.layer_providers(),
-        metric_providers=plugins.metric_providers())))
+        metric_providers=plugins.metric_providers(),
+        artifact_openers=plugins.artifact_openers())))
 
 
 def cmd_run(plugins: Plugins, argv: list[str]) -> int:

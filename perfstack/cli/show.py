@@ -38,6 +38,7 @@ def print_report(report: Report, plugins: Plugins, top: int = 10, depth: int = 3
         top=top, depth=depth, width=output_width(), color=sys.stdout.isatty(),
         layer_providers=plugins.layer_providers(),
         metric_providers=plugins.metric_providers(), full=full, all_frames=all_frames,
+        artifact_openers=plugins.artifact_openers(),
         report_dir=report_dir))
     sys.stdout.write(terminal_safe(text))
     sys.stdout.flush()
@@ -106,7 +107,7 @@ def cmd_show(plugins: Plugins, argv: list[str]) -> int:
         top=ns.top, depth=ns.depth, width=output_width(), color=to_terminal,
         report_dir=path.parent.resolve(), layer_providers=plugins.layer_providers(),
         metric_providers=plugins.metric_providers(),
-        full=ns.full, all_frames=ns.all_frames,
+        artifact_openers=plugins.artifact_openers(), full=ns.full, all_frames=ns.all_frames,
         output_dir=ns.output.parent.resolve() if ns.output is not None else None))
     if ns.output is None or ns.format in ("text", "markdown"):
         text = terminal_safe(text)  # a workload's escape sequences cannot drive a terminal

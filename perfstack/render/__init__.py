@@ -29,6 +29,9 @@ class RenderOptions:
     layer_providers: dict[str, list[str]] = field(default_factory=dict)
     #: metric name prefix -> installed backends that publish it (``Backend.publishes``)
     metric_providers: dict[str, list[str]] = field(default_factory=dict)
+    #: (file name ending, what opens it) of the installed backends' raw outputs
+    #: (``Backend.openers``)
+    artifact_openers: list[tuple[str, str]] = field(default_factory=list)
     #: the folder of the report file: its artifact paths are relative to it
     report_dir: Path | None = None
     full: bool = False  # every metric, not only those a person reads by default

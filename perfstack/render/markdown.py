@@ -158,7 +158,8 @@ class MarkdownRenderer(Renderer):
         # The whole view: what a terminal leaves to --full, markdown folds into <details>.
         return render_view(build(report, top=options.top, depth=options.depth, full=True,
                                  all_frames=options.all_frames, report_dir=options.report_dir,
-                                 providers=options.metric_providers))
+                                 providers=options.metric_providers,
+                                 openers=options.artifact_openers))
 
 
 @hookimpl

@@ -107,7 +107,7 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
     """Return the interactive page of one report."""
     view = build(report, top=options.top, depth=options.depth, full=True,
                  all_frames=options.all_frames, report_dir=options.report_dir,
-                     providers=options.metric_providers)
+                 providers=options.metric_providers, openers=options.artifact_openers)
     tables = {layer: layer_tables(report, layer) for layer in Layer}
     flame, flame_why = flame_tree(report, options.report_dir)
     overview = "".join([

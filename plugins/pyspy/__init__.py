@@ -74,6 +74,7 @@ class PySpyBackend(Backend):
     primary: ClassVar[dict[str, str]] = {"": "self_time", "thread": "time",
                                          "native-frame": "samples"}
     publishes = ("budget.", "gil_held_share")
+    openers = ((".speedscope.json", "speedscope, or speedscope.app"),)
     quick = True  # a sampler: the time budget and the hottest functions by itself
     description = "py-spy sampling: Python functions and threads, GIL share, native frames"
     options = (

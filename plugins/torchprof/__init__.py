@@ -50,6 +50,8 @@ class TorchBackend(Backend):
     name = "torch"
     layers = (Layer.FRAMEWORK, Layer.KERNEL, Layer.PYTHON)
     description = "torch.profiler: ops with shapes, FLOPs and memory; CUDA kernels; Perfetto trace"
+    openers = ((".pt.trace.json", "ui.perfetto.dev or TensorBoard"),
+               (".pt.trace.json.gz", "ui.perfetto.dev"))
     options = (
         Option("skip_first", "steps to skip before the schedule starts", 1, int, minimum=0),
         Option("wait", "idle steps in each cycle of the schedule", 0, int, minimum=0),

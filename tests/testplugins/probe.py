@@ -44,6 +44,7 @@ class Probe(Backend):
     name = "probe"
     layers = (Layer.PYTHON, Layer.HARDWARE)
     options = (Option("label", "a label passed into the workload process", default="none"),)
+    openers = (("inprocess.json", "any JSON viewer"),)
 
     def launch(self, ctx: RunContext) -> Launch:
         return Launch(wrap=["env", "PROBE_WRAPPED=yes"], env={"PROBE_ENV": "1"},
