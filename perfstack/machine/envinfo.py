@@ -157,7 +157,7 @@ def render_text(env: dict[str, Any], width: int = 100) -> str:
     item("GIL", "enabled" if py.get("gil_enabled", True) else "disabled (free-threaded)")
     ft = env.get("free_threaded_interpreters") or []
     item("free-threaded found", ", ".join(f"{i['label']} {i['path']}" for i in ft) or
-         "none (scripts/build-free-threaded.sh builds one; or --gil-python PATH)")
+         "none (scripts/build-free-threaded.sh builds one)")
     cpu = env["cpu"]
     section("CPU")
     item("model", cpu.get("model") or "unknown")
