@@ -17,7 +17,6 @@ import functools
 import os
 import shutil
 import subprocess
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,7 @@ from perfstack.backend import (
 from perfstack.report import Better, Finding, Layer, Metric, Quantity, Report, Row
 
 from . import gcphase
-from .demangle import demangle
+from .perfsymbols import group_of, read_symbols, split_metrics, to_float
 
 DEFAULT_EVENTS = ("cycles", "instructions", "branches", "branch-misses", "cache-references",
                   "cache-misses", "L1-dcache-load-misses", "LLC-load-misses", "task-clock",
@@ -103,7 +102,7 @@ def parse_stat(text: str, vm_reason: str | None = None) -> list[Counter]:
         if len(fields) < 5:
             continue
         raw, unit, event = fields[0], fields[1], fields[2]
-        running = _float(fields[4])
+        running = to_float(fields[4])
         if raw.startswith("<not supported>"):
             counters.append(Counter(event, None, unit, None,
                                     vm_reason or "<not supported> on this machine"))
@@ -112,17 +111,10 @@ def parse_stat(text: str, vm_reason: str | None = None) -> list[Counter]:
                                     "<not counted>: never scheduled on a hardware counter "
                                     "(too many events at once, or the counter is busy)"))
         else:
-            value = _float(raw)
+            value = to_float(raw)
             if value is not None:
                 counters.append(Counter(event, value, unit, running))
     return counters
-
-
-def _float(text: str) -> float | None:
-    try:
-        return float(text.strip().rstrip("%"))
-    except ValueError:
-        return None
 
 
 def _quantity(c: Counter) -> Quantity:
@@ -255,116 +247,6 @@ class PerfStatBackend(Backend):
                        f"({', '.join(missing)})" + (f": {reason}" if reason else ""))
         return Collected(rows={Layer.HARDWARE: rows}, metrics=metrics, notes=notes,
                          artifacts={"csv": out}, partial=partial)
-
-
-#: Shared object -> the part of the stack it belongs to, first match wins.
-GROUPS = (
-    ("interpreter (libpython)", ("libpython", "python3")),
-    ("framework (libtorch, libc10)", ("libtorch", "libc10", "libshm", "_C.cpython")),
-    ("OpenMP runtime (spin/wait)", ("libgomp", "libiomp", "libomp")),
-    ("JIT code (oneDNN kernels)", ("[JIT]", "[unknown]", "//anon", "perf-")),
-    ("math libraries (MKL, oneDNN, BLAS)", ("libmkl", "libdnnl", "libmkldnn", "libopenblas",
-                                             "libblas", "libsleef")),
-    ("CUDA runtime and libraries", ("libcuda", "libcudart", "libcublas", "libcudnn", "libnccl")),
-    ("OS kernel", ("[kernel", "[vdso]", "[vsyscall]")),
-    ("C/C++ runtime", ("libc.so", "libc-", "libstdc++", "libm.so", "ld-linux", "libpthread")),
-)
-
-
-def group_of(dso: str) -> str:
-    """Return the stack part a shared object belongs to."""
-    for group, needles in GROUPS:
-        if any(n in dso for n in needles):
-            return group
-    return "other"
-
-
-#: Symbols of compute loops inside framework libraries (MKL is linked into libtorch_cpu).
-KERNEL_SYMBOLS = ("mkl_", "gemm", "dnnl", "mkldnn", "_kernel", "Vectorized", "::vec::",
-                  "sleef", "Sleef", "cpu_kernel", "basic_loop", "loop_2d", "at::native::AVX",
-                  "at::native::DEFAULT", "cublas", "cudnn")
-
-#: The time budget's split of CPU time outside the interpreter: stack group -> part.
-SPLIT_PARTS = {
-    "framework (libtorch, libc10)": "framework",
-    "OpenMP runtime (spin/wait)": "openmp",
-    "JIT code (oneDNN kernels)": "kernels",
-    "math libraries (MKL, oneDNN, BLAS)": "kernels",
-    "CUDA runtime and libraries": "framework",
-    "OS kernel": "os",
-    "C/C++ runtime": "runtime",
-}
-
-
-def split_part(dso: str, sym: str) -> str | None:
-    """Return the budget part of a sampled symbol: None for the interpreter, else framework,
-    kernels, openmp, os, runtime or other. A compute loop inside libtorch is a kernel."""
-    group = group_of(dso)
-    if group.startswith("interpreter"):
-        return None
-    part = SPLIT_PARTS.get(group, "other")
-    if part == "framework" and any(k in sym for k in KERNEL_SYMBOLS):
-        return "kernels"
-    return part
-
-
-def split_metrics(by_sym: list[tuple[float, int, str, str]]) -> list[Metric]:
-    """``split.<part>``: how the CPU time outside the interpreter divides (% of it)."""
-    parts: dict[str, int] = defaultdict(int)
-    for _, samples, dso, sym in by_sym:
-        part = split_part(dso, sym)
-        if part is not None:
-            parts[part] += samples
-    total = sum(parts.values())
-    if not total:
-        return []
-    return [Metric(f"split.{part}", 100 * n / total, "%", "kernel", "perftop", Better.NEITHER)
-            for part, n in sorted(parts.items(), key=lambda kv: -kv[1])]
-
-
-def parse_report(text: str) -> list[tuple[float, int, list[str]]]:
-    """Return (percent, samples, [keys...]) from ``perf report -F overhead,sample,... -t TAB``."""
-    rows = []
-    for line in text.splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        fields = [f.strip() for f in line.split("\t")]
-        if len(fields) < 3:
-            continue
-        pct, samples = _float(fields[0]), _float(fields[1])
-        if pct is not None and samples is not None:
-            rows.append((pct, int(samples), fields[2:]))
-    return rows
-
-
-def read_symbols(data: Path) -> list[tuple[float, int, str, str]]:
-    """Return (percent of the samples' period, samples, shared object, symbol) for every
-    symbol of a ``perf.data``, from one ``perf report``.
-
-    perf's own C++ demangling is most of the report's time with torch's libraries (1.65 s of
-    1.76 s here): symbols are read mangled and demangled afterwards by one ``c++filt -p``,
-    which gives perf's names; without c++filt, perf demangles. Percentages come from the
-    period of each symbol, not from perf's two-decimal column, so a library's share (the sum
-    of its symbols') is exact."""
-    def report(*extra: str) -> list[tuple[float, int, list[str]]]:
-        return parse_report(subprocess.run(
-            ["perf", "report", "-i", str(data), "--stdio", "--no-children", "-g", "none",
-             "--sort", "dso,sym", "-F", "overhead,sample,period,dso,sym", "-t", "\t",
-             "--percent-limit", "0", *extra],
-            capture_output=True, text=True, check=True, timeout=300).stdout)
-
-    raw = report("--no-demangle")
-    names = demangle([keys[2].split("] ", 1)[-1] for _, _, keys in raw if len(keys) > 2])
-    if names is None:
-        raw = report()
-    total = sum(float(keys[0]) for _, _, keys in raw) or 1.0
-    out = []
-    for _, samples, keys in raw:
-        sym = keys[2] if len(keys) > 2 else "?"
-        sym = sym.removeprefix("[.] ").removeprefix("[k] ")
-        out.append((100 * float(keys[0]) / total, samples, keys[1],
-                    names.get(sym, sym) if names else sym))
-    return out
 
 
 class PerfTopBackend(Backend):

@@ -6,7 +6,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from perfstack_plugins.linuxperf import derived, group_of, parse_report, parse_stat
+from perfstack_plugins.linuxperf import derived, parse_stat
+from perfstack_plugins.perfsymbols import group_of, parse_report
 
 from tests.conftest import WORKLOADS, backend
 
