@@ -13,7 +13,6 @@ linked to Python functions: use --torch-stack") are kept as sentences, once each
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,26 +20,28 @@ from typing import Any
 
 from perfstack.analysis.budget import MAIN_PARTS, Budget, Node, drill_down, hardware_beside
 from perfstack.analysis.budget import time_budget as _time_budget
+from perfstack.analysis.deviceview import (
+    DEVICE_METRICS,
+    RANKED,
+    DeviceTime,
+    RankTable,
+    device_time,
+    rank_table,
+)
 from perfstack.analysis.kernels import KernelView, kernel_view
-from perfstack.analysis.origin import origin, short_key, workload_dir
-from perfstack.analysis.primary import Primary
+from perfstack.analysis.layerview import LayerTable, as_metrics, layer_tables
 from perfstack.analysis.stats import Summary, summarize
 from perfstack.report import (
     BackendResult,
     Finding,
-    Layer,
     Metric,
     Report,
-    Row,
     RunRecord,
     order_findings,
 )
 
 #: Metric name prefixes that the budget shows already: not repeated in the metrics list.
 BUDGET_PREFIXES = ("budget.", "split.")
-#: Rows of each layer's first table in the default view (the drill-down already shows the
-#: hottest); --full shows --top rows of every table.
-DEFAULT_LAYER_ROWS = 3
 
 
 @dataclass
@@ -80,23 +81,6 @@ class Headline:
 
 
 @dataclass
-class LayerTable:
-    """One source's top rows of one layer, with the columns to show."""
-
-    layer: str
-    source: str
-    total_rows: int
-    columns: list[str]
-    rows: list[Row]
-    names: list[str]  # each row's name as shown: functions with a short path and their line
-    folded: dict[str, int] = field(default_factory=dict)  # library -> rows folded into it
-    #: rows left out because no value of theirs could be measured here, with the reason
-    unmeasured: list[str] = field(default_factory=list)
-    unmeasured_reason: str | None = None
-    collapsed: bool = False  # shown as one line (its source and row count): --full opens it
-
-
-@dataclass
 class BackendLine:
     """One backend in one line: what happened, what it cost, where the notes are."""
 
@@ -117,78 +101,6 @@ class ArtifactLine:
     label: str
     path: str  # relative to the report's folder
     opener: str | None
-
-
-@dataclass
-class DevicePart:
-    """One part of the device's time over the profiled steps."""
-
-    part: str  # compute, communication, memory, idle, host_wait
-    share: float  # % of the steps' wall time
-    depth: int  # 1: a part of the line above it (host_wait of idle)
-    metric: str
-
-
-@dataclass
-class DeviceTime:
-    """The device's time (the ``gpu_busy`` and ``gpu_time.*`` metrics a backend published)."""
-
-    busy: float | None  # gpu_busy, %
-    source: str
-    window: str  # what the shares are of, from the metric's description
-    parts: list[DevicePart]
-    comm_overlap: float | None  # % of collective time hidden behind compute
-    launch_delay_s: float | None  # median time from a launch call to the start on the device
-
-
-#: The device breakdown's parts, in order, with the metric each comes from.
-DEVICE_PARTS = (("compute", "gpu_time.compute", 0), ("communication", "gpu_time.communication", 0),
-                ("memory", "gpu_time.memory", 0), ("idle", "gpu_time.idle", 0),
-                ("host_wait", "gpu_idle.host_wait", 1))
-DEVICE_METRICS = ("gpu_busy", "gpu_comm_overlap", "gpu_launch_delay",
-                  *(name for _, name, _ in DEVICE_PARTS))
-
-
-@dataclass
-class RankTable:
-    """A job's ranks side by side: each ``name[rankN]`` metric as a column, a rank a row."""
-
-    columns: list[str]  # metric names without the [rankN]
-    rows: list[tuple[int, list[Metric | None]]]  # (rank, its metric per column)
-    slowest: int | None  # the slowest_rank metric
-    gap: float | None  # straggler_gap, %
-    hidden_columns: int  # per-rank metrics left out (--full shows them)
-
-
-_RANKED = re.compile(r"^(?P<base>.+)\[rank(?P<rank>\d+)\]$")
-
-
-def rank_table(report: Report, full: bool) -> RankTable | None:
-    """The ranks table of a report of two ranks or more (every per-rank figure with
-    ``full``, else those not marked detail), or None."""
-    by_rank: dict[int, dict[str, Metric]] = {}
-    order: list[str] = []
-    detail: set[str] = set()
-    for m in report.metrics:
-        found = _RANKED.match(m.name)
-        if found is None:
-            continue
-        base = found["base"]
-        by_rank.setdefault(int(found["rank"]), {})[base] = m
-        if base not in order:
-            order.append(base)
-        if m.detail:
-            detail.add(base)
-    if len(by_rank) < 2:
-        return None
-    columns = [c for c in order if full or c not in detail]
-    slowest, gap = report.metric("slowest_rank"), report.metric("straggler_gap")
-    return RankTable(
-        columns, [(rank, [metrics.get(c) for c in columns])
-                  for rank, metrics in sorted(by_rank.items())],
-        int(slowest.value) if slowest is not None and slowest.value is not None else None,
-        float(gap.value) if gap is not None and gap.value is not None else None,
-        len(order) - len(columns))
 
 
 @dataclass
@@ -248,31 +160,6 @@ def _short_of_steps(report: Report) -> list[tuple[str, int | None]]:
     wanted = int(asked.get("warmup", 0)) + int(asked.get("measured", 0))
     return [(r.id, r.steps) for r in report.run.runs
             if r.steps is not None and r.steps < wanted and r.role in ("baseline", "backend")]
-
-
-def _device(report: Report) -> DeviceTime | None:
-    busy = report.metric("gpu_busy")
-    parts = [DevicePart(part, float(m.value), depth, name) for part, name, depth in DEVICE_PARTS
-             if (m := report.metric(name)) is not None and m.value is not None]
-    if busy is None and not parts:
-        return None
-    # Over the profiled steps when the backend that measured the device had steps (it
-    # published a per-step metric), else over the whole run.
-    measured_by = {m.source for m in report.metrics
-                   if m.name == "gpu_busy" or m.name.startswith("gpu_busy[")} - {"perfstack"}
-    stepped = any(m.samples_of == "steps" and m.source in measured_by for m in report.metrics)
-    window = "the profiled steps" if stepped else "the run"
-    ranks = sum(1 for m in report.metrics if _RANKED.match(m.name)
-                and m.name.startswith("gpu_busy["))
-    if busy is not None and busy.source == "perfstack" and ranks > 1:  # the job's mean
-        window += f" (the mean of {ranks} ranks)"
-    overlap = report.metric("gpu_comm_overlap")
-    delay = report.metric("gpu_launch_delay")
-    return DeviceTime(
-        float(busy.value) if busy is not None and busy.value is not None else None,
-        busy.source if busy is not None else parts[0].metric, window, parts,
-        float(overlap.value) if overlap is not None and overlap.value is not None else None,
-        float(delay.value) if delay is not None and delay.value is not None else None)
 
 
 def _median_output(runs: list[RunRecord],
@@ -350,133 +237,6 @@ def _headline(budget: Budget, tree: list[Node], findings: list[Finding]) -> Head
                     findings[0] if findings else None)
 
 
-def _columns(rows: list[Row], limit: int) -> list[str]:
-    """The value columns to show: in the rows' own order, times and shares before counts (a
-    reader looks for seconds first), at most ``limit``."""
-    columns: list[str] = []
-    units: dict[str, str] = {}
-    for row in rows:
-        for name, q in row.values.items():
-            if name not in columns:
-                columns.append(name)
-                units[name] = q.unit
-    columns.sort(key=lambda n: units[n] == "count")  # stable: keeps the rows' order otherwise
-    return columns[:limit]
-
-
-def _fold_python(rows: list[Row], home: str | None,
-                 rank: Primary) -> tuple[list[Row], dict[str, int]]:
-    """The workload's own functions as they are; each library's functions as one row (their
-    own time summed): the workload's code leads."""
-    from perfstack.report import Quantity
-
-    ours: list[Row] = []
-    libraries: dict[str, list[Row]] = {}
-    for row in rows:
-        file = row.attrs.get("file")
-        if row.attrs.get("kind") is not None or file is None:
-            ours.append(row)
-            continue
-        where = origin(str(file), home)
-        if where.ours:
-            ours.append(row)
-        else:
-            libraries.setdefault(where.library, []).append(row)
-    folded: list[Row] = []
-    for library, members in libraries.items():
-        values: dict[str, Quantity] = {}
-        # Own times add up; inclusive ones of nested frames would count twice.
-        for name in ("self", "self_time", "self_share", "calls"):
-            numbers = [float(q.value) for m in members
-                       if (q := m.values.get(name)) is not None
-                       and isinstance(q.value, (int, float))]
-            if numbers:
-                unit = next(m.values[name].unit for m in members if name in m.values)
-                values[name] = Quantity(sum(numbers), unit)
-        plural = "function" if len(members) == 1 else "functions"
-        folded.append(Row(f"library:{library}", f"[{library}] {len(members)} {plural}",
-                          members[0].source, values,
-                          {"kind": "library", "library": library, "functions": len(members)}))
-    merged = ours + folded
-    merged.sort(key=lambda r: (r.attrs.get("kind") == "thread",
-                               r.attrs.get("kind") == "library", -rank.value(r)))
-    return merged, {k: len(v) for k, v in libraries.items()}
-
-
-def display_name(row: Row, home: str | None) -> str:
-    """Return a row's name as shown: a Python function as 'function (short/path.py:line)', the
-    path as ``origin`` shows it; any other row by its own name."""
-    function, file = row.attrs.get("function"), row.attrs.get("file")
-    if isinstance(function, str) and isinstance(file, str):
-        line = row.attrs.get("line")
-        return short_key(function, file, line if isinstance(line, int) else None, home)
-    return row.name
-
-
-def _unmeasured(row: Row) -> bool:
-    """Whether none of the row's values (but perf's running share) could be measured here."""
-    if not row.values:
-        return False
-    for name, q in row.values.items():  # noqa: SIM110 - a loop: all() of a generator costs 3x here
-        if q.value is not None and name != "running":
-            return False
-    return True
-
-
-def _restates_metrics(rows: list[Row]) -> bool:
-    """Whether every row restates a metric (``attrs.metric``): the metrics show them."""
-    return bool(rows) and all(isinstance(r.attrs.get("metric"), str) for r in rows)
-
-
-def _by_source(report: Report, layer: Layer) -> dict[str, list[Row]]:
-    """A layer's rows by the backend that measured them, in the report's order."""
-    by_source: dict[str, list[Row]] = {}
-    for row in report.layers.get(layer, []):
-        by_source.setdefault(row.source, []).append(row)
-    return by_source
-
-
-def _as_metrics(report: Report) -> dict[str, list[tuple[str, int]]]:
-    """The layers' backends whose rows restate metrics (left out of the default view)."""
-    out: dict[str, list[tuple[str, int]]] = {}
-    for layer in Layer:
-        for source, rows in _by_source(report, layer).items():
-            if _restates_metrics(rows):
-                out.setdefault(layer.value, []).append((source, len(rows)))
-    return out
-
-
-def _layer_tables(report: Report, top: int, all_frames: bool, max_columns: int,
-                  full: bool = True) -> dict[str, list[LayerTable]]:
-    home = workload_dir(report)
-    rank = Primary(report)
-    out: dict[str, list[LayerTable]] = {}
-    for layer in Layer:
-        tables: list[LayerTable] = []
-        for source, rows in _by_source(report, layer).items():
-            if not full and _restates_metrics(rows):
-                continue
-            folded: dict[str, int] = {}
-            shown = rows
-            if layer is Layer.PYTHON and not all_frames:
-                shown, folded = _fold_python(rows, home, rank)
-            unmeasured: list[Row] = []
-            if not full:
-                unmeasured = [r for r in shown if _unmeasured(r)]
-                shown = [r for r in shown if not _unmeasured(r)]
-            collapsed = not full  # the default shows a layer as one line: the tree leads
-            shown = [] if collapsed else shown[:top if full else min(top, DEFAULT_LAYER_ROWS)]
-            reason = next((q.reason for r in unmeasured for q in r.values.values() if q.reason),
-                          None)
-            tables.append(LayerTable(layer.value, source, len(rows),
-                                     _columns(shown, max_columns), shown,
-                                     [display_name(r, home) for r in shown], folded,
-                                     [display_name(r, home) for r in unmeasured], reason,
-                                     collapsed))
-        out[layer.value] = tables
-    return out
-
-
 def _related(report: Report) -> dict[str, list[Metric]]:
     groups: dict[str, list[Metric]] = {}
     for m in report.metrics:
@@ -552,12 +312,12 @@ def build(report: Report, top: int = 10, depth: int = 3, full: bool = False,
     # Figures the page shows already: the related block, the drill-down's hardware line, and
     # the baseline's wall time in the header.
     shown_elsewhere = {id(m) for ms in related.values() for m in ms} | {id(m) for m in beside}
-    device = _device(report)
+    device = device_time(report)
     if device is not None:
         shown_elsewhere |= {id(m) for m in report.metrics if m.name in DEVICE_METRICS}
     ranks = rank_table(report, full)
     if ranks is not None:
-        shown_elsewhere |= {id(m) for m in report.metrics if _RANKED.match(m.name)
+        shown_elsewhere |= {id(m) for m in report.metrics if RANKED.match(m.name)
                             or m.name in ("slowest_rank", "straggler_gap")}
     wall = report.metric("wall_time")
     if wall is not None and wall.samples:
@@ -577,8 +337,8 @@ def build(report: Report, top: int = 10, depth: int = 3, full: bool = False,
         tree=tree,
         tree_notes=tree_notes,
         beside=beside,
-        layers=_layer_tables(report, top, all_frames, max_columns, full),
-        as_metrics=_as_metrics(report) if not full else {},
+        layers=layer_tables(report, top, all_frames, max_columns, full),
+        as_metrics=as_metrics(report) if not full else {},
         metrics=metrics,
         hidden_metrics=len(report.metrics) - len(metrics),
         backends=_backends(report, footnotes, full),

@@ -43,8 +43,8 @@ def add(location: Location, report: Report, report_path: Path,
     metric_rows = [(m.name, m.source, float(m.value) if isinstance(m.value, (int, float))
                     and not isinstance(m.value, bool) else None, m.unit, m.layer,
                     m.better.value) for m in report.metrics]
+    from perfstack.analysis.layerview import display_name
     from perfstack.analysis.origin import workload_dir
-    from perfstack.analysis.view import display_name
 
     home = workload_dir(report)
     layer_rows = []

@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 
 from perfstack.analysis.budget import Node
-from perfstack.analysis.view import LayerTable, View, build
+from perfstack.analysis.layerview import LayerTable
+from perfstack.analysis.view import View, build
 from perfstack.pluginmanager import hookimpl
 from perfstack.render import Renderer, RenderOptions
 from perfstack.render.textgrid import Column, Page, cut, table, wrap

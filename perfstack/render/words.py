@@ -8,8 +8,9 @@ backend's status, an overhead, a drill-down line. Formatting of units lives in
 from __future__ import annotations
 
 from perfstack.analysis.budget import Node
+from perfstack.analysis.deviceview import DeviceTime, RankTable
 from perfstack.analysis.kernels import KernelView, short_name
-from perfstack.analysis.view import DeviceTime, Header, RankTable, View
+from perfstack.analysis.view import Header, View
 from perfstack.report import Metric
 from perfstack.report.units import fmt_seconds, fmt_value, pct
 

@@ -92,7 +92,7 @@ def _top_ops(view: View) -> str:
 
 def _distributed(report: Report) -> str | None:
     """The ranks pane: every per-rank figure, a rank a row, and the cross-rank findings."""
-    from perfstack.analysis.view import rank_table
+    from perfstack.analysis.deviceview import rank_table
 
     table = rank_table(report, full=True)
     if table is None:

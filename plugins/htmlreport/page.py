@@ -10,7 +10,8 @@ import os
 from pathlib import Path
 
 from perfstack.analysis.budget import Node
-from perfstack.analysis.view import RankTable, View
+from perfstack.analysis.deviceview import RankTable
+from perfstack.analysis.view import View
 from perfstack.render.words import (
     DEVICE_WORDS,
     STATUS_WORDS,

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from perfstack.analysis.budget import same_function
+from perfstack.analysis.layerview import display_name
 from perfstack.analysis.origin import origin, workload_dir
-from perfstack.analysis.view import display_name
 from perfstack.report import Layer, Report, Row
 from perfstack.report.units import fmt_value
 

@@ -1,0 +1,109 @@
+"""The device and the ranks, as every format shows them: the device's time split into
+compute, communication, memory and idle (the ``gpu_busy`` and ``gpu_time.*`` metrics a
+backend published), and a job's ranks side by side (each ``name[rankN]`` metric)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from perfstack.report import Metric, Report
+
+
+@dataclass
+class DevicePart:
+    """One part of the device's time over the profiled steps."""
+
+    part: str  # compute, communication, memory, idle, host_wait
+    share: float  # % of the steps' wall time
+    depth: int  # 1: a part of the line above it (host_wait of idle)
+    metric: str
+
+
+@dataclass
+class DeviceTime:
+    """The device's time (the ``gpu_busy`` and ``gpu_time.*`` metrics a backend published)."""
+
+    busy: float | None  # gpu_busy, %
+    source: str
+    window: str  # what the shares are of, from the metric's description
+    parts: list[DevicePart]
+    comm_overlap: float | None  # % of collective time hidden behind compute
+    launch_delay_s: float | None  # median time from a launch call to the start on the device
+
+
+#: The device breakdown's parts, in order, with the metric each comes from.
+DEVICE_PARTS = (("compute", "gpu_time.compute", 0), ("communication", "gpu_time.communication", 0),
+                ("memory", "gpu_time.memory", 0), ("idle", "gpu_time.idle", 0),
+                ("host_wait", "gpu_idle.host_wait", 1))
+DEVICE_METRICS = ("gpu_busy", "gpu_comm_overlap", "gpu_launch_delay",
+                  *(name for _, name, _ in DEVICE_PARTS))
+
+
+@dataclass
+class RankTable:
+    """A job's ranks side by side: each ``name[rankN]`` metric as a column, a rank a row."""
+
+    columns: list[str]  # metric names without the [rankN]
+    rows: list[tuple[int, list[Metric | None]]]  # (rank, its metric per column)
+    slowest: int | None  # the slowest_rank metric
+    gap: float | None  # straggler_gap, %
+    hidden_columns: int  # per-rank metrics left out (--full shows them)
+
+
+RANKED = re.compile(r"^(?P<base>.+)\[rank(?P<rank>\d+)\]$")
+
+
+def rank_table(report: Report, full: bool) -> RankTable | None:
+    """The ranks table of a report of two ranks or more (every per-rank figure with
+    ``full``, else those not marked detail), or None."""
+    by_rank: dict[int, dict[str, Metric]] = {}
+    order: list[str] = []
+    detail: set[str] = set()
+    for m in report.metrics:
+        found = RANKED.match(m.name)
+        if found is None:
+            continue
+        base = found["base"]
+        by_rank.setdefault(int(found["rank"]), {})[base] = m
+        if base not in order:
+            order.append(base)
+        if m.detail:
+            detail.add(base)
+    if len(by_rank) < 2:
+        return None
+    columns = [c for c in order if full or c not in detail]
+    slowest, gap = report.metric("slowest_rank"), report.metric("straggler_gap")
+    return RankTable(
+        columns, [(rank, [metrics.get(c) for c in columns])
+                  for rank, metrics in sorted(by_rank.items())],
+        int(slowest.value) if slowest is not None and slowest.value is not None else None,
+        float(gap.value) if gap is not None and gap.value is not None else None,
+        len(order) - len(columns))
+
+
+def device_time(report: Report) -> DeviceTime | None:
+    """The device's time over the profiled steps (or the run), from the metrics a backend
+    published, or None where none did."""
+    busy = report.metric("gpu_busy")
+    parts = [DevicePart(part, float(m.value), depth, name) for part, name, depth in DEVICE_PARTS
+             if (m := report.metric(name)) is not None and m.value is not None]
+    if busy is None and not parts:
+        return None
+    # Over the profiled steps when the backend that measured the device had steps (it
+    # published a per-step metric), else over the whole run.
+    measured_by = {m.source for m in report.metrics
+                   if m.name == "gpu_busy" or m.name.startswith("gpu_busy[")} - {"perfstack"}
+    stepped = any(m.samples_of == "steps" and m.source in measured_by for m in report.metrics)
+    window = "the profiled steps" if stepped else "the run"
+    ranks = sum(1 for m in report.metrics if RANKED.match(m.name)
+                and m.name.startswith("gpu_busy["))
+    if busy is not None and busy.source == "perfstack" and ranks > 1:  # the job's mean
+        window += f" (the mean of {ranks} ranks)"
+    overlap = report.metric("gpu_comm_overlap")
+    delay = report.metric("gpu_launch_delay")
+    return DeviceTime(
+        float(busy.value) if busy is not None and busy.value is not None else None,
+        busy.source if busy is not None else parts[0].metric, window, parts,
+        float(overlap.value) if overlap is not None and overlap.value is not None else None,
+        float(delay.value) if delay is not None and delay.value is not None else None)
