@@ -251,8 +251,10 @@ def free_threaded_python() -> str:
 
 
 #: The backends of the shared tiny_mlp report: one of each layer that runs on a machine with no
-#: GPU (oneDNN's verbose log, read end to end by tests/test_onednn.py, adds a run and no layer).
-TINY_PLUGINS = "torch,pyspy,perftop,perf,resources"
+#: GPU (oneDNN's verbose log, read end to end by tests/test_onednn.py, adds a run and no layer;
+#: perf stat's counters, run live by tests/test_linuxperf.py, a run and rows beside
+#: resources' in the hardware layer).
+TINY_PLUGINS = "torch,pyspy,perftop,resources"
 
 
 @pytest.fixture(scope="session")

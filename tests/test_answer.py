@@ -27,7 +27,6 @@ from perfstack.render.words import (
     related_line,
     wall_line,
 )
-from perfstack.report import Layer
 from perfstack.report.units import fmt_seconds, fmt_value
 from tests.conftest import ROOT, Result, perfstack_in
 
@@ -166,13 +165,7 @@ def test_backend_states_say_what_happened(tiny: Path) -> None:
     for b in report.backends:
         row = next(ln for ln in block.splitlines() if ln.strip().startswith(b.name + " "))
         assert STATUS_WORDS[b.status.value] in row, row
-    perf = report.backend("perf")
-    assert perf is not None
-    counted = [r for r in report.layers[Layer.HARDWARE] if r.source == "perf"
-               and "value" in r.values]
-    unreadable = [r for r in counted if r.values["value"].value is None]
-    # ok only when every counter counted; partial when some could not be read here
-    assert perf.status.value == ("partial" if unreadable else "ok"), (perf.status, unreadable)
+    # (perf's partial status where a counter could not be read: tests/test_linuxperf.py.)
 
 
 def test_raw_outputs_are_pointed_to_with_their_openers(tiny: Path) -> None:
