@@ -9,7 +9,6 @@ smallest share of waiting is the straggler.
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 from collections import defaultdict
@@ -18,7 +17,6 @@ from perfstack.analysis.primary import Primary
 from perfstack.backend import Outcome
 from perfstack.report import Better, Finding, Layer, Metric, Report, Row
 from perfstack.run import rundir
-from perfstack.run.bootstrap import STEPS_FILE
 
 #: Op names of collective communication in torch traces (c10d, gloo, nccl, DDP's markers).
 COLLECTIVE = re.compile(r"all_?reduce|broadcast|all_?gather|reduce_?scatter|all_?to_?all|"
@@ -35,13 +33,10 @@ WAIT_SPREAD_POINTS = 15.0
 
 
 def _step_times(outcome: Outcome, rank: int) -> list[float]:
-    try:
-        data = json.loads((rundir.rank_dir(outcome.artifact_dir, rank) / STEPS_FILE)
-                          .read_text("utf-8"))
-    except (OSError, ValueError):
-        return []
-    times = data.get("step_times_s") or []
-    return [float(t) for t in times if isinstance(t, (int, float)) and t > 0]
+    """One rank's step times in a run, as the run folder's reader gives them (the steps
+    that took no measurable time left out)."""
+    return [t for t in rundir.read_step_times(rundir.rank_dir(outcome.artifact_dir, rank))
+            if t > 0]
 
 
 def _comm_shares(report: Report) -> tuple[str, dict[int, tuple[float, float]]]:
