@@ -20,7 +20,15 @@ from perfstack.backend import Collected, Launch, Outcome, Workload, availability
 from perfstack.errors import UsageError
 from perfstack.machine import environment
 from perfstack.pluginmanager import BackendEntry, HookResult, Plugins
-from perfstack.report import BackendResult, Report, RunInfo, RunRecord, Status
+from perfstack.report import (
+    BackendResult,
+    Finding,
+    Metric,
+    Report,
+    RunInfo,
+    RunRecord,
+    Status,
+)
 from perfstack.run import assembly
 from perfstack.run import baseline as baselines
 from perfstack.run.options import NoProgress, Progress, RunOptions
@@ -173,7 +181,7 @@ class Session:
             steps = options.steps
             nproc = options.nproc_per_node
 
-            def across(report: Report) -> tuple[list[Any], list[Any]]:
+            def across(report: Report) -> tuple[list[Metric], list[Finding]]:
                 return cross_rank(report, self.baseline, nproc,
                                   (steps.warmup, steps.measured) if steps else None)
 
