@@ -11,6 +11,8 @@ import threading
 from time import perf_counter as _perf_counter
 from typing import TYPE_CHECKING, Any
 
+from perfstack.run.filenames import METRICS_FILE
+
 __version__ = "0.1.0"
 
 #: Set by the bootstrap when this process is a workload run by perfstack: its artifact folder.
@@ -34,8 +36,6 @@ _window_at: int | None = None
 _on_window: Any = None
 #: Set by the bootstrap: the workload's own process; steps count in its main thread only.
 _pid: int | None = None
-#: File (in the artifact folder) that report_metric() appends to.
-METRICS_FILE = "workload-metrics.jsonl"
 
 
 class StepLimitReached(SystemExit):

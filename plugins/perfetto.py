@@ -24,7 +24,7 @@ from typing import Any
 from perfstack import hookimpl
 from perfstack.render import Renderer, RenderOptions
 from perfstack.report import Layer, Report
-from perfstack.run.rundir import read_started
+from perfstack.run.rundir import RunFolder
 
 from .artifacts import artifact, read_nvml, read_speedscope
 from .torchprof.gunzip import TraceError, gunzip
@@ -37,7 +37,7 @@ NVML_COUNTERS = (("power_w", "GPU power (W)"), ("util_gpu", "GPU utilisation (%)
 
 
 def _start_ns(folder: Path) -> int | None:
-    started = read_started(folder)  # the run folder's reader: its layout is the core's
+    started = RunFolder(folder).started()  # the run folder's reader: its layout is the core's
     return started[1] if started else None
 
 

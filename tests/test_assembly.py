@@ -84,23 +84,39 @@ def test_processes_left_behind_become_one_finding() -> None:
 
 
 def test_the_run_folder_readers_keep_what_is_whole(tmp_path: Path) -> None:
-    """The run folder's readers (perfstack.run.rundir), on files as a killed run leaves them."""
+    """The run folder's one reader (perfstack.run.rundir.RunFolder), on files as a killed run
+    leaves them: a torn file reads as unknown, never as 0 or as an error."""
     from perfstack import METRICS_FILE
-    from perfstack.run import rundir
-    from perfstack.run.bootstrap import STARTED_FILE, STEPS_FILE
+    from perfstack.run.filenames import HOOK_ERRORS_FILE, STARTED_FILE, STEPS_FILE
+    from perfstack.run.rundir import RunFolder, WorkloadRun
 
-    assert rundir.read_started(tmp_path) is None and rundir.read_steps(tmp_path) is None
+    run = RunFolder(tmp_path)
+    assert run.started() is None and run.steps() is None and run.step_times() == []
+    assert run.outcome() == WorkloadRun(None, None, None, [])
     (tmp_path / STARTED_FILE).write_text('{"pid": 12, "start_ns": 34}')
-    (tmp_path / STEPS_FILE).write_text('{"steps": "x"}')
-    assert rundir.read_started(tmp_path) == (12, 34) and rundir.read_steps(tmp_path) is None
+    (tmp_path / STEPS_FILE).write_text('{"steps": "x", "step_times_s": [0.5, "y", 0.25]}')
+    assert run.started() == (12, 34) and run.steps() is None
+    assert run.outcome() == WorkloadRun(12, 34, None, [0.5, 0.25])
+    (tmp_path / STEPS_FILE).write_text('{"steps": 3, "step_times_s": [0.5, 0.2')  # torn
+    assert run.steps() is None and run.step_times() == []
     (tmp_path / METRICS_FILE).write_text(
         '{"name": "throughput", "value": 5, "unit": "x/s"}\n{"name": "thr\n'
         '{"name": "bad", "value": NaN}\n')
-    assert rundir.read_workload_metrics(tmp_path) == [
+    assert run.workload_metrics() == [
         {"name": "throughput", "value": 5.0, "unit": "x/s", "better": "higher"}]
-    assert rundir.primary_dir(tmp_path) == tmp_path
-    (tmp_path / "rank-0").mkdir()
-    assert rundir.primary_dir(tmp_path) == rundir.rank_dir(tmp_path, 0)
+    assert run.rank() == run and run.ranks() == []
+    # under torchrun: the workload's own files are the lowest rank's, each rank asked by name
+    for rank, steps in ((3, 7), (2, 6)):
+        (tmp_path / f"rank-{rank}").mkdir()
+        (tmp_path / f"rank-{rank}" / STEPS_FILE).write_text(
+            f'{{"steps": {steps}, "step_times_s": [1.0]}}')
+    (tmp_path / "rank-x").mkdir()
+    assert run.ranks() == [2, 3] and run.rank() == run.rank(2)
+    assert run.steps() == 6 and run.steps(3) == 7 and run.outcome(3).steps == 7
+    assert run.workload_metrics() == []  # rank 2 wrote none
+    (tmp_path / "rank-3" / HOOK_ERRORS_FILE).write_text("boom")
+    assert run.hook_errors([2, 3]) == [tmp_path / "rank-3" / HOOK_ERRORS_FILE]
+    assert run.hook_errors([2]) == []
 
 
 def test_the_step_time_is_the_baselines_measured_steps() -> None:

@@ -67,9 +67,9 @@ def test_unavailable_here_with_the_reason(perfstack):
 
 
 def test_the_workload_step_count_reaches_backends(perfstack, tmp_path):
-    from perfstack.run.rundir import read_steps
+    from perfstack.run.rundir import RunFolder
 
     result = perfstack("run", "-q", "--repeat", "1", "--warmup", "0", "--plugins", "resources",
                        str(WORKLOADS / "reports_metric.py"))
     assert result.code == 0, result.stderr
-    assert read_steps(tmp_path / ".perfstack/runs/latest/baseline-1") == 5
+    assert RunFolder(tmp_path / ".perfstack/runs/latest/baseline-1").steps() == 5

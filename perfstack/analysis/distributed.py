@@ -35,8 +35,7 @@ WAIT_SPREAD_POINTS = 15.0
 def _step_times(outcome: Outcome, rank: int) -> list[float]:
     """One rank's step times in a run, as the run folder's reader gives them (the steps
     that took no measurable time left out)."""
-    return [t for t in rundir.read_step_times(rundir.rank_dir(outcome.artifact_dir, rank))
-            if t > 0]
+    return [t for t in rundir.RunFolder(outcome.artifact_dir).step_times(rank) if t > 0]
 
 
 def _comm_shares(report: Report) -> tuple[str, dict[int, tuple[float, float]]]:
@@ -71,7 +70,7 @@ def cross_rank(report: Report, baseline: list[Outcome], world: int,
     calls), straggler metrics, communication shares and findings of a live torchrun job.
     Under ``--steps`` (``steps``: warm-up, measured) only the measured steps count: each
     rank's times then start at its script's start, imports included."""
-    present = sorted({r for o in baseline for r in rundir.ranks_in(o.artifact_dir)})
+    present = sorted({r for o in baseline for r in rundir.RunFolder(o.artifact_dir).ranks()})
     window = slice(steps[0], steps[0] + steps[1]) if steps else slice(None)
     samples = {rank: [t for o in baseline if o.record.exit.clean
                       for t in _step_times(o, rank)[window]]

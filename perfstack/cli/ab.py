@@ -15,6 +15,7 @@ from perfstack.cli import (
 )
 from perfstack.pluginmanager import Plugins
 from perfstack.run import signals
+from perfstack.run.filenames import REPORT_FILE
 
 DEFAULT_PAIRS = 7
 
@@ -128,7 +129,7 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
             session("new", ab.Checkout(ns.scripts[1], Path(ns.scripts[1]), here)),
             ns.repeat, ns.warmup)
     for side, report in zip(ab.SIDES, reports, strict=True):
-        save_report(report, run_dir / side / "report.json")
+        save_report(report, run_dir / side / REPORT_FILE)
     print(f"reports: {run_dir / 'base' / 'report.json'} and {run_dir / 'new' / 'report.json'}",
           file=sys.stderr)
     code = emit(diff(*reports, labels[0], labels[1]), ns.format, ns.top,

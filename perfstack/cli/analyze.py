@@ -25,6 +25,7 @@ def _output(plugins: Plugins, report: Report, ns: argparse.Namespace, what: str)
     from perfstack.cli.run import _write_html
     from perfstack.report.files import save_report
     from perfstack.run import rundir
+    from perfstack.run.filenames import REPORT_FILE
 
     if outputs.to_stdout(ns.output):
         return _to_stdout(plugins, report, ns, what)
@@ -32,7 +33,7 @@ def _output(plugins: Plugins, report: Report, ns: argparse.Namespace, what: str)
     run_dir = None
     if output is None:
         run_dir = rundir.new_run_dir(DEFAULT_RUNS_DIR)
-        output = run_dir / rundir.REPORT_FILE
+        output = run_dir / REPORT_FILE
     with signals.deferred():
         save_report(report, output)
         remember(report, output)

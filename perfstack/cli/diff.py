@@ -15,6 +15,7 @@ from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, EXIT_REGRESSION, Parser, ou
 if TYPE_CHECKING:
     from perfstack.analysis.diff import Diff
 from perfstack.pluginmanager import Plugins
+from perfstack.run.filenames import REPORT_FILE
 
 
 def percent(text: str) -> float:
@@ -30,12 +31,12 @@ def percent(text: str) -> float:
 def latest_two(base: Path = DEFAULT_RUNS_DIR) -> tuple[Path, Path]:
     """Return the reports of the two newest runs in the run folder (older first)."""
     runs = sorted(p for p in base.iterdir() if p.is_dir() and not p.is_symlink()
-                  and (p / "report.json").is_file()) if base.is_dir() else []
+                  and (p / REPORT_FILE).is_file()) if base.is_dir() else []
     if len(runs) < 2:
         raise errors.InputNotFound(
             f"perfstack diff without arguments compares the two newest runs under {base}, "
             f"and there {'is' if len(runs) == 1 else 'are'} {len(runs)}; name two reports")
-    return runs[-2] / "report.json", runs[-1] / "report.json"
+    return runs[-2] / REPORT_FILE, runs[-1] / REPORT_FILE
 
 
 def cmd_diff(plugins: Plugins, argv: list[str]) -> int:

@@ -23,6 +23,7 @@ from perfstack.cli.show import check_view_options
 from perfstack.pluginmanager import BackendEntry, Plugins
 from perfstack.report import Status
 from perfstack.run import ranks, signals
+from perfstack.run.filenames import REPORT_FILE
 
 
 def require_baseline(ns: argparse.Namespace, command: str) -> None:
@@ -237,7 +238,7 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
         run_dir = rundir.new_run_dir(DEFAULT_RUNS_DIR)
     # -o -: the report's JSON goes to standard output, and its file stays in the run folder.
     report_path: Path = ns.output if ns.output is not None and not to_stdout \
-        else run_dir / "report.json"
+        else run_dir / REPORT_FILE
     err = Console(stderr=True, highlight=False)
     progress = TerminalProgress(err) if err.is_terminal else PlainProgress()
     distributed = distributed_options(ns, own, backends)  # --ranks to backends taking it

@@ -13,6 +13,7 @@ from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, Parser, outputs
 from perfstack.pluginmanager import Plugins
 from perfstack.render import RenderOptions, terminal_safe
 from perfstack.report import Report
+from perfstack.run.filenames import REPORT_FILE
 
 
 def output_width() -> int:
@@ -71,11 +72,11 @@ def _default_report() -> Path:
     from perfstack.run.rundir import latest_run
 
     latest = latest_run(DEFAULT_RUNS_DIR)
-    if latest is None or not (latest / "report.json").is_file():
+    if latest is None or not (latest / REPORT_FILE).is_file():
         raise errors.InputNotFound(
             f"no report named and no latest run under {DEFAULT_RUNS_DIR}; run 'perfstack run' "
             "first or name a report file")
-    return latest / "report.json"
+    return latest / REPORT_FILE
 
 
 def cmd_show(plugins: Plugins, argv: list[str]) -> int:

@@ -12,6 +12,7 @@ from perfstack import errors
 from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, EXIT_WORKLOAD_FAILED
 from perfstack.pluginmanager import Plugins
 from perfstack.run import signals
+from perfstack.run.filenames import REPORT_FILE
 
 
 def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
@@ -93,7 +94,7 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
                                  backend_options=backend_options(ns, selected),
                                  steps=step_window(ns), keep_going=ns.keep_going,
                                  **distributed)
-            report_path = run_dir / "report.json"
+            report_path = run_dir / REPORT_FILE
             with sweep.environment(env):
                 session = Session(workload, selected, plugins, run_dir,
                                   report_path.parent.resolve(), options, progress)

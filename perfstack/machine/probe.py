@@ -25,8 +25,6 @@ from __future__ import annotations
 import hashlib
 import time
 
-#: The file the bootstrap writes the measurements to, in the run's folder.
-PROBE_FILE = "probe.json"
 #: Rounds per measurement; the median is kept, so one preemption does not count.
 ROUNDS = 3
 

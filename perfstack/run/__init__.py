@@ -7,7 +7,8 @@
   ``strays`` finds what a run left behind, ``signals`` turns SIGTERM and SIGHUP into
   interruptions; ``bootstrap`` runs inside the workload's process (``-m
   perfstack.run.bootstrap``), so this package imports nothing at its top.
-- ``rundir``: the run folder and the names of its files; ``collecting``: a backend's collect
+- ``filenames``: the names of a run folder's files (a leaf); ``rundir``: the run folder,
+  ``RunFolder`` its one reader; ``collecting``: a backend's collect
   step, bounded; ``assembly``: what the report says about the runs (pure functions);
   ``ranks``: which ranks of a torchrun job are profiled (their figures are
   ``perfstack.analysis.distributed``'s).

@@ -4,14 +4,12 @@ and what the workload process saw. Functions of the finished runs' records and f
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from perfstack.backend import Outcome, StepWindow
 from perfstack.report import Metric, Overhead
 from perfstack.run import assembly, rundir
-from perfstack.run.bootstrap import WORKLOAD_ENV_FILE
 
 #: Why a figure that needs the baseline is unknown when the user asked for none.
 NO_BASELINE = "no baseline run (--repeat 0): unknown"
@@ -44,7 +42,7 @@ def step_metric(baseline: Sequence[Outcome], steps: StepWindow | None,
     if distributed:
         return []
     return assembly.step_metric([
-        rundir.read_step_times(rundir.primary_dir(o.artifact_dir))
+        rundir.RunFolder(o.artifact_dir).step_times()
         for o in baseline if o.record.exit.clean],
         steps.warmup if steps else 0, steps.measured if steps else None)
 
@@ -52,19 +50,15 @@ def step_metric(baseline: Sequence[Outcome], steps: StepWindow | None,
 def workload_metrics(baseline: Sequence[Outcome]) -> list[Metric]:
     """What the workload reported with perfstack.report_metric, across the baseline."""
     return assembly.workload_metrics([
-        rundir.read_workload_metrics(rundir.primary_dir(o.artifact_dir))
+        rundir.RunFolder(o.artifact_dir).workload_metrics()
         for o in baseline if o.record.exit.clean])
 
 
 def workload_environment(baseline: Sequence[Outcome]) -> dict[str, Any]:
     """What the workload process itself saw (the torch it imported, its threads)."""
     for outcome in baseline:
-        try:
-            facts = json.loads((rundir.primary_dir(outcome.artifact_dir) / WORKLOAD_ENV_FILE)
-                               .read_text("utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(facts, dict) and isinstance(facts.get("torch"), dict):
+        facts = rundir.RunFolder(outcome.artifact_dir).workload_env()
+        if facts is not None and isinstance(facts.get("torch"), dict):
             return {"torch": facts["torch"]}
     return {}
 
@@ -76,9 +70,9 @@ def overhead(outcome: Outcome, baseline: Sequence[Outcome], repeat: int,
     if repeat == 0:
         return None, NO_BASELINE
     if steps is not None:
-        base = [rundir.read_step_times(rundir.primary_dir(o.artifact_dir))
+        base = [rundir.RunFolder(o.artifact_dir).step_times()
                 for o in baseline if o.record.exit.clean]
-        own = rundir.read_step_times(rundir.primary_dir(outcome.artifact_dir))
+        own = rundir.RunFolder(outcome.artifact_dir).step_times()
         return assembly.step_overhead(base, own, steps.warmup, steps.measured,
                                       outcome.record.exit.clean)
     return assembly.overhead(clean_walls(baseline), outcome.record.wall_s,

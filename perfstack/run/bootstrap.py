@@ -30,19 +30,23 @@ from collections.abc import Callable
 from types import FrameType
 from typing import IO, Any
 
+from perfstack.run.filenames import (
+    FAULTHANDLER_FILE,
+    HOOK_ERRORS_FILE,
+    PROBE_FILE,
+    RANK_PREFIX,
+    STARTED_FILE,
+    STEPS_FILE,
+    WINDOW_FILE,
+    WINDOW_GO_FILE,
+    WORKLOAD_ENV_FILE,
+)
+
 CONFIG_ENV = "PERFSTACK_BOOTSTRAP"
 STACK_SIGNAL = signal.SIGUSR1
-FAULTHANDLER_FILE = "faulthandler.log"
-STARTED_FILE = "workload.json"
-STEPS_FILE = "workload-steps.json"
-#: Written when the measured window of ``perfstack run --steps`` opens (after the warm-up
-#: steps): samplers attach then, and the driver answers with WINDOW_GO_FILE once they have;
-#: the workload waits for it (at most WINDOW_WAIT_S), so no measured step goes unsampled.
-WINDOW_FILE = "workload-window.json"
-WINDOW_GO_FILE = "workload-window.go"
+#: The workload waits at the start of its measured window for the driver's answer (the
+#: samplers attached) at most this long, so no measured step goes unsampled.
 WINDOW_WAIT_S = 15.0
-HOOK_ERRORS_FILE = "inprocess-errors.log"
-WORKLOAD_ENV_FILE = "workload-env.json"
 
 
 def torch_facts() -> dict[str, Any] | None:
@@ -101,8 +105,6 @@ def _probe() -> dict[str, float]:
 
 
 def _write_probe(folder: str, probes: dict[str, Any]) -> None:
-    from perfstack.machine.probe import PROBE_FILE
-
     with contextlib.suppress(OSError), open(os.path.join(folder, PROBE_FILE), "w",
                                             encoding="utf-8") as fh:
         json.dump(probes, fh)
@@ -216,7 +218,7 @@ def main(argv: list[str]) -> None:
     folder = config.get("artifact_dir")
     if folder and os.environ.get("RANK") is not None and os.environ.get("WORLD_SIZE", "1") != "1":
         # Under torchrun each rank is its own workload process with its own folder.
-        folder = os.path.join(folder, f"rank-{os.environ['RANK']}")
+        folder = os.path.join(folder, f"{RANK_PREFIX}{os.environ['RANK']}")
         os.makedirs(folder, exist_ok=True)
     log: IO[str] | None = None
     if folder:

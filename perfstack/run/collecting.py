@@ -57,17 +57,17 @@ def collect_ranks(backend: Backend, ctx: RunContext, outcome: Outcome | None,
     """Collect once, or once per selected rank (relabelled) for per-rank backends."""
     if outcome is None or not nproc or not per_rank:
         return backend.collect(ctx, outcome)
-    chosen = ranks.among(ranks_spec, rundir.ranks_in(outcome.artifact_dir))
+    run = rundir.RunFolder(outcome.artifact_dir)
+    chosen = ranks.among(ranks_spec, run.ranks())
     merged = Collected()
     if not chosen:
         merged.notes.append(f"no rank named by --ranks {ranks_spec} ran on this "
                             "node (--ranks takes global ranks, or all)")
     for rank in chosen:
-        where = rundir.rank_dir(outcome.artifact_dir, rank)
-        started = rundir.read_started(where)
-        part = backend.collect(replace(ctx, artifact_dir=where), Outcome(
-            outcome.record, where, started[0] if started else None,
-            started[1] if started else None, rundir.read_steps(where)))
+        where = run.rank(rank)
+        workload = where.outcome()
+        part = backend.collect(replace(ctx, artifact_dir=where.path), Outcome(
+            outcome.record, where.path, workload.pid, workload.start_ns, workload.steps))
         assembly.merge_rank(merged, part, rank, prefix=len(chosen) > 1)
     if chosen:
         merged.notes.append(f"ranks {', '.join(map(str, chosen))} of "

@@ -15,6 +15,7 @@ from perfstack.report import RunRecord
 from perfstack.report.files import write_json_atomic
 from perfstack.run import rundir
 from perfstack.run.bootstrap import CONFIG_ENV
+from perfstack.run.filenames import BOOTSTRAP_CONFIG_FILE
 from perfstack.run.process import ChildResult
 
 #: Start the bootstrap without the current folder on sys.path (Python 3.11+), so a folder
@@ -26,7 +27,7 @@ SAFE_PATH = ["-P"] if sys.version_info >= (3, 11) else []
 def write_config(folder: Path, launch: Launch, role: str, steps: StepWindow | None) -> Path:
     """Write what the bootstrap reads in the child (its folder, in-process hooks, the steps
     window); return the file."""
-    config = folder / rundir.BOOTSTRAP_CONFIG_FILE
+    config = folder / BOOTSTRAP_CONFIG_FILE
     write_json_atomic(config, {
         "artifact_dir": str(folder.resolve()),
         "inprocess": [{"target": h.target, "options": h.options} for h in launch.inprocess],
@@ -89,26 +90,26 @@ def rank_watcher(folder: Path, tick_progress: Callable[[float], None],
     ``windowed``, once its measured window of steps has opened; the rank then waits
     until its samplers are attached)."""
     seen: set[int] = set()
+    run = rundir.RunFolder(folder)
 
     def tick(elapsed: float) -> None:
         tick_progress(elapsed)
-        for rank in rundir.ranks_in(folder):
+        for rank in run.ranks():
             if rank in seen:
                 continue
-            where = rundir.rank_dir(folder, rank)
             if windowed:
-                pid = rundir.read_window(where)
+                pid = run.window(rank)
             else:
-                found = rundir.read_started(where)
+                found = run.started(rank)
                 pid = found[0] if found is not None else None
             if pid is not None:
                 seen.add(rank)
                 try:
                     if on_rank_started is not None:
-                        on_rank_started(rank, where, pid)
+                        on_rank_started(rank, run.rank(rank).path, pid)
                 finally:
                     if windowed:
-                        rundir.window_go(where)
+                        run.window_go(rank)
     return tick
 
 
@@ -118,18 +119,19 @@ def window_watcher(folder: Path, tick_progress: Callable[[float], None],
     (the workload has made its warm-up steps and waits), calls ``on_started`` (samplers
     attach) and lets the workload go on."""
     done: list[int] = []
+    run = rundir.RunFolder(folder)
 
     def tick(elapsed: float) -> None:
         tick_progress(elapsed)
         if not done:
-            pid = rundir.read_window(folder)
+            pid = run.window()
             if pid is not None:
                 done.append(pid)
                 try:
                     if on_started is not None:
                         on_started(pid)
                 finally:
-                    rundir.window_go(folder)
+                    run.window_go()
     return tick
 
 
@@ -154,11 +156,8 @@ def outcome_of(record: RunRecord, folder: Path, result: ChildResult,
                distributed: bool) -> Outcome:
     """What a backend's collect step is told of the run: under torchrun, the first rank's
     process and steps."""
+    workload = rundir.RunFolder(folder).outcome()
+    record.steps = workload.steps
     if distributed:
-        first = rundir.primary_dir(folder)
-        started = rundir.read_started(first)
-        pid, start_ns = started if started else (None, None)
-        record.steps = rundir.read_steps(first)
-        return Outcome(record, folder, pid, start_ns, record.steps)
-    record.steps = rundir.read_steps(folder)
+        return Outcome(record, folder, workload.pid, workload.start_ns, record.steps)
     return Outcome(record, folder, result.workload_pid, result.start_ns, record.steps)

@@ -17,7 +17,7 @@ from perfstack.pluginmanager import BackendEntry
 from perfstack.report import BackendResult, Status
 from perfstack.run import assembly, collecting, rundir
 from perfstack.run import baseline as baselines
-from perfstack.run.bootstrap import HOOK_ERRORS_FILE, WINDOW_WAIT_S
+from perfstack.run.bootstrap import WINDOW_WAIT_S
 from perfstack.run.calls import call
 from perfstack.run.options import rank_selected
 from perfstack.run.runner import Runner
@@ -95,10 +95,8 @@ class BackendTurn:
                 break
             outcome.more.append(self._attached_run(
                 later, f"{backend.name}/run-{index + 1}", again.value, home=folder))
-        for where in [folder, *(rundir.rank_dir(folder, r) for r in runner.ranks(folder))]:
-            hook_errors = where / HOOK_ERRORS_FILE
-            if hook_errors.exists():
-                self.errors.append(hook_errors.read_text("utf-8", errors="replace"))
+        for log in rundir.RunFolder(folder).hook_errors(runner.ranks(folder)):
+            self.errors.append(log.read_text("utf-8", errors="replace"))
         return self._collect(ctx, outcome, backend.is_per_rank(launch))
 
     def _attached_run(self, ctx: RunContext, label: str, launch: Launch,
@@ -131,7 +129,7 @@ class BackendTurn:
                 return
             if backend.is_per_rank(launch):
                 if home is not None:
-                    where = rundir.rank_dir(home, rank)
+                    where = rundir.RunFolder(home).rank(rank).path
                     where.mkdir(parents=True, exist_ok=True)
                 on_started(pid, replace(ctx, artifact_dir=where))
             elif not whole_job:

@@ -22,7 +22,8 @@ from typing import Any
 from perfstack.machine import load as machineload
 from perfstack.report import ExitInfo
 from perfstack.run import rundir, signals, strays
-from perfstack.run.bootstrap import FAULTHANDLER_FILE, STACK_SIGNAL
+from perfstack.run.bootstrap import STACK_SIGNAL
+from perfstack.run.filenames import FAULTHANDLER_FILE, STDERR_FILE, STDOUT_FILE
 
 #: How much of faulthandler's output to keep in the report (the rest stays in the file).
 STACK_LIMIT = 20_000
@@ -132,8 +133,8 @@ def run_child(
     SIGTERM to the group, and SIGKILL after ``kill_grace_s``.
     """
     spec.artifact_dir.mkdir(parents=True, exist_ok=True)
-    stdout_path = spec.artifact_dir / "stdout.log"
-    stderr_path = spec.artifact_dir / "stderr.log"
+    stdout_path = spec.artifact_dir / STDOUT_FILE
+    stderr_path = spec.artifact_dir / STDERR_FILE
     started = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         load_start = machineload.snapshot()
@@ -232,7 +233,7 @@ class _Supervision:
     def poll_started(self) -> None:
         if self.pid is not None:
             return
-        found = rundir.read_started(self.spec.artifact_dir)
+        found = rundir.RunFolder(self.spec.artifact_dir).started()
         if found is not None:
             self.pid, self.start_ns = found
             if self.on_started is not None:

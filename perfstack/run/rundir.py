@@ -5,9 +5,9 @@
 and one per backend, each with the workload's ``stdout.log``/``stderr.log``,
 ``faulthandler.log``, what the bootstrap wrote (``workload.json``: its pid and start;
 ``workload-steps.json``; ``probe.json``; ``workload-metrics.jsonl``) and the backend's raw
-output; under torchrun one ``rank-N/`` folder per rank. This module is the one place that
-knows those names on the driver's side and reads them back; the bootstrap, which runs inside
-the workload, writes them (``perfstack.run.bootstrap``).
+output; under torchrun one ``rank-N/`` folder per rank. The names are
+``perfstack.run.filenames``'; the bootstrap, inside the workload, writes the files
+(``perfstack.run.bootstrap``); ``RunFolder`` is the one reader of them on the driver's side.
 """
 
 from __future__ import annotations
@@ -17,130 +17,167 @@ import json
 import math
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from perfstack.errors import OutputError
+from perfstack.run.filenames import (
+    HOOK_ERRORS_FILE,
+    LATEST,
+    METRICS_FILE,
+    PROBE_FILE,
+    RANK_PREFIX,
+    STARTED_FILE,
+    STEPS_FILE,
+    WINDOW_FILE,
+    WINDOW_GO_FILE,
+    WORKLOAD_ENV_FILE,
+)
 
-LATEST = "latest"
-REPORT_FILE = "report.json"
-BOOTSTRAP_CONFIG_FILE = "bootstrap.json"
+
+@dataclass(frozen=True)
+class WorkloadRun:
+    """What the workload's bootstrap recorded of one run: its process and start (None until
+    it ran), how many steps it marked and each step's time (known once it exited)."""
+
+    pid: int | None
+    start_ns: int | None
+    steps: int | None
+    step_times: list[float]
 
 
-def rank_dir(folder: Path, rank: int) -> Path:
-    """Return the folder of one rank's workload process inside a run folder."""
-    return folder / f"rank-{rank}"
+@dataclass(frozen=True)
+class RunFolder:
+    """One run's folder (a warm-up, a baseline or a backend's run) and what the workload's
+    bootstrap left in it: the one object the driver and the analyses ask.
+
+    ``rank=None`` means the workload's own files: the lowest rank's under torchrun (rank 0's
+    on the job's first node), else the folder's.
+    """
+
+    path: Path
+
+    def ranks(self) -> list[int]:
+        """The ranks whose processes have a folder here, in order. Under torchrun these are
+        global ranks: on the second node of a job, 2 and 3 rather than 0 and 1."""
+        try:
+            names = [p.name for p in self.path.iterdir() if p.is_dir()]
+        except OSError:
+            return []
+        n = len(RANK_PREFIX)
+        return sorted(int(name[n:]) for name in names
+                      if name.startswith(RANK_PREFIX) and name[n:].isdigit())
+
+    def rank(self, rank: int | None = None) -> RunFolder:
+        """One rank's folder (``None``: the workload's own, see the class)."""
+        if rank is not None:
+            return RunFolder(self.path / f"{RANK_PREFIX}{rank}")
+        ranks = self.ranks()
+        return self.rank(ranks[0]) if ranks else self
+
+    def file(self, name: str, rank: int | None = None) -> Path:
+        """Where one of the workload's files is (its name from perfstack.run.filenames)."""
+        return self.rank(rank).path / name
+
+    def outcome(self, rank: int | None = None) -> WorkloadRun:
+        """What the bootstrap recorded of the workload's run (of one rank's)."""
+        where = self.rank(rank)
+        started = where.started()
+        steps, times = where._steps()
+        return WorkloadRun(started[0] if started else None,
+                           started[1] if started else None, steps, times)
+
+    def started(self, rank: int | None = None) -> tuple[int, int] | None:
+        """(pid, start_ns) once the workload has started, else None."""
+        data = _read_json(self.file(STARTED_FILE, rank))
+        try:
+            return int(data["pid"]), int(data["start_ns"])
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def steps(self, rank: int | None = None) -> int | None:
+        """How many steps the workload marked (saved at its exit), or None."""
+        return self.rank(rank)._steps()[0]
+
+    def step_times(self, rank: int | None = None) -> list[float]:
+        """Each step's duration in seconds (saved at the workload's exit), or []."""
+        return self.rank(rank)._steps()[1]
+
+    def _steps(self) -> tuple[int | None, list[float]]:
+        data = _read_json(self.path / STEPS_FILE)
+        try:
+            steps: int | None = int(data["steps"])
+        except (KeyError, TypeError, ValueError):
+            steps = None
+        try:
+            times = [float(t) for t in data["step_times_s"] if isinstance(t, (int, float))]
+        except (KeyError, TypeError, ValueError):
+            times = []
+        return steps, times
+
+    def window(self, rank: int | None = None) -> int | None:
+        """The pid that opened the measured window of ``--steps`` (at the end of its warm-up
+        steps), once it has, else None."""
+        try:
+            return int(_read_json(self.file(WINDOW_FILE, rank))["pid"])
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def window_go(self, rank: int | None = None) -> None:
+        """Tell a workload waiting at the start of its measured window to go on."""
+        with contextlib.suppress(OSError):
+            self.file(WINDOW_GO_FILE, rank).touch()
+
+    def probe(self) -> dict[str, dict[str, float]] | None:
+        """The machine-speed probe the bootstrap timed in the workload, or None."""
+        data = _read_json(self.file(PROBE_FILE))
+        out: dict[str, dict[str, float]] = {}
+        fields = {"start": ("python_s", "native_s"), "end": ("python_s", "native_s"),
+                  "sched": ("cpu_s", "wait_s")}
+        for part, names in fields.items():
+            values = data.get(part) if isinstance(data, dict) else None
+            if isinstance(values, dict) and all(
+                    isinstance(values.get(k), (int, float)) and math.isfinite(values[k])
+                    and values[k] >= 0 for k in names):
+                out[part] = {k: float(values[k]) for k in names}
+        return out if "start" in out or "end" in out else None
+
+    def workload_metrics(self) -> list[dict[str, Any]]:
+        """The well-formed entries the workload wrote with perfstack.report_metric."""
+        path = self.file(METRICS_FILE)
+        if not path.is_file():
+            return []
+        entries = []
+        for line in path.read_text("utf-8", errors="replace").splitlines():
+            try:
+                entry = json.loads(line)
+                if (isinstance(entry["name"], str) and entry["name"]
+                        and math.isfinite(entry["value"])):
+                    entries.append({"name": entry["name"], "value": float(entry["value"]),
+                                    "unit": str(entry.get("unit", "")),
+                                    "better": str(entry.get("better", "higher"))})
+            except (ValueError, KeyError, TypeError):
+                continue  # a torn or foreign line: skip it, keep the rest
+        return entries
+
+    def workload_env(self) -> dict[str, Any] | None:
+        """What the workload process saw (the torch it imported, its threads), or None."""
+        data = _read_json(self.file(WORKLOAD_ENV_FILE))
+        return data if isinstance(data, dict) else None
+
+    def hook_errors(self, ranks: list[int]) -> list[Path]:
+        """The in-process hooks' error logs here and in the given ranks' folders."""
+        places = [self.path, *(self.rank(r).path for r in ranks)]
+        return [p / HOOK_ERRORS_FILE for p in places if (p / HOOK_ERRORS_FILE).is_file()]
 
 
-def ranks_in(folder: Path) -> list[int]:
-    """Return the ranks whose processes have a folder in a run folder, in order. Under torchrun
-    these are global ranks: on the second node of a job, 2 and 3 rather than 0 and 1."""
+def _read_json(path: Path) -> Any:
+    """A JSON file's content, or None when it is missing, unreadable or torn."""
     try:
-        names = [p.name for p in folder.iterdir() if p.is_dir()]
-    except OSError:
-        return []
-    return sorted(int(n[5:]) for n in names if n.startswith("rank-") and n[5:].isdigit())
-
-
-def primary_dir(folder: Path) -> Path:
-    """Return where the workload's own files are: the lowest rank's folder under torchrun
-    (rank 0's on the job's first node), else the run folder."""
-    ranks = ranks_in(folder)
-    return rank_dir(folder, ranks[0]) if ranks else folder
-
-
-def read_started(folder: Path) -> tuple[int, int] | None:
-    """Return (pid, start_ns) from the bootstrap's start file, once it exists."""
-    from perfstack.run.bootstrap import STARTED_FILE
-
-    try:
-        data = json.loads((folder / STARTED_FILE).read_text("utf-8"))
-        return int(data["pid"]), int(data["start_ns"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def read_steps(folder: Path) -> int | None:
-    """Return how many steps the workload marked (saved by the bootstrap at exit), or None."""
-    from perfstack.run.bootstrap import STEPS_FILE
-
-    try:
-        data = json.loads((folder / STEPS_FILE).read_text("utf-8"))
-        return int(data["steps"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def read_step_times(folder: Path) -> list[float]:
-    """Return each step's duration in seconds (saved by the bootstrap at exit), or []."""
-    from perfstack.run.bootstrap import STEPS_FILE
-
-    try:
-        data = json.loads((folder / STEPS_FILE).read_text("utf-8"))
-        return [float(t) for t in data["step_times_s"] if isinstance(t, (int, float))]
-    except (OSError, ValueError, KeyError, TypeError):
-        return []
-
-
-def read_window(folder: Path) -> int | None:
-    """Return the pid that opened the measured window of ``--steps`` (at the end of its
-    warm-up steps), once it has, else None."""
-    from perfstack.run.bootstrap import WINDOW_FILE
-
-    try:
-        return int(json.loads((folder / WINDOW_FILE).read_text("utf-8"))["pid"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def window_go(folder: Path) -> None:
-    """Tell a workload waiting at the start of its measured window to go on."""
-    from perfstack.run.bootstrap import WINDOW_GO_FILE
-
-    with contextlib.suppress(OSError):
-        (folder / WINDOW_GO_FILE).touch()
-
-
-def read_probe(folder: Path) -> dict[str, dict[str, float]] | None:
-    """Return the machine-speed probe the bootstrap timed in this run, or None."""
-    from perfstack.machine.probe import PROBE_FILE
-
-    try:
-        data = json.loads((folder / PROBE_FILE).read_text("utf-8"))
+        return json.loads(path.read_text("utf-8"))
     except (OSError, ValueError):
         return None
-    out: dict[str, dict[str, float]] = {}
-    fields = {"start": ("python_s", "native_s"), "end": ("python_s", "native_s"),
-              "sched": ("cpu_s", "wait_s")}
-    for part, names in fields.items():
-        values = data.get(part) if isinstance(data, dict) else None
-        if isinstance(values, dict) and all(
-                isinstance(values.get(k), (int, float)) and math.isfinite(values[k])
-                and values[k] >= 0 for k in names):
-            out[part] = {k: float(values[k]) for k in names}
-    return out if "start" in out or "end" in out else None
-
-
-def read_workload_metrics(folder: Path) -> list[dict[str, Any]]:
-    """Return the well-formed entries the workload wrote with perfstack.report_metric."""
-    from perfstack import METRICS_FILE
-
-    path = folder / METRICS_FILE
-    if not path.is_file():
-        return []
-    entries = []
-    for line in path.read_text("utf-8", errors="replace").splitlines():
-        try:
-            entry = json.loads(line)
-            if isinstance(entry["name"], str) and entry["name"] and math.isfinite(entry["value"]):
-                entries.append({"name": entry["name"], "value": float(entry["value"]),
-                                "unit": str(entry.get("unit", "")),
-                                "better": str(entry.get("better", "higher"))})
-        except (ValueError, KeyError, TypeError):
-            continue  # a torn or foreign line: skip it, keep the rest
-    return entries
-
-
 
 
 def run_subfolder(run_dir: Path, name: str) -> Path:

@@ -77,7 +77,7 @@ class Runner:
         if nproc and on_rank_started is not None:
             on_tick(0.0)  # ranks that started between the last tick and the end
         record = launching.record_of(label, role, backend, argv, result, self.report_dir)
-        record.probe = rundir.read_probe(rundir.primary_dir(folder))
+        record.probe = rundir.RunFolder(folder).probe()
         if spec.count_instructions:
             record.instructions = Quantity(result.instructions, "count",
                                            result.instructions_reason)
@@ -109,5 +109,5 @@ class Runner:
             return []
         if folder is None:
             folder = self.baseline[0].artifact_dir if self.baseline else None
-        present = rundir.ranks_in(folder) if folder is not None else []
+        present = rundir.RunFolder(folder).ranks() if folder is not None else []
         return selected_ranks(self.options.ranks, present)

@@ -79,9 +79,9 @@ def bad_thread_counts(text: str) -> str | None:
 
 def _measure_of(outcome: Outcome) -> tuple[float | None, str, float | None]:
     """Return (value where higher is better, what it is, CPU utilisation) for one run."""
-    from perfstack.run.rundir import read_workload_metrics
+    from perfstack.run.rundir import RunFolder
 
-    metrics = {m["name"]: m for m in read_workload_metrics(outcome.artifact_dir)}
+    metrics = {m["name"]: m for m in RunFolder(outcome.artifact_dir).workload_metrics()}
     cpu = metrics.get("cpu_utilisation", {}).get("value")
     record = outcome.record
     if cpu is None and record.wall_s:
