@@ -87,6 +87,23 @@ def test_flops_equal_torch_counts(profiled):
         assert ours[name]["flops"] == value, name
 
 
+def test_ops_carry_the_bytes_they_move_their_type_and_kind(profiled):
+    """The linear layer's addmm (bias 10, input 4x2048, weight 2048x10, fp32) moves its
+    inputs and its 4x10 output once a call; a composite op (linear) has no cost of its own;
+    ops inside a costed op (the convolution under conv2d) are marked as counted there."""
+    path, _ = profiled
+    _, rows = _by_name(path)
+    framework = {r.key: r for r in rows[Layer.FRAMEWORK]}
+    (addmm,) = [r for r in framework.values() if r.attrs["op"] == "aten::addmm"]
+    calls = addmm.values["calls"].value
+    assert addmm.values["bytes"].value == calls * 4 * (10 + 4 * 2048 + 2048 * 10 + 4 * 10)
+    assert addmm.attrs["dtype"] == "fp32" and addmm.attrs["op_kind"] == "matmul"
+    linear = [r for r in framework.values() if r.attrs["op"] == "aten::linear"]
+    assert linear and all("flops" not in r.values and "bytes" not in r.values for r in linear)
+    inner = [r for r in framework.values() if r.attrs["op"] == "aten::convolution"]
+    assert inner and all(r.attrs.get("cost_in_caller") for r in inner)
+
+
 def test_cpu_kernel_rows_hold_native_time_linked_to_ops(profiled):
     path, _ = profiled
     _, rows = _by_name(path)

@@ -33,6 +33,9 @@ from perfstack.run import ranks
 INPROC = "perfstack_plugins.torchprof.inproc:start"
 #: A rank in a trace's file name: rank-3.json.gz, rank3.pt.trace.json, trace_rank_12.json
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
+#: What a trace says of each GPU that its datasheet is found by (perfstack.machine.datasheets).
+DEVICE_PROPERTIES = ("name", "totalGlobalMem", "computeMajor", "computeMinor", "numSms",
+                     "warpSize")
 
 
 def _ranks_problem(spec: str) -> str | None:
@@ -109,6 +112,7 @@ class TorchBackend(Backend):
         by_rank: dict[int | None, list[Path]] = {}
         world: dict[int | None, int | None] = {}
         devices: dict[int | None, list[str]] = {}
+        properties: dict[int | None, list[dict[str, Any]]] = {}
         for path in files:
             header = trace_header(path) or {}
             info = header.get("distributedInfo")
@@ -123,6 +127,8 @@ class TorchBackend(Backend):
             props = header.get("deviceProperties")
             if isinstance(props, list):
                 devices[rank] = [str(d.get("name")) for d in props if isinstance(d, dict)]
+                properties[rank] = [{k: d[k] for k in DEVICE_PROPERTIES if k in d}
+                                    for d in props if isinstance(d, dict)]
         out = []
         for rank, paths in sorted(by_rank.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)):
             agg = TraceAggregate()
@@ -136,6 +142,8 @@ class TorchBackend(Backend):
             if names:
                 notes.append("GPU: " + ", ".join(sorted(set(names))))
             env: dict[str, Any] = {"devices": names} if names else {}
+            if properties.get(rank):
+                env["device_properties"] = properties[rank]
             out.append(Recorded(Collected(rows=rows, metrics=metrics, notes=notes,
                                           artifacts={("trace" if i == 0 else f"trace-{i}"): p
                                                      for i, p in enumerate(paths)}),

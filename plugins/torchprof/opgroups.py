@@ -1,9 +1,10 @@
 """Every op of an aggregated trace folded into one group per op name and input shapes.
 
-A group holds the calls, total and own time, FLOPs, host allocations and calling user
-functions of its ops; on a CPU (no kernels in the trace) each native op's own time is also
-kept, credited to the top-level op it ran under, for the kernel layer. Ops are read from the
-trees' arrays (``optree``) one row at a time: nothing per op outlives the loop.
+A group holds the calls, total and own time, FLOPs and bytes moved (``opcost``), host
+allocations and calling user functions of its ops; on a CPU (no kernels in the trace) each
+native op's own time is also kept, credited to the top-level op it ran under, for the kernel
+layer. Ops are read from the trees' arrays (``optree``) one row at a time: nothing per op
+outlives the loop.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from perfstack.report import Quantity, Row
 
-from .flops import flops
+from .opcost import Cost, cost
 from .optree import Tree
 from .trace import TraceAggregate
 
@@ -37,6 +38,13 @@ class Group:
     self_time: float = 0.0
     device: float = 0.0
     flops: int | None = None
+    bytes: int | None = None
+    dtype: str | None = None
+    kind: str | None = None
+    #: it launched copies between host and device (their time is the link's)
+    transfer: bool = False
+    #: time of the calls made inside another op whose cost is counted (theirs is part of it)
+    nested: float = 0.0
     alloc: float = 0.0
     callers: dict[str, float] = field(default_factory=lambda: defaultdict(float))
 
@@ -76,7 +84,7 @@ class OpGroups:
         self.last: float | None = None
         self.root_frames: dict[str, int] = defaultdict(int)  # user frame -> top-level ops
         self._by_id: dict[tuple[int, int], Group] = {}
-        self._flops: dict[tuple[int, int], Any] = {}
+        self._costs: dict[tuple[int, int], Cost] = {}
         self._native: dict[int, dict[str, Any]] = {}
 
     def group(self, tree: Tree, i: int) -> Group:
@@ -100,9 +108,12 @@ class OpGroups:
         ts, end, name, parent = tree.ts, tree.end, tree.name, tree.parent
         removed, frame, alloc, inputs = tree.removed, tree.frame, tree.alloc, tree.inputs
         first, last = self.first, self.last
+        costed = bytearray(len(ts))  # the op or one above it has a known cost
         for i in range(len(ts)):
             n = name[i]
             if removed[i] or n == 0:
+                if parent[i] >= 0 and costed[parent[i]]:
+                    costed[i] = 1
                 continue
             start, stop = ts[i], end[i]
             first = start if first is None or start < first else first
@@ -124,24 +135,35 @@ class OpGroups:
             if alloc:
                 g.alloc += alloc.get(i, 0.0)
             if self.with_flops:
-                self._count_flops(g, tree, i, inputs.get(i))
+                above = parent[i] >= 0 and costed[parent[i]]
+                if above:
+                    g.nested += dur
+                if self._count_cost(g, tree, i, inputs.get(i)) or above:
+                    costed[i] = 1
             if f >= 0:
                 g.callers[frame_keys[f]] += dur
             if self.native and native_of[n]:
                 self._native_time(tree, i, own)
         self.first, self.last = first, last
 
-    def _count_flops(self, g: Group, tree: Tree, i: int, concrete: Any) -> None:
-        if concrete is None:  # the count depends on the name and shapes only
-            ids = (tree.name[i], tree.dims[i])
-            if ids in self._flops:
-                count = self._flops[ids]
-            else:
-                count = self._flops[ids] = flops(g.name, shapes(g.dims))
+    def _count_cost(self, g: Group, tree: Tree, i: int, concrete: Any) -> bool:
+        """Add one call's FLOPs and bytes to its group; return whether either is known."""
+        ids = (tree.name[i], tree.dims[i])
+        if concrete is None:  # the cost depends on the name, shapes and types only
+            found = self._costs.get(ids)
+            if found is None:
+                found = self._costs[ids] = cost(g.name, shapes(g.dims), self.agg.types[ids[1]])
         else:
-            count = flops(g.name, shapes(g.dims), concrete)
-        if count is not None:
-            g.flops = (g.flops or 0) + count
+            found = cost(g.name, shapes(g.dims), self.agg.types[ids[1]], concrete)
+        if found.flops is not None:
+            g.flops = (g.flops or 0) + found.flops
+        if found.bytes is not None:
+            g.bytes = (g.bytes or 0) + found.bytes
+        if found.dtype is not None and g.dtype is None:
+            g.dtype = found.dtype
+        if found.kind is not None:
+            g.kind = found.kind
+        return found.flops is not None or found.bytes is not None
 
     def _native_time(self, tree: Tree, i: int, own: float) -> None:
         """On a CPU the trace has no kernels: each op's self time is its own native code,

@@ -51,6 +51,7 @@ class Args(msgspec.Struct):
     device: Any = None
     stream: Any = None
     input_dims: Any = msgspec.field(name="Input Dims", default=None)
+    input_types: Any = msgspec.field(name="Input type", default=None)
     concrete_inputs: Any = msgspec.field(name="Concrete Inputs", default=None)
     size: Any = msgspec.field(name="Bytes", default=None)
     device_type: Any = msgspec.field(name="Device Type", default=None)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from collections import defaultdict
 from typing import Any
 
-from perfstack.report import Better, Layer, Metric, Row
+from perfstack.report import Better, Layer, Metric, Quantity, Row
 
 from ..demangle import demangle
 from .links import COMM_KERNEL, Linker
@@ -22,6 +23,13 @@ from .timeline import (
     percentile,
 )
 from .trace import TraceAggregate, build_trees, without_gc
+
+#: Copies between host and device (or between devices): their roof is the link, not memory.
+HOST_COPY = re.compile(r"Memcpy (HtoD|DtoH|HtoH|PtoP)")
+#: Kernels that run on tensor cores (NVIDIA's MMA instructions, by the names CUTLASS, cuBLAS
+#: and cuDNN give them): an fp32 product among them runs in TF32.
+TENSOR_CORE = re.compile(r"tensorop|hmma|xmma|wmma|s1688|s16816|h1688|h16816|i8816|"
+                         r"_mma_|gemm_.*tf32", re.IGNORECASE)
 
 
 def summarize(agg: TraceAggregate, with_flops: bool = True, stepped: bool = True) -> tuple[
@@ -183,9 +191,21 @@ def _framework_row(key: str, g: Group, has_device: bool) -> Row:
         values["device"] = q(g.device * US, "s")
     if g.flops is not None:
         values["flops"] = q(g.flops, "flop")
+    if g.bytes is not None:
+        values["bytes"] = q(g.bytes, "B")
     if g.alloc:
         values["self_alloc"] = q(g.alloc, "B")
     attrs: dict[str, Any] = {"op": g.name}
+    if g.dtype is not None:
+        attrs["dtype"] = g.dtype
+    if g.kind is not None:
+        attrs["op_kind"] = g.kind
+    if g.transfer:
+        attrs["transfer"] = "host"  # it copied between host and device
+    if g.nested and g.nested * 2 >= g.total:
+        # its cost is counted in the op it ran inside (aten::native_layer_norm in
+        # aten::layer_norm): a sum over ops leaves it out
+        attrs["cost_in_caller"] = True
     if g.dims:
         attrs["input_dims"] = json.loads(g.dims)
     links = {"python": top_links(g.callers)} if g.callers else {}
@@ -228,16 +248,64 @@ def _device_kernels(agg: TraceAggregate, linker: Linker, ops: OpGroups) -> tuple
     # A kernel the trace names mangled (CUTLASS inside cuDNN) is shown by its C++ name; its
     # key stays the trace's, so reports before and after compare row for row.
     readable = demangle(list(per_kernel), params=True) or {}
+    launched: dict[str, float] = defaultdict(float)  # op -> the kernel time it launched itself
+    for e in per_kernel.values():
+        for op, t in e["ops"].items():
+            launched[op] += t
     for name, e in per_kernel.items():
         values = {"calls": q(e["calls"], "count"), "device": q(e["time"] * US, "s"),
                   "mean": q(e["time"] / e["calls"] * US, "s")}
         if e["none"]:
             values["unattributed"] = q(e["none"] * US, "s")
-        rows.append(Row(name, readable.get(name, name), SOURCE, values,
-                        {"kind": e["cat"], "devices": sorted(str(d) for d in e["devices"])},
+        attrs = {"kind": e["cat"], "devices": sorted(str(d) for d in e["devices"])}
+        if HOST_COPY.match(name):
+            for op in e["ops"]:  # its launching ops' time is the link's, not the memory's
+                ops.groups[op].transfer = True
+        elif not e["none"]:
+            attrs.update(_kernel_cost(values, e["ops"], launched, ops.groups))
+        if e["cat"] == "kernel" and TENSOR_CORE.search(name):
+            attrs["tensor_cores"] = True
+        rows.append(Row(name, readable.get(name, name), SOURCE, values, attrs,
                         {"framework": top_links(e["ops"])} if e["ops"] else {}))
     rows.sort(key=lambda r: -(r.values["device"].value or 0))
     return rows, total, unattributed, events
+
+
+def _kernel_cost(values: dict[str, Quantity], by_op: dict[str, float],
+                 launched: dict[str, float], groups: dict[str, Group]) -> dict[str, Any]:
+    """Give a kernel the FLOPs and bytes of the ops that launched it, each op's shared among
+    the kernels it launched by their device time; return the attributes that say how."""
+    flops = moved = 0.0
+    has_flops = has_bytes = True
+    dtypes = set()
+    kinds = set()
+    shared = False
+    for op, t in by_op.items():
+        g = groups.get(op)
+        if g is None or not launched[op]:
+            return {}
+        part = t / launched[op]
+        shared = shared or part < 0.999
+        has_flops = has_flops and g.flops is not None
+        has_bytes = has_bytes and g.bytes is not None
+        flops += (g.flops or 0) * part
+        moved += (g.bytes or 0) * part
+        if g.dtype is not None:
+            dtypes.add(g.dtype)
+        kinds.add(g.kind)
+    if has_flops:
+        values["flops"] = q(round(flops), "flop")
+    if has_bytes:
+        values["bytes"] = q(round(moved), "B")
+    attrs: dict[str, Any] = {}
+    if (has_flops or has_bytes) and len(dtypes) == 1:
+        attrs["dtype"] = dtypes.pop()
+    if (has_flops or has_bytes) and len(kinds) == 1 and None not in kinds:
+        attrs["op_kind"] = kinds.pop()
+    if shared and (has_flops or has_bytes):
+        # an op that launched several kernels: each gets its share by time, the op's average
+        attrs["cost_shared"] = True
+    return attrs
 
 
 def _python_rows(agg: TraceAggregate, root_frames: dict[str, int]) -> list[Row]:

@@ -83,10 +83,12 @@ class TraceAggregate:
     repaired: int = 0
     #: each file's header (``distributedInfo``, ``deviceProperties``), in the order read
     headers: list[dict[str, Any]] = field(default_factory=list)
-    #: op names by id (0: the empty name), the input shapes' key forms by id (0: none), and
-    #: user frame keys by id
+    #: op names by id (0: the empty name), the input shapes' key forms by id (0: none), the
+    #: input types recorded with those shapes (None: the trace has none), and user frame
+    #: keys by id. Two ids may share a key form (the same shapes in other types).
     names: list[str] = field(default_factory=lambda: [""])
     dims: list[str] = field(default_factory=lambda: [""])
+    types: list[list[str] | None] = field(default_factory=lambda: [None])
     frame_keys: list[str] = field(default_factory=list)
     trees: dict[str, Tree] | None = None
     _file: int = 0
@@ -116,14 +118,15 @@ class TraceAggregate:
             self.names.append(name)
         return found
 
-    def _dims_id(self, dims: Any) -> int:
-        """The input shapes' id; the same few shapes recur in every step, so each is
-        formatted once."""
-        raw = str(dims)
+    def _dims_id(self, dims: Any, types: Any) -> int:
+        """The input shapes' (and types') id; the same few shapes recur in every step, so
+        each is formatted once."""
+        raw = f"{dims}{types}"
         found = self._dims_ids.get(raw)
         if found is None:
             found = self._dims_ids[raw] = len(self.dims)
             self.dims.append(json.dumps(dims, separators=(", ", ":")))
+            self.types.append([str(t) for t in types] if isinstance(types, list) else None)
         return found
 
     def _id(self, value: Any) -> int:
@@ -167,7 +170,7 @@ class TraceAggregate:
             ops.ts.append(ts)
             ops.end.append(ts + float(ev.dur or 0))
             ops.name.append(self._name_id(name))
-            ops.dims.append(self._dims_id(dims) if dims else 0)
+            ops.dims.append(self._dims_id(dims, args.input_types) if dims else 0)
             ops.ext.append(self._id(args.external_id))
         elif cat == "python_function" and ev.ph == "X" and ev.ts is not None:
             key = python_key(str(ev.name or ""))
