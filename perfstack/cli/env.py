@@ -12,7 +12,8 @@ from perfstack.pluginmanager import Plugins
 
 
 def cmd_env(plugins: Plugins, argv: list[str]) -> int:
-    """Print the platform check: CPU, ISA, torch build, threads, profilers, noise advice."""
+    """Print the platform check: CPU, ISA, torch build, threads, ceilings, profilers, noise
+    advice."""
     from perfstack.cli.show import output_width
     from perfstack.machine import envinfo
     from perfstack.report.files import write_text_atomic
@@ -27,8 +28,12 @@ def cmd_env(plugins: Plugins, argv: list[str]) -> int:
                         help="do not import torch (its build configuration is left out)")
     parser.add_argument("--no-system", action="store_true",
                         help="skip pyperf's system-state checks")
+    parser.add_argument("--measure-ceilings", action="store_true",
+                        help="measure this machine's peak FLOP/s and memory bandwidth again "
+                        "(about 10 s; nothing else should run meanwhile) and cache them")
     args = parser.parse_args(argv)
-    env = envinfo.gather(plugins, with_torch=not args.no_torch, with_system=not args.no_system)
+    env = envinfo.gather(plugins, with_torch=not args.no_torch, with_system=not args.no_system,
+                         measure_ceilings=args.measure_ceilings)
     text = (json.dumps(env, indent=2, default=str) + "\n") if args.json else \
         envinfo.render_text(env, output_width() if args.output is None else 100)
     if args.output is None:

@@ -14,8 +14,9 @@ import sys
 from typing import Any
 
 from perfstack.backend import availability
-from perfstack.machine import environment, interpreters
+from perfstack.machine import ceilings, environment, interpreters
 from perfstack.pluginmanager import Plugins
+from perfstack.report.units import fmt_seconds, fmt_si
 
 _TORCH_PROBE = """
 import json, sys
@@ -100,11 +101,26 @@ def _noise_advice(env: dict[str, Any], system: dict[str, Any]) -> list[str]:
     return advice + [f"pyperf: {line}" for line in system.get("advice", [])]
 
 
-def gather(plugins: Plugins, with_torch: bool = True, with_system: bool = True) -> dict[str, Any]:
-    """Return the full platform description ``perfstack env`` prints."""
+def gather(plugins: Plugins, with_torch: bool = True, with_system: bool = True,
+           measure_ceilings: bool = False) -> dict[str, Any]:
+    """Return the full platform description ``perfstack env`` prints; the machine's ceilings
+    as cached (at torch's default thread count), measured again with ``measure_ceilings``."""
     env = environment.capture_with_plugins(plugins)
     if with_torch:
         env["torch"] = torch_details()
+    threads = (env.get("torch") or {}).get("intra_op_threads")
+    threads = threads if isinstance(threads, int) else None
+    if measure_ceilings:
+        try:
+            env["ceilings"] = ceilings.measure(threads).as_dict()
+        except RuntimeError as exc:
+            env["ceilings"] = {"unknown": str(exc)}
+    else:
+        found = ceilings.cached(threads)
+        env["ceilings"] = found.as_dict() if found is not None else {
+            "unknown": "not measured yet: perfstack env --measure-ceilings measures them "
+                       "(about 10 s, alone on the machine); perfstack run does on its first "
+                       "run of costed ops"}
     backends = {}
     for name, entry in sorted(plugins.backends()[0].items()):
         available = availability(entry.backend)
@@ -186,6 +202,20 @@ def render_text(env: dict[str, Any], width: int = 100) -> str:
                 item(key, build[key][:100])
     else:
         item("torch", torch.get("reason", "not checked"))
+    section("Ceilings (for the roofline)")
+    roofs = env.get("ceilings") or {}
+    if "peak_flops" in roofs:
+        for kind, value in roofs["peak_flops"].items():
+            item(f"peak {kind}", fmt_si(value, "flop/s") + " (matrix products)")
+        if roofs.get("bandwidth"):
+            item("memory bandwidth", fmt_si(roofs["bandwidth"], "B/s") + " (triad)")
+        if roofs.get("dispatch_s"):
+            item("a call's fixed cost", fmt_seconds(roofs["dispatch_s"]) + " (a tiny op)")
+        how = roofs.get("how") or {}
+        item("measured", f"{how.get('measured', '?')} at {roofs.get('threads')} threads, "
+             f"torch {how.get('torch', '?')}, in {how.get('seconds') or 0:.0f} s")
+    else:
+        item("ceilings", roofs.get("unknown", "unknown"))
     section("Thread settings")
     threads = env.get("threads") or {}
     for key in environment.THREAD_VARIABLES:

@@ -1,0 +1,199 @@
+"""Measure what this machine can reach with torch: peak FLOP/s per element type and memory
+bandwidth. Run in a process of its own (``python -m perfstack.machine.ceilingprobe``), which
+prints one JSON object; ``perfstack.machine.ceilings`` starts it, caches the result and
+reads it back. Nothing else of perfstack's may run meanwhile: the figures are the machine's
+best, measured alone.
+
+- **Peak FLOP/s**: square matrix products (``torch.mm``) of growing sizes in each type the
+  machine runs (fp32, fp64, bf16, fp16; int8 through ``torch._int_mm`` where torch has it
+  for the device), 2·n³ operations each; the median of a few calls at each size, the best
+  size kept. A type whose calls are too slow to time in the budget is left out, with why.
+- **Bandwidth**: a copy (``b.copy_(a)``: one read, one write) and a triad
+  (``a = b + s·c``: two reads, one write) of arrays four times the last-level cache (at
+  least 64 MiB, at most 1 GiB each), counted as the bytes the operation must move, the same
+  convention as an op's bytes; the triad is the figure ops are measured against.
+- **Dispatch floor**: the time of one tiny op (``torch.add`` of one-element tensors), the
+  cost of a call that does no work; ops whose calls take a few times this are bound by it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from functools import partial
+from typing import Any
+
+#: The element types measured, by the name the report uses.
+DTYPES = ("fp32", "fp64", "bf16", "fp16", "int8")
+SIZES = (256, 512, 1024, 2048, 4096)
+#: Calls timed at each size (the median kept), and the longest one call may take before
+#: larger sizes are skipped.
+CALLS = 5
+LONGEST_CALL_S = 0.6
+MIB = 1 << 20
+
+
+def _torch_dtype(torch: Any, name: str) -> Any:
+    return {"fp32": torch.float32, "fp64": torch.float64, "bf16": torch.bfloat16,
+            "fp16": torch.float16, "int8": torch.int8}[name]
+
+
+def _sync(torch: Any, device: str) -> None:
+    if device != "cpu":
+        torch.cuda.synchronize()
+
+
+def _timed(torch: Any, device: str, call: Any, calls: int) -> float:
+    """The median time of ``calls`` calls of ``call`` (after one untimed call)."""
+    call()
+    _sync(torch, device)
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        call()
+        _sync(torch, device)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def peak_flops(torch: Any, name: str, device: str,
+               sizes: tuple[int, ...] = SIZES) -> tuple[float | None, dict[str, Any]]:
+    """The best FLOP/s of square matrix products in one type, and how it was measured (or
+    why it was not)."""
+    dtype = _torch_dtype(torch, name)
+    best: float | None = None
+    rates: dict[str, float] = {}
+    for n in sizes:
+        try:
+            if name == "int8":
+                a = torch.randint(-8, 8, (n, n), dtype=dtype, device=device)
+                b = torch.randint(-8, 8, (n, n), dtype=dtype, device=device)
+                product = torch._int_mm
+            else:
+                a = torch.randn(n, n, device=device).to(dtype)
+                b = torch.randn(n, n, device=device).to(dtype)
+                product = torch.mm
+            seconds = _timed(torch, device, partial(product, a, b), CALLS)
+        except (RuntimeError, AttributeError, TypeError, NotImplementedError) as exc:
+            if best is None:
+                return None, {"why": f"torch cannot multiply {name} matrices on {device}: "
+                                     f"{str(exc).splitlines()[0][:120]}"}
+            break
+        rate = 2.0 * n ** 3 / seconds
+        rates[str(n)] = rate
+        best = rate if best is None else max(best, rate)
+        if seconds * CALLS > LONGEST_CALL_S * 2 or seconds > LONGEST_CALL_S / 4:
+            break  # the next size would take 8 times as long
+    return best, {"sizes": rates, "calls": CALLS, "op": "torch.mm" if name != "int8"
+                  else "torch._int_mm"}
+
+
+def _last_level_cache() -> int | None:
+    """The largest CPU cache's size in bytes (from sysfs), or None."""
+    import glob
+
+    sizes = []
+    for path in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read().strip()
+        except OSError:
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            sizes.append(int(digits) * scale)
+    return max(sizes) if sizes else None
+
+
+def bandwidth(torch: Any, device: str, array_mib: int | None = None) -> dict[str, Any]:
+    """Copy and triad bandwidth (bytes the operations must move, per second)."""
+    cache = _last_level_cache() if device == "cpu" else None
+    size = min(max(4 * (cache or 0), 64 * MIB), 1024 * MIB)
+    if device != "cpu":
+        size = 1024 * MIB
+    if array_mib:
+        size = array_mib * MIB
+    n = size // 4
+    a = torch.ones(n, device=device)
+    b = torch.ones(n, device=device)
+    c = torch.ones(n, device=device)
+    copy_s = _timed(torch, device, lambda: b.copy_(a), CALLS)
+    triad_s = _timed(torch, device, lambda: torch.add(b, c, alpha=3.0, out=a), CALLS)
+    return {"copy": 2.0 * size / copy_s, "triad": 3.0 * size / triad_s,
+            "array_bytes": size, "last_level_cache": cache}
+
+
+def dispatch_floor(torch: Any, device: str) -> float:
+    """The median time of one call of a tiny op, in seconds."""
+    x = torch.ones(1, device=device)
+    y = torch.ones(1, device=device)
+    for _ in range(200):
+        torch.add(x, y)
+    batches = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(2000):
+            torch.add(x, y)
+        _sync(torch, device)
+        batches.append((time.perf_counter() - start) / 2000)
+    return statistics.median(batches)
+
+
+def measure(threads: int | None, device: str = "cpu", sizes: tuple[int, ...] = SIZES,
+            array_mib: int | None = None) -> dict[str, Any]:
+    """Every ceiling of ``device`` at ``threads`` intra-op threads (None: torch's default);
+    ``sizes`` and ``array_mib`` shrink the work for a quick check (the figures are then
+    no peaks)."""
+    import torch
+
+    if threads:
+        torch.set_num_threads(threads)
+    started = time.perf_counter()
+    peaks: dict[str, float] = {}
+    how: dict[str, Any] = {}
+    for name in DTYPES:
+        rate, detail = peak_flops(torch, name, device, sizes)
+        how[name] = detail
+        if rate is not None:
+            peaks[name] = rate
+    memory = bandwidth(torch, device, array_mib)
+    return {
+        "device": device, "threads": torch.get_num_threads(),
+        "torch": str(torch.__version__), "capability": _capability(torch),
+        "peak_flops": peaks, "bandwidth": memory["triad"], "copy_bandwidth": memory["copy"],
+        "dispatch_s": dispatch_floor(torch, device),
+        "how": {"matmul": how, "memory": {k: v for k, v in memory.items()
+                                           if k in ("array_bytes", "last_level_cache")}},
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def _capability(torch: Any) -> str | None:
+    try:
+        return str(torch.backends.cpu.get_cpu_capability())
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure, print the ceilings as one JSON object."""
+    parser = argparse.ArgumentParser(prog="python -m perfstack.machine.ceilingprobe")
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)),
+                        help="matrix sizes to try, comma-separated (smaller: a quick check)")
+    parser.add_argument("--array-mib", type=int, default=None,
+                        help="each bandwidth array's size (default: 4x the last-level cache)")
+    args = parser.parse_args(argv)
+    sizes = tuple(int(s) for s in args.sizes.split(",") if s.strip())
+    json.dump(measure(args.threads, args.device, sizes, args.array_mib), sys.stdout)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,152 @@
+"""This machine's ceilings (peak FLOP/s per type, memory bandwidth, a call's fixed cost),
+measured once and cached.
+
+The measuring is ``perfstack.machine.ceilingprobe``'s, in a process of its own (it imports
+torch; this module does not). The cache is one JSON file per key in perfstack's cache
+folder: the CPU model, its ISA flags, the thread count, torch's version and the device,
+so another machine, another thread count or another torch is measured again.
+``PERFSTACK_CEILINGS`` names a ceilings file to use instead (one measured on the machine
+the report is about, or a recorded one in tests), or ``off`` to measure nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from perfstack.cachedir import cache_folder
+from perfstack.machine import environment
+
+CEILINGS_ENV = "PERFSTACK_CEILINGS"
+#: The longest the measuring may take before it is given up (it takes about 10 s).
+TIMEOUT_S = 180.0
+
+
+@dataclass
+class Ceilings:
+    """What one device can reach: FLOP/s per element type, bytes/s, a call's fixed cost.
+
+    ``source`` is ``measured`` (here, by the probe) or ``datasheet`` (a GPU's published
+    figures, for traces recorded elsewhere); ``how`` says how each figure was had.
+    """
+
+    device: str
+    source: str
+    peak_flops: dict[str, float]
+    bandwidth: float | None
+    dispatch_s: float | None = None
+    name: str | None = None
+    threads: int | None = None
+    how: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ceilings as the report's environment holds them."""
+        return {"device": self.device, "source": self.source, "name": self.name,
+                "threads": self.threads, "peak_flops": self.peak_flops,
+                "bandwidth": self.bandwidth, "dispatch_s": self.dispatch_s, "how": self.how}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Ceilings:
+        """Read ceilings back from a report or the cache; ValueError when malformed."""
+        try:
+            peaks = {str(k): float(v) for k, v in dict(data["peak_flops"]).items()
+                     if isinstance(v, (int, float)) and v > 0}
+            bandwidth = data.get("bandwidth")
+            dispatch = data.get("dispatch_s")
+            return cls(
+                device=str(data.get("device") or "cpu"), source=str(data["source"]),
+                peak_flops=peaks,
+                bandwidth=float(bandwidth) if isinstance(bandwidth, (int, float))
+                and bandwidth > 0 else None,
+                dispatch_s=float(dispatch) if isinstance(dispatch, (int, float))
+                and dispatch > 0 else None,
+                name=data.get("name") if isinstance(data.get("name"), str) else None,
+                threads=data.get("threads") if isinstance(data.get("threads"), int) else None,
+                how=dict(data["how"]) if isinstance(data.get("how"), dict) else {})
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"malformed ceilings: {exc}") from None
+
+
+def machine_key(threads: int | None, device: str = "cpu") -> dict[str, Any]:
+    """What the ceilings depend on: the CPU, its ISA, the threads, torch, the device."""
+    cpu = environment.capture()["cpu"]
+    try:
+        torch_version: str | None = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        torch_version = None
+    return {"cpu": cpu.get("model"), "isa": cpu.get("isa"), "threads": threads,
+            "torch": torch_version, "device": device}
+
+
+def cache_file(key: dict[str, Any]) -> Path:
+    """Where the ceilings of ``key`` are cached."""
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    return cache_folder() / "ceilings" / f"{key['device']}-{digest}.json"
+
+
+def cached(threads: int | None, device: str = "cpu") -> Ceilings | None:
+    """The cached ceilings for this machine at ``threads``, or None when not measured."""
+    chosen = os.environ.get(CEILINGS_ENV)
+    if chosen == "off":
+        return None
+    path = Path(chosen) if chosen else cache_file(machine_key(threads, device))
+    try:
+        return Ceilings.from_dict(json.loads(path.read_text("utf-8")))
+    except (OSError, ValueError):
+        return None
+
+
+def measure(threads: int | None, device: str = "cpu", python: str | None = None,
+            probe_args: tuple[str, ...] = ()) -> Ceilings:
+    """Measure the ceilings now (about 10 s, alone on the machine) and cache them; raise
+    RuntimeError with why when the probe fails. ``probe_args`` go to the probe (its
+    ``--sizes`` and ``--array-mib`` make a quick check)."""
+    argv = [python or sys.executable, "-m", "perfstack.machine.ceilingprobe",
+            "--device", device, *probe_args]
+    if threads:
+        argv += ["--threads", str(threads)]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"measuring took over {TIMEOUT_S:.0f} s") from None
+    except OSError as exc:
+        raise RuntimeError(f"cannot start the probe: {exc.strerror}") from None
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"the probe failed: {last[:200]}")
+    try:
+        found = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise RuntimeError("the probe printed nothing readable") from None
+    how = dict(found.get("how") or {})
+    how["measured"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    how["seconds"] = found.get("seconds")
+    how["copy_bandwidth"] = found.get("copy_bandwidth")
+    how["torch"] = found.get("torch")
+    ceilings = Ceilings(device=device, source="measured",
+                        peak_flops=dict(found.get("peak_flops") or {}),
+                        bandwidth=found.get("bandwidth"), dispatch_s=found.get("dispatch_s"),
+                        name=environment.capture()["cpu"].get("model") if device == "cpu"
+                        else device, threads=found.get("threads"), how=how)
+    _store(cache_file(machine_key(threads, device)), ceilings)
+    return ceilings
+
+
+def _store(path: Path, ceilings: Ceilings) -> None:
+    """Write the cache file whole (a reader never sees half of it); a cache that cannot be
+    written is only a cost, the next run measures again."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(ceilings.as_dict(), indent=1) + "\n", "utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass
