@@ -30,6 +30,8 @@ from perfstack.analysis.deviceview import (
 )
 from perfstack.analysis.kernels import KernelView, kernel_view
 from perfstack.analysis.layerview import LayerTable, as_metrics, layer_tables
+from perfstack.analysis.roofview import METRICS as ROOF_METRICS
+from perfstack.analysis.roofview import RoofView, roof_view
 from perfstack.analysis.stats import Summary, summarize
 from perfstack.report import (
     BackendResult,
@@ -114,6 +116,7 @@ class View:
     budget: Budget
     device: DeviceTime | None  # the device's time over the profiled steps, when measured
     kernels: KernelView | None  # the device's kernel time by kernel and kind (GPU traces)
+    roofline: RoofView | None  # how close the ops ran to the machine's ceilings
     ranks: RankTable | None  # a job's ranks side by side, when there are several
     #: figures of different backends that measure related things (Metric.group), each with
     #: its description, shown together so they read as one picture, not a contradiction
@@ -322,6 +325,9 @@ def build(report: Report, top: int = 10, depth: int = 3, full: bool = False,
     wall = report.metric("wall_time")
     if wall is not None and wall.samples:
         shown_elsewhere.add(id(wall))
+    roofline = roof_view(report, top=5 if not full else max(top, 5))
+    if roofline is not None:
+        shown_elsewhere |= {id(m) for m in report.metrics if m.name in ROOF_METRICS}
     metrics = [m for m in report.metrics
                if full or (_default_metric(m) and id(m) not in shown_elsewhere)]
     return View(
@@ -332,6 +338,7 @@ def build(report: Report, top: int = 10, depth: int = 3, full: bool = False,
         budget=budget,
         device=device,
         kernels=kernel_view(report, top=5 if not full else max(top, 5)),
+        roofline=roofline,
         ranks=ranks,
         related=related,
         tree=tree,

@@ -33,6 +33,10 @@ from perfstack.render.words import (
     ranks_title,
     related_line,
     related_title,
+    roof_ceiling_line,
+    roof_cells,
+    roof_summary,
+    roof_title,
     wall_line,
 )
 from perfstack.report import Report
@@ -94,6 +98,14 @@ def render_view(view: View) -> str:
         out += [""]
         out += _table(["top kernel", "kind", "share", "calls", "mean"],
                       [[escape(c) for c in row] for row in kernel_cells(k)])
+    roof = view.roofline
+    if roof is not None:
+        out += ["", f"### {escape(roof_title(roof))}", "", escape(roof_ceiling_line(roof)), "",
+                f"_{escape(roof_summary(roof))}_"]
+        if roof.top:
+            out += [""]
+            out += _table(["op", "time", "share", "achieved", "of roof", "bound", "type"],
+                          [[escape(c) for c in row] for row in roof_cells(roof)])
     ranked = view.ranks
     if ranked is not None:
         out += ["", f"### {escape(ranks_title(ranked))}", ""]

@@ -37,6 +37,10 @@ from perfstack.render.words import (
     ranks_title,
     related_line,
     related_title,
+    roof_ceiling_line,
+    roof_cells,
+    roof_summary,
+    roof_title,
     wall_line,
 )
 from perfstack.report import Report
@@ -170,6 +174,20 @@ def _kernels(page: Page, view: View) -> None:
     if k.count > len(k.top) and not view.full:
         page.add(f"  {k.count - len(k.top)} more in the kernel layer (--full, or the HTML's "
                  "Kernels pane)", "dim")
+
+
+def _roofline(page: Page, view: View) -> None:
+    v = view.roofline
+    if v is None:
+        return
+    page.section(roof_title(v))
+    page.extend(wrap(roof_ceiling_line(v), page.width, indent=4, first="  "))
+    page.extend(wrap(roof_summary(v), page.width, indent=4, first="  "))
+    if v.top:
+        page.add("")
+        page.extend(table([Column("op", name=True), Column("time"), Column("share"),
+                           Column("achieved"), Column("of roof"), Column("bound", left=True),
+                           Column("type", left=True)], roof_cells(v), page.width))
 
 
 def _ranks(page: Page, view: View) -> None:
@@ -346,6 +364,7 @@ def render_view(view: View, width: int = 100, color: bool = False,
     _budget(page, view)
     _device(page, view)
     _kernels(page, view)
+    _roofline(page, view)
     _ranks(page, view)
     _related(page, view)
     _tree(page, view)

@@ -10,9 +10,10 @@ from __future__ import annotations
 from perfstack.analysis.budget import Node
 from perfstack.analysis.deviceview import DeviceTime, RankTable
 from perfstack.analysis.kernels import KernelView, short_name
+from perfstack.analysis.roofview import RoofOp, RoofView
 from perfstack.analysis.view import Header, View
 from perfstack.report import Metric
-from perfstack.report.units import fmt_seconds, fmt_value, pct
+from perfstack.report.units import fmt_seconds, fmt_si, fmt_value, pct, pct_fine
 
 LAYER_TITLES = {
     "python": "Python: functions, threads, the GIL",
@@ -277,3 +278,59 @@ def kernel_cells(k: KernelView) -> list[list[str]]:
     return [[short_name(t.name), t.kind, pct(100 * t.share),
              f"{t.calls:,}" if t.calls is not None else "n/a",
              fmt_seconds(t.mean_s) if t.mean_s is not None else "n/a"] for t in k.top]
+
+
+#: How each roof's source is said.
+ROOF_SOURCES = {"measured": "measured here", "datasheet": "datasheet"}
+
+
+def roof_title(v: RoofView) -> str:
+    """The roofline section's heading: the step's share of the machine's peak."""
+    where = "this CPU" if v.device == "cpu" else (v.ceilings.name or "the GPU")
+    if v.peak_share is None:
+        return f"How close to the machine ({where})"
+    return f"How close to the machine: the ops ran at {pct_fine(v.peak_share)} of {where}'s peak"
+
+
+def roof_ceiling_line(v: RoofView) -> str:
+    """What the ops are measured against: each type's peak, the bandwidth, and whence."""
+    c = v.ceilings
+    order = ("fp32", "tf32", "bf16", "fp16", "fp64", "int8")
+    peaks = " · ".join(f"{t} {fmt_si(c.peak_flops[t], 'flop/s')}" for t in order
+                       if t in c.peak_flops)
+    memory = f" · memory {fmt_si(c.bandwidth, 'B/s')}" if c.bandwidth else ""
+    source = ROOF_SOURCES.get(c.source, c.source)
+    if c.source == "datasheet" and c.how.get("source"):
+        source = str(c.how["source"])
+    threads = f", {c.threads} threads" if c.threads else ""
+    return f"ceilings, {source}{threads}: {peaks}{memory}"
+
+
+def roof_summary(v: RoofView) -> str:
+    """Where the costed op time is bound, and how much of the op time has a cost."""
+    if v.why is not None:
+        return v.why
+    parts = []
+    if v.memory_share is not None:
+        parts.append(f"{pct(v.memory_share)} memory-bound")
+    if v.latency_share is not None:
+        parts.append(f"{pct(v.latency_share)} in calls too small for either roof")
+    covered = (f" (the ops with a known cost hold {pct(v.coverage)} of the op time)"
+               if v.coverage is not None else "")
+    return f"of the costed op time: {', '.join(parts)}{covered}"
+
+
+def roof_rate(o: RoofOp) -> str:
+    """What an op achieved: FLOP/s where it computes, else bytes/s."""
+    if o.flop_s:
+        return fmt_si(o.flop_s, "flop/s")
+    if o.byte_s is not None:
+        return fmt_si(o.byte_s, "B/s")
+    return "n/a"
+
+
+def roof_cells(v: RoofView) -> list[list[str]]:
+    """One row per heaviest op: name, time, share, achieved, roof share, bound, type."""
+    return [[o.name, fmt_seconds(o.seconds), pct(100 * o.time_share), roof_rate(o),
+             pct_fine(o.roof_share) if o.roof_share is not None else "n/a", o.bound,
+             o.dtype or "-"] for o in v.top]

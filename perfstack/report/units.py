@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from perfstack.report import Quantity
 
 
@@ -27,6 +29,19 @@ def fmt_bytes(value: float) -> str:
     return f"{value:.0f} B"
 
 
+#: Units written with a decimal prefix (a rate of work or of bytes, as datasheets write them).
+SI_UNITS = {"flop": "FLOP", "flop/s": "FLOP/s", "B/s": "B/s"}
+
+
+def fmt_si(value: float, unit: str) -> str:
+    """Return a count or rate with a decimal prefix: 1.54 GFLOP, 312 TFLOP/s, 24.7 GB/s."""
+    shown = SI_UNITS.get(unit, unit)
+    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{shown}"
+    return f"{value:.3g} {shown}"
+
+
 def fmt_value(value: float | int | None, unit: str, reason: str | None = None) -> str:
     """Return ``value`` with its unit; 'n/a (reason)' when it could not be measured."""
     if value is None:
@@ -36,9 +51,11 @@ def fmt_value(value: float | int | None, unit: str, reason: str | None = None) -
     if unit == "B":
         return fmt_bytes(float(value))
     if unit == "%":
-        return f"{value:.1f}%"
+        return f"{value:.1f}%" if not 0 < value < 0.1 else pct_fine(float(value))
     if unit == "count":
         return f"{value:,.0f}"
+    if unit in SI_UNITS:
+        return fmt_si(float(value), unit)
     number = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
     return f"{number} {unit}" if unit else number
 
@@ -52,3 +69,14 @@ def pct(value: float) -> str:
     """Return a share as people read it: 68%, 4.2%, 0.3% (every format and finding title
     writes shares this way, so the same figure reads the same everywhere)."""
     return f"{value:.0f}%" if value >= 10 else f"{value:.1f}%"
+
+
+def pct_fine(value: float) -> str:
+    """A share as ``pct`` writes it, with two significant figures below 0.1% (a share of a
+    roof can be 0.003%: "0.0%" would read as none), and "<0.0001%" below that."""
+    if value >= 0.1 or value <= 0:
+        return pct(value)
+    if value < 1e-4:
+        return "<0.0001%"
+    decimals = 1 - math.floor(math.log10(value))
+    return f"{value:.{decimals}f}%"

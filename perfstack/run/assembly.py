@@ -14,6 +14,7 @@ import statistics
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from perfstack.analysis import roofline
 from perfstack.analysis.stats import summarize
 from perfstack.backend import Collected
 from perfstack.report import (
@@ -217,6 +218,9 @@ def build_report(run: RunInfo, environment: dict[str, Any], results: list[Backen
         metrics, found = across_ranks(report)
         report.metrics.extend(metrics)
         report.findings.extend(found)
+    metrics, found = roofline.annotate(report)
+    report.metrics.extend(metrics)
+    report.findings.extend(found)
     report.findings.extend(findings(report))
     report.findings.extend(more_findings)
     report.findings[:] = order_findings(report.findings)

@@ -31,6 +31,7 @@ from perfstack.report import (
 )
 from perfstack.run import assembly
 from perfstack.run import baseline as baselines
+from perfstack.run.ceilingstep import run_ceilings
 from perfstack.run.options import NoProgress, Progress, RunOptions
 from perfstack.run.phases import BackendTurn, run_count
 from perfstack.run.runner import Runner
@@ -151,6 +152,8 @@ class Session:
         options, runner = self.options, self.runner
         env = self._env
         env.update(baselines.workload_environment(self.baseline))
+        run_ceilings(env, self.collected.values(), runner.progress,
+                     may_measure=not self.interrupted)
         if options.nproc_per_node:
             env["distributed"] = {"nproc_per_node": options.nproc_per_node,
                                   "profiled_ranks": runner.ranks(),

@@ -27,6 +27,7 @@ from perfstack.backend import Collected, Recorded
 from perfstack.pluginmanager import BackendEntry, Plugins
 from perfstack.report import BackendResult, Finding, Metric, Report, RunInfo, Status
 from perfstack.run import assembly
+from perfstack.run.ceilingstep import recorded_ceilings
 
 #: The rule of the finding that names files left out (and the CLI's exit 9 for it).
 LEFT_OUT_RULE = "analyze.files-left-out"
@@ -165,6 +166,9 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None) ->
             reason=None if has_rows else "the files held nothing to report",
             artifacts={label: str(path) for label, path in out.artifacts.items()},
             notes=out.notes))
+    roofs = recorded_ceilings(environment["recorded"])
+    if roofs:
+        environment["ceilings"] = roofs
     world = max((i.world for items in recorded.values() for i in items if i.world), default=None)
     if world:
         environment["recorded"]["world_size"] = world

@@ -30,6 +30,7 @@ from . import page
 from .charts import LAYER_COLOURS, bar_chart, esc, timeseries
 from .diffpage import diff_panes
 from .flame import flame_tree
+from .roofchart import roofline_section
 from .tables import SORT_FIRST, layer_tables
 
 PANE_TITLES = {"pane-overview": "Overview", "pane-python": "Python", "pane-ops": "Ops",
@@ -120,7 +121,7 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
                  if flame else f'<p class="muted" id="flamegraph-empty">{esc(flame_why)}</p>')
               + "<h2>Functions</h2>"
               + _tables_html(tables[Layer.PYTHON], "no Python rows (--plugins pyspy)"))
-    ops = ("<h2>Ops</h2>" + _top_ops(view)
+    ops = ("<h2>Ops</h2>" + _top_ops(view) + roofline_section(view)
            + _tables_html(tables[Layer.FRAMEWORK], "no op rows (--plugins torch)"))
     kernels = ("<h2>Kernels</h2>" + page.device(view, "device-k") + page.kernel_view(view)
                + _tables_html(tables[Layer.KERNEL], "no kernel rows (--plugins torch, onednn, "

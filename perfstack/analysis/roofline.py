@@ -1,0 +1,370 @@
+"""How close each op runs to the machine: its FLOP/s and bytes/s against the ceilings.
+
+A row with a cost (``flops`` and/or ``bytes`` values, its arithmetic type in
+``attrs["dtype"]``, as the torch backend gives framework and kernel rows) and a time is
+placed on the roofline of its device (``environment["ceilings"]``: this machine's, measured,
+or a recorded GPU's datasheet): its arithmetic intensity (FLOPs per byte), the roof it can
+reach at that intensity (the peak of its type, or the bandwidth times its intensity,
+whichever is lower), its share of that roof, and what bounds it:
+
+- ``compute``: its intensity is at or above the ridge (peak / bandwidth);
+- ``memory``: below the ridge, the bytes set its roof;
+- ``latency``: its calls are too small for either roof to matter: the work of one call at
+  the roof would take less than the fixed cost of a call (the measured dispatch floor on a
+  CPU; ``GPU_FLOOR_S`` for a kernel).
+
+A row's time is its device time on a GPU, else its inclusive (total) time. Sums over ops
+leave out the rows whose cost is counted in the op they ran in (``cost_in_caller``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from perfstack.machine.ceilings import Ceilings
+from perfstack.report import Better, Finding, Layer, Metric, Quantity, Report, Row
+from perfstack.report.units import fmt_si, pct_fine
+
+SOURCE = "perfstack"
+#: The row value that holds an op's share of its roof (%).
+ROOF = "roof"
+#: A GPU kernel's fixed cost (launch to first instruction, ramp-up and drain): a few
+#: microseconds on the GPUs of docs/roofline.md; kernels doing less than this much work at
+#: the roof are latency-bound.
+GPU_FLOOR_S = 4e-6
+#: An op is heavy when it holds this share of the costed op time.
+HEAVY = 0.05
+#: ... and far below its roof under this share of it.
+FAR_BELOW = 0.25
+#: Memory-bound element-wise work above this share of the costed op time is worth fusing.
+FUSE_SHARE = 0.20
+#: A matrix product with a side shorter than this is small for a machine's vector units.
+SMALL = 64
+#: A type whose measured peak is this many times fp32's is worth moving compute to.
+FASTER_TYPE = 1.5
+
+
+@dataclass
+class Placement:
+    """One row on its device's roofline."""
+
+    row: Row
+    layer: Layer
+    device: str
+    seconds: float
+    calls: int | None
+    flops: float | None
+    bytes: float | None
+    dtype: str | None
+    peak: float | None  # FLOP/s of its type (None: unknown)
+    peak_name: str | None
+    bandwidth: float | None
+    bound: str  # compute | memory | latency | unknown
+    share: float | None  # of the roof it can reach at its intensity (0..1+)
+
+    @property
+    def flop_s(self) -> float | None:
+        """Achieved FLOP/s."""
+        return self.flops / self.seconds if self.flops is not None else None
+
+    @property
+    def byte_s(self) -> float | None:
+        """Achieved bytes/s."""
+        return self.bytes / self.seconds if self.bytes is not None else None
+
+    @property
+    def intensity(self) -> float | None:
+        """FLOPs per byte moved."""
+        if self.flops is None or not self.bytes:
+            return None
+        return self.flops / self.bytes
+
+    def as_attrs(self) -> dict[str, Any]:
+        """The figures a row carries in ``attrs["roofline"]``."""
+        out: dict[str, Any] = {"device": self.device, "bound": self.bound,
+                               "seconds": self.seconds}
+        for name, value in (("flop_s", self.flop_s), ("byte_s", self.byte_s),
+                            ("intensity", self.intensity), ("peak_flop_s", self.peak),
+                            ("bandwidth", self.bandwidth)):
+            if value is not None:
+                out[name] = value
+        if self.peak_name:
+            out["peak_type"] = self.peak_name
+        if self.share is not None:
+            out["roof_share"] = 100 * self.share
+        return out
+
+
+def ceilings_of(report: Report) -> dict[str, Ceilings]:
+    """The report's ceilings by device (``cpu``, ``gpu``); a malformed entry is left out."""
+    found = report.environment.get("ceilings")
+    out: dict[str, Ceilings] = {}
+    if isinstance(found, dict):
+        for device, data in found.items():
+            if isinstance(data, dict):
+                try:
+                    out[str(device)] = Ceilings.from_dict(data)
+                except ValueError:
+                    continue
+    return out
+
+
+def _value(row: Row, name: str) -> float | None:
+    q = row.values.get(name)
+    if q is None or isinstance(q.value, bool) or not isinstance(q.value, (int, float)):
+        return None
+    return float(q.value)
+
+
+def place(row: Row, layer: Layer, ceilings: dict[str, Ceilings]) -> Placement | None:
+    """Put one row on its roofline, or None when it has no cost, no time or no ceilings."""
+    flops, moved = _value(row, "flops"), _value(row, "bytes")
+    if (flops is None and moved is None) or row.attrs.get("transfer"):
+        return None  # no cost, or a copy between host and device (its roof is the link's)
+    device_s = _value(row, "device")
+    if device_s:
+        device, seconds = "gpu", device_s
+    else:
+        device, seconds = "cpu", _value(row, "total") or 0.0
+    ceiling = ceilings.get(device)
+    if ceiling is None or seconds <= 0:
+        return None
+    dtype = row.attrs.get("dtype") if isinstance(row.attrs.get("dtype"), str) else None
+    peak_name = dtype if dtype in ceiling.peak_flops else None
+    peak = ceiling.peak_flops.get(peak_name) if peak_name else None
+    tensor_cores = row.attrs.get("tensor_cores") or (
+        peak is not None and flops and flops / seconds > peak)  # faster than fp32 can run
+    if dtype == "fp32" and tensor_cores and "tf32" in ceiling.peak_flops:
+        peak_name, peak = "tf32", ceiling.peak_flops["tf32"]  # tensor cores ran it in TF32
+    calls = _value(row, "calls")
+    bound, share = _bound(flops or 0.0, moved, seconds, int(calls) if calls else None, peak,
+                          ceiling, device)
+    return Placement(row, layer, device, seconds, int(calls) if calls else None, flops, moved,
+                     dtype, peak, peak_name, ceiling.bandwidth, bound, share)
+
+
+def _bound(flops: float, moved: float | None, seconds: float, calls: int | None,
+           peak: float | None, ceiling: Ceilings, device: str) -> tuple[str, float | None]:
+    """What bounds an op, and its share of the roof it can reach."""
+    bandwidth = ceiling.bandwidth
+    at_peak = flops / peak if peak and flops else 0.0
+    at_bandwidth = moved / bandwidth if moved is not None and bandwidth else 0.0
+    ideal = max(at_peak, at_bandwidth)
+    if not ideal:
+        return "unknown", None
+    share = ideal / seconds
+    floor = GPU_FLOOR_S if device == "gpu" else ceiling.dispatch_s
+    if floor and calls and ideal / calls < floor:
+        return "latency", share
+    if flops and peak and moved and bandwidth:
+        return ("compute" if flops / moved >= peak / bandwidth else "memory"), share
+    if at_bandwidth and not flops:
+        return "memory", share
+    return "unknown", share
+
+
+def placements(report: Report) -> list[Placement]:
+    """Every costed framework and kernel row of the report on its roofline."""
+    ceilings = ceilings_of(report)
+    if not ceilings:
+        return []
+    out = []
+    for layer in (Layer.FRAMEWORK, Layer.KERNEL):
+        for row in report.layers[layer]:
+            found = place(row, layer, ceilings)
+            if found is not None:
+                out.append(found)
+    return out
+
+
+def annotate(report: Report) -> tuple[list[Metric], list[Finding]]:
+    """Put each costed row's figures in ``attrs["roofline"]``; return the step's figures and
+    the findings."""
+    placed = placements(report)
+    for p in placed:
+        p.row.attrs["roofline"] = p.as_attrs()
+        if p.share is not None:  # the column every format's tables show
+            p.row.values[ROOF] = Quantity(100 * p.share, "%")
+    ops = [p for p in placed if p.layer == Layer.FRAMEWORK
+           and not p.row.attrs.get("cost_in_caller")]
+    return summary(ops, report), findings(ops, ceilings_of(report))
+
+
+def summary(ops: list[Placement], report: Report) -> list[Metric]:
+    """The step's figures over its costed ops (each counted once)."""
+    timed = [p for p in ops if p.share is not None]
+    if not timed:
+        why = _why_none(report)
+        return [] if why is None else [Metric(
+            "roofline.peak_share", None, "%", Layer.HARDWARE, SOURCE, Better.HIGHER,
+            reason=why, description="the ops with a known cost ran at this share of the "
+            "machine's peak FLOP/s (each at its type's peak, weighted by time)")]
+    total = sum(p.seconds for p in timed)
+    at_peak = sum(p.flops / p.peak for p in timed if p.flops and p.peak)
+    memory = sum(p.seconds for p in timed if p.bound == "memory")
+    latency = sum(p.seconds for p in timed if p.bound == "latency")
+    device = timed[0].device
+    out = [
+        Metric("roofline.peak_share", 100 * at_peak / total, "%", Layer.HARDWARE, SOURCE,
+               Better.HIGHER, description="the ops with a known cost ran at this share of "
+               "the machine's peak FLOP/s (each at its type's peak, weighted by time)"),
+        Metric("roofline.memory_bound_share", 100 * memory / total, "%", Layer.HARDWARE,
+               SOURCE, Better.NEITHER, detail=True,
+               description="share of the costed op time in memory-bound ops"),
+        Metric("roofline.latency_bound_share", 100 * latency / total, "%", Layer.HARDWARE,
+               SOURCE, Better.LOWER, detail=True,
+               description="share of the costed op time in calls too small for either roof "
+               "(the fixed cost of a call dominates)"),
+    ]
+    covered = _op_time(report, device)
+    if covered:
+        out.append(Metric("roofline.coverage", min(100.0, 100 * total / covered), "%",
+                          Layer.HARDWARE, SOURCE, Better.NEITHER, detail=True,
+                          description="share of the op time whose cost is known (the rest "
+                          "is in ops no formula covers)"))
+    return out
+
+
+def _why_none(report: Report) -> str | None:
+    """Why no op is on a roofline, when the report has ops or ceilings to expect one."""
+    rows = report.layers[Layer.FRAMEWORK]
+    has_cost = any("flops" in r.values or "bytes" in r.values for r in rows)
+    if has_cost:
+        why = report.environment.get("ceilings_unknown")
+        return (f"unknown: {why}" if isinstance(why, str) else
+                "unknown: no ceilings for the device the ops ran on")
+    if report.environment.get("ceilings") and rows:
+        if not any(r.attrs.get("input_dims") for r in rows):
+            return ("unknown: the trace records no input shapes (record_shapes was off), so "
+                    "no op's FLOPs or bytes are known")
+        return "unknown: no op of a kind with a cost formula (docs/roofline.md)"
+    return None
+
+
+def _op_time(report: Report, device: str) -> float:
+    """All op time of the report's framework rows that carry costs: their self times (each
+    moment counted once), device times on a GPU."""
+    sources = {r.source for r in report.layers[Layer.FRAMEWORK] if "flops" in r.values
+               or "bytes" in r.values}
+    name = "device" if device == "gpu" else "self"
+    return sum(_value(r, name) or 0.0 for r in report.layers[Layer.FRAMEWORK]
+               if r.source in sources)
+
+
+def findings(ops: list[Placement], ceilings: dict[str, Ceilings]) -> list[Finding]:
+    """Heavy ops far below their roof, memory-bound element-wise work worth fusing, fp32
+    compute where the machine has a faster type."""
+    timed = [p for p in ops if p.share is not None]
+    total = sum(p.seconds for p in timed)
+    if not total:
+        return []
+    out = []
+    for p in sorted(timed, key=lambda p: -p.seconds):
+        if (p.bound not in ("compute", "memory") or p.seconds / total < HEAVY
+                or p.share is None or p.share >= FAR_BELOW):
+            continue
+        out.append(Finding(
+            "roofline.far-below-roof",
+            f"{p.row.name[:60]} ran at {percent(p.share)} of what this machine can reach "
+            f"for it ({p.bound}-bound)", Layer.FRAMEWORK.value, "warning",
+            _evidence(p, total), _why(p), SOURCE))
+        if len(out) == 3:
+            break
+    small = [p for p in timed if p.bound == "latency"]
+    share = sum(p.seconds for p in small) / total
+    if share >= FUSE_SHARE:
+        out.append(Finding(
+            "roofline.latency-bound",
+            f"{100 * share:.0f}% of the costed op time is in calls too small for this machine",
+            Layer.FRAMEWORK.value, "info", _heaviest(small, total),
+            "batch them (more work per call) or fuse them (torch.compile, CUDA graphs on a "
+            "GPU): the fixed cost of each call, not the machine, sets their time", SOURCE))
+    fusable = [p for p in timed if p.bound == "memory" and _elementwise(p.row)]
+    share = sum(p.seconds for p in fusable) / total
+    if share >= FUSE_SHARE:
+        out.append(Finding(
+            "roofline.fuse-elementwise",
+            f"{100 * share:.0f}% of the costed op time is memory-bound element-wise work",
+            Layer.FRAMEWORK.value, "info", _heaviest(fusable, total),
+            "fuse them: torch.compile turns a chain of element-wise ops into one pass over "
+            "memory", SOURCE))
+    out.extend(_faster_type(timed, total, ceilings))
+    return out
+
+
+def _heaviest(ops: list[Placement], total: float) -> list[str]:
+    """The evidence of a group of ops: the heaviest three, each with its share."""
+    top = sorted(ops, key=lambda p: -p.seconds)[:3]
+    lines = [f"{p.row.name[:70]}: {100 * p.seconds / total:.0f}%, {percent(p.share)} of its "
+             f"roof" for p in top]
+    if len(ops) > len(top):
+        lines.append(f"and {len(ops) - len(top)} more op shapes")
+    return lines
+
+
+def percent(share: float | None) -> str:
+    """A share (0..1) of a roof as the report writes percentages."""
+    return "unknown" if share is None else pct_fine(100 * share)
+
+
+def _faster_type(timed: list[Placement], total: float,
+                 ceilings: dict[str, Ceilings]) -> list[Finding]:
+    fp32 = [p for p in timed if p.dtype == "fp32" and p.bound == "compute"]
+    share = sum(p.seconds for p in fp32) / total
+    if not fp32 or share < FUSE_SHARE:
+        return []
+    ceiling = ceilings.get(fp32[0].device)
+    if ceiling is None or "fp32" not in ceiling.peak_flops:
+        return []
+    base = ceiling.peak_flops["fp32"]
+    better = {t: v / base for t, v in ceiling.peak_flops.items()
+              if t in ("bf16", "fp16") and v >= FASTER_TYPE * base}
+    if not better:
+        return []
+    best = max(better, key=lambda t: better[t])
+    return [Finding(
+        "roofline.lower-precision",
+        f"{100 * share:.0f}% of the op time is fp32 compute; {best} runs {better[best]:.1f}x "
+        "faster here", Layer.HARDWARE.value, "info",
+        [f"peak fp32 {_rate(base)}, {best} {_rate(ceiling.peak_flops[best])} "
+         f"({ceiling.source})"],
+        f"run the compute-bound ops in {best} (torch.autocast), checking the accuracy",
+        SOURCE)]
+
+
+def _elementwise(row: Row) -> bool:
+    return row.attrs.get("op_kind") == "elementwise"
+
+
+def _evidence(p: Placement, total: float) -> list[str]:
+    lines = [f"{p.seconds:.3g} s, {100 * p.seconds / total:.0f}% of the costed op time"
+             + (f", {p.calls:,} calls" if p.calls else "")]
+    if p.flop_s is not None and p.flops:
+        lines.append(f"achieved {_rate(p.flop_s)}" + (f" of {_rate(p.peak)} {p.peak_name} peak"
+                                                       if p.peak else ""))
+    if p.byte_s is not None:
+        lines.append(f"moved {fmt_si(p.byte_s, 'B/s')}" + (
+            f" of {fmt_si(p.bandwidth, 'B/s')}" if p.bandwidth else ""))
+    dims = p.row.attrs.get("input_dims")
+    if dims:
+        lines.append(f"input shapes {dims}")
+    return lines
+
+
+def _why(p: Placement) -> str:
+    if p.bound == "latency":
+        return ("its calls are too small for the machine: batch them (larger tensors per "
+                "call) or fuse them (torch.compile)")
+    if p.bound == "compute":
+        dims = p.row.attrs.get("input_dims")
+        small = p.row.attrs.get("op_kind") in ("matmul", "convolution") and isinstance(
+            dims, list) and any(isinstance(d, list) and d and min(d) < SMALL for d in dims)
+        return ("its matrices are small for the machine: batch more work per call or fuse"
+                if small else "check the kernel it runs (threads, the library torch picked, "
+                "the memory layout)")
+    return "it moves more bytes than it computes: fuse it with its neighbours (torch.compile)"
+
+
+def _rate(flop_s: float | None) -> str:
+    return "unknown" if flop_s is None else fmt_si(flop_s, "flop/s")

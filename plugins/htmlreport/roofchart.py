@@ -1,0 +1,136 @@
+"""The HTML report's roofline: the ceilings, the step's figures, the heaviest ops, and a log-log
+chart of every costed op (arithmetic intensity across, achieved FLOP/s up, each op a point
+sized by its time, the roofs drawn: the bandwidth's slope and each type's peak).
+"""
+
+from __future__ import annotations
+
+import math
+
+from perfstack.analysis.roofview import RoofOp, RoofView
+from perfstack.analysis.view import View
+from perfstack.render.words import (
+    roof_ceiling_line,
+    roof_cells,
+    roof_rate,
+    roof_summary,
+    roof_title,
+)
+from perfstack.report.units import fmt_seconds, fmt_si, pct, pct_fine
+
+from .charts import esc
+from .page import _table
+
+BOUND_COLOURS = {"compute": "#e15759", "memory": "#4e79a7", "latency": "#bab0ac",
+                 "unknown": "#999999"}
+#: The peaks drawn as roofs, the plain fp32 one solid, the others dashed.
+DRAWN = ("fp32", "tf32", "bf16", "fp16", "fp64")
+W, H, LEFT, BOTTOM, TOP, RIGHT = 900, 420, 80, 46, 12, 150
+
+
+def _log(value: float) -> float:
+    return math.log10(value)
+
+
+def _chart(v: RoofView) -> str:
+    """The log-log chart, or a line saying why there is none."""
+    points = [o for o in v.points if o.flop_s and o.intensity]
+    memory_only = len([o for o in v.points if not o.flop_s])
+    note = (f'<p class="muted">{memory_only} op shapes that only move memory (no FLOPs) are '
+            "not on the chart: the table gives their share of the bandwidth.</p>"
+            if memory_only else "")
+    c = v.ceilings
+    peaks: dict[str, float] = {}  # types of one peak share its roof: "bf16/fp16"
+    for t in DRAWN:
+        if t in c.peak_flops:
+            same = next((k for k, p in peaks.items() if p == c.peak_flops[t]), None)
+            if same is None:
+                peaks[t] = c.peak_flops[t]
+            else:
+                peaks[f"{same}/{t}"] = peaks.pop(same)
+    if not points or not peaks or not c.bandwidth:
+        return '<p class="muted" id="roofline-empty">no op with FLOPs to draw</p>' + note
+    bandwidth = c.bandwidth
+    xs = [o.intensity for o in points if o.intensity] + [max(peaks.values()) / bandwidth]
+    ys = [o.flop_s for o in points if o.flop_s] + list(peaks.values())
+    x0, x1 = math.floor(_log(min(xs) / 2)), math.ceil(_log(max(xs) * 2))
+    y0, y1 = math.floor(_log(min(ys) / 2)), math.ceil(_log(max(ys) * 2))
+
+    def px(x: float) -> float:
+        return LEFT + (W - LEFT - RIGHT) * (_log(x) - x0) / max(x1 - x0, 1)
+
+    def py(y: float) -> float:
+        return TOP + (H - TOP - BOTTOM) * (1 - (_log(y) - y0) / max(y1 - y0, 1))
+
+    out = [f'<svg class="chart" id="roofline-chart" viewBox="0 0 {W} {H}" width="{W}" '
+           f'height="{H}" role="img" aria-label="roofline">']
+    for d in range(x0, x1 + 1):
+        x = px(10.0 ** d)
+        out.append(f'<line x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" y2="{H - BOTTOM}" '
+                   'stroke="#eee"/>')
+        out.append(f'<text x="{x:.1f}" y="{H - BOTTOM + 16}" text-anchor="middle">'
+                   f"{esc(_decade(d))}</text>")
+    for d in range(y0, y1 + 1):
+        y = py(10.0 ** d)
+        out.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{W - RIGHT}" y2="{y:.1f}" '
+                   'stroke="#eee"/>')
+        out.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">'
+                   f"{esc(fmt_si(10.0 ** d, 'flop/s'))}</text>")
+    out.append(f'<text x="{(LEFT + W - RIGHT) / 2}" y="{H - 8}" text-anchor="middle">'
+               "arithmetic intensity (FLOP per byte moved)</text>")
+    last_label = None
+    for name, peak in sorted(peaks.items(), key=lambda kv: kv[1]):
+        ridge = peak / bandwidth
+        start = 10.0 ** x0
+        knee = max(min(ridge, 10.0 ** x1), start)
+        dash = "" if name.startswith("fp32") else ' stroke-dasharray="5 4"'
+        out.append(f'<polyline fill="none" stroke="#555"{dash} points="'
+                   f'{px(start):.1f},{py(max(start * bandwidth, 10.0 ** y0)):.1f} '
+                   f'{px(knee):.1f},{py(min(knee * bandwidth, peak)):.1f} '
+                   f'{px(10.0 ** x1):.1f},{py(peak):.1f}"><title>{esc(name)} peak '
+                   f"{esc(fmt_si(peak, 'flop/s'))}, memory {esc(fmt_si(bandwidth, 'B/s'))}"
+                   "</title></polyline>")
+        y = py(peak) + 4
+        if last_label is not None and last_label - y < 13:
+            y = last_label - 13  # labels of close peaks one above the other
+        last_label = y
+        out.append(f'<text x="{W - RIGHT + 4}" y="{y:.1f}">{esc(name)} '
+                   f"{esc(fmt_si(peak, 'flop/s'))}</text>")
+    for o in sorted(points, key=lambda o: -o.seconds):
+        r = 3 + 17 * math.sqrt(o.time_share)
+        out.append(f'<circle class="roof-op" cx="{px(o.intensity or 1):.1f}" '
+                   f'cy="{py(o.flop_s or 1):.1f}" r="{r:.1f}" '
+                   f'fill="{BOUND_COLOURS.get(o.bound, "#999")}" fill-opacity="0.6" '
+                   f'stroke="#333"><title>{esc(_hover(o))}</title></circle>')
+    out.append("</svg>")
+    legend = "".join(f'<span><i class="swatch" style="background:{colour}"></i>{esc(b)}-bound'
+                     "</span>" for b, colour in BOUND_COLOURS.items() if b != "unknown")
+    return "".join(out) + f'<p class="legend">{legend} · a point\'s size is its time</p>' + note
+
+
+def _decade(d: int) -> str:
+    return f"{10.0 ** d:g}"
+
+
+def _hover(o: RoofOp) -> str:
+    parts = [o.name, f"{fmt_seconds(o.seconds)} ({pct(100 * o.time_share)} of the costed op "
+             "time)", f"achieved {roof_rate(o)}"]
+    if o.intensity is not None:
+        parts.append(f"{o.intensity:.3g} FLOP/byte")
+    if o.roof_share is not None:
+        parts.append(f"{pct_fine(o.roof_share)} of its roof, {o.bound}-bound")
+    return " · ".join(parts)
+
+
+def roofline_section(view: View) -> str:
+    """The roofline section of the Ops pane (empty without ceilings)."""
+    v = view.roofline
+    if v is None:
+        return ""
+    rows = [[f'<span class="mono" title="{esc(o.name)}">{esc(cells[0])}</span>',
+             *(esc(c) for c in cells[1:])] for o, cells in zip(v.top, roof_cells(v), strict=True)]
+    table = _table(["op", "time", "share", "achieved", "of roof", "bound", "type"], rows,
+                   {1, 2, 3, 4}) if rows else ""
+    return (f'<section id="roofline"><h2>{esc(roof_title(v))}</h2>'
+            f"<p>{esc(roof_ceiling_line(v))}</p><p class=\"muted\">{esc(roof_summary(v))}</p>"
+            + (_chart(v) if v.points else "") + table + "</section>")
