@@ -227,3 +227,19 @@ def test_rates_and_small_shares_read_without_exponents() -> None:
     assert fmt_value(1_536_000, "flop") == "1.54 MFLOP"
     assert pct_fine(0.00029) == "0.00029%" and pct_fine(74.3) == "74%"
     assert pct_fine(1e-12) == "<0.0001%" and fmt_value(0.0123, "%") == "0.012%"
+
+
+def test_diff_compares_the_efficiency_of_two_reports() -> None:
+    """The same product twice as slow: its share of the peak halves, and diff says so."""
+    from perfstack.analysis.diff import diff
+
+    def one(seconds: float) -> Report:
+        report = _report([_op("aten::mm [[2048, 2048], [2048, 2048]]", seconds, 17.18e9,
+                              50.3e6)])
+        report.metrics.extend(roofline.annotate(report)[0])
+        return report
+
+    d = diff(one(0.2), one(0.4))
+    (peak,) = [m for m in d.metrics if m.name == "roofline.peak_share"]
+    assert peak.base == pytest.approx(85.9) and peak.new == pytest.approx(42.95)
+    assert peak.change == pytest.approx(-0.5)

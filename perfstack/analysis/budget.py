@@ -161,6 +161,9 @@ class Node:
     calls: int | None = None
     samples: int | None = None
     gil_share: float | None = None  # % of the function's samples holding the GIL
+    #: an op's share of the roof it can reach (%) and what bounds it (docs/roofline.md)
+    roof: float | None = None
+    bound: str | None = None
     ours: bool = False  # the workload's own code
     library: str = ""  # the package a folded library row stands for
     children: list[Node] = field(default_factory=list)
@@ -276,8 +279,11 @@ def _op_node(row: Row) -> Node:
     else:
         name, seconds = "self", None
     calls = _value(row, "calls")
+    placed = row.attrs.get("roofline")
+    bound = placed.get("bound") if isinstance(placed, dict) else None
     return Node(row.key, row.name, "framework", row.source, seconds, name,
-                calls=int(calls) if calls is not None else None)
+                calls=int(calls) if calls is not None else None, roof=_value(row, "roof"),
+                bound=bound if isinstance(bound, str) else None)
 
 
 def _kernel_node(row: Row, op: Row | None = None) -> Node:

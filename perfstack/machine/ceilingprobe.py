@@ -163,6 +163,7 @@ def measure(threads: int | None, device: str = "cpu", sizes: tuple[int, ...] = S
     memory = bandwidth(torch, device, array_mib)
     return {
         "device": device, "threads": torch.get_num_threads(),
+        "device_properties": _device_properties(torch, device),
         "torch": str(torch.__version__), "capability": _capability(torch),
         "peak_flops": peaks, "bandwidth": memory["triad"], "copy_bandwidth": memory["copy"],
         "dispatch_s": dispatch_floor(torch, device),
@@ -170,6 +171,18 @@ def measure(threads: int | None, device: str = "cpu", sizes: tuple[int, ...] = S
                                            if k in ("array_bytes", "last_level_cache")}},
         "seconds": time.perf_counter() - started,
     }
+
+
+def _device_properties(torch: Any, device: str) -> dict[str, Any] | None:
+    """What the GPU says of itself, in the names a trace's ``deviceProperties`` uses (its
+    datasheet is found from them); None on a CPU."""
+    if device == "cpu":
+        return None
+    props = torch.cuda.get_device_properties(torch.device(device))
+    return {"name": props.name, "totalGlobalMem": props.total_memory,
+            "computeMajor": props.major, "computeMinor": props.minor,
+            "numSms": props.multi_processor_count,
+            "warpSize": getattr(props, "warp_size", None)}
 
 
 def _capability(torch: Any) -> str | None:

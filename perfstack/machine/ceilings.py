@@ -99,9 +99,15 @@ def cached(threads: int | None, device: str = "cpu") -> Ceilings | None:
         return None
     path = Path(chosen) if chosen else cache_file(machine_key(threads, device))
     try:
-        return Ceilings.from_dict(json.loads(path.read_text("utf-8")))
+        found = Ceilings.from_dict(json.loads(path.read_text("utf-8")))
     except (OSError, ValueError):
         return None
+    return found if found.device == _kind(device) else None
+
+
+def _kind(device: str) -> str:
+    """The report's name of a device's ceilings: ``cpu`` or ``gpu`` (any CUDA device)."""
+    return "cpu" if device == "cpu" else "gpu"
 
 
 def measure(threads: int | None, device: str = "cpu", python: str | None = None,
@@ -127,15 +133,25 @@ def measure(threads: int | None, device: str = "cpu", python: str | None = None,
     except (ValueError, IndexError):
         raise RuntimeError("the probe printed nothing readable") from None
     how = dict(found.get("how") or {})
+    props = found.get("device_properties")
+    if isinstance(props, dict):  # a GPU: its datasheet beside what was measured
+        from perfstack.machine.datasheets import identify
+
+        how["device_properties"] = props
+        sheet = identify(props)
+        if sheet is not None:
+            how["datasheet"] = {"model": sheet.model, "peak_flops": sheet.peak_flops,
+                                "bandwidth": sheet.bandwidth, "source": sheet.source}
     how["measured"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     how["seconds"] = found.get("seconds")
     how["copy_bandwidth"] = found.get("copy_bandwidth")
     how["torch"] = found.get("torch")
-    ceilings = Ceilings(device=device, source="measured",
+    ceilings = Ceilings(device=_kind(device), source="measured",
                         peak_flops=dict(found.get("peak_flops") or {}),
                         bandwidth=found.get("bandwidth"), dispatch_s=found.get("dispatch_s"),
                         name=environment.capture()["cpu"].get("model") if device == "cpu"
-                        else device, threads=found.get("threads"), how=how)
+                        else str((props or {}).get("name") or device),
+                        threads=found.get("threads"), how=how)
     _store(cache_file(machine_key(threads, device)), ceilings)
     return ceilings
 

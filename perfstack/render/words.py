@@ -189,6 +189,9 @@ def node_figures(node: Node) -> str:
         parts.append(f"{node.calls:,} calls")
     if node.gil_share is not None and node.seconds_kind == "self":
         parts.append(f"GIL held {pct(node.gil_share)}")
+    if node.roof is not None:
+        parts.append(f"{pct_fine(node.roof)} of its roof"
+                     + (f" ({node.bound}-bound)" if node.bound else ""))
     return ", ".join(parts)
 
 
@@ -302,8 +305,19 @@ def roof_ceiling_line(v: RoofView) -> str:
     source = ROOF_SOURCES.get(c.source, c.source)
     if c.source == "datasheet" and c.how.get("source"):
         source = str(c.how["source"])
-    threads = f", {c.threads} threads" if c.threads else ""
-    return f"ceilings, {source}{threads}: {peaks}{memory}"
+    threads = f", {c.threads} threads" if c.threads and c.device == "cpu" else ""
+    slower = [t for t in order if t in ("bf16", "fp16") and t in c.peak_flops
+              and "fp32" in c.peak_flops and c.peak_flops[t] < c.peak_flops["fp32"]]
+    emulated = (f" ({' and '.join(slower)} slower than fp32: no native support)"
+                if slower and c.device == "cpu" else "")
+    sheet = c.how.get("datasheet")
+    beside = ""
+    if c.source == "measured" and isinstance(sheet, dict):  # a GPU's: its datasheet beside
+        fp32 = (sheet.get("peak_flops") or {}).get("fp32")
+        beside = (f"; datasheet ({sheet.get('model')}): fp32 "
+                  f"{fmt_si(fp32, 'flop/s') if fp32 else '?'} · memory "
+                  f"{fmt_si(sheet.get('bandwidth') or 0, 'B/s')}")
+    return f"ceilings, {source}{threads}: {peaks}{memory}{emulated}{beside}"
 
 
 def roof_summary(v: RoofView) -> str:

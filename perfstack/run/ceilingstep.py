@@ -16,10 +16,17 @@ from perfstack.machine import ceilings, datasheets
 from perfstack.run.options import Progress
 
 
-def costed(collected: Iterable[Collected]) -> bool:
-    """Whether any backend's rows carry a cost (FLOPs or bytes) to put on a roofline."""
-    return any("flops" in row.values or "bytes" in row.values
-               for one in collected for rows in one.rows.values() for row in rows)
+def costed(collected: Iterable[Collected]) -> set[str]:
+    """The devices whose rows carry a cost (FLOPs or bytes) to put on a roofline: ``gpu``
+    where the row has device time, else ``cpu``."""
+    out = set()
+    for one in collected:
+        for rows in one.rows.values():
+            for row in rows:
+                if "flops" in row.values or "bytes" in row.values:
+                    device = row.values.get("device")
+                    out.add("gpu" if device is not None and device.value else "cpu")
+    return out
 
 
 def threads_of(environment: dict[str, Any]) -> int | None:
@@ -51,31 +58,42 @@ def recorded_ceilings(recorded: dict[str, Any]) -> dict[str, Any]:
 
 def run_ceilings(environment: dict[str, Any], collected: Iterable[Collected],
                  progress: Progress, may_measure: bool) -> None:
-    """Put the machine's ceilings in the report's environment (``ceilings.cpu``), measuring
-    them first when none are cached and ``may_measure``; why there are none otherwise
+    """Put the machine's ceilings in the report's environment (``ceilings.cpu``, and
+    ``ceilings.gpu`` measured on the first CUDA device where ops ran there), measuring them
+    first when none are cached and ``may_measure``; why there are none otherwise
     (``ceilings_unknown``)."""
-    if not costed(collected):
-        return
     threads = threads_of(environment)
-    found = ceilings.cached(threads)
-    if found is None and os.environ.get(ceilings.CEILINGS_ENV) == "off":
-        environment["ceilings_unknown"] = f"{ceilings.CEILINGS_ENV}=off"
-        return
-    if found is None and may_measure:
-        label = "measuring this machine's ceilings (once; cached)"
-        progress.begin(label)
-        try:
-            found = ceilings.measure(threads)
-        except RuntimeError as exc:
-            progress.end(label, "failed")
-            environment["ceilings_unknown"] = f"measuring the ceilings failed: {exc}"
+    for kind in sorted(costed(collected)):
+        device = "cuda" if kind == "gpu" else "cpu"
+        found = ceilings.cached(threads if kind == "cpu" else None, device)
+        if found is None and os.environ.get(ceilings.CEILINGS_ENV) == "off":
+            environment["ceilings_unknown"] = f"{ceilings.CEILINGS_ENV}=off"
             return
-        except KeyboardInterrupt:
-            progress.end(label, "interrupted")
-            environment["ceilings_unknown"] = "interrupted while measuring the ceilings"
+        if found is None and may_measure:
+            found, why = _measure(threads if kind == "cpu" else None, device, progress)
+            if why is not None:
+                environment["ceilings_unknown"] = why
+                return
+        if found is None:
+            environment["ceilings_unknown"] = ("the run was interrupted before they were "
+                                               "measured")
             return
-        progress.end(label, f"{found.how.get('seconds') or 0:.0f} s")
-    if found is None:
-        environment["ceilings_unknown"] = "the run was interrupted before they were measured"
-        return
-    environment["ceilings"] = {"cpu": found.as_dict()}
+        environment.setdefault("ceilings", {})[kind] = found.as_dict()
+
+
+def _measure(threads: int | None, device: str,
+             progress: Progress) -> tuple[ceilings.Ceilings | None, str | None]:
+    """Measure one device's ceilings with a progress line; (ceilings, None) or (None, why)."""
+    label = f"measuring this machine's {'GPU ' if device != 'cpu' else ''}ceilings (once; " \
+            "cached)"
+    progress.begin(label)
+    try:
+        found = ceilings.measure(threads, device)
+    except RuntimeError as exc:
+        progress.end(label, "failed")
+        return None, f"measuring the ceilings failed: {exc}"
+    except KeyboardInterrupt:
+        progress.end(label, "interrupted")
+        return None, "interrupted while measuring the ceilings"
+    progress.end(label, f"{found.how.get('seconds') or 0:.0f} s")
+    return found, None
