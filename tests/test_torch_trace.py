@@ -190,3 +190,32 @@ def test_the_profilers_closing_range_is_not_a_step() -> None:
     quick = [0.26, 0.25, 0.27, 0.05]
     assert closing_stub(quick, [(0, 1), (1, 2), (2, 3), (3, 4)]) is None and len(quick) == 4
     assert closing_stub([0.2, 0.00005], [(0, 1), (1, 2)]) is None  # too few to tell
+
+
+def test_cpu_steps_split_into_data_loading_ops_and_the_rest(tmp_path):
+    """A CPU training loop over a DataLoader: each step is its DataLoader range, the ops
+    under it, and the rest, adding up to the step."""
+    from torch.profiler import ProfilerActivity, profile, schedule
+    from torch.utils.data import DataLoader, TensorDataset
+
+    torch.manual_seed(0)
+    data = DataLoader(TensorDataset(torch.randn(64, 32), torch.randint(0, 4, (64,))),
+                      batch_size=8)
+    model = torch.nn.Linear(32, 4)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True,
+                 schedule=schedule(wait=0, warmup=1, active=4, repeat=1)) as prof:
+        for x, y in data:
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            prof.step()
+    path = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(path))
+    agg = TraceAggregate()
+    agg.add_file(path)
+    _, metrics, _ = summarize(agg)
+    by = {m.name: m for m in metrics}
+    steps = by["torch_step_time"].samples
+    parts = [by[f"cpu_step.{p}"].samples for p in ("data", "ops", "other")]
+    assert len(steps) == 4 and all(len(p) == 4 for p in parts)
+    for i, step in enumerate(steps):
+        assert sum(p[i] for p in parts) == pytest.approx(step, abs=2e-6)
+    assert all(d > 0 for d in parts[0]) and all(o > 0 for o in parts[1])

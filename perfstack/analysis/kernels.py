@@ -35,6 +35,8 @@ KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
                                re.I)),
 )
 MEMORY_CATEGORIES = ("gpu_memcpy", "gpu_memset")
+#: The kinds of kernel that can run on tensor cores.
+MATRIX_KINDS = ("GEMM", "convolution", "attention")
 
 
 def kernel_kind(name: str, category: str | None = None) -> str:
@@ -104,6 +106,10 @@ class KernelView:
     count: int  # distinct kernels
     top: list[Kernel]
     kinds: list[Kind]
+    #: GEMM and convolution time, and the part of it in kernels that ran on tensor cores (the
+    #: trace's kernel rows say which: ``attrs.tensor_cores``)
+    matrix_s: float = 0.0
+    tensor_core_s: float = 0.0
 
 
 def _base(key: str) -> str:
@@ -117,6 +123,7 @@ def kernel_view(report: Report, top: int = 5) -> KernelView | None:
     times: dict[str, float] = {}
     calls: dict[str, int | None] = {}
     kinds: dict[str, str] = {}
+    tensor: set[str] = set()
     for row in report.layers.get(Layer.KERNEL, []):
         device = row.values.get("device")
         if device is None or device.value is None:
@@ -128,6 +135,8 @@ def kernel_view(report: Report, top: int = 5) -> KernelView | None:
         calls[name] = None if count is None or count.value is None or known is None \
             else known + int(count.value)
         kinds[name] = kernel_kind(name, str(row.attrs.get("kind") or ""))
+        if row.attrs.get("tensor_cores"):
+            tensor.add(name)
     total = sum(times.values())
     if not times or total <= 0:
         return None
@@ -143,4 +152,6 @@ def kernel_view(report: Report, top: int = 5) -> KernelView | None:
         n = calls[name]
         top_rows.append(Kernel(name, kinds[name], times[name], times[name] / total, n,
                                times[name] / n if n else None))
-    return KernelView(total, len(times), top_rows, kind_rows)
+    matrix = [n for n in times if kinds[n] in MATRIX_KINDS]
+    return KernelView(total, len(times), top_rows, kind_rows,
+                      sum(times[n] for n in matrix), sum(times[n] for n in matrix if n in tensor))

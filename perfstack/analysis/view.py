@@ -33,6 +33,7 @@ from perfstack.analysis.layerview import LayerTable, as_metrics, layer_tables
 from perfstack.analysis.roofview import METRICS as ROOF_METRICS
 from perfstack.analysis.roofview import RoofView, roof_view
 from perfstack.analysis.stats import Summary, summarize
+from perfstack.analysis.stepview import StepView, step_view
 from perfstack.report import (
     BackendResult,
     Finding,
@@ -117,6 +118,7 @@ class View:
     device: DeviceTime | None  # the device's time over the profiled steps, when measured
     kernels: KernelView | None  # the device's kernel time by kernel and kind (GPU traces)
     roofline: RoofView | None  # how close the ops ran to the machine's ceilings
+    steps: StepView | None  # each profiled step by phase, and the outlier steps
     ranks: RankTable | None  # a job's ranks side by side, when there are several
     #: figures of different backends that measure related things (Metric.group), each with
     #: its description, shown together so they read as one picture, not a contradiction
@@ -339,6 +341,7 @@ def build(report: Report, top: int = 10, depth: int = 3, full: bool = False,
         device=device,
         kernels=kernel_view(report, top=5 if not full else max(top, 5)),
         roofline=roofline,
+        steps=step_view(report),
         ranks=ranks,
         related=related,
         tree=tree,

@@ -28,6 +28,7 @@ from perfstack.render.words import (
     kernel_kind_cells,
     kernels_title,
     node_figures,
+    outlier_line,
     printed_caption,
     rank_cells,
     ranks_title,
@@ -37,6 +38,9 @@ from perfstack.render.words import (
     roof_cells,
     roof_summary,
     roof_title,
+    step_cells,
+    steps_title,
+    tensor_core_line,
     wall_line,
 )
 from perfstack.report import Report
@@ -95,9 +99,18 @@ def render_view(view: View) -> str:
     if k is not None:
         out += ["", f"### {escape(kernels_title(k))}", ""]
         out += _table(["kind", "share", "time", "kernels"], kernel_kind_cells(k))
+        tensor = tensor_core_line(k)
+        if tensor is not None:
+            out += ["", f"_{escape(tensor)}_"]
         out += [""]
         out += _table(["top kernel", "kind", "share", "calls", "mean"],
                       [[escape(c) for c in row] for row in kernel_cells(k)])
+    steps = view.steps
+    if steps is not None:
+        out += ["", f"### {escape(steps_title(steps))}", ""]
+        out += _table(["phase", "median", "share", "fastest", "slowest"],
+                      [[escape(c) for c in row] for row in step_cells(steps)])
+        out += [f"- {escape(outlier_line(o))}" for o in steps.outliers]
     roof = view.roofline
     if roof is not None:
         out += ["", f"### {escape(roof_title(roof))}", "", escape(roof_ceiling_line(roof)), "",

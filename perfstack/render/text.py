@@ -32,6 +32,7 @@ from perfstack.render.words import (
     kernel_kind_cells,
     kernels_title,
     node_figures,
+    outlier_line,
     printed_caption,
     rank_cells,
     ranks_title,
@@ -41,6 +42,9 @@ from perfstack.render.words import (
     roof_cells,
     roof_summary,
     roof_title,
+    step_cells,
+    steps_title,
+    tensor_core_line,
     wall_line,
 )
 from perfstack.report import Report
@@ -167,6 +171,9 @@ def _kernels(page: Page, view: View) -> None:
     page.section(kernels_title(k))
     page.extend(table([Column("kind", name=True), Column("share"), Column("time"),
                        Column("kernels")], kernel_kind_cells(k), page.width))
+    tensor = tensor_core_line(k)
+    if tensor is not None:
+        page.extend(wrap(tensor, page.width, indent=4, first="  "))
     page.add("")
     page.extend(table([Column("top kernel", name=True), Column("kind", left=True),
                        Column("share"), Column("calls"), Column("mean")],
@@ -174,6 +181,17 @@ def _kernels(page: Page, view: View) -> None:
     if k.count > len(k.top) and not view.full:
         page.add(f"  {k.count - len(k.top)} more in the kernel layer (--full, or the HTML's "
                  "Kernels pane)", "dim")
+
+
+def _steps(page: Page, view: View) -> None:
+    v = view.steps
+    if v is None:
+        return
+    page.section(steps_title(v))
+    page.extend(table([Column("phase", name=True), Column("median"), Column("share"),
+                       Column("fastest"), Column("slowest")], step_cells(v), page.width))
+    for o in v.outliers:
+        page.extend(wrap(outlier_line(o), page.width, indent=4, first="  "))
 
 
 def _roofline(page: Page, view: View) -> None:
@@ -363,6 +381,7 @@ def render_view(view: View, width: int = 100, color: bool = False,
     _findings(page, view)
     _budget(page, view)
     _device(page, view)
+    _steps(page, view)
     _kernels(page, view)
     _roofline(page, view)
     _ranks(page, view)

@@ -11,6 +11,7 @@ from perfstack.analysis.budget import Node
 from perfstack.analysis.deviceview import DeviceTime, RankTable
 from perfstack.analysis.kernels import KernelView, short_name
 from perfstack.analysis.roofview import RoofOp, RoofView
+from perfstack.analysis.stepview import Outlier, StepView
 from perfstack.analysis.view import Header, View
 from perfstack.report import Metric
 from perfstack.report.units import fmt_seconds, fmt_si, fmt_value, pct, pct_fine
@@ -270,6 +271,15 @@ def kernels_title(k: KernelView) -> str:
             "(shares of kernel time)")
 
 
+def tensor_core_line(k: KernelView) -> str | None:
+    """'tensor cores: 78% of the GEMM, convolution and attention time' (None without such
+    kernels)."""
+    if k.matrix_s <= 0:
+        return None
+    return (f"tensor cores ran {pct(100 * k.tensor_core_s / k.matrix_s)} of the GEMM, "
+            "convolution and attention kernel time (kernels named for MMA instructions)")
+
+
 def kernel_kind_cells(k: KernelView) -> list[list[str]]:
     """One row per kind of kernel: kind, share, time, distinct kernels."""
     return [[kind.kind, pct(100 * kind.share), fmt_seconds(kind.time_s), f"{kind.kernels:,}"]
@@ -348,3 +358,35 @@ def roof_cells(v: RoofView) -> list[list[str]]:
     return [[o.name, fmt_seconds(o.seconds), pct(100 * o.time_share), roof_rate(o),
              pct_fine(o.roof_share) if o.roof_share is not None else "n/a", o.bound,
              o.dtype or "-"] for o in v.top]
+
+
+#: The CPU's step phases in words (the GPU's are DEVICE_WORDS).
+STEP_WORDS = {"data": "data loading (DataLoader)", "ops": "torch ops",
+              "other": "Python between ops, waiting"}
+
+
+def phase_words(name: str) -> str:
+    """A step phase as people read it."""
+    return STEP_WORDS.get(name) or DEVICE_WORDS.get(name, name)
+
+
+def steps_title(v: StepView) -> str:
+    """'Steps: 5 profiled steps, median 216 ms, by phase on the device (torch)'."""
+    where = "on the device" if v.device == "gpu" else "on the main thread"
+    count = len(v.totals)
+    return (f"Steps: {count} profiled step{'s' if count != 1 else ''}, median "
+            f"{fmt_seconds(v.median)}, by phase {where} ({v.source})")
+
+
+def step_cells(v: StepView) -> list[list[str]]:
+    """One row per phase: name, the median step's time, its share, the fastest and slowest
+    step's."""
+    return [[("└ " if p.within else "") + phase_words(p.name), fmt_seconds(p.median),
+             pct(100 * p.median / v.median) if v.median else "n/a",
+             fmt_seconds(min(p.seconds)), fmt_seconds(max(p.seconds))] for p in v.phases]
+
+
+def outlier_line(o: Outlier) -> str:
+    """'step 3 took 1.9x the median step (412 ms): idle +196 ms'."""
+    return (f"step {o.step} took {o.ratio:.1f}x the median step ({fmt_seconds(o.seconds)}): "
+            f"{phase_words(o.phase)} +{fmt_seconds(o.extra)}")

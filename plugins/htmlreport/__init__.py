@@ -31,6 +31,7 @@ from .charts import LAYER_COLOURS, bar_chart, esc, timeseries
 from .diffpage import diff_panes
 from .flame import flame_tree
 from .roofchart import roofline_section
+from .stepchart import steps_section
 from .tables import SORT_FIRST, layer_tables
 
 PANE_TITLES = {"pane-overview": "Overview", "pane-python": "Python", "pane-ops": "Ops",
@@ -113,7 +114,7 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
     flame, flame_why = flame_tree(report, options.report_dir)
     overview = "".join([
         page.header(view), page.answer(view), page.findings(view), page.budget(view),
-        page.device(view), page.ranks(view.ranks), page.drill_down(view),
+        page.device(view), steps_section(view), page.ranks(view.ranks), page.drill_down(view),
         page.top_functions(view), page.backends(view),
         page.metrics(view), page.artifacts(view, options.report_dir, page_dir)])
     python = ('<h2>Flame graph of the Python stacks</h2>'

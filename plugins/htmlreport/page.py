@@ -31,6 +31,7 @@ from perfstack.render.words import (
     ranks_title,
     related_line,
     related_title,
+    tensor_core_line,
     wall_line,
 )
 from perfstack.report.units import fmt_seconds, fmt_value, pct
@@ -115,6 +116,7 @@ def kernel_view(view: View) -> str:
            for t, cells in zip(k.top, kernel_cells(k), strict=True)]
     return (f'<section id="kernel-view"><h2>{esc(kernels_title(k))}</h2>'
             + _table(["kind", "share", "time", "kernels"], kinds, {1, 2, 3})
+            + (f'<p class="muted">{esc(tensor)}</p>' if (tensor := tensor_core_line(k)) else "")
             + _table(["top kernel", "kind", "share", "calls", "mean"], top, {2, 3, 4})
             + "</section>")
 

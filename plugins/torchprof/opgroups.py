@@ -22,6 +22,8 @@ from .optree import Tree
 from .trace import TraceAggregate
 
 SOURCE = "torch"
+#: The range torch's DataLoader opens around each batch it yields.
+DATA_LOADING = "enumerate(DataLoader)"
 US = 1e-6  # the trace's unit is the microsecond
 MAX_LINKS = 5
 
@@ -83,6 +85,9 @@ class OpGroups:
         self.first: float | None = None  # the first op's start and the last one's end (µs)
         self.last: float | None = None
         self.root_frames: dict[str, int] = defaultdict(int)  # user frame -> top-level ops
+        #: each op directly under a step range: (start, end, "data" or "ops"), µs; data
+        #: loading is the DataLoader's own range (``enumerate(DataLoader)#...``)
+        self.step_children: list[tuple[float, float, str]] = []
         self._by_id: dict[tuple[int, int], Group] = {}
         self._costs: dict[tuple[int, int], Cost] = {}
         self._native: dict[int, dict[str, Any]] = {}
@@ -126,6 +131,10 @@ class OpGroups:
                     self.steps.append((stop - start) * US)
                     self.windows.append((start, stop))
                 continue
+            p = parent[i]
+            if p >= 0 and name[p] in steps and self.stepped:
+                phase = "data" if names[n].startswith(DATA_LOADING) else "ops"
+                self.step_children.append((start, stop, phase))
             g = self.group(tree, i)
             dur = stop - start
             own = tree.own(i)

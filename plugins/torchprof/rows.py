@@ -13,6 +13,7 @@ from perfstack.report import Better, Layer, Metric, Quantity, Row
 from ..demangle import demangle
 from .links import COMM_KERNEL, Linker
 from .opgroups import SOURCE, US, Group, OpGroups, q, top_links
+from .steps import cpu_steps, gpu_steps
 from .timeline import (
     COMMUNICATION,
     COMPUTE,
@@ -81,8 +82,10 @@ def _summarize(agg: TraceAggregate, with_flops: bool, stepped: bool) -> tuple[
             start, end = min(e.ts for e in events), max(e.end for e in events)
         metrics += device_metrics(device_times(events, start, end),
                                   "the profiled steps'" if windows else "the profiled run's")
+        metrics += gpu_steps(windows, events)
     else:
         kernel_rows = ops.native_rows()
+        metrics += cpu_steps(windows, ops.step_children)
     framework = [_framework_row(key, g, bool(agg.kernels)) for key, g in groups.items()]
     framework.sort(key=lambda r: -(r.values["self"].value or 0))
     rows = {Layer.FRAMEWORK: framework, Layer.KERNEL: kernel_rows,

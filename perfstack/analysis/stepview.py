@@ -1,0 +1,104 @@
+"""The per-step breakdown: each profiled step split into its phases, and the outlier steps.
+
+Read from metrics whose samples are the steps and whose names share a prefix
+(``gpu_step.*``: compute, communication, memory, idle and, within idle, host_wait;
+``cpu_step.*``: data, ops, other), as the torch backend gives them. The phases add up to the
+step (host_wait is part of idle and is shown under it). A step is an outlier when it took
+``OUTLIER`` times the median step or more; it is named with the phase that grew the most.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from perfstack.report import Metric, Report
+
+#: The families of per-step phases, in the order a report shows them: (prefix, phases that
+#: add up to the step, phases within another).
+FAMILIES = (("gpu_step.", ("compute", "communication", "memory", "idle"), ("host_wait",)),
+            ("cpu_step.", ("data", "ops", "other"), ()))
+#: A step this many times the median step is an outlier.
+OUTLIER = 1.5
+
+
+@dataclass
+class Phase:
+    """One phase of the steps: its seconds in each step, in order."""
+
+    name: str
+    description: str
+    seconds: list[float]
+    within: bool = False  # part of the phase above it, not a part of the step of its own
+
+    @property
+    def median(self) -> float:
+        """The median step's seconds in this phase."""
+        return statistics.median(self.seconds)
+
+
+@dataclass
+class Outlier:
+    """A step that took much longer than the median step, and the phase that grew most."""
+
+    step: int  # 1-based, in profile order
+    seconds: float
+    ratio: float  # to the median step
+    phase: str
+    extra: float  # the phase's seconds beyond its median
+
+
+@dataclass
+class StepView:
+    """The steps of one backend's profile, by phase."""
+
+    device: str  # "gpu" or "cpu"
+    source: str
+    phases: list[Phase]
+    totals: list[float]  # each step's seconds (the phases that add up)
+    outliers: list[Outlier]
+
+    @property
+    def median(self) -> float:
+        """The median step's seconds."""
+        return statistics.median(self.totals)
+
+
+def _family(report: Report, prefix: str) -> list[Metric]:
+    return [m for m in report.metrics
+            if m.name.startswith(prefix) and m.samples and m.samples_of == "steps"]
+
+
+def step_view(report: Report) -> StepView | None:
+    """The first family of per-step phases the report holds, or None."""
+    for prefix, parts, within in FAMILIES:
+        found = {m.name[len(prefix):]: m for m in _family(report, prefix)}
+        if not all(p in found for p in parts):
+            continue
+        count = min(len(found[p].samples or []) for p in parts)
+        if count == 0:
+            continue
+        phases = [Phase(name, found[name].description or name,
+                        [float(v) for v in (found[name].samples or [])[:count]],
+                        name in within)
+                  for name in (*parts, *within) if name in found]
+        totals = [sum(p.seconds[i] for p in phases if not p.within) for i in range(count)]
+        source = found[parts[0]].source
+        return StepView(prefix.split("_")[0], source, phases, totals,
+                        outliers(phases, totals))
+    return None
+
+
+def outliers(phases: list[Phase], totals: list[float]) -> list[Outlier]:
+    """The steps of ``OUTLIER`` times the median step or more, slowest first."""
+    if len(totals) < 3:
+        return []
+    middle = statistics.median(totals)
+    out = []
+    for i, total in enumerate(totals):
+        if middle > 0 and total >= OUTLIER * middle:
+            grew = max((p for p in phases if not p.within),
+                       key=lambda p: p.seconds[i] - p.median)
+            out.append(Outlier(i + 1, total, total / middle, grew.name,
+                               grew.seconds[i] - grew.median))
+    return sorted(out, key=lambda o: -o.seconds)

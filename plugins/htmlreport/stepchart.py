@@ -1,0 +1,62 @@
+"""The HTML report's per-step breakdown: a stacked bar per profiled step, its phases side by
+side (the text's table beside it), outlier steps marked."""
+
+from __future__ import annotations
+
+from perfstack.analysis.view import View
+from perfstack.render.words import outlier_line, phase_words, step_cells, steps_title
+from perfstack.report.units import fmt_seconds
+
+from .charts import esc
+from .page import _table
+
+PHASE_COLOURS = {"compute": "#e15759", "communication": "#59a14f", "memory": "#edc948",
+                 "idle": "#bab0ac", "data": "#76b7b2", "ops": "#f28e2b",
+                 "other": "#4e79a7"}
+#: Steps drawn at most (the slowest are kept when there are more).
+MOST = 60
+
+
+def steps_section(view: View) -> str:
+    """The section (empty when no backend split the steps into phases)."""
+    v = view.steps
+    if v is None:
+        return ""
+    parts = [p for p in v.phases if not p.within]
+    order = list(range(len(v.totals)))
+    if len(order) > MOST:
+        keep = set(sorted(order, key=lambda i: -v.totals[i])[:MOST])
+        order = [i for i in order if i in keep]
+    slow = {o.step for o in v.outliers}
+    width, label_w, bar_h = 1000, 90, 16
+    top = max(v.totals) or 1.0
+    height = bar_h * len(order) + 4
+    svg = [f'<svg class="chart" id="steps-chart" viewBox="0 0 {width} {height}" '
+           f'width="{width}" height="{height}" role="img" aria-label="steps by phase">']
+    for row, i in enumerate(order):
+        y = row * bar_h + 2
+        mark = " (outlier)" if i + 1 in slow else ""
+        svg.append(f'<text x="{label_w - 6}" y="{y + 12}" text-anchor="end">step {i + 1}'
+                   f"{'*' if mark else ''}</text>")
+        x = float(label_w)
+        for p in parts:
+            w = (width - label_w - 120) * p.seconds[i] / top
+            if w <= 0:
+                continue
+            svg.append(f'<rect class="step-part" x="{x:.1f}" y="{y}" width="{w:.1f}" '
+                       f'height="{bar_h - 3}" fill="{PHASE_COLOURS.get(p.name, "#999")}">'
+                       f"<title>step {i + 1}{esc(mark)}: {esc(phase_words(p.name))} "
+                       f"{esc(fmt_seconds(p.seconds[i]))}</title></rect>")
+            x += w
+        svg.append(f'<text x="{x + 4:.1f}" y="{y + 12}">{esc(fmt_seconds(v.totals[i]))}</text>')
+    svg.append("</svg>")
+    legend = "".join(f'<span><i class="swatch" style="background:'
+                     f'{PHASE_COLOURS.get(p.name, "#999")}"></i>{esc(phase_words(p.name))}</span>'
+                     for p in parts)
+    notes = "".join(f"<li>{esc(outlier_line(o))}</li>" for o in v.outliers)
+    return (f'<section id="steps"><h2>{esc(steps_title(v))}</h2>' + "".join(svg)
+            + f'<p class="legend">{legend}</p>'
+            + (f"<ul>{notes}</ul>" if notes else "")
+            + _table(["phase", "median", "share", "fastest", "slowest"],
+                     [[esc(c) for c in row] for row in step_cells(v)], {1, 2, 3, 4})
+            + "</section>")

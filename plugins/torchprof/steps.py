@@ -1,0 +1,73 @@
+"""Each profiled step split into its phases, as metrics whose samples are the steps.
+
+On a GPU, the device's time in each step's window (``timeline.device_times``): compute,
+communication not hidden behind compute, memcpy/memset alone, and idle, with the idle time the
+device waited for the host to launch; summed over the devices in the trace, divided by their
+count. On a CPU, the main thread's step split into the DataLoader's ranges (data loading), the
+other ops directly under the step, and the rest (Python between the ops, and waiting).
+Each metric's value is the median step's; ``samples`` are the steps in order, so a step
+outlier can be named by its number.
+"""
+
+from __future__ import annotations
+
+import bisect
+import statistics
+from collections.abc import Sequence
+
+from perfstack.report import Better, Metric
+
+from .timeline import DeviceEvent, device_times
+
+SOURCE = "torch"
+US = 1e-6
+
+GPU_PHASES = (("compute", "compute kernels"),
+              ("communication", "collective kernels not hidden behind compute"),
+              ("memory", "memcpy and memset under no kernel"),
+              ("idle", "no kernel, memcpy or memset on the device"),
+              ("host_wait", "idle before the next launch call was made (within idle)"))
+CPU_PHASES = (("data", "the DataLoader yielding the batch (enumerate(DataLoader) ranges)"),
+              ("ops", "torch ops directly under the step, data loading apart"),
+              ("other", "the rest of the step: Python between the ops, and waiting"))
+
+
+def _metric(name: str, samples: list[float], what: str) -> Metric:
+    return Metric(name, statistics.median(samples), "s", "framework", SOURCE,
+                  Better.NEITHER, samples=samples, samples_of="steps", detail=True,
+                  description=f"{what}, per profiled step (the median step's; the samples "
+                  "are the steps in order)")
+
+
+def gpu_steps(windows: Sequence[tuple[float, float]],
+              events: Sequence[DeviceEvent]) -> list[Metric]:
+    """Each step's device time by phase, in seconds."""
+    if not windows or not events:
+        return []
+    per: dict[str, list[float]] = {part: [] for part, _ in GPU_PHASES}
+    for start, end in sorted(windows):
+        times = device_times(events, start, end)
+        count = max(len(times), 1)
+        for part, _ in GPU_PHASES:
+            if times:
+                per[part].append(sum(getattr(t, part) for t in times) / count * US)
+            else:  # no device event in the step: the device idled through it
+                per[part].append((end - start) * US if part == "idle" else 0.0)
+    return [_metric(f"gpu_step.{part}", per[part], what) for part, what in GPU_PHASES]
+
+
+def cpu_steps(windows: Sequence[tuple[float, float]],
+              children: Sequence[tuple[float, float, str]]) -> list[Metric]:
+    """Each step's main-thread time by phase, in seconds."""
+    if not windows or not children:
+        return []
+    ordered = sorted(windows)
+    per: dict[str, list[float]] = {part: [0.0] * len(ordered) for part, _ in CPU_PHASES}
+    starts = [w[0] for w in ordered]
+    for start, end, phase in children:
+        i = bisect.bisect_right(starts, start) - 1
+        if i >= 0 and end <= ordered[i][1] + 1:  # inside the step (1 µs of rounding)
+            per[phase][i] += (end - start) * US
+    for i, (start, end) in enumerate(ordered):
+        per["other"][i] = max((end - start) * US - per["data"][i] - per["ops"][i], 0.0)
+    return [_metric(f"cpu_step.{part}", per[part], what) for part, what in CPU_PHASES]

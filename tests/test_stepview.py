@@ -1,0 +1,95 @@
+"""The per-step breakdown (plugins/torchprof/steps.py, perfstack/analysis/stepview.py): each
+profiled step split into phases that add up to it, outlier steps named, in every format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from perfstack.analysis.stepview import step_view
+from perfstack.report import Better, Metric, Report, RunInfo
+from tests.conftest import ROOT, perfstack_in
+
+TRACES = ROOT / "tests" / "fixtures" / "gpu-traces"
+
+
+def _steps(prefix: str, phases: dict[str, list[float]]) -> Report:
+    run = RunInfo(command=["x.py"], cwd="/", started="2026-11-24T00:00:00", duration_s=1.0,
+                  perfstack_version="0", repeat=1, warmup=0, timeout_s=None, complete=True,
+                  runs=[])
+    report = Report(run=run, environment={}, backends=[])
+    report.metrics.extend(Metric(f"{prefix}{name}", sorted(v)[len(v) // 2], "s", "framework",
+                                 "torch", Better.NEITHER, samples=v, samples_of="steps")
+                          for name, v in phases.items())
+    return report
+
+
+def test_a_slow_step_is_named_with_the_phase_that_grew() -> None:
+    report = _steps("cpu_step.", {"data": [0.1, 0.1, 0.9, 0.1, 0.1],
+                                  "ops": [0.5, 0.5, 0.5, 0.5, 0.6],
+                                  "other": [0.1, 0.1, 0.1, 0.1, 0.1]})
+    view = step_view(report)
+    assert view is not None and view.device == "cpu"
+    assert view.totals == pytest.approx([0.7, 0.7, 1.5, 0.7, 0.8])
+    (slow,) = view.outliers
+    assert (slow.step, slow.phase) == (3, "data")
+    assert slow.ratio == pytest.approx(1.5 / 0.7) and slow.extra == pytest.approx(0.8)
+    # no outlier among steps within 1.5x of the median; too few steps to tell
+    assert step_view(_steps("cpu_step.", {"data": [0.1] * 3, "ops": [0.5, 0.6, 0.7],
+                                          "other": [0.1] * 3})).outliers == []
+    assert step_view(_steps("cpu_step.", {"data": [0.1], "ops": [0.5]})) is None
+
+
+@pytest.fixture(scope="module")
+def negq(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("negq-steps")
+    result = perfstack_in(folder, "analyze", str(TRACES / "a100_negq" / "rank-0.json.gz"),
+                          "-o", "report.json", "-q")
+    assert result.code == 0, result.stderr
+    return folder / "report.json"
+
+
+def test_a_gpu_traces_steps_are_split_into_phases_that_add_up(negq: Path) -> None:
+    report = json.loads(negq.read_text())
+    metrics = {m["name"]: m for m in report["metrics"]}
+    steps = metrics["torch_step_time"]["samples"]
+    parts = [metrics[f"gpu_step.{p}"]["samples"]
+             for p in ("compute", "communication", "memory", "idle")]
+    assert len(steps) == 5 and all(len(p) == 5 for p in parts)
+    for i, step in enumerate(steps):  # the phases are the step's window on the device
+        assert sum(p[i] for p in parts) == pytest.approx(step, abs=2e-6)
+    wait = metrics["gpu_step.host_wait"]["samples"]
+    assert all(0 <= w <= idle for w, idle in zip(wait, parts[3], strict=True))
+    # the steps' compute, summed, is the whole window's compute share
+    share = metrics["gpu_time.compute"]["value"]
+    assert 100 * sum(parts[0]) / sum(steps) == pytest.approx(share, abs=0.05)
+
+
+def test_the_steps_read_the_same_in_text_markdown_and_html(negq: Path) -> None:
+    view = step_view(Report.from_dict(json.loads(negq.read_text())))
+    assert view is not None
+    median = view.phases[0].median * 1e3
+    text = perfstack_in(negq.parent, "show", str(negq), env={"COLUMNS": "80"}).stdout
+    section = text[text.index("Steps: 5 profiled steps"):].split("\n\n")[0]
+    assert "compute kernels" in section and "└ waiting for the host to launch" in section
+    assert f"{median:.3g} ms" in section and all(len(ln) <= 80 for ln in section.splitlines())
+    markdown = perfstack_in(negq.parent, "show", str(negq), "--format", "markdown").stdout
+    assert "### Steps: 5 profiled steps" in markdown and f"| {median:.3g} ms |" in markdown
+    html = perfstack_in(negq.parent, "show", str(negq), "--format", "html").stdout
+    assert 'id="steps-chart"' in html
+    assert html.count('class="step-part"') == 5 * 4  # every phase of every step drawn
+
+
+def test_tensor_core_use_is_the_gemm_time_of_mma_kernels(negq: Path) -> None:
+    from perfstack.analysis.kernels import kernel_view
+
+    report = Report.from_dict(json.loads(negq.read_text()))
+    view = kernel_view(report)
+    assert view is not None and 0 < view.tensor_core_s <= view.matrix_s
+    tensor = sum(float(r.values["device"].value or 0) for r in report.layers["kernel"]
+                 if "tensorop" in r.key)
+    assert view.tensor_core_s == pytest.approx(tensor)
+    text = perfstack_in(negq.parent, "show", str(negq)).stdout
+    assert f"tensor cores ran {100 * view.tensor_core_s / view.matrix_s:.0f}%" in text
