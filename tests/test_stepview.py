@@ -93,3 +93,54 @@ def test_tensor_core_use_is_the_gemm_time_of_mma_kernels(negq: Path) -> None:
     assert view.tensor_core_s == pytest.approx(tensor)
     text = perfstack_in(negq.parent, "show", str(negq)).stdout
     assert f"tensor cores ran {100 * view.tensor_core_s / view.matrix_s:.0f}%" in text
+
+
+def _device_events(name: str):  # type: ignore[no-untyped-def]
+    from perfstack_plugins.torchprof.links import Linker
+    from perfstack_plugins.torchprof.opgroups import OpGroups
+    from perfstack_plugins.torchprof.rows import _device_kernels
+    from perfstack_plugins.torchprof.trace import TraceAggregate, build_trees
+
+    agg = TraceAggregate()
+    agg.add_file(TRACES / name / "rank-0.json.gz")
+    trees = build_trees(agg)
+    ops = OpGroups(agg, True, True, native=False)
+    for tree in trees.values():
+        ops.add(tree)
+    return agg, _device_kernels(agg, Linker(agg, trees), ops)[3]
+
+
+def test_the_launch_queue_depth_is_htas() -> None:
+    """HTA's queue length on v100_ns (mean 812, max 1,022 over the events HTA keeps: launched
+    from the first profiled step to the start of the last)."""
+    from perfstack_plugins.torchprof.timeline import stream_times
+
+    agg, events = _device_events("v100_ns")
+    steps = agg.step_starts()
+    (stream,) = stream_times(events, steps[0], steps[-1])
+    assert stream.queue_max == 1022 and round(stream.queue_mean or 0) == 812
+
+
+def test_each_streams_idle_is_split_by_cause_and_adds_up(negq: Path) -> None:
+    from perfstack_plugins.torchprof.timeline import stream_times
+
+    _, events = _device_events("a100_negq")
+    start, end = min(e.ts for e in events), max(e.end for e in events)
+    times = stream_times(events, start, end)
+    assert len(times) == 6
+    for t in times:
+        assert t.busy + t.host + t.streams + t.other == pytest.approx(t.window)
+        assert min(t.host, t.streams, t.other) >= 0
+    # a stream never waits on other streams while none is busy: one stream alone cannot
+    alone = stream_times([e for e in events if e.stream == times[0].stream], start, end)
+    assert alone[0].streams == 0
+    report = json.loads(negq.read_text())
+    names = {m["name"] for m in report["metrics"]}
+    assert {"gpu_stream_idle.host[stream7]", "gpu_queue_depth[stream7]",
+            "gpu_queue_depth_max[stream7]", "gpu_queue_depth_max"} <= names
+    text = perfstack_in(negq.parent, "show", str(negq), env={"COLUMNS": "80"}).stdout
+    section = text[text.index("Streams: busy, and why each idled"):].split("\n\n")[0]
+    assert "stream7" in section and "994" in section  # stream 7's deepest queue
+    assert all(len(line) <= 80 for line in section.splitlines())
+    html = perfstack_in(negq.parent, "show", str(negq), "--format", "html").stdout
+    assert 'id="streams"' in html

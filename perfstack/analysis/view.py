@@ -34,6 +34,7 @@ from perfstack.analysis.roofview import METRICS as ROOF_METRICS
 from perfstack.analysis.roofview import RoofView, roof_view
 from perfstack.analysis.stats import Summary, summarize
 from perfstack.analysis.stepview import StepView, step_view
+from perfstack.analysis.streamview import PER_STREAM, StreamView, stream_view
 from perfstack.report import (
     BackendResult,
     Finding,
@@ -119,6 +120,7 @@ class View:
     kernels: KernelView | None  # the device's kernel time by kernel and kind (GPU traces)
     roofline: RoofView | None  # how close the ops ran to the machine's ceilings
     steps: StepView | None  # each profiled step by phase, and the outlier steps
+    streams: StreamView | None  # each GPU stream's busy share, idle causes and queue
     ranks: RankTable | None  # a job's ranks side by side, when there are several
     #: figures of different backends that measure related things (Metric.group), each with
     #: its description, shown together so they read as one picture, not a contradiction
@@ -328,6 +330,9 @@ def build(report: Report, top: int = 10, depth: int = 3, full: bool = False,
     if wall is not None and wall.samples:
         shown_elsewhere.add(id(wall))
     roofline = roof_view(report, top=5 if not full else max(top, 5))
+    streams = stream_view(report)
+    if streams is not None:
+        shown_elsewhere |= {id(m) for m in report.metrics if PER_STREAM.match(m.name)}
     if roofline is not None:
         shown_elsewhere |= {id(m) for m in report.metrics if m.name in ROOF_METRICS}
     metrics = [m for m in report.metrics
@@ -342,6 +347,7 @@ def build(report: Report, top: int = 10, depth: int = 3, full: bool = False,
         kernels=kernel_view(report, top=5 if not full else max(top, 5)),
         roofline=roofline,
         steps=step_view(report),
+        streams=streams,
         ranks=ranks,
         related=related,
         tree=tree,

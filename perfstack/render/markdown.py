@@ -18,6 +18,7 @@ from perfstack.render.words import (
     DEVICE_WORDS,
     LAYER_TITLES,
     STATUS_WORDS,
+    STREAM_COLUMNS,
     answer_lines,
     by_whom,
     command_line,
@@ -40,6 +41,8 @@ from perfstack.render.words import (
     roof_title,
     step_cells,
     steps_title,
+    stream_cells,
+    streams_title,
     tensor_core_line,
     wall_line,
 )
@@ -105,6 +108,10 @@ def render_view(view: View) -> str:
         out += [""]
         out += _table(["top kernel", "kind", "share", "calls", "mean"],
                       [[escape(c) for c in row] for row in kernel_cells(k)])
+    streams = view.streams
+    if streams is not None:
+        out += ["", f"### {escape(streams_title(streams))}", ""]
+        out += _table(["stream", *STREAM_COLUMNS], stream_cells(streams))
     steps = view.steps
     if steps is not None:
         out += ["", f"### {escape(steps_title(steps))}", ""]

@@ -21,6 +21,7 @@ from perfstack.render.words import (
     DEVICE_WORDS,
     LAYER_TITLES,
     STATUS_WORDS,
+    STREAM_COLUMNS,
     answer_lines,
     beside_line,
     by_whom,
@@ -44,6 +45,8 @@ from perfstack.render.words import (
     roof_title,
     step_cells,
     steps_title,
+    stream_cells,
+    streams_title,
     tensor_core_line,
     wall_line,
 )
@@ -181,6 +184,18 @@ def _kernels(page: Page, view: View) -> None:
     if k.count > len(k.top) and not view.full:
         page.add(f"  {k.count - len(k.top)} more in the kernel layer (--full, or the HTML's "
                  "Kernels pane)", "dim")
+
+
+def _streams(page: Page, view: View) -> None:
+    v = view.streams
+    if v is None:
+        return
+    page.section(streams_title(v))
+    page.extend(table([Column("stream", name=True), *(Column(c) for c in STREAM_COLUMNS)],
+                      stream_cells(v), page.width))
+    page.extend(wrap("idle: host = the next launch call not yet made; other streams = "
+                     "launched, another stream busy; queue = mean launch queue depth (CUDA "
+                     "stalls the host at 1,024)", page.width, indent=4, first="  "))
 
 
 def _steps(page: Page, view: View) -> None:
@@ -381,6 +396,7 @@ def render_view(view: View, width: int = 100, color: bool = False,
     _findings(page, view)
     _budget(page, view)
     _device(page, view)
+    _streams(page, view)
     _steps(page, view)
     _kernels(page, view)
     _roofline(page, view)

@@ -12,6 +12,7 @@ from perfstack.analysis.deviceview import DeviceTime, RankTable
 from perfstack.analysis.kernels import KernelView, short_name
 from perfstack.analysis.roofview import RoofOp, RoofView
 from perfstack.analysis.stepview import Outlier, StepView
+from perfstack.analysis.streamview import FIGURES, StreamView
 from perfstack.analysis.view import Header, View
 from perfstack.report import Metric
 from perfstack.report.units import fmt_seconds, fmt_si, fmt_value, pct, pct_fine
@@ -390,3 +391,31 @@ def outlier_line(o: Outlier) -> str:
     """'step 3 took 1.9x the median step (412 ms): idle +196 ms'."""
     return (f"step {o.step} took {o.ratio:.1f}x the median step ({fmt_seconds(o.seconds)}): "
             f"{phase_words(o.phase)} +{fmt_seconds(o.extra)}")
+
+
+#: The streams table's columns, for each figure.
+STREAM_COLUMNS = ("busy", "idle: host", "other streams", "nothing ran", "queue", "deepest")
+
+
+def streams_title(v: StreamView) -> str:
+    """'Streams: busy, and why each idled, over the profiled steps' wall time (torch)'."""
+    return f"Streams: busy, and why each idled, over {v.window} ({v.source})"
+
+
+def stream_cells(v: StreamView) -> list[list[str]]:
+    """One row per stream: busy and idle shares, the mean and deepest launch queue."""
+    out = []
+    for row in v.rows:
+        cells = [row.stream]
+        for figure in FIGURES:
+            value = row.figures.get(figure)
+            if value is None:
+                cells.append("-")
+            elif figure == "gpu_queue_depth_max":
+                cells.append(f"{value:,.0f}")
+            elif figure == "gpu_queue_depth":
+                cells.append(f"{value:,.0f}" if value >= 10 else f"{value:.1f}")
+            else:
+                cells.append(pct(value))
+        out.append(cells)
+    return out

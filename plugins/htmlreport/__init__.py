@@ -124,7 +124,8 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
               + _tables_html(tables[Layer.PYTHON], "no Python rows (--plugins pyspy)"))
     ops = ("<h2>Ops</h2>" + _top_ops(view) + roofline_section(view)
            + _tables_html(tables[Layer.FRAMEWORK], "no op rows (--plugins torch)"))
-    kernels = ("<h2>Kernels</h2>" + page.device(view, "device-k") + page.kernel_view(view)
+    kernels = ("<h2>Kernels</h2>" + page.device(view, "device-k") + page.streams(view)
+               + page.kernel_view(view)
                + _tables_html(tables[Layer.KERNEL], "no kernel rows (--plugins torch, onednn, "
                                              "perftop)"))
     hardware = ("<h2>Hardware</h2>" + _tables_html(tables[Layer.HARDWARE],

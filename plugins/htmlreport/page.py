@@ -15,6 +15,7 @@ from perfstack.analysis.view import View
 from perfstack.render.words import (
     DEVICE_WORDS,
     STATUS_WORDS,
+    STREAM_COLUMNS,
     answer_lines,
     beside_line,
     by_whom,
@@ -31,6 +32,8 @@ from perfstack.render.words import (
     ranks_title,
     related_line,
     related_title,
+    stream_cells,
+    streams_title,
     tensor_core_line,
     wall_line,
 )
@@ -119,6 +122,19 @@ def kernel_view(view: View) -> str:
             + (f'<p class="muted">{esc(tensor)}</p>' if (tensor := tensor_core_line(k)) else "")
             + _table(["top kernel", "kind", "share", "calls", "mean"], top, {2, 3, 4})
             + "</section>")
+
+
+def streams(view: View) -> str:
+    """Each GPU stream: busy, why it idled, its launch queue (the text's table)."""
+    v = view.streams
+    if v is None:
+        return ""
+    return (f'<section id="streams"><h2>{esc(streams_title(v))}</h2>'
+            + _table(["stream", *STREAM_COLUMNS],
+                     [[esc(c) for c in row] for row in stream_cells(v)], {1, 2, 3, 4, 5, 6})
+            + '<p class="muted">idle: host = the next launch call not yet made; other streams '
+              "= launched, another stream busy; queue = mean launch queue depth (CUDA stalls "
+              "the host at 1,024)</p></section>")
 
 
 def ranks(table: RankTable | None, section_id: str = "ranks") -> str:

@@ -13,7 +13,7 @@ from perfstack.report import Better, Layer, Metric, Quantity, Row
 from ..demangle import demangle
 from .links import COMM_KERNEL, Linker
 from .opgroups import SOURCE, US, Group, OpGroups, q, top_links
-from .steps import cpu_steps, gpu_steps
+from .steps import cpu_steps, gpu_steps, stream_metrics
 from .timeline import (
     COMMUNICATION,
     COMPUTE,
@@ -22,6 +22,7 @@ from .timeline import (
     DeviceTime,
     device_times,
     percentile,
+    stream_times,
 )
 from .trace import TraceAggregate, build_trees, without_gc
 
@@ -83,6 +84,8 @@ def _summarize(agg: TraceAggregate, with_flops: bool, stepped: bool) -> tuple[
         metrics += device_metrics(device_times(events, start, end),
                                   "the profiled steps'" if windows else "the profiled run's")
         metrics += gpu_steps(windows, events)
+        metrics += stream_metrics(stream_times(events, start, end),
+                                  "the profiled steps'" if windows else "the profiled run's")
     else:
         kernel_rows = ops.native_rows()
         metrics += cpu_steps(windows, ops.step_children)

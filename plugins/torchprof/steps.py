@@ -1,4 +1,5 @@
-"""Each profiled step split into its phases, as metrics whose samples are the steps.
+"""Each profiled step split into its phases, as metrics whose samples are the steps; and each
+stream's idle time by cause and its launch queue (``stream_metrics``).
 
 On a GPU, the device's time in each step's window (``timeline.device_times``): compute,
 communication not hidden behind compute, memcpy/memset alone, and idle, with the idle time the
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 
 from perfstack.report import Better, Metric
 
-from .timeline import DeviceEvent, device_times
+from .timeline import DeviceEvent, StreamTime, device_times
 
 SOURCE = "torch"
 US = 1e-6
@@ -71,3 +72,40 @@ def cpu_steps(windows: Sequence[tuple[float, float]],
     for i, (start, end) in enumerate(ordered):
         per["other"][i] = max((end - start) * US - per["data"][i] - per["ops"][i], 0.0)
     return [_metric(f"cpu_step.{part}", per[part], what) for part, what in CPU_PHASES]
+
+
+#: Each stream's idle causes, as metric names and what they count.
+STREAM_IDLE = (("host", "idle before the call launching the stream's next event was made"),
+               ("streams", "idle, launched, while another stream of the device was busy"),
+               ("other", "idle, launched, with nothing running on the device"))
+
+
+def stream_metrics(times: Sequence[StreamTime], window: str) -> list[Metric]:
+    """Each stream's idle time by cause (% of the window) and its launch queue depth (the
+    mean; the deepest in the description), and the deepest queue of any stream."""
+    out: list[Metric] = []
+    devices = {t.device for t in times}
+    for t in times:
+        if t.window <= 0:
+            continue
+        where = (f"device{t.device}." if len(devices) > 1 else "") + f"stream{t.stream}"
+        for cause, what in STREAM_IDLE:
+            out.append(Metric(f"gpu_stream_idle.{cause}[{where}]",
+                              100 * getattr(t, cause) / t.window, "%", "kernel", SOURCE,
+                              Better.LOWER if cause == "host" else Better.NEITHER,
+                              detail=True, description=f"{what}, share of {window} wall time"))
+        if t.queue_mean is not None:
+            out.append(Metric(f"gpu_queue_depth[{where}]", t.queue_mean, "count", "kernel",
+                              SOURCE, Better.NEITHER, detail=True,
+                              description=f"mean launch queue depth over {t.launches:,} "
+                              f"launches (deepest {t.queue_max:,}; 1,024 stalls the host)"))
+            out.append(Metric(f"gpu_queue_depth_max[{where}]", t.queue_max, "count", "kernel",
+                              SOURCE, Better.NEITHER, detail=True,
+                              description="the deepest launch queue of the stream"))
+    deepest = [t.queue_max for t in times if t.queue_max is not None]
+    if deepest:
+        out.append(Metric("gpu_queue_depth_max", max(deepest), "count", "kernel", SOURCE,
+                          Better.NEITHER, detail=True,
+                          description="the deepest launch queue of any stream (operations "
+                          "launched and not yet started; CUDA stalls the host at 1,024)"))
+    return out

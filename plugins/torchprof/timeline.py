@@ -160,3 +160,73 @@ def percentile(values: Sequence[float], q: float) -> float:
     low = int(pos)
     high = min(low + 1, len(ordered) - 1)
     return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+@dataclass
+class StreamTime:
+    """One stream's time within the window, in µs: busy, its idle time by cause, and how deep
+    its launch queue was.
+
+    Idle is split the way the host and the device explain it: ``host`` before the call that
+    launched the stream's next event was made (the host had not asked yet); ``streams`` after
+    it, while another stream of the device was busy (a dependency on, or a wait for, other
+    work); ``other`` the rest (launched, nothing running: a synchronisation, an event wait).
+    The queue depth is HTA's: outstanding operations on the stream, one more at each launch
+    call, one less as each starts on the device, over the events launched in the window.
+    """
+
+    device: Any
+    stream: Any
+    window: float
+    busy: float
+    host: float
+    streams: float
+    other: float
+    launches: int
+    queue_mean: float | None
+    queue_max: int | None
+
+
+def stream_times(events: Sequence[DeviceEvent], start: float, end: float) -> list[StreamTime]:
+    """Each stream's time in the window [start, end], by device and stream."""
+    by_stream: dict[tuple[Any, Any], list[DeviceEvent]] = {}
+    for ev in events:
+        by_stream.setdefault((ev.device, ev.stream), []).append(ev)
+    out = []
+    for (device, stream), own in by_stream.items():
+        others = union(clip(((e.ts, e.end) for (d, s), evs in by_stream.items()
+                             if d == device and s != stream for e in evs), start, end))
+        out.append(_stream(device, stream, sorted(own, key=lambda e: e.ts), others, start,
+                           end))
+    return sorted(out, key=lambda t: (str(t.device), str(t.stream)))
+
+
+def _stream(device: Any, stream: Any, own: list[DeviceEvent], others: Segments,
+            start: float, end: float) -> StreamTime:
+    busy = union(clip(((e.ts, e.end) for e in own), start, end))
+    starts = [e.ts for e in own]
+    host = streams = other = 0.0
+    cursor = start
+    for seg_start, seg_end in [*busy, (end, end)]:
+        if seg_start > cursor:  # an idle gap [cursor, seg_start]
+            i = bisect.bisect_left(starts, seg_start)
+            launched = own[i].launched if i < len(own) else None
+            waited = (min(max(launched - cursor, 0.0), seg_start - cursor)
+                      if launched is not None else 0.0)
+            host += waited
+            rest = [(cursor + waited, seg_start)]
+            busy_elsewhere = length(intersect(rest, others))
+            streams += busy_elsewhere
+            other += seg_start - cursor - waited - busy_elsewhere
+        cursor = max(cursor, seg_end)
+    changes = sorted([(e.launched, 1) for e in own if e.launched is not None
+                      and start <= e.launched < end]
+                     + [(e.ts, -1) for e in own if e.launched is not None
+                        and start <= e.launched < end])
+    depth, depths = 0, []
+    for _, step in changes:
+        depth += step
+        depths.append(depth)
+    return StreamTime(device, stream, end - start, length(busy), host, streams, other,
+                      len(changes) // 2, sum(depths) / len(depths) if depths else None,
+                      max(depths) if depths else None)
