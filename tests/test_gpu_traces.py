@@ -438,3 +438,26 @@ def test_mangled_kernels_are_shown_by_their_cpp_names(tmp_path: Path) -> None:
         assert row["name"] == names.get(row["key"], row["key"])
         if row["key"] in names:
             assert row["name"].startswith("void cutlass_cudnn_train::Kernel<")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_kernel_type_shares_agree_with_hta_within_two_points(name: str) -> None:
+    """HTA's temporal kernel-type breakdown (its computation, communication and memory time,
+    overlaps credited as perfstack credits them: computation first, then communication) over
+    the events HTA keeps, against perfstack's union-based device time over the same events."""
+    from perfstack_plugins.torchprof.timeline import device_times
+
+    from tests.test_stepview import _device_events
+
+    agg, events = _device_events(name)
+    steps = agg.step_starts()
+    kept = [e for e in events if e.launched is not None and steps[0] <= e.launched < steps[-1]]
+    (t,) = device_times(kept, min(e.ts for e in kept), max(e.end for e in kept))
+    hta = json.loads((FIXTURES / "hta" / f"{name}.json").read_text())["types"]
+    total = sum(hta.values())
+    theirs = {"compute": sum(v for k, v in hta.items() if k.startswith("COMPUTATION")),
+              "communication": sum(v for k, v in hta.items() if k.startswith("COMMUNICATION")),
+              "memory": hta.get("MEMORY", 0.0)}
+    for part, seconds in theirs.items():
+        ours = 100 * getattr(t, part) / t.busy
+        assert abs(ours - 100 * seconds / total) <= 2.0, (part, ours, 100 * seconds / total)
