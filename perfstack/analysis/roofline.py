@@ -271,24 +271,21 @@ def findings(ops: list[Placement], ceilings: dict[str, Ceilings]) -> list[Findin
             _evidence(p, total), _why(p), SOURCE))
         if len(out) == 3:
             break
-    small = [p for p in timed if p.bound == "latency"]
-    share = sum(p.seconds for p in small) / total
-    if share >= FUSE_SHARE:
-        out.append(Finding(
-            "roofline.latency-bound",
-            f"{100 * share:.0f}% of the costed op time is in calls too small for this machine",
-            Layer.FRAMEWORK.value, "info", _heaviest(small, total),
-            "batch them (more work per call) or fuse them (torch.compile, CUDA graphs on a "
-            "GPU): the fixed cost of each call, not the machine, sets their time", SOURCE))
-    fusable = [p for p in timed if p.bound == "memory" and _elementwise(p.row)]
-    share = sum(p.seconds for p in fusable) / total
-    if share >= FUSE_SHARE:
-        out.append(Finding(
-            "roofline.fuse-elementwise",
-            f"{100 * share:.0f}% of the costed op time is memory-bound element-wise work",
-            Layer.FRAMEWORK.value, "info", _heaviest(fusable, total),
-            "fuse them: torch.compile turns a chain of element-wise ops into one pass over "
-            "memory", SOURCE))
+    groups = (
+        ("roofline.latency-bound", [p for p in timed if p.bound == "latency"],
+         "of the costed op time is in calls too small for this machine",
+         "batch them (more work per call) or fuse them (torch.compile, CUDA graphs on a GPU): "
+         "the fixed cost of each call, not the machine, sets their time"),
+        ("roofline.fuse-elementwise",
+         [p for p in timed if p.bound == "memory" and _elementwise(p.row)],
+         "of the costed op time is memory-bound element-wise work",
+         "fuse them: torch.compile turns a chain of element-wise ops into one pass over memory"),
+    )
+    for rule, members, what, action in groups:
+        share = sum(p.seconds for p in members) / total
+        if share >= FUSE_SHARE:
+            out.append(Finding(rule, f"{100 * share:.0f}% {what}", Layer.FRAMEWORK.value, "info",
+                               _heaviest(members, total), action, SOURCE))
     out.extend(_faster_type(timed, total, ceilings))
     return out
 

@@ -64,18 +64,13 @@ def _chart(v: RoofView) -> str:
 
     out = [f'<svg class="chart" id="roofline-chart" viewBox="0 0 {W} {H}" width="{W}" '
            f'height="{H}" role="img" aria-label="roofline">']
-    for d in range(x0, x1 + 1):
+    for d in range(x0, x1 + 1):  # a grid line and its label at each decade
         x = px(10.0 ** d)
-        out.append(f'<line x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" y2="{H - BOTTOM}" '
-                   'stroke="#eee"/>')
-        out.append(f'<text x="{x:.1f}" y="{H - BOTTOM + 16}" text-anchor="middle">'
-                   f"{esc(_decade(d))}</text>")
+        out += _grid(x, TOP, x, H - BOTTOM, x, H - BOTTOM + 16, "middle", _decade(d))
     for d in range(y0, y1 + 1):
         y = py(10.0 ** d)
-        out.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{W - RIGHT}" y2="{y:.1f}" '
-                   'stroke="#eee"/>')
-        out.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">'
-                   f"{esc(fmt_si(10.0 ** d, 'flop/s'))}</text>")
+        out += _grid(LEFT, y, W - RIGHT, y, LEFT - 6, y + 4, "end",
+                     fmt_si(10.0 ** d, "flop/s"))
     out.append(f'<text x="{(LEFT + W - RIGHT) / 2}" y="{H - 8}" text-anchor="middle">'
                "arithmetic intensity (FLOP per byte moved)</text>")
     last_label = None
@@ -106,6 +101,13 @@ def _chart(v: RoofView) -> str:
     legend = "".join(f'<span><i class="swatch" style="background:{colour}"></i>{esc(b)}-bound'
                      "</span>" for b, colour in BOUND_COLOURS.items() if b != "unknown")
     return "".join(out) + f'<p class="legend">{legend} · a point\'s size is its time</p>' + note
+
+
+def _grid(x1: float, y1: float, x2: float, y2: float, tx: float, ty: float, anchor: str,
+          label: str) -> list[str]:
+    """One grid line and its label."""
+    return [f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="#eee"/>',
+            f'<text x="{tx:.1f}" y="{ty:.1f}" text-anchor="{anchor}">{esc(label)}</text>']
 
 
 def _decade(d: int) -> str:
