@@ -48,12 +48,20 @@ def _marked_processes() -> dict[int, str]:
     return found
 
 
+#: This machine's ceilings as perfstack measured them on the development VM (2 threads),
+#: for every run of the suite (recorded by ``perfstack env --measure-ceilings``).
+CEILINGS = ROOT / "tests" / "fixtures" / "ceilings" / "dev-vm-2-threads.json"
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _hermetic_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Mark the session's processes, and point every temporary file the suite's processes
     make (torch's caches, a browser's profile, a launcher's logs) into pytest's own folders:
-    nothing is left in the system's temporary folder."""
+    nothing is left in the system's temporary folder. Runs measure ops against the machine
+    ceilings recorded on the development VM (``CEILINGS``), so that no test measures the
+    machine it runs on (tests/test_roofline.py runs the probe itself)."""
     with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PERFSTACK_CEILINGS", str(CEILINGS))
         patch.setenv("TMPDIR", str(tmp_path_factory.mktemp("system-tmp")))
         patch.setenv(SESSION_MARK, uuid.uuid4().hex)
         patch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR

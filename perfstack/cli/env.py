@@ -30,7 +30,7 @@ def cmd_env(plugins: Plugins, argv: list[str]) -> int:
                         help="skip pyperf's system-state checks")
     parser.add_argument("--measure-ceilings", action="store_true",
                         help="measure this machine's peak FLOP/s and memory bandwidth again "
-                        "(about 10 s; nothing else should run meanwhile) and cache them")
+                        "(a few seconds; nothing else should run meanwhile) and cache them")
     args = parser.parse_args(argv)
     env = envinfo.gather(plugins, with_torch=not args.no_torch, with_system=not args.no_system,
                          measure_ceilings=args.measure_ceilings)

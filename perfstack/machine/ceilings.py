@@ -26,7 +26,8 @@ from perfstack.cachedir import cache_folder
 from perfstack.machine import environment
 
 CEILINGS_ENV = "PERFSTACK_CEILINGS"
-#: The longest the measuring may take before it is given up (it takes about 10 s).
+#: The longest the measuring may take before it is given up (it takes about 5 s on a
+#: 2-CPU VM).
 TIMEOUT_S = 180.0
 
 
@@ -112,7 +113,7 @@ def _kind(device: str) -> str:
 
 def measure(threads: int | None, device: str = "cpu", python: str | None = None,
             probe_args: tuple[str, ...] = ()) -> Ceilings:
-    """Measure the ceilings now (about 10 s, alone on the machine) and cache them; raise
+    """Measure the ceilings now (a few seconds, alone on the machine) and cache them; raise
     RuntimeError with why when the probe fails. ``probe_args`` go to the probe (its
     ``--sizes`` and ``--array-mib`` make a quick check)."""
     argv = [python or sys.executable, "-m", "perfstack.machine.ceilingprobe",

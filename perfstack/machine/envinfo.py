@@ -119,8 +119,8 @@ def gather(plugins: Plugins, with_torch: bool = True, with_system: bool = True,
         found = ceilings.cached(threads)
         env["ceilings"] = found.as_dict() if found is not None else {
             "unknown": "not measured yet: perfstack env --measure-ceilings measures them "
-                       "(about 10 s, alone on the machine); perfstack run does on its first "
-                       "run of costed ops"}
+                       "(a few seconds, alone on the machine); perfstack run does on its "
+                       "first run of costed ops"}
     backends = {}
     for name, entry in sorted(plugins.backends()[0].items()):
         available = availability(entry.backend)
@@ -208,7 +208,8 @@ def render_text(env: dict[str, Any], width: int = 100) -> str:
         for kind, value in roofs["peak_flops"].items():
             item(f"peak {kind}", fmt_si(value, "flop/s") + " (matrix products)")
         if roofs.get("bandwidth"):
-            item("memory bandwidth", fmt_si(roofs["bandwidth"], "B/s") + " (triad)")
+            item("memory bandwidth", fmt_si(roofs["bandwidth"], "B/s")
+                 + " (the best of a copy, a triad and an update in place)")
         if roofs.get("dispatch_s"):
             item("a call's fixed cost", fmt_seconds(roofs["dispatch_s"]) + " (a tiny op)")
         how = roofs.get("how") or {}

@@ -104,7 +104,7 @@ def _pyperf_metadata() -> dict[str, Any]:
 CORE_BLOCKS = frozenset({
     "python", "os", "cpu", "threads", "packages", "perf_event_paranoid", "pyperf", "torch",
     "backends", "distributed", "recorded", "plugin_errors", "free_threaded_interpreters",
-    "system", "noise_advice", "repository"})
+    "system", "noise_advice", "repository", "ceilings", "ceilings_unknown"})
 
 
 def plugin_blocks(env: dict[str, Any]) -> list[str]:

@@ -299,11 +299,11 @@ ROOF_SOURCES = {"measured": "measured here", "datasheet": "datasheet"}
 
 
 def roof_title(v: RoofView) -> str:
-    """The roofline section's heading: the step's share of the machine's peak."""
-    where = "this CPU" if v.device == "cpu" else (v.ceilings.name or "the GPU")
+    """The roofline section's heading: the step's share of the machine's peak (the ceiling
+    line below names the machine)."""
     if v.peak_share is None:
-        return f"How close to the machine ({where})"
-    return f"How close to the machine: the ops ran at {pct_fine(v.peak_share)} of {where}'s peak"
+        return "How close to the machine: unknown"
+    return f"How close to the machine: the ops ran at {pct_fine(v.peak_share)} of its peak"
 
 
 def roof_ceiling_line(v: RoofView) -> str:
@@ -328,7 +328,8 @@ def roof_ceiling_line(v: RoofView) -> str:
         beside = (f"; datasheet ({sheet.get('model')}): fp32 "
                   f"{fmt_si(fp32, 'flop/s') if fp32 else '?'} · memory "
                   f"{fmt_si(sheet.get('bandwidth') or 0, 'B/s')}")
-    return f"ceilings, {source}{threads}: {peaks}{memory}{emulated}{beside}"
+    where = "this CPU" if c.device == "cpu" else (c.name or "the GPU")
+    return f"ceilings of {where}, {source}{threads}: {peaks}{memory}{emulated}{beside}"
 
 
 def roof_summary(v: RoofView) -> str:
