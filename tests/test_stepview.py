@@ -3,6 +3,7 @@ profiled step split into phases that add up to it, outlier steps named, in every
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -95,6 +96,7 @@ def test_tensor_core_use_is_the_gemm_time_of_mma_kernels(negq: Path) -> None:
     assert f"tensor cores ran {100 * view.tensor_core_s / view.matrix_s:.0f}%" in text
 
 
+@functools.cache  # each trace read once per session: the tests only read the events
 def _device_events(name: str):  # type: ignore[no-untyped-def]
     from perfstack_plugins.torchprof.links import Linker
     from perfstack_plugins.torchprof.opgroups import OpGroups
