@@ -245,3 +245,16 @@ def test_diff_compares_the_efficiency_of_two_reports() -> None:
     (peak,) = [m for m in d.metrics if m.name == "roofline.peak_share"]
     assert peak.base == pytest.approx(85.9) and peak.new == pytest.approx(42.95)
     assert peak.change == pytest.approx(-0.5)
+
+
+def test_an_op_whose_data_fits_in_the_cache_is_cache_bound() -> None:
+    """A memory-bound op that moves less than the last-level cache per call can run above the
+    memory roof: its bound says the caches served it."""
+    cpu = Ceilings.from_dict({**CPU.as_dict(), "how": {"memory": {"last_level_cache": 1 << 20}}})
+    small = _op("aten::add_ [[256, 256], [256, 256]]", 0.001, 65536 * 10, 786432 * 10,
+                kind="elementwise")  # 768 KiB a call, 7.9 GB/s of a 10 GB/s roof
+    big = _op("aten::add_ [[4096, 4096], [4096, 4096]]", 0.2, 16.8e6, 201e6,
+              kind="elementwise", calls=1)  # 192 MiB a call
+    (p_small, p_big) = [roofline.place(r, Layer.FRAMEWORK, {"cpu": cpu}) for r in (small, big)]
+    assert p_small is not None and p_small.bound == "cache"
+    assert p_big is not None and p_big.bound == "memory"

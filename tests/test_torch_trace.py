@@ -192,19 +192,22 @@ def test_the_profilers_closing_range_is_not_a_step() -> None:
     assert closing_stub([0.2, 0.00005], [(0, 1), (1, 2)]) is None  # too few to tell
 
 
-def test_cpu_steps_split_into_data_loading_ops_and_the_rest(tmp_path):
-    """A CPU training loop over a DataLoader: each step is its DataLoader range, the ops
-    under it, and the rest, adding up to the step."""
+@pytest.mark.parametrize("loader", [True, False])
+def test_cpu_steps_split_into_data_loading_ops_and_the_rest(tmp_path, loader):
+    """A CPU training loop, over a DataLoader or over tensors it slices itself: each step is
+    its DataLoader range (when there is one: else no such phase), the ops under it, and the
+    rest, adding up to the step."""
     from torch.profiler import ProfilerActivity, profile, schedule
     from torch.utils.data import DataLoader, TensorDataset
 
     torch.manual_seed(0)
-    data = DataLoader(TensorDataset(torch.randn(64, 32), torch.randint(0, 4, (64,))),
-                      batch_size=8)
+    x_all, y_all = torch.randn(64, 32), torch.randint(0, 4, (64,))
+    batches = (DataLoader(TensorDataset(x_all, y_all), batch_size=8) if loader
+               else [(x_all[i:i + 8], y_all[i:i + 8]) for i in range(0, 64, 8)])
     model = torch.nn.Linear(32, 4)
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True,
                  schedule=schedule(wait=0, warmup=1, active=4, repeat=1)) as prof:
-        for x, y in data:
+        for x, y in batches:
             torch.nn.functional.cross_entropy(model(x), y).backward()
             prof.step()
     path = tmp_path / "trace.json"
@@ -214,8 +217,10 @@ def test_cpu_steps_split_into_data_loading_ops_and_the_rest(tmp_path):
     _, metrics, _ = summarize(agg)
     by = {m.name: m for m in metrics}
     steps = by["torch_step_time"].samples
-    parts = [by[f"cpu_step.{p}"].samples for p in ("data", "ops", "other")]
+    phases = ("data", "ops", "other") if loader else ("ops", "other")
+    assert ("cpu_step.data" in by) is loader
+    parts = [by[f"cpu_step.{p}"].samples for p in phases]
     assert len(steps) == 4 and all(len(p) == 4 for p in parts)
     for i, step in enumerate(steps):
         assert sum(p[i] for p in parts) == pytest.approx(step, abs=2e-6)
-    assert all(d > 0 for d in parts[0]) and all(o > 0 for o in parts[1])
+    assert all(v > 0 for p in parts[:2] for v in p)

@@ -9,6 +9,9 @@ whichever is lower), its share of that roof, and what bounds it:
 
 - ``compute``: its intensity is at or above the ridge (peak / bandwidth);
 - ``memory``: below the ridge, the bytes set its roof;
+- ``cache``: below the ridge, but what one call moves fits in the CPU's last-level cache, so
+  it can run above the memory roof (its share may pass 100%): its data is served by the
+  caches, not by memory;
 - ``latency``: its calls are too small for either roof to matter: the work of one call at
   the roof would take less than the fixed cost of a call (the measured dispatch floor on a
   CPU; ``GPU_FLOOR_S`` for a kernel).
@@ -157,11 +160,20 @@ def _bound(flops: float, moved: float | None, seconds: float, calls: int | None,
     floor = GPU_FLOOR_S if device == "gpu" else ceiling.dispatch_s
     if floor and calls and ideal / calls < floor:
         return "latency", share
-    if flops and peak and moved and bandwidth:
-        return ("compute" if flops / moved >= peak / bandwidth else "memory"), share
-    if at_bandwidth and not flops:
-        return "memory", share
+    if flops and peak and moved and bandwidth and flops / moved >= peak / bandwidth:
+        return "compute", share
+    if at_bandwidth:
+        cache = _last_level_cache(ceiling)
+        fits = device == "cpu" and cache and calls and (moved or 0) / calls <= cache
+        return ("cache" if fits else "memory"), share
     return "unknown", share
+
+
+def _last_level_cache(ceiling: Ceilings) -> float | None:
+    """The CPU's last-level cache in bytes, as the probe found it."""
+    memory = ceiling.how.get("memory")
+    found = memory.get("last_level_cache") if isinstance(memory, dict) else None
+    return float(found) if isinstance(found, (int, float)) and found > 0 else None
 
 
 def placements(report: Report) -> list[Placement]:
@@ -202,7 +214,7 @@ def summary(ops: list[Placement], report: Report) -> list[Metric]:
             "machine's peak FLOP/s (each at its type's peak, weighted by time)")]
     total = sum(p.seconds for p in timed)
     at_peak = sum(p.flops / p.peak for p in timed if p.flops and p.peak)
-    memory = sum(p.seconds for p in timed if p.bound == "memory")
+    memory = sum(p.seconds for p in timed if p.bound in ("memory", "cache"))
     latency = sum(p.seconds for p in timed if p.bound == "latency")
     device = timed[0].device
     out = [
@@ -211,7 +223,8 @@ def summary(ops: list[Placement], report: Report) -> list[Metric]:
                "the machine's peak FLOP/s (each at its type's peak, weighted by time)"),
         Metric("roofline.memory_bound_share", 100 * memory / total, "%", Layer.HARDWARE,
                SOURCE, Better.NEITHER, detail=True,
-               description="share of the costed op time in memory-bound ops"),
+               description="share of the costed op time in memory-bound ops (their data in "
+               "memory or in the caches)"),
         Metric("roofline.latency_bound_share", 100 * latency / total, "%", Layer.HARDWARE,
                SOURCE, Better.LOWER, detail=True,
                description="share of the costed op time in calls too small for either roof "
@@ -261,7 +274,7 @@ def findings(ops: list[Placement], ceilings: dict[str, Ceilings]) -> list[Findin
         return []
     out = []
     for p in sorted(timed, key=lambda p: -p.seconds):
-        if (p.bound not in ("compute", "memory") or p.seconds / total < HEAVY
+        if (p.bound not in ("compute", "memory", "cache") or p.seconds / total < HEAVY
                 or p.share is None or p.share >= FAR_BELOW):
             continue
         out.append(Finding(
@@ -277,7 +290,7 @@ def findings(ops: list[Placement], ceilings: dict[str, Ceilings]) -> list[Findin
          "batch them (more work per call) or fuse them (torch.compile, CUDA graphs on a GPU): "
          "the fixed cost of each call, not the machine, sets their time"),
         ("roofline.fuse-elementwise",
-         [p for p in timed if p.bound == "memory" and _elementwise(p.row)],
+         [p for p in timed if p.bound in ("memory", "cache") and _elementwise(p.row)],
          "of the costed op time is memory-bound element-wise work",
          "fuse them: torch.compile turns a chain of element-wise ops into one pass over memory"),
     )

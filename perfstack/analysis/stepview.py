@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from perfstack.report import Metric, Report
 
 #: The families of per-step phases, in the order a report shows them: (prefix, phases that
-#: add up to the step, phases within another).
+#: add up to the step, phases within another). A phase a backend left out (no DataLoader in
+#: the trace: no data loading) is not shown; the last, the rest of the step, must be there.
 FAMILIES = (("gpu_step.", ("compute", "communication", "memory", "idle"), ("host_wait",)),
             ("cpu_step.", ("data", "ops", "other"), ()))
 #: A step this many times the median step is an outlier.
@@ -73,17 +74,18 @@ def step_view(report: Report) -> StepView | None:
     """The first family of per-step phases the report holds, or None."""
     for prefix, parts, within in FAMILIES:
         found = {m.name[len(prefix):]: m for m in _family(report, prefix)}
-        if not all(p in found for p in parts):
+        if parts[-1] not in found:
             continue
-        count = min(len(found[p].samples or []) for p in parts)
+        present = [p for p in parts if p in found]
+        count = min(len(found[p].samples or []) for p in present)
         if count == 0:
             continue
         phases = [Phase(name, found[name].description or name,
                         [float(v) for v in (found[name].samples or [])[:count]],
                         name in within)
-                  for name in (*parts, *within) if name in found]
+                  for name in (*present, *within) if name in found]
         totals = [sum(p.seconds[i] for p in phases if not p.within) for i in range(count)]
-        source = found[parts[0]].source
+        source = found[present[0]].source
         return StepView(prefix.split("_")[0], source, phases, totals,
                         outliers(phases, totals))
     return None

@@ -21,8 +21,8 @@ from perfstack.report.units import fmt_seconds, fmt_si, pct, pct_fine
 from .charts import esc
 from .page import _table
 
-BOUND_COLOURS = {"compute": "#e15759", "memory": "#4e79a7", "latency": "#bab0ac",
-                 "unknown": "#999999"}
+BOUND_COLOURS = {"compute": "#e15759", "memory": "#4e79a7", "cache": "#76b7b2",
+                 "latency": "#bab0ac", "unknown": "#999999"}
 #: The peaks drawn as roofs, the plain fp32 one solid, the others dashed.
 DRAWN = ("fp32", "tf32", "bf16", "fp16", "fp64")
 W, H, LEFT, BOTTOM, TOP, RIGHT = 900, 420, 80, 46, 12, 150

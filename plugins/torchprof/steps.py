@@ -71,7 +71,9 @@ def cpu_steps(windows: Sequence[tuple[float, float]],
             per[phase][i] += (end - start) * US
     for i, (start, end) in enumerate(ordered):
         per["other"][i] = max((end - start) * US - per["data"][i] - per["ops"][i], 0.0)
-    return [_metric(f"cpu_step.{part}", per[part], what) for part, what in CPU_PHASES]
+    loads = any(per["data"])  # no DataLoader range in the trace: no data-loading phase
+    return [_metric(f"cpu_step.{part}", per[part], what) for part, what in CPU_PHASES
+            if part != "data" or loads]
 
 
 #: Each stream's idle causes, as metric names and what they count.
