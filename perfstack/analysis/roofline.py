@@ -27,7 +27,7 @@ from typing import Any
 
 from perfstack.machine.ceilings import Ceilings
 from perfstack.report import Better, Finding, Layer, Metric, Quantity, Report, Row
-from perfstack.report.units import fmt_si, pct_fine
+from perfstack.report.units import fmt_seconds, fmt_si, pct_fine
 
 SOURCE = "perfstack"
 #: The row value that holds an op's share of its roof (%).
@@ -274,13 +274,14 @@ def findings(ops: list[Placement], ceilings: dict[str, Ceilings]) -> list[Findin
         return []
     out = []
     for p in sorted(timed, key=lambda p: -p.seconds):
-        if (p.bound not in ("compute", "memory", "cache") or p.seconds / total < HEAVY
+        # a cache-bound op's roof is its cache's, which is not measured: no verdict on it
+        if (p.bound not in ("compute", "memory") or p.seconds / total < HEAVY
                 or p.share is None or p.share >= FAR_BELOW):
             continue
         out.append(Finding(
             "roofline.far-below-roof",
             f"{p.row.name[:60]} ran at {percent(p.share)} of what this machine can reach "
-            f"for it ({p.bound}-bound)", Layer.FRAMEWORK.value, "warning",
+            f"for it ({p.bound}-bound)", Layer.FRAMEWORK.value, "info",
             _evidence(p, total), _why(p), SOURCE))
         if len(out) == 3:
             break
@@ -348,7 +349,7 @@ def _elementwise(row: Row) -> bool:
 
 
 def _evidence(p: Placement, total: float) -> list[str]:
-    lines = [f"{p.seconds:.3g} s, {100 * p.seconds / total:.0f}% of the costed op time"
+    lines = [f"{fmt_seconds(p.seconds)}, {100 * p.seconds / total:.0f}% of the costed op time"
              + (f", {p.calls:,} calls" if p.calls else "")]
     if p.flop_s is not None and p.flops:
         lines.append(f"achieved {_rate(p.flop_s)}" + (f" of {_rate(p.peak)} {p.peak_name} peak"
