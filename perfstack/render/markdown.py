@@ -14,27 +14,15 @@ from perfstack.analysis.view import View, build
 from perfstack.pluginmanager import hookimpl
 from perfstack.render import Renderer, RenderOptions
 from perfstack.render import markdown_escape as escape
-from perfstack.render.words import (
+from perfstack.render.devicewords import (
     DEVICE_WORDS,
-    LAYER_TITLES,
-    STATUS_WORDS,
     STREAM_COLUMNS,
-    answer_lines,
-    by_whom,
-    command_line,
     device_notes,
     device_title,
-    fmt_overhead,
     kernel_cells,
     kernel_kind_cells,
     kernels_title,
-    node_figures,
     outlier_line,
-    printed_caption,
-    rank_cells,
-    ranks_title,
-    related_line,
-    related_title,
     roof_ceiling_line,
     roof_cells,
     roof_summary,
@@ -44,6 +32,20 @@ from perfstack.render.words import (
     stream_cells,
     streams_title,
     tensor_core_line,
+)
+from perfstack.render.words import (
+    LAYER_TITLES,
+    STATUS_WORDS,
+    answer_lines,
+    by_whom,
+    command_line,
+    fmt_overhead,
+    node_figures,
+    printed_caption,
+    rank_cells,
+    ranks_title,
+    related_line,
+    related_title,
     wall_line,
 )
 from perfstack.report import Report

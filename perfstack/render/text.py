@@ -15,43 +15,26 @@ from perfstack.analysis.budget import Node
 from perfstack.analysis.layerview import LayerTable
 from perfstack.analysis.view import View, build
 from perfstack.pluginmanager import hookimpl
-from perfstack.render import Renderer, RenderOptions
-from perfstack.render.textgrid import Column, Page, cut, table, wrap
+from perfstack.render import Renderer, RenderOptions, textdevice
+from perfstack.render.textgrid import Column, Page, bar, cut, table, wrap
 from perfstack.render.words import (
-    DEVICE_WORDS,
     LAYER_TITLES,
     STATUS_WORDS,
-    STREAM_COLUMNS,
     answer_lines,
     beside_line,
     by_whom,
     command_line,
-    device_notes,
-    device_title,
     fmt_overhead,
-    kernel_cells,
-    kernel_kind_cells,
-    kernels_title,
     node_figures,
-    outlier_line,
     printed_caption,
     rank_cells,
     ranks_title,
     related_line,
     related_title,
-    roof_ceiling_line,
-    roof_cells,
-    roof_summary,
-    roof_title,
-    step_cells,
-    steps_title,
-    stream_cells,
-    streams_title,
-    tensor_core_line,
     wall_line,
 )
 from perfstack.report import Report
-from perfstack.report.units import fmt_seconds, fmt_value, pct
+from perfstack.report.units import fmt_seconds, fmt_value
 
 SEVERITY_STYLE = {"critical": "red", "warning": "yellow", "info": "cyan"}
 
@@ -113,11 +96,6 @@ def _at_most(count: int, lines: list[str], width: int) -> list[str]:
     return [*lines[:count - 1], text[:at].rstrip() + " …"]
 
 
-def _bar(share: float, width: int = 10) -> str:
-    filled = max(0, min(width, round(share / 100 * width)))
-    return "█" * filled + "·" * (width - filled)
-
-
 #: In the short report, the native part's subdivisions get a line each only when native code
 #: takes at least this share of the wall time; else they are summed up on one line.
 SPLIT_LINES_FROM = 25.0
@@ -139,7 +117,7 @@ def _budget(page: Page, view: View) -> None:
     bars = page.width >= 100
     rows = [[("└ " if ln.depth else "") + ln.title, f"{ln.share:.1f}%",
              fmt_seconds(ln.seconds) if ln.seconds is not None else "-",
-             *([_bar(ln.share)] if bars else []), ln.source] for ln in shown]
+             *([bar(ln.share)] if bars else []), ln.source] for ln in shown]
     page.extend(table([Column("part", name=True), Column("share"), Column("time"),
                        *([Column("")] if bars else []), Column("by")], rows, page.width))
     subs = [ln for ln in budget.lines if ln.depth]
@@ -150,77 +128,6 @@ def _budget(page: Page, view: View) -> None:
                          indent=4, first="  "))
     for note in budget.notes:
         page.extend(wrap(note, page.width, indent=2, first="  "))
-
-
-def _device(page: Page, view: View) -> None:
-    d = view.device
-    if d is None:
-        return
-    page.section(device_title(d))
-    bars = page.width >= 100
-    rows = [[("└ " if p.depth else "") + DEVICE_WORDS.get(p.part, p.part), pct(p.share),
-             *([_bar(p.share)] if bars else []), p.metric] for p in d.parts]
-    page.extend(table([Column("part", name=True), Column("share"),
-                       *([Column("")] if bars else []), Column("metric", left=True)], rows,
-                      page.width))
-    for note in device_notes(d):
-        page.extend(wrap(note, page.width, indent=4, first="  "))
-
-
-def _kernels(page: Page, view: View) -> None:
-    k = view.kernels
-    if k is None:
-        return
-    page.section(kernels_title(k))
-    page.extend(table([Column("kind", name=True), Column("share"), Column("time"),
-                       Column("kernels")], kernel_kind_cells(k), page.width))
-    tensor = tensor_core_line(k)
-    if tensor is not None:
-        page.extend(wrap(tensor, page.width, indent=4, first="  "))
-    page.add("")
-    page.extend(table([Column("top kernel", name=True), Column("kind", left=True),
-                       Column("share"), Column("calls"), Column("mean")],
-                      kernel_cells(k), page.width))
-    if k.count > len(k.top) and not view.full:
-        page.add(f"  {k.count - len(k.top)} more in the kernel layer (--full, or the HTML's "
-                 "Kernels pane)", "dim")
-
-
-def _streams(page: Page, view: View) -> None:
-    v = view.streams
-    if v is None:
-        return
-    page.section(streams_title(v))
-    page.extend(table([Column("stream", name=True), *(Column(c) for c in STREAM_COLUMNS)],
-                      stream_cells(v), page.width))
-    page.extend(wrap("idle: host = the next launch call not yet made; other streams = "
-                     "launched, another stream busy; queue = mean launch queue depth (CUDA "
-                     "stalls the host at 1,024)", page.width, indent=4, first="  "))
-
-
-def _steps(page: Page, view: View) -> None:
-    v = view.steps
-    if v is None:
-        return
-    page.section(steps_title(v))
-    page.extend(table([Column("phase", name=True), Column("median"), Column("share"),
-                       Column("fastest"), Column("slowest")], step_cells(v), page.width))
-    for o in v.outliers:
-        page.extend(wrap(outlier_line(o), page.width, indent=4, first="  "))
-
-
-def _roofline(page: Page, view: View) -> None:
-    v = view.roofline
-    if v is None:
-        return
-    page.section(roof_title(v))
-    page.extend(wrap(roof_ceiling_line(v), page.width, indent=4, first="  "))
-    page.extend(wrap(roof_summary(v), page.width, indent=4, first="  "))
-    if v.top:
-        page.add("")
-        page.extend(table([Column("op", name=True), Column("time"), Column("share"),
-                           Column("achieved"), Column("of roof"), Column("bound", left=True),
-                           Column("type", left=True)], roof_cells(v), page.width))
 
 
 def _ranks(page: Page, view: View) -> None:
@@ -395,11 +302,11 @@ def render_view(view: View, width: int = 100, color: bool = False,
     _answer(page, view)
     _findings(page, view)
     _budget(page, view)
-    _device(page, view)
-    _streams(page, view)
-    _steps(page, view)
-    _kernels(page, view)
-    _roofline(page, view)
+    textdevice.device(page, view)
+    textdevice.streams(page, view)
+    textdevice.steps(page, view)
+    textdevice.kernels(page, view)
+    textdevice.roofline(page, view)
     _ranks(page, view)
     _related(page, view)
     _tree(page, view)

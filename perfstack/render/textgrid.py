@@ -150,3 +150,9 @@ class Page:
     def extend(self, lines: list[str]) -> None:
         """Lines as they are."""
         self.lines.extend(lines)
+
+
+def bar(share: float, width: int = 10) -> str:
+    """A share (%) as a bar of ``width`` cells: filled, then dotted."""
+    filled = max(0, min(width, round(share / 100 * width)))
+    return "█" * filled + "·" * (width - filled)

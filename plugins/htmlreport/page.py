@@ -12,29 +12,31 @@ from pathlib import Path
 from perfstack.analysis.budget import Node
 from perfstack.analysis.deviceview import RankTable
 from perfstack.analysis.view import View
-from perfstack.render.words import (
+from perfstack.render.devicewords import (
     DEVICE_WORDS,
-    STATUS_WORDS,
     STREAM_COLUMNS,
+    device_notes,
+    device_title,
+    kernel_cells,
+    kernel_kind_cells,
+    kernels_title,
+    stream_cells,
+    streams_title,
+    tensor_core_line,
+)
+from perfstack.render.words import (
+    STATUS_WORDS,
     answer_lines,
     beside_line,
     by_whom,
     command_line,
-    device_notes,
-    device_title,
     fmt_overhead,
-    kernel_cells,
-    kernel_kind_cells,
-    kernels_title,
     node_figures,
     printed_caption,
     rank_cells,
     ranks_title,
     related_line,
     related_title,
-    stream_cells,
-    streams_title,
-    tensor_core_line,
     wall_line,
 )
 from perfstack.report.units import fmt_seconds, fmt_value, pct

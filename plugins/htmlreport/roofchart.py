@@ -9,7 +9,7 @@ import math
 
 from perfstack.analysis.roofview import RoofOp, RoofView
 from perfstack.analysis.view import View
-from perfstack.render.words import (
+from perfstack.render.devicewords import (
     roof_ceiling_line,
     roof_cells,
     roof_rate,

@@ -4,7 +4,7 @@ side (the text's table beside it), outlier steps marked."""
 from __future__ import annotations
 
 from perfstack.analysis.view import View
-from perfstack.render.words import outlier_line, phase_words, step_cells, steps_title
+from perfstack.render.devicewords import outlier_line, phase_words, step_cells, steps_title
 from perfstack.report.units import fmt_seconds
 
 from .charts import esc
