@@ -77,14 +77,39 @@ class Ceilings:
 
 
 def machine_key(threads: int | None, device: str = "cpu") -> dict[str, Any]:
-    """What the ceilings depend on: the CPU, its ISA, the threads, torch, the device."""
+    """What the ceilings depend on: the CPU, its ISA, the threads, torch, the device (on a
+    GPU its model and top clocks)."""
     cpu = environment.capture()["cpu"]
     try:
         torch_version: str | None = metadata.version("torch")
     except metadata.PackageNotFoundError:
         torch_version = None
-    return {"cpu": cpu.get("model"), "isa": cpu.get("isa"), "threads": threads,
-            "torch": torch_version, "device": device}
+    key = {"cpu": cpu.get("model"), "isa": cpu.get("isa"), "threads": threads,
+           "torch": torch_version, "device": device}
+    if device != "cpu":
+        key["gpu"] = _gpu_identity()
+    return key
+
+
+def _gpu_identity() -> list[str] | None:
+    """Each GPU's name and top SM and memory clocks (NVML, without importing torch), or
+    None where NVML cannot tell (not verified on a GPU yet: no session has had one)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            out = []
+            for i in range(pynvml.nvmlDeviceGetCount()):
+                handle = pynvml.nvmlDeviceGetHandleByIndex(i)
+                sm = pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)
+                mem = pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM)
+                out.append(f"{pynvml.nvmlDeviceGetName(handle)} sm {sm} mem {mem}")
+            return out
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # no NVML library, no driver, no such query: the key goes without
+        return None
 
 
 def cache_file(key: dict[str, Any]) -> Path:
