@@ -205,6 +205,7 @@ def _stream(device: Any, stream: Any, own: list[DeviceEvent], others: Segments,
             start: float, end: float) -> StreamTime:
     busy = union(clip(((e.ts, e.end) for e in own), start, end))
     starts = [e.ts for e in own]
+    other_ends = [seg_end for _, seg_end in others]
     host = streams = other = 0.0
     cursor = start
     for seg_start, seg_end in [*busy, (end, end)]:
@@ -214,8 +215,7 @@ def _stream(device: Any, stream: Any, own: list[DeviceEvent], others: Segments,
             waited = (min(max(launched - cursor, 0.0), seg_start - cursor)
                       if launched is not None else 0.0)
             host += waited
-            rest = [(cursor + waited, seg_start)]
-            busy_elsewhere = length(intersect(rest, others))
+            busy_elsewhere = _covered(cursor + waited, seg_start, others, other_ends)
             streams += busy_elsewhere
             other += seg_start - cursor - waited - busy_elsewhere
         cursor = max(cursor, seg_end)
@@ -230,3 +230,14 @@ def _stream(device: Any, stream: Any, own: list[DeviceEvent], others: Segments,
     return StreamTime(device, stream, end - start, length(busy), host, streams, other,
                       len(changes) // 2, sum(depths) / len(depths) if depths else None,
                       max(depths) if depths else None)
+
+
+def _covered(lo: float, hi: float, segments: Segments, ends: list[float]) -> float:
+    """How much of [lo, hi] sorted, disjoint ``segments`` (their ends in ``ends``) cover:
+    found by bisection, so each of a stream's many gaps costs only its own overlaps."""
+    total = 0.0
+    i = bisect.bisect_right(ends, lo)
+    while i < len(segments) and segments[i][0] < hi:
+        total += min(hi, segments[i][1]) - max(lo, segments[i][0])
+        i += 1
+    return total
