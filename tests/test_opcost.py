@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from perfstack_plugins.torchprof.opcost import Cost, cost, flops
+from perfstack_plugins.torchprof.opcost import Cost, cost
 
 F, H, B, L = "float", "c10::Half", "c10::BFloat16", "long int"
 
@@ -40,7 +40,7 @@ def test_convolution_is_torchs_count_and_moves_input_weight_output() -> None:
     assert found.flops == 2 * (2 * 4 * 8 * 8) * (3 * 3 * 3)
     assert found.bytes == 4 * (2 * 3 * 8 * 8 + 4 * 3 * 3 * 3 + 4 + 2 * 4 * 8 * 8)
     # stride 2, no padding: (8 - 3) // 2 + 1 = 3 positions a side
-    assert flops("aten::conv2d", dims, ["", "", "", "[2, 2]", "[0, 0]", "[1, 1]", "1"]) \
+    assert cost("aten::conv2d", dims, None, ["", "", "", "[2, 2]", "[0, 0]", "[1, 1]", "1"]).flops \
         == 2 * (2 * 4 * 3 * 3) * 27
 
 

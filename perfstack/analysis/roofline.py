@@ -176,9 +176,8 @@ def _last_level_cache(ceiling: Ceilings) -> float | None:
     return float(found) if isinstance(found, (int, float)) and found > 0 else None
 
 
-def placements(report: Report) -> list[Placement]:
+def placements(report: Report, ceilings: dict[str, Ceilings]) -> list[Placement]:
     """Every costed framework and kernel row of the report on its roofline."""
-    ceilings = ceilings_of(report)
     if not ceilings:
         return []
     out = []
@@ -193,14 +192,15 @@ def placements(report: Report) -> list[Placement]:
 def annotate(report: Report) -> tuple[list[Metric], list[Finding]]:
     """Put each costed row's figures in ``attrs["roofline"]``; return the step's figures and
     the findings."""
-    placed = placements(report)
+    ceilings = ceilings_of(report)
+    placed = placements(report, ceilings)
     for p in placed:
         p.row.attrs["roofline"] = p.as_attrs()
         if p.share is not None:  # the column every format's tables show
             p.row.values[ROOF] = Quantity(100 * p.share, "%")
     ops = [p for p in placed if p.layer == Layer.FRAMEWORK
            and not p.row.attrs.get("cost_in_caller")]
-    return summary(ops, report), findings(ops, ceilings_of(report))
+    return summary(ops, report), findings(ops, ceilings)
 
 
 def summary(ops: list[Placement], report: Report) -> list[Metric]:

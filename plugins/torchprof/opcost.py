@@ -118,11 +118,6 @@ def _conv(dims: list[list[int]], inputs: Any) -> tuple[int, list[int]] | None:
     return count, [x[0], w[0], *out]
 
 
-def flops(name: str, dims: list[list[int]], inputs: Any = None) -> int | None:
-    """The op's FLOPs (torch's count where torch counts), or None when not counted."""
-    return cost(name, dims, None, inputs).flops
-
-
 def _broadcast(shapes: list[list[int]]) -> list[int] | None:
     """The shape of element-wise inputs broadcast together, or None when they do not."""
     ndim = max(len(s) for s in shapes)
