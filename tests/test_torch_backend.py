@@ -37,13 +37,9 @@ def test_training_loop_is_stepped_by_the_optimizer(perfstack, tmp_path):
     assert "3 profiled steps" in torch_backend["notes"]
 
 
-def test_inference_loop_steps_with_perfstack_step(perfstack, tmp_path):
+def test_inference_loop_steps_with_perfstack_step(perfstack):
     result = perfstack("run", *ONCE, "--torch-active", "2", str(WORKLOADS / "torch_infer.py"))
     assert result.code == 0, result.stderr
-    # torch.profiler imports TorchInductor (1 s) at each trace's start unless told it is
-    # unused: the backend tells it, so a workload that never compiles never pays for it.
-    printed = (tmp_path / ".perfstack/runs/latest/torch/stdout.log").read_text()
-    assert "inductor imported: False" in printed, printed
     report = result.report()
     step = next(m for m in report["metrics"] if m["name"] == "torch_step_time")
     assert len(step["samples"]) == 2

@@ -12,12 +12,10 @@ Only torch and the standard library are imported here: this runs in the workload
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import socket
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 SIDECAR = "torchprof.json"
@@ -44,38 +42,6 @@ def _write_sidecar(folder: str, info: dict[str, Any]) -> None:
     with open(tmp, "w", encoding="utf-8") as fh:
         json.dump(info, fh)
     os.replace(tmp, os.path.join(folder, SIDECAR))
-
-
-@contextlib.contextmanager
-def _inductor_left_unloaded() -> Iterator[None]:
-    """While torch.profiler prepares a trace, leave TorchInductor unimported if the workload
-    has not imported it.
-
-    torch's ``prepare_trace`` asks ``hasattr(torch, "_inductor")``, which imports TorchInductor
-    and TorchDynamo (about 1 s here, in a process that may never compile anything) only to read
-    whether inductor's CUDA graphs are on; torch does it on purpose so that inductor's lazy
-    set-up is not traced (pytorch PR 155243). Where the workload has not imported inductor
-    (always so at the profiler's start, before the script runs), its CUDA graphs are off and
-    there is nothing to set up: the question is answered "no" without the import. Once the
-    workload has imported inductor, torch's own path runs unchanged.
-    """
-    import torch
-
-    lazy = torch.__dict__.get("__getattr__")
-    if "torch._inductor" in sys.modules or lazy is None:
-        yield
-        return
-
-    def getattr_(name: str) -> Any:
-        if name == "_inductor":
-            raise AttributeError(name)
-        return lazy(name)
-
-    vars(torch)["__getattr__"] = getattr_
-    try:
-        yield
-    finally:
-        vars(torch)["__getattr__"] = lazy
 
 
 def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
@@ -114,12 +80,7 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
         prof.export_chrome_trace(path)
         state["traces"].append({"file": os.path.basename(path), "at_step": state["steps"]})
 
-    class Profile(profile):
-        def prepare_trace(self) -> None:
-            with _inductor_left_unloaded():
-                super().prepare_trace()
-
-    prof = Profile(activities=activities, schedule=pick, on_trace_ready=ready,
+    prof = profile(activities=activities, schedule=pick, on_trace_ready=ready,
                    record_shapes=bool(options.get("record_shapes", True)),
                    profile_memory=bool(options.get("profile_memory", False)),
                    with_stack=bool(options.get("with_stack", False)),

@@ -1,8 +1,4 @@
-"""An inference loop that marks its steps with perfstack.step() (no optimizer). It prints
-whether TorchInductor was imported when it ended: the torch backend's profiler must not import
-it for a workload that never compiles."""
-
-import sys
+"""An inference loop that marks its steps with perfstack.step() (no optimizer)."""
 
 import torch
 
@@ -21,4 +17,3 @@ if __name__ == "__main__":
     for _ in range(8):
         predict(model, batch)
         perfstack.step()
-    print(f"inductor imported: {'torch._inductor' in sys.modules}")
