@@ -26,6 +26,10 @@ _steps = 0
 _explicit = False
 #: time.perf_counter() at each step (the first 100,000), for per-step times across ranks.
 _step_times: list[float] = []
+#: The process's resident memory (bytes) just after each step (the first 100,000), where the
+#: kernel says it (Linux): memory over the run, aligned to steps, at the cost of one read.
+_step_rss: list[int] = []
+_statm: int | None = None  # an open /proc/self/statm, read again at each step
 #: Set by the bootstrap under ``perfstack run --steps``: end the workload after this many steps.
 _stop_after: int | None = None
 #: Set by the bootstrap under ``--steps``: time.perf_counter() when the script started, the
@@ -82,10 +86,24 @@ def _count_step(explicit: bool) -> None:
         # the wait belongs to the last warm-up step, in perfstack's step times and torch's
     if _artifact_dir is not None and len(_step_times) < 100_000:
         _step_times.append(_perf_counter())
+        if _statm is not None:
+            _step_rss.append(_resident())
     for callback in _step_callbacks:
         callback()
     if _stop_after is not None and _steps >= _stop_after:
         raise StepLimitReached(0)
+
+
+def _resident() -> int:
+    """The process's resident memory in bytes (``/proc/self/statm``'s second field), or -1."""
+    try:
+        assert _statm is not None
+        return int(os.pread(_statm, 128, 0).split()[1]) * _PAGE
+    except (AssertionError, OSError, ValueError, IndexError):
+        return -1
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 def load(path: str | os.PathLike[str]) -> Report:

@@ -29,6 +29,9 @@ SMALL = {
     "gil_cpu.py": ["--items", "4"],
     "gil_io.py": ["--items", "4"],
     "gil_torch.py": ["--items", "4", "--size", "16"],
+    "mem_leak.py": ["--steps", "2", "--width", "16"],
+    "mem_activations.py": ["--steps", "1", "--batch-size", "8", "--depth", "2", "--width", "8"],
+    "mem_temporaries.py": ["--steps", "1", "--samples", "2", "--features", "4"],
 }
 
 

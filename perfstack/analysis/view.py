@@ -30,6 +30,8 @@ from perfstack.analysis.deviceview import (
 )
 from perfstack.analysis.kernels import KernelView, kernel_view
 from perfstack.analysis.layerview import LayerTable, as_metrics, layer_tables
+from perfstack.analysis.memview import METRICS as MEMORY_METRICS
+from perfstack.analysis.memview import MemoryView, memory_view
 from perfstack.analysis.roofview import METRICS as ROOF_METRICS
 from perfstack.analysis.roofview import RoofView, roof_view
 from perfstack.analysis.stats import Summary, summarize
@@ -121,6 +123,7 @@ class View:
     roofline: RoofView | None  # how close the ops ran to the machine's ceilings
     steps: StepView | None  # each profiled step by phase, and the outlier steps
     streams: StreamView | None  # each GPU stream's busy share, idle causes and queue
+    memory: MemoryView | None  # where the memory goes: peaks, holders at the peak, growth
     ranks: RankTable | None  # a job's ranks side by side, when there are several
     #: figures of different backends that measure related things (Metric.group), each with
     #: its description, shown together so they read as one picture, not a contradiction
@@ -335,6 +338,9 @@ def build(report: Report, top: int = 10, depth: int = 3, full: bool = False,
         shown_elsewhere |= {id(m) for m in report.metrics if PER_STREAM.match(m.name)}
     if roofline is not None:
         shown_elsewhere |= {id(m) for m in report.metrics if m.name in ROOF_METRICS}
+    memory = memory_view(report, top=5 if not full else max(top, 5))
+    if memory is not None:
+        shown_elsewhere |= {id(m) for m in report.metrics if m.name in MEMORY_METRICS}
     metrics = [m for m in report.metrics
                if full or (_default_metric(m) and id(m) not in shown_elsewhere)]
     return View(
@@ -348,6 +354,7 @@ def build(report: Report, top: int = 10, depth: int = 3, full: bool = False,
         roofline=roofline,
         steps=step_view(report),
         streams=streams,
+        memory=memory,
         ranks=ranks,
         related=related,
         tree=tree,

@@ -33,6 +33,13 @@ from perfstack.render.devicewords import (
     streams_title,
     tensor_core_line,
 )
+from perfstack.render.memorywords import (
+    HOLDER_COLUMNS,
+    MEMORY_TITLE,
+    holder_cells,
+    memory_lines,
+    relation_line,
+)
 from perfstack.render.words import (
     LAYER_TITLES,
     STATUS_WORDS,
@@ -143,6 +150,7 @@ def render_view(view: View) -> str:
     elif d is None:
         out.append("_no backend measured a time budget"
                    + escape(by_whom(view.budget.measured_by)) + "_")
+    out += _memory(view)
     for group, metrics in view.related.items():
         out += ["", f"_{escape(related_title(group, metrics))}:_", ""]
         out += [f"- {escape(related_line(m, True).strip())}" for m in metrics]
@@ -179,6 +187,23 @@ def render_view(view: View) -> str:
             + (f" — {escape(a.opener)}" if a.opener else "") for a in view.artifacts])
     return "\n".join(out).rstrip() + "\n"
 
+
+
+def _memory(view: View) -> list[str]:
+    """Where the memory goes: the peaks, the holders at the peak, the growth."""
+    v = view.memory
+    if v is None:
+        return []
+    out = ["", f"### {MEMORY_TITLE}", ""]
+    out += [f"- {escape(line)}" for line in memory_lines(v)]
+    if v.holders:
+        out += [""]
+        out += _table(["held at the peak by", *HOLDER_COLUMNS],
+                      [[escape(c) for c in row] for row in holder_cells(v)])
+    relation = relation_line(v)
+    if relation:
+        out += ["", f"_{escape(relation)}_"]
+    return out
 
 class MarkdownRenderer(Renderer):
     """GitHub-flavoured markdown of the whole report."""

@@ -15,7 +15,7 @@ from perfstack.analysis.budget import Node
 from perfstack.analysis.layerview import LayerTable
 from perfstack.analysis.view import View, build
 from perfstack.pluginmanager import hookimpl
-from perfstack.render import Renderer, RenderOptions, textdevice
+from perfstack.render import Renderer, RenderOptions, textdevice, textmemory
 from perfstack.render.textgrid import Column, Page, bar, cut, table, wrap
 from perfstack.render.words import (
     LAYER_TITLES,
@@ -302,6 +302,7 @@ def render_view(view: View, width: int = 100, color: bool = False,
     _answer(page, view)
     _findings(page, view)
     _budget(page, view)
+    textmemory.memory(page, view)
     textdevice.device(page, view)
     textdevice.streams(page, view)
     textdevice.steps(page, view)

@@ -19,6 +19,7 @@ LAYER_TITLES = {
     "framework": "Framework: torch ops, shapes, FLOPs, memory",
     "kernel": "Kernel: CPU/GPU kernels, hot native symbols",
     "hardware": "Hardware: counters, CPU use, memory, GPU power",
+    "memory": "Memory: what holds it, by function and by torch's categories",
 }
 
 #: Groups of related figures (Metric.group), as the report introduces them.

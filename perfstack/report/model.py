@@ -17,12 +17,14 @@ SCHEMA_VERSION = 3
 
 
 class Layer(str, Enum):
-    """Where in the stack a number was measured, from the Python line down to the hardware."""
+    """Where in the stack a number was measured, from the Python line down to the hardware;
+    ``memory`` holds where the memory goes (by function, by torch's categories) beside them."""
 
     PYTHON = "python"
     FRAMEWORK = "framework"
     KERNEL = "kernel"
     HARDWARE = "hardware"
+    MEMORY = "memory"
 
 
 #: Metrics may also describe the whole run (wall time, throughput), which is no single layer.

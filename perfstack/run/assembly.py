@@ -79,6 +79,20 @@ def step_metric(runs: Sequence[Sequence[float]], warmup: int = 0,
                                "profiler), warm-up steps excluded")]
 
 
+def resident_metric(per_step: Sequence[int]) -> list[Metric]:
+    """The process's resident memory after each step of one baseline run (the median one),
+    its most as the value; nothing when the kernel did not say."""
+    if not per_step:
+        return []
+    step = max(1, len(per_step) // 1000)  # a long run: every n-th step, at most 1,000
+    return [Metric("step_resident", max(per_step), "B", "run", "baseline", Better.LOWER,
+                   samples=[float(v) for v in per_step[::step]], samples_of="steps",
+                   detail=True,
+                   description="the process's resident memory just after each step of the "
+                   "baseline run with the median wall time (no profiler): the samples are "
+                   "the steps in order, the value their most")]
+
+
 def workload_metrics(runs: Sequence[Sequence[dict[str, Any]]]) -> list[Metric]:
     """What the workload reported with perfstack.report_metric: one list of entries per clean
     baseline run (a metric reported twice in one run: the last wins), one sample per run."""

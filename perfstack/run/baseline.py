@@ -36,6 +36,18 @@ def instruction_metric(baseline: Sequence[Outcome]) -> list[Metric]:
         if o.record.exit.clean and o.record.instructions is not None])
 
 
+def resident_metric(baseline: Sequence[Outcome], distributed: bool) -> list[Metric]:
+    """The resident memory after each step of the median baseline run."""
+    if distributed:
+        return []
+    clean = sorted((o for o in baseline if o.record.exit.clean and o.record.wall_s),
+                   key=lambda o: o.record.wall_s or 0.0)
+    if not clean:
+        return []
+    return assembly.resident_metric(rundir.RunFolder(clean[len(clean) // 2].artifact_dir)
+                                    .step_resident())
+
+
 def step_metric(baseline: Sequence[Outcome], steps: StepWindow | None,
                 distributed: bool) -> list[Metric]:
     """The baseline's own step time (under torchrun, each rank's: ``cross_rank``)."""

@@ -233,6 +233,8 @@ def main(argv: list[str]) -> None:
 
         perfstack._artifact_dir = folder
         perfstack._pid = os.getpid()
+        with contextlib.suppress(OSError):  # Linux: the resident memory after each step
+            perfstack._statm = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
         if "torch.optim.optimizer" not in sys.modules:
             sys.meta_path.insert(0, _AfterImport("torch.optim.optimizer",
                                                  _count_optimizer_steps))
@@ -280,7 +282,8 @@ def main(argv: list[str]) -> None:
                 times = perfstack._step_times
                 json.dump({"steps": perfstack._steps, "explicit": perfstack._explicit,
                            "limit": perfstack._stop_after,
-                           "step_times_s": [b - a for a, b in itertools.pairwise(times)]}, fh)
+                           "step_times_s": [b - a for a, b in itertools.pairwise(times)],
+                           "step_rss_bytes": perfstack._step_rss}, fh)
             # Best effort: without it the report lacks the live torch facts, nothing more.
             with contextlib.suppress(Exception):
                 _write_workload_env(folder)

@@ -104,6 +104,16 @@ class RunFolder:
         """Each step's duration in seconds (saved at the workload's exit), or []."""
         return self.rank(rank)._steps()[1]
 
+    def step_resident(self, rank: int | None = None) -> list[int]:
+        """The process's resident memory (bytes) just after each step, or [] where the
+        kernel did not say."""
+        data = _read_json(self.rank(rank).path / STEPS_FILE)
+        try:
+            values = [int(v) for v in data["step_rss_bytes"]]
+        except (KeyError, TypeError, ValueError):
+            return []
+        return values if all(v > 0 for v in values) else []
+
     def _steps(self) -> tuple[int | None, list[float]]:
         data = _read_json(self.path / STEPS_FILE)
         try:

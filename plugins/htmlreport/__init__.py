@@ -30,12 +30,14 @@ from . import page
 from .charts import LAYER_COLOURS, bar_chart, esc, timeseries
 from .diffpage import diff_panes
 from .flame import flame_tree
+from .memchart import memory_section
 from .roofchart import roofline_section
 from .stepchart import steps_section
 from .tables import SORT_FIRST, layer_tables
 
 PANE_TITLES = {"pane-overview": "Overview", "pane-python": "Python", "pane-ops": "Ops",
                "pane-kernels": "Kernels", "pane-hardware": "Hardware",
+               "pane-memory": "Memory",
                "pane-distributed": "Distributed"}
 
 
@@ -114,8 +116,8 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
     flame, flame_why = flame_tree(report, options.report_dir)
     overview = "".join([
         page.header(view), page.answer(view), page.findings(view), page.budget(view),
-        page.device(view), steps_section(view), page.ranks(view.ranks), page.drill_down(view),
-        page.top_functions(view), page.backends(view),
+        memory_section(view), page.device(view), steps_section(view), page.ranks(view.ranks),
+        page.drill_down(view), page.top_functions(view), page.backends(view),
         page.metrics(view), page.artifacts(view, options.report_dir, page_dir)])
     python = ('<h2>Flame graph of the Python stacks</h2>'
               + ('<div id="flame-box"></div><h2>Call tree</h2><div id="tree-box"></div>'
@@ -133,6 +135,10 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
                 + (timeseries(report, options.report_dir) if report.backend("nvml") else ""))
     panes = {"pane-overview": overview, "pane-python": python, "pane-ops": ops,
              "pane-kernels": kernels, "pane-hardware": hardware}
+    if view.memory is not None or tables[Layer.MEMORY]:
+        panes["pane-memory"] = (memory_section(view, chart=True) + "<h2>By function</h2>"
+                                + _tables_html(tables[Layer.MEMORY],
+                                               "no memory rows (--plugins memray)"))
     distributed = _distributed(report)
     if distributed:
         panes["pane-distributed"] = distributed

@@ -29,7 +29,8 @@ from perfstack.report.units import fmt_value
 from .charts import esc
 
 PANES = {"python": ("pane-python", "Python"), "framework": ("pane-ops", "Ops"),
-         "kernel": ("pane-kernels", "Kernels"), "hardware": ("pane-hardware", "Hardware")}
+         "kernel": ("pane-kernels", "Kernels"), "hardware": ("pane-hardware", "Hardware"),
+         "memory": ("pane-memory", "Memory")}
 
 
 def _num(value: float | None, unit: str) -> list[Any]:

@@ -18,7 +18,7 @@ from perfstack.report.units import fmt_value
 
 #: The pane each layer's tables are shown in.
 PANES = {"python": "pane-python", "framework": "pane-ops", "kernel": "pane-kernels",
-         "hardware": "pane-hardware"}
+         "hardware": "pane-hardware", "memory": "pane-memory"}
 #: Units whose values add up when ops are grouped by name (times, counts, FLOPs, bytes).
 ADDITIVE = ("s", "count", "flop", "B", "bytes")
 

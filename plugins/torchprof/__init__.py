@@ -51,7 +51,7 @@ class TorchBackend(Backend):
     """torch.profiler, CPU activity plus CUDA when a GPU is present."""
 
     name = "torch"
-    layers = (Layer.FRAMEWORK, Layer.KERNEL, Layer.PYTHON)
+    layers = (Layer.FRAMEWORK, Layer.KERNEL, Layer.PYTHON, Layer.MEMORY)
     description = "torch.profiler: ops with shapes, FLOPs and memory; CUDA kernels; Perfetto trace"
     openers = ((".pt.trace.json", "ui.perfetto.dev or TensorBoard"),
                (".pt.trace.json.gz", "ui.perfetto.dev"))
@@ -62,7 +62,9 @@ class TorchBackend(Backend):
         Option("active", "recorded steps in each cycle", 3, int, minimum=1),
         Option("repeat", "cycles of the schedule (0: until the end)", 1, int, minimum=0),
         Option("no_shapes", "do not record input shapes (lower overhead, no FLOPs)", flag=True),
-        Option("memory", "record allocations (profile_memory)", flag=True),
+        Option("memory", "record allocations (profile_memory) with Python stacks, and what "
+               "held torch's memory at its peak by category (parameters, gradients, optimizer "
+               "state, activations...); slow", flag=True),
         Option("stack", "record Python stacks (with_stack): Python rows and op links; slow",
                flag=True),
         Option("no_flops", "do not count FLOPs", flag=True),
@@ -88,8 +90,10 @@ class TorchBackend(Backend):
             schedule = {"skip_first": max(k - 1, 0), "wait": 0, "warmup": min(k, 1),
                         "active": ctx.steps.measured, "repeat": 1}
         settings = {
-            **schedule, "record_shapes": not o.get("no_shapes"),
-            "profile_memory": bool(o.get("memory")), "with_stack": bool(o.get("stack")),
+            **schedule, "record_shapes": not o.get("no_shapes") or bool(o.get("memory")),
+            # torch's memory categories need shapes and stacks beside the allocations.
+            "profile_memory": bool(o.get("memory")),
+            "with_stack": bool(o.get("stack") or o.get("memory")),
             "with_flops": not o.get("no_flops") and not o.get("no_shapes"),
             "ranks": o.get("ranks", "0"),
         }
@@ -181,7 +185,17 @@ class TorchBackend(Backend):
             notes.append("partial: the profiler did not finish cleanly")
         artifacts: dict[str, Path] = {
             ("trace" if i == 0 else f"trace-{i}"): p for i, p in enumerate(traces)}
-        return Collected(rows=rows, metrics=metrics, artifacts=artifacts, notes=notes)
+        findings: list[Finding] = []
+        if ctx.options.get("memory"):
+            from .memrows import memory_categories
+
+            mem_rows, mem_metrics, findings, mem_notes = memory_categories(folder)
+            if mem_rows:
+                rows[Layer.MEMORY] = mem_rows
+            metrics += mem_metrics
+            notes += mem_notes
+        return Collected(rows=rows, metrics=metrics, artifacts=artifacts, notes=notes,
+                         findings=findings)
 
 
 #: Mean CPU time per op (s) below which ops are small enough for dispatch to dominate.

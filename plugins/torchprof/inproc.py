@@ -44,6 +44,27 @@ def _write_sidecar(folder: str, info: dict[str, Any]) -> None:
     os.replace(tmp, os.path.join(folder, SIDECAR))
 
 
+def _save_categories(prof: Any, folder: str, cycle: int) -> None:
+    """Save torch's memory categories at the peak of this cycle (``--torch-memory``); where
+    torch cannot compute them, save why."""
+    from .memcats import MEMORY_SIDECAR, categories
+
+    path = os.path.join(folder, MEMORY_SIDECAR)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            saved = json.load(fh)
+    except (OSError, ValueError):
+        saved = {"cycles": []}
+    try:
+        saved["cycles"].append({"cycle": cycle, "devices": categories(prof)})
+    except Exception as exc:  # a private torch API: say why, never fail the run
+        saved["cycles"].append({"cycle": cycle, "error": f"{type(exc).__name__}: {exc}"})
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(saved, fh)
+    os.replace(tmp, path)
+
+
 def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
     """Start torch.profiler in this process; return the function that stops it and saves."""
     if not _rank_selected(str(options.get("ranks", "0"))):
@@ -79,6 +100,8 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
         path = os.path.join(folder, name)
         prof.export_chrome_trace(path)
         state["traces"].append({"file": os.path.basename(path), "at_step": state["steps"]})
+        if prof.profile_memory and prof.with_stack and prof.record_shapes:
+            _save_categories(prof, folder, len(state["traces"]) - 1)
 
     prof = profile(activities=activities, schedule=pick, on_trace_ready=ready,
                    record_shapes=bool(options.get("record_shapes", True)),

@@ -1,0 +1,101 @@
+"""Where the memory goes, beside where the time goes: the peaks, what held the heap at its
+peak, what grew step over step, as every format shows it.
+
+Read from the memory layer (rows valued ``at_peak``, ``growth_per_step``, ``at_exit`` in
+bytes) and the metrics that define each peak once: ``peak_heap`` (what the workload's
+allocations held at most), ``max_rss`` (what the process held in RAM at most) and
+``heap_growth_per_step``; rows of kind ``category`` are what held the tensors' peak
+(``torch_peak_memory``) by what they are (activations, parameters...). Whichever backend
+measured them; the view names none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from perfstack.analysis.layerview import display_name
+from perfstack.analysis.origin import workload_dir
+from perfstack.report import Layer, Metric, Report, Row
+
+#: The metrics this view shows (the report's default metrics table leaves them out).
+METRICS = ("peak_heap", "peak_heap_at", "peak_heap_step", "heap_growth_per_step",
+           "heap_at_exit", "torch_peak_memory", "step_resident")
+
+
+@dataclass
+class Holder:
+    """One function's part of the memory."""
+
+    key: str
+    name: str  # as shown: 'function (file.py:line)', 'import torch', ...
+    at_peak: float | None  # bytes held at the heap's peak
+    share: float | None  # of the peak heap, 0..100
+    growth: float | None  # bytes more after each step
+    at_exit: float | None  # bytes still held when the script ended
+    ours: bool
+
+
+@dataclass
+class MemoryView:
+    """The peaks, the holders at the peak and what grew."""
+
+    peak_heap: Metric | None
+    peak_at: Metric | None
+    peak_step: Metric | None
+    steps: int | None  # the steps the run made, when the growth was read per step
+    resident: Metric | None  # the process's peak resident memory
+    growth: Metric | None
+    holders: list[Holder]
+    growing: list[Holder]
+    source: str  # the backend whose rows these are
+    tensors: Metric | None = None  # the tensors' peak, whose categories are below
+    categories: list[Holder] = field(default_factory=list)  # share: of the tensors' peak
+    #: the resident memory after each step of a run with no profiler (samples in step order)
+    resident_steps: Metric | None = None
+
+
+def _value(row: Row, name: str) -> float | None:
+    q = row.values.get(name)
+    return float(q.value) if q is not None and isinstance(q.value, (int, float)) else None
+
+
+def memory_view(report: Report, top: int = 5) -> MemoryView | None:
+    """The memory view, None when nothing measured where the memory goes."""
+    rows = [r for r in report.layers.get(Layer.MEMORY, []) if "at_peak" in r.values]
+    peak = report.metric("peak_heap")
+    tensors = next((m for m in report.metrics if m.name.startswith("torch_peak_memory")), None)
+    per_step = report.metric("step_resident")
+    if not rows and peak is None and tensors is None and per_step is None:
+        return None
+    home = workload_dir(report)
+
+    def holder(row: Row, of: Metric | None) -> Holder:
+        total = float(of.value) if of is not None and isinstance(of.value, (int, float)) \
+            else None
+        held = _value(row, "at_peak")
+        return Holder(row.key, display_name(row, home), held,
+                      100 * held / total if held is not None and total else None,
+                      _value(row, "growth_per_step"), _value(row, "at_exit"),
+                      bool(row.attrs.get("ours")))
+
+    kinds = [r for r in rows if r.attrs.get("kind") == "category"]
+    functions = [r for r in rows if r.attrs.get("kind") != "category"]
+    by_peak = sorted(functions, key=lambda r: _value(r, "at_peak") or 0.0, reverse=True)
+    grown = sorted((r for r in functions if (_value(r, "growth_per_step") or 0.0) > 0),
+                   key=lambda r: _value(r, "growth_per_step") or 0.0, reverse=True)
+    growth = report.metric("heap_growth_per_step")
+    # The growth's samples are steps 2 to N-1 (the first holds the set-up; the script may
+    # end just after the last).
+    steps = len(growth.samples) + 2 if growth is not None and growth.samples else None
+    first = kinds[0].attrs.get("device") if kinds else None
+    return MemoryView(
+        peak_heap=peak, peak_at=report.metric("peak_heap_at"),
+        peak_step=report.metric("peak_heap_step"), steps=steps,
+        resident=report.metric("max_rss"), growth=growth,
+        holders=[holder(r, peak) for r in by_peak[:top]],
+        growing=[holder(r, peak) for r in grown[:3]],
+        source=(functions or rows)[0].source if rows else
+        (peak.source if peak is not None else ""),
+        tensors=tensors,
+        categories=[holder(r, tensors) for r in kinds if r.attrs.get("device") == first],
+        resident_steps=per_step)

@@ -1,0 +1,31 @@
+"""The text report's memory section (``perfstack.render.text`` lays out the page and calls
+it)."""
+
+from __future__ import annotations
+
+from perfstack.analysis.view import View
+from perfstack.render.memorywords import (
+    HOLDER_COLUMNS,
+    MEMORY_TITLE,
+    holder_cells,
+    memory_lines,
+    relation_line,
+)
+from perfstack.render.textgrid import Column, Page, table, wrap
+
+
+def memory(page: Page, view: View) -> None:
+    """Where the memory goes: the peaks, the holders at the peak, the growth."""
+    v = view.memory
+    if v is None:
+        return
+    page.section(MEMORY_TITLE)
+    for line in memory_lines(v):
+        page.extend(wrap(line, page.width, indent=4, first="  "))
+    if v.holders:
+        page.add("")
+        page.extend(table([Column("held at the peak by", name=True),
+                           *(Column(c) for c in HOLDER_COLUMNS)], holder_cells(v), page.width))
+    relation = relation_line(v)
+    if relation:
+        page.extend(wrap(relation, page.width, indent=4, first="  "))

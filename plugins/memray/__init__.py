@@ -1,0 +1,98 @@
+"""The ``memray`` backend: where the memory goes, by Python function (memory layer).
+
+Bloomberg's memray tracks every allocation of the workload process (malloc, mmap and what
+goes through them: torch's CPU tensors, numpy's arrays, Python's object arenas), with native
+frames, in a run of its own: the bootstrap starts memray's ``Tracker`` before the script
+(``inproc``) and notes when each step ended. The capture is read through memray's reader API
+(``capture``): the peak of the heap and when it happened, what each function held at the
+peak, allocated over the run and still held at exit, its temporary allocations, and how much
+more it held after each step than after the one before; its findings (memory that grows step
+over step, temporaries in the hot loop) come from there.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from typing import Any, ClassVar
+
+from perfstack import hookimpl
+from perfstack.backend import (
+    Availability,
+    Backend,
+    Collected,
+    InProcessHook,
+    Launch,
+    Option,
+    Outcome,
+    RunContext,
+)
+from perfstack.report import Layer
+
+from .capture import read
+from .inproc import CAPTURE, SIDECAR
+from .summary import step_ends, summarize
+
+INPROC = "perfstack_plugins.memray.inproc:start"
+
+
+class MemrayBackend(Backend):
+    """memray: every allocation with its Python (and native) stack; the memory layer."""
+
+    name = "memray"
+    layers = (Layer.MEMORY,)
+    primary: ClassVar[str] = "at_peak"
+    publishes = ("peak_heap", "heap_growth_per_step", "temporary_allocations")
+    openers = ((".bin", "python -m memray flamegraph FILE (or stats, tree, table)"),)
+    description = "memray: the heap's peak and growth by Python function, temporaries, leaks"
+    options = (
+        Option("no_native", "leave native (C/C++) frames out of the capture (lower "
+               "overhead; the capture's flame graph then stops at Python)", flag=True),
+        Option("interval_ms", "milliseconds between memray's samples of the heap and the "
+               "resident memory", 10, int, minimum=1, maximum=10_000),
+        Option("temporary_threshold", "an allocation freed within this many further "
+               "allocations is temporary (memray's threshold)", 1, int, minimum=1,
+               maximum=1000),
+    )
+
+    def check(self) -> Availability:
+        """Available when memray is installed (found without importing it)."""
+        if importlib.util.find_spec("memray") is None:
+            return Availability.no("memray is not installed", "pip install memray")
+        return Availability.yes()
+
+    def launch(self, ctx: RunContext) -> Launch:
+        """Start memray's tracker in the workload process."""
+        settings = {"native": not ctx.options.get("no_native"),
+                    "interval_ms": int(ctx.options.get("interval_ms") or 10)}
+        return Launch(inprocess=[InProcessHook(INPROC, settings)])
+
+    def collect(self, ctx: RunContext, outcome: Outcome | None) -> Collected:
+        """Read memray's capture into the memory layer, metrics and findings."""
+        path = ctx.artifact_dir / CAPTURE
+        if not path.is_file() or path.stat().st_size == 0:
+            if outcome is not None and not outcome.record.exit.clean:
+                return Collected(notes=["memray wrote no capture: the workload ended first"])
+            raise RuntimeError("memray wrote no capture")
+        ends, explicit = step_ends(ctx.artifact_dir / SIDECAR)
+        capture = read(path, _home(ctx), ends,
+                       threshold=int(ctx.options.get("temporary_threshold") or 1))
+        collected = summarize(capture, len(ends), explicit, _home(ctx))
+        collected.artifacts["capture"] = path
+        if outcome is not None and not outcome.record.exit.clean:
+            collected.notes.append("the workload did not end cleanly: the capture holds what "
+                                   "ran until then")
+        return collected
+
+
+def _home(ctx: RunContext) -> str:
+    """The workload's folder: its script's, or the current folder for ``-m``."""
+    if ctx.workload.module:
+        return os.getcwd()
+    return os.path.dirname(os.path.abspath(ctx.workload.target))
+
+
+@hookimpl
+def perfstack_backends() -> list[Any]:
+    """Provide the memray backend."""
+    return [MemrayBackend()]

@@ -1,0 +1,129 @@
+"""Where the memory goes: the memray backend and torch's memory categories, on three bundled
+workloads whose truth is known from their own sizes (workloads/mem_*.py), checked against
+memray's own ``memray stats`` on the same capture."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT, perfstack_in
+
+pytest.importorskip("memray")
+pytest.importorskip("torch")
+
+#: What workloads/mem_leak.py keeps a step: its outputs, batch x width float32.
+LEAK_STEPS, LEAK_BATCH, LEAK_WIDTH = 24, 64, 512
+LEAK_PER_STEP = LEAK_BATCH * LEAK_WIDTH * 4
+
+
+def _run(tmp: Path, plugins: str, script: str, *args: str,
+         options: tuple[str, ...] = ()) -> dict[str, Any]:
+    result = perfstack_in(tmp, "run", "-q", "--plugins", plugins, *options, "--repeat", "0",
+                          "--warmup", "0", "-o", "report.json",
+                          str(ROOT / "workloads" / script), "--", *args, timeout=300)
+    assert result.code == 0, result.stderr
+    return result.report("report.json")
+
+
+@pytest.fixture(scope="module")
+def leak(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """One memray run of the leaking loop; returns its folder and report."""
+    tmp = tmp_path_factory.mktemp("leak")
+    return tmp, _run(tmp, "memray", "mem_leak.py", "--steps", str(LEAK_STEPS),
+                     "--batch-size", str(LEAK_BATCH), "--width", str(LEAK_WIDTH))
+
+
+@pytest.fixture(scope="module")
+def temporaries(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One memray run of the loop that allocates temporaries."""
+    return _run(tmp_path_factory.mktemp("temporaries"), "memray", "mem_temporaries.py",
+                "--steps", "8", "--samples", "32")
+
+
+@pytest.fixture(scope="module")
+def activations(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The activation-heavy MLP under torch's memory profile (--torch-memory)."""
+    return _run(tmp_path_factory.mktemp("activations"), "torch", "mem_activations.py",
+                "--steps", "4", options=("--torch-memory",))
+
+
+def _findings(report: dict[str, Any], rule: str) -> list[dict[str, Any]]:
+    return [f for f in report["findings"] if f["rule"] == rule]
+
+
+def _metric(report: dict[str, Any], name: str) -> Any:
+    return next(m["value"] for m in report["metrics"] if m["name"] == name)
+
+
+def _row(report: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(r for r in report["layers"]["memory"] if r["name"] == name)
+
+
+def test_a_leak_is_named_with_its_function_and_bytes_per_step(
+        leak: tuple[Path, dict[str, Any]]) -> None:
+    _, report = leak
+    found = _findings(report, "memory.grows")
+    assert len(found) == 1, report["findings"]
+    assert "remember_outputs (mem_leak.py:" in found[0]["title"], found[0]
+    grows = _row(report, "remember_outputs")["values"]["growth_per_step"]["value"]
+    assert abs(grows - LEAK_PER_STEP) <= 0.1 * LEAK_PER_STEP, grows
+    held = _row(report, "remember_outputs")["values"]["at_exit"]["value"]
+    assert held >= LEAK_STEPS * LEAK_PER_STEP, held  # every step's outputs, still held
+    # The heap as a whole grows by the leak too: read from its low point in each step, a
+    # noisier figure than one function's (other functions come and go within steps).
+    heap = _metric(report, "heap_growth_per_step")
+    assert abs(heap - LEAK_PER_STEP) <= 0.25 * LEAK_PER_STEP, heap
+    assert not _findings(report, "memory.temporaries")
+
+
+def test_the_peak_and_totals_are_memray_stats_own(leak: tuple[Path, dict[str, Any]]) -> None:
+    """``memray stats`` run by hand on the same capture: the same peak, allocations and
+    bytes."""
+    folder, report = leak
+    capture = folder / ".perfstack" / "runs" / "latest" / "memray" / "memray.bin"
+    out = folder / "stats.json"
+    subprocess.run([sys.executable, "-m", "memray", "stats", "--json", "-o", str(out), "-f",
+                    str(capture)], check=True, capture_output=True, timeout=120)
+    stats = json.loads(out.read_text())
+    peak = stats["metadata"]["peak_memory"]
+    assert abs(_metric(report, "peak_heap") - peak) <= 0.05 * peak
+    assert _metric(report, "allocations") == stats["total_num_allocations"]
+    assert _metric(report, "allocated_bytes") == stats["total_bytes_allocated"]
+
+
+def test_temporaries_in_the_loop_are_named(temporaries: dict[str, Any]) -> None:
+    found = _findings(temporaries, "memory.temporaries")
+    assert len(found) == 1, temporaries["findings"]
+    assert "mem_temporaries.py:" in found[0]["title"], found[0]
+    assert not _findings(temporaries, "memory.grows")
+
+
+def test_activations_dominate_and_the_categories_add_up(activations: dict[str, Any]) -> None:
+    found = _findings(activations, "memory.activation")
+    assert len(found) == 1, activations["findings"]
+    assert found[0]["title"].startswith("activations hold "), found[0]
+    rows = [r for r in activations["layers"]["memory"] if r["attrs"]["kind"] == "category"]
+    total = _metric(activations, "torch_peak_memory")
+    assert sum(r["values"]["at_peak"]["value"] for r in rows) == total
+    held = {r["attrs"]["category"]: r["values"]["at_peak"]["value"] for r in rows}
+    # 12 layers of 4096 x 128 float32 activations saved for the backward pass; 12 weights of
+    # 128 x 128 and their biases.
+    assert held["activation"] >= 12 * 4096 * 128 * 4
+    assert held["parameter"] == 12 * (128 * 128 + 128) * 4
+
+
+def test_the_report_says_where_the_memory_goes(leak: tuple[Path, dict[str, Any]]) -> None:
+    folder, _ = leak
+    shown = perfstack_in(folder, "show", "report.json", env={"COLUMNS": "80"})
+    assert shown.code == 0, shown.stderr
+    text = shown.stdout
+    assert "Where the memory goes" in text
+    section = text.split("Where the memory goes", 1)[1]
+    assert "peak heap " in section and "remember_outputs (mem_leak.py:" in section
+    assert max(len(line) for line in text.splitlines()) <= 80
