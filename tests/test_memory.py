@@ -127,3 +127,32 @@ def test_the_report_says_where_the_memory_goes(leak: tuple[Path, dict[str, Any]]
     section = text.split("Where the memory goes", 1)[1]
     assert "peak heap " in section and "remember_outputs (mem_leak.py:" in section
     assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_every_format_says_the_same_about_memory(leak: tuple[Path, dict[str, Any]]) -> None:
+    """The memory section's sentences and holders' table, word for word, in the text, the
+    markdown and the HTML."""
+    import html
+    import re
+
+    import perfstack
+    from perfstack.analysis.view import build
+    from perfstack.render.memorywords import holder_cells, memory_lines
+
+    folder, _ = leak
+    view = build(perfstack.load(folder / "report.json"), top=5)
+    assert view.memory is not None
+    wanted = [*memory_lines(view.memory), *(c for row in holder_cells(view.memory)
+                                            for c in row if c != "—")]
+
+    def flat(text: str) -> str:
+        return re.sub(r"\s+", " ", text)
+
+    text = flat(perfstack_in(folder, "show", "report.json", env={"COLUMNS": "200"}).stdout)
+    markdown = flat(perfstack_in(folder, "show", "report.json", "--format", "markdown")
+                    .stdout.replace("\\", ""))
+    page = flat(html.unescape(re.sub(r"<[^>]+>", " ", perfstack_in(
+        folder, "show", "report.json", "--format", "html").stdout)))
+    for name, shown in (("text", text), ("markdown", markdown), ("html", page)):
+        missing = [w for w in wanted if flat(w) not in shown]
+        assert not missing, f"{name} lacks {missing}"

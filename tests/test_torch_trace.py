@@ -180,7 +180,7 @@ def test_an_event_with_a_quote_in_its_name_is_read_not_taken_for_the_end(tmp_pat
 def test_the_profilers_closing_range_is_not_a_step() -> None:
     """torch opens a step range for the step in which the profiler stops: a last range of
     0.05 ms after steps of 260 ms is left out of the steps and their windows; a last step
-    merely quicker is kept."""
+    merely quicker, or one that ran ops, is kept."""
     from perfstack_plugins.torchprof.rows import closing_stub
 
     steps = [0.26, 0.25, 0.27, 0.00005]
@@ -190,6 +190,15 @@ def test_the_profilers_closing_range_is_not_a_step() -> None:
     quick = [0.26, 0.25, 0.27, 0.05]
     assert closing_stub(quick, [(0, 1), (1, 2), (2, 3), (3, 4)]) is None and len(quick) == 4
     assert closing_stub([0.2, 0.00005], [(0, 1), (1, 2)]) is None  # too few to tell
+    # A quick last range that ran ops is a step: on a loaded machine the first steps of a
+    # tiny loop took 24 and 8 ms and its last real step 0.3 ms (a suite run dropped it as
+    # the closing range); an empty one after it is the closing range.
+    loaded = [0.0237, 0.0080, 0.0005, 0.0003]
+    spans = [(0.0, 23.7), (24.0, 32.0), (32.5, 33.0), (33.2, 33.5)]
+    assert closing_stub(loaded, spans, [1.0, 25.0, 32.6, 33.3]) is None and len(loaded) == 4
+    stub = [*loaded, 0.0001]
+    assert closing_stub(stub, [*spans, (33.6, 33.7)], [1.0, 25.0, 32.6, 33.3]) == 0.0001
+    assert stub == loaded
 
 
 @pytest.mark.parametrize("loader", [True, False])

@@ -19,7 +19,7 @@ from perfstack.report import Layer, Metric, Report, Row
 
 #: The metrics this view shows (the report's default metrics table leaves them out).
 METRICS = ("peak_heap", "peak_heap_at", "peak_heap_step", "heap_growth_per_step",
-           "heap_at_exit", "torch_peak_memory", "step_resident")
+           "heap_at_exit", "torch_peak_memory", "step_resident", "step_heap")
 
 
 @dataclass
@@ -52,6 +52,8 @@ class MemoryView:
     categories: list[Holder] = field(default_factory=list)  # share: of the tensors' peak
     #: the resident memory after each step of a run with no profiler (samples in step order)
     resident_steps: Metric | None = None
+    #: the heap's low point in each step, from the second (samples in step order)
+    heap_steps: Metric | None = None
 
 
 def _value(row: Row, name: str) -> float | None:
@@ -84,9 +86,10 @@ def memory_view(report: Report, top: int = 5) -> MemoryView | None:
     grown = sorted((r for r in functions if (_value(r, "growth_per_step") or 0.0) > 0),
                    key=lambda r: _value(r, "growth_per_step") or 0.0, reverse=True)
     growth = report.metric("heap_growth_per_step")
-    # The growth's samples are steps 2 to N-1 (the first holds the set-up; the script may
-    # end just after the last).
-    steps = len(growth.samples) + 2 if growth is not None and growth.samples else None
+    lows = report.metric("step_heap")
+    # The low points are steps 2 to N-1 (the first holds the set-up; the script may end
+    # just after the last).
+    steps = len(lows.samples) + 2 if lows is not None and lows.samples else None
     first = kinds[0].attrs.get("device") if kinds else None
     return MemoryView(
         peak_heap=peak, peak_at=report.metric("peak_heap_at"),
@@ -98,4 +101,4 @@ def memory_view(report: Report, top: int = 5) -> MemoryView | None:
         (peak.source if peak is not None else ""),
         tensors=tensors,
         categories=[holder(r, tensors) for r in kinds if r.attrs.get("device") == first],
-        resident_steps=per_step)
+        resident_steps=per_step, heap_steps=lows)

@@ -19,7 +19,7 @@ from .charts import esc
 from .page import _table
 
 #: Each series' colour and what it is.
-SERIES = (("heap_growth_per_step", "#e15759", "heap, each step's low point (memray run)"),
+SERIES = (("step_heap", "#e15759", "heap, each step's low point (memray run)"),
           ("step_resident", "#4e79a7", "resident (run with no profiler)"))
 
 
@@ -30,7 +30,7 @@ def _chart(metric: Metric, colour: str, label: str, chart_id: str) -> str:
     low, high = min(values), max(values)
     span_v = (high - low) or 1.0
     # The heap's low points start at the second step (the first holds the set-up).
-    first = 2 if metric.name == "heap_growth_per_step" else 1
+    first = 2 if metric.name == "step_heap" else 1
     span = max(len(values) - 1, 1)
     points = " ".join(
         f"{left + (width - left - 10) * i / span:.1f},"
@@ -60,7 +60,7 @@ def memory_section(view: View, chart: bool = False) -> str:
            f"<ul>{lines}</ul>"]
     if chart:
         for n, (metric, (_, colour, label)) in enumerate(zip(
-                (v.growth, v.resident_steps), SERIES, strict=True)):
+                (v.heap_steps, v.resident_steps), SERIES, strict=True)):
             if metric is not None and metric.samples and len(metric.samples) > 1:
                 out.append(_chart(metric, colour, label, f"memory-chart-{n}"))
     if v.holders:

@@ -115,13 +115,16 @@ def _metrics(capture: Capture, steps: int) -> list[Metric]:
     if len(heap) >= 2:
         out.append(Metric(
             "heap_growth_per_step", round(slope, 1) if slope is not None else None, "B",
-            Layer.MEMORY, SOURCE, Better.LOWER, samples=[float(h) for h in heap],
-            samples_of="steps",
+            Layer.MEMORY, SOURCE, Better.LOWER,
             description="how much more the heap held in each step than in the one before: "
-            "the median of the slopes between every two steps' low points (the least the "
-            "heap held from the end of the step before to just after its own end; a few "
-            "steps that held more or less do not move it), from the second step to the one "
-            "before the last; the samples are those low points"))
+            "the median of the slopes between every two steps' low points (step_heap; a few "
+            "steps that held more or less do not move it)"))
+        out.append(Metric(
+            "step_heap", max(heap), "B", Layer.MEMORY, SOURCE, Better.LOWER,
+            samples=[float(h) for h in heap], samples_of="steps", detail=True,
+            description="each step's low point: the least the heap held from the end of the "
+            "step before to just after its own end (a step's passing tensors do not count), "
+            "from the second step to the one before the last; the value is their most"))
     if capture.peak_step is not None:
         out.append(Metric("peak_heap_step", capture.peak_step, "count", Layer.MEMORY, SOURCE,
                           Better.NEITHER, detail=True,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 import statistics
@@ -52,7 +53,7 @@ def _summarize(agg: TraceAggregate, with_flops: bool, stepped: bool) -> tuple[
     for tree in trees.values():
         ops.add(tree)
     groups, steps, windows = ops.groups, ops.steps, ops.windows
-    stub = closing_stub(steps, windows)
+    stub = closing_stub(steps, windows, [c[0] for c in ops.step_children])
     notes = [f"{len(steps)} profiled steps" if steps else "no steps: the whole run was profiled"]
     if stub is not None:
         notes.append(f"a last step range of {stub * 1e3:.3f} ms, the profiler closing, is "
@@ -116,16 +117,24 @@ def _summarize(agg: TraceAggregate, with_flops: bool, stepped: bool) -> tuple[
 STUB_FRACTION = 0.05
 
 
-def closing_stub(steps: list[float], windows: list[tuple[float, float]]) -> float | None:
+def closing_stub(steps: list[float], windows: list[tuple[float, float]],
+                 op_starts: list[float] | None = None) -> float | None:
     """Drop, in place, the profiler's closing step range when there is one: the last range
-    in time, under :data:`STUB_FRACTION` of the median of at least two others. Return its
-    duration (s), or None."""
+    in time, under :data:`STUB_FRACTION` of the median of at least two others, and holding
+    no op (``op_starts``: when each op directly under a step range started, µs; None where
+    the trace does not say). Return its duration (s), or None. (On a loaded machine a real
+    last step can be 20x quicker than its slowed first ones: its ops keep it a step.)"""
     if len(steps) < 3 or len(steps) != len(windows):
         return None
     last = max(range(len(windows)), key=lambda i: windows[i][0])
     others = steps[:last] + steps[last + 1:]
     if steps[last] >= STUB_FRACTION * statistics.median(others):
         return None
+    if op_starts:
+        starts = sorted(op_starts)
+        at = bisect.bisect_left(starts, windows[last][0])
+        if at < len(starts) and starts[at] <= windows[last][1]:
+            return None  # it ran ops: a quick step, not the closing range
     del windows[last]
     return steps.pop(last)
 
