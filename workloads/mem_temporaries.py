@@ -1,7 +1,8 @@
-"""A data-loading loop that allocates temporaries: each sample is decoded into a list of
-floats, normalised through two more lists and a string key, and thrown away, so every step
-makes thousands of short-lived allocations (each freed before the next is made) while the
-memory in use stays flat.
+"""A hand-written data-loading loop that allocates temporaries: each sample is decoded into a
+list of floats, normalised through two more lists, and thrown away once its batch is summed,
+so every step makes hundreds of short-lived allocations (each freed before the next is made)
+while the memory in use stays flat. Plain Python: what a loader often is before it meets
+numpy or torch.
 
     python workloads/mem_temporaries.py --steps 20 --samples 64 --features 256
 """
@@ -11,8 +12,6 @@ from __future__ import annotations
 import argparse
 import time
 
-import torch
-
 try:
     import perfstack
 except ImportError:  # pragma: no cover
@@ -20,25 +19,22 @@ except ImportError:  # pragma: no cover
 
 
 def decode(i: int, features: int) -> list[float]:
-    """A sample as a fresh list of floats (what a hand-written loader often does)."""
+    """A sample as a fresh list of floats."""
     return [float((i * 31 + j) % 97) for j in range(features)]
 
 
-def normalise(values: list[float]) -> torch.Tensor:
-    """Scale a sample to [0, 1] through two intermediate lists and a key string."""
+def normalise(values: list[float]) -> list[float]:
+    """Scale a sample to [0, 1] through an intermediate list."""
     low, high = min(values), max(values)
     shifted = [v - low for v in values]
-    scaled = [v / (high - low or 1.0) for v in shifted]
-    _key = "sample-" + str(len(scaled))
-    return torch.tensor(scaled)
+    return [v / (high - low or 1.0) for v in shifted]
 
 
 def run(steps: int, samples: int, features: int) -> float:
     total = 0.0
     for step in range(steps):
-        batch = torch.stack([normalise(decode(step * samples + i, features))
-                             for i in range(samples)])
-        total += float(batch.sum())
+        batch = [normalise(decode(step * samples + i, features)) for i in range(samples)]
+        total += sum(sum(sample) for sample in batch)
         if perfstack is not None:
             perfstack.step()
     return total

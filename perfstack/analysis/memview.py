@@ -22,6 +22,10 @@ METRICS = ("peak_heap", "peak_heap_at", "peak_heap_step", "heap_growth_per_step"
            "heap_at_exit", "torch_peak_memory", "step_resident", "step_heap")
 
 
+#: A function is listed as growing from this many bytes a step.
+GROWING = 1024
+
+
 @dataclass
 class Holder:
     """One function's part of the memory."""
@@ -83,7 +87,7 @@ def memory_view(report: Report, top: int = 5) -> MemoryView | None:
     kinds = [r for r in rows if r.attrs.get("kind") == "category"]
     functions = [r for r in rows if r.attrs.get("kind") != "category"]
     by_peak = sorted(functions, key=lambda r: _value(r, "at_peak") or 0.0, reverse=True)
-    grown = sorted((r for r in functions if (_value(r, "growth_per_step") or 0.0) > 0),
+    grown = sorted((r for r in functions if (_value(r, "growth_per_step") or 0.0) >= GROWING),
                    key=lambda r: _value(r, "growth_per_step") or 0.0, reverse=True)
     growth = report.metric("heap_growth_per_step")
     lows = report.metric("step_heap")

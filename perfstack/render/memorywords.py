@@ -66,12 +66,16 @@ def relation_line(v: MemoryView) -> str | None:
 def growth_line(v: MemoryView) -> str | None:
     """How much the heap grew a step, and who grew."""
     g = v.growth
-    if g is None or not isinstance(g.value, (int, float)):
+    if g is None:
         return None
     who = ", ".join(f"{h.name} {'+' if (h.growth or 0) >= 0 else ''}{_bytes(h.growth)}"
                     for h in v.growing)
-    head = (f"the heap grew {_bytes(float(g.value))} a step" if g.value > 0 else
-            "the heap did not grow step over step")
+    if not isinstance(g.value, (int, float)):
+        head = f"the heap's growth a step: {fmt_value(None, 'B', g.reason)}"
+    elif g.value > 0:
+        head = f"the heap grew {_bytes(float(g.value))} a step"
+    else:
+        head = "the heap did not grow step over step"
     return head + (f"; growing: {who}" if who else "")
 
 

@@ -49,7 +49,8 @@ class MemrayBackend(Backend):
         Option("no_native", "leave native (C/C++) frames out of the capture (lower "
                "overhead; the capture's flame graph then stops at Python)", flag=True),
         Option("interval_ms", "milliseconds between memray's samples of the heap and the "
-               "resident memory", 10, int, minimum=1, maximum=10_000),
+               "resident memory (a step's low point needs two: memray's own default, 10 ms, "
+               "is longer than many training steps)", 2, int, minimum=1, maximum=10_000),
         Option("temporary_threshold", "an allocation freed within this many further "
                "allocations is temporary (memray's threshold)", 1, int, minimum=1,
                maximum=1000),
@@ -64,7 +65,7 @@ class MemrayBackend(Backend):
     def launch(self, ctx: RunContext) -> Launch:
         """Start memray's tracker in the workload process."""
         settings = {"native": not ctx.options.get("no_native"),
-                    "interval_ms": int(ctx.options.get("interval_ms") or 10)}
+                    "interval_ms": int(ctx.options.get("interval_ms") or 2)}
         return Launch(inprocess=[InProcessHook(INPROC, settings)])
 
     def collect(self, ctx: RunContext, outcome: Outcome | None) -> Collected:
@@ -77,7 +78,8 @@ class MemrayBackend(Backend):
         ends, explicit = step_ends(ctx.artifact_dir / SIDECAR)
         capture = read(path, _home(ctx), ends,
                        threshold=int(ctx.options.get("temporary_threshold") or 1))
-        collected = summarize(capture, len(ends), explicit, _home(ctx))
+        collected = summarize(capture, len(ends), explicit, _home(ctx),
+                              int(ctx.options.get("interval_ms") or 2))
         collected.artifacts["capture"] = path
         if outcome is not None and not outcome.record.exit.clean:
             collected.notes.append("the workload did not end cleanly: the capture holds what "

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import bisect
 import functools
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,8 @@ Frame = tuple[str, str, int]
 _FREES = {1, 5, 15}  # PYMALLOC_FREE, FREE, MUNMAP
 #: Frames of perfstack's bootstrap and of runpy, which start the script: never the workload's.
 _STARTERS = ("perfstack/run/bootstrap.py", "/runpy.py", "<frozen runpy>")
+#: Frames of comprehensions: a frame of their own up to Python 3.11, inlined from 3.12.
+_COMPREHENSIONS = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
 #: The import machinery's frames: what runs below them is a module being imported.
 _IMPORTING = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>")
 
@@ -73,7 +76,10 @@ class Capture:
     #: tensors do not count), and the resident memory just after it ended
     heap_at_steps: list[int] = field(default_factory=list)
     rss_at_steps: list[int] = field(default_factory=list)
-    #: the step during which the peak happened (1-based, to the 10 ms of memray's memory
+    #: memray's memory snapshots in a step (the median over the steps read): under two, a
+    #: step's low point is one snapshot caught wherever the step was
+    snapshots_per_step: float = 0.0
+    #: the step during which the peak happened (1-based, to the interval of memray's memory
     #: snapshots); None without steps or when it happened after the last step
     peak_step: int | None = None
 
@@ -114,18 +120,20 @@ def charge(stack: Sequence[Frame], thread: str, home: str | None,
     the workload's own code."""
     cache = {} if ours is None else ours
     outer_import = -1
-    for i, frame in enumerate(stack):
-        if frame[1] in _IMPORTING:
+    for i in range(len(stack) - 1, -1, -1):  # from the outside in: the outermost import
+        if stack[i][1] in _IMPORTING:
             outer_import = i
+            break
+    if outer_import > 0:  # memory a module took while first imported: that module's
+        for _, file, _ in reversed(stack[:outer_import]):
+            if file not in _IMPORTING and not file.endswith(_STARTERS):
+                name = _import_name(file, home)
+                return name, name, file, 0, False
     mine: Frame | None = None
     library: Frame | None = None
-    inner_module: str | None = None
-    for i, (function, file, line) in enumerate(stack):
-        if file in _IMPORTING or file.endswith(_STARTERS):
-            continue
-        if i < outer_import:
-            inner_module = file  # the last one before the outermost import: its module
-            continue
+    for function, file, line in stack:
+        if file in _IMPORTING or file.endswith(_STARTERS) or function in _COMPREHENSIONS:
+            continue  # a comprehension's memory is its function's (as from 3.12, PEP 709)
         if library is None:
             library = (function, file, line)
         own = cache.get(file)
@@ -134,10 +142,6 @@ def charge(stack: Sequence[Frame], thread: str, home: str | None,
         if own:
             mine = (function, file, line)
             break
-    if inner_module is not None:  # memory a module took while first imported
-        module = module_of(inner_module) or origin(inner_module, home).path.removesuffix(".py")
-        name = f"import {module}"
-        return name, name, inner_module, 0, False
     found = mine or library
     if found is not None and mine is None and \
             origin(found[1], home).library == "perfstack":
@@ -149,6 +153,12 @@ def charge(stack: Sequence[Frame], thread: str, home: str | None,
     function, file, line = found
     start = first_line(function, file, line)
     return f"{function} ({file}:{start})", function, file, start, mine is not None
+
+
+@functools.cache
+def _import_name(file: str, home: str | None) -> str:
+    """'import torch._dynamo' for the module a file is."""
+    return "import " + (module_of(file) or origin(file, home).path.removesuffix(".py"))
 
 
 class _Charger:
@@ -235,13 +245,10 @@ def read(path: Path, home: str | None, step_ends_ns: Iterable[int] = (),
                 if not site.at_steps:
                     site.at_steps = [0] * len(at)
                 _add_live(site.at_steps, at, record.intervals)
-        _, by_snapshot = reader.get_temporal_high_water_mark_allocation_records(
-            merge_threads=True)
     start_ms = meta.start_time.timestamp() * 1000
     peak_at_s = peak_step = None
-    if by_snapshot and times:
-        index = max(range(len(by_snapshot)), key=by_snapshot.__getitem__)
-        peak_ms = times[min(index, len(times) - 1)]
+    if snapshots:  # the snapshot that saw the most heap: the peak, to memray's interval
+        peak_ms = max(snapshots, key=lambda snap: snap.heap).time
         peak_at_s = max(peak_ms - start_ms, 0.0) / 1000
         during = bisect.bisect_left(all_ends, int(peak_ms * 1_000_000))
         if during < len(all_ends):  # else before any step, or after the last one
@@ -253,7 +260,14 @@ def read(path: Path, home: str | None, step_ends_ns: Iterable[int] = (),
         allocated=sum(t[0] for t in totals.values()), temporary=temporary, at_exit=at_exit,
         peak_rss=max((s.rss for s in snapshots), default=None), native=meta.has_native_traces,
         sites=charger.sites, heap_at_steps=_low_points(snapshots, at),
+        snapshots_per_step=_per_step(at),
         rss_at_steps=[snapshots[i].rss for i in at], peak_step=peak_step)
+
+
+def _per_step(at: list[int]) -> float:
+    """The median count of memory snapshots between one step's end and the next's."""
+    gaps = sorted(b - a for a, b in itertools.pairwise(at))
+    return float(gaps[len(gaps) // 2]) if gaps else 0.0
 
 
 def _low_points(snapshots: Sequence[Any], at: list[int]) -> list[int]:

@@ -32,7 +32,7 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None]:
 
     path = os.path.join(folder, CAPTURE)
     tracker = memray.Tracker(path, native_traces=bool(options.get("native", True)),
-                             memory_interval_ms=int(options.get("interval_ms", 10)),
+                             memory_interval_ms=int(options.get("interval_ms", 2)),
                              follow_fork=False, trace_python_allocators=False)
     steps: list[int] = []
 

@@ -86,7 +86,13 @@ def _row(site: Site, steps: bool, points: int) -> Row:
     return Row(site.key, site.function, SOURCE, values, attrs)
 
 
-def _metrics(capture: Capture, steps: int) -> list[Metric]:
+#: What heap_growth_per_step counts.
+GROWTH_WORDS = ("how much more the heap held in each step than in the one before: the median "
+                "of the slopes between every two steps' low points (step_heap; a few steps "
+                "that held more or less do not move it)")
+
+
+def _metrics(capture: Capture, steps: int, interval_ms: int) -> list[Metric]:
     heap = capture.heap_at_steps
     slope = _robust_slope(heap)
     out = [
@@ -112,13 +118,17 @@ def _metrics(capture: Capture, steps: int) -> list[Metric]:
                description="allocations freed before the next allocation was made (memray's "
                "temporary allocations)"),
     ]
-    if len(heap) >= 2:
+    if len(heap) >= 2 and capture.snapshots_per_step < 2:
+        out.append(Metric(
+            "heap_growth_per_step", None, "B", Layer.MEMORY, SOURCE, Better.LOWER,
+            reason=f"the steps are shorter than two of memray's memory snapshots "
+            f"({interval_ms} ms apart, --memray-interval-ms): a step's low point cannot be "
+            "read (each function's growth can)",
+            description=GROWTH_WORDS))
+    elif len(heap) >= 2:
         out.append(Metric(
             "heap_growth_per_step", round(slope, 1) if slope is not None else None, "B",
-            Layer.MEMORY, SOURCE, Better.LOWER,
-            description="how much more the heap held in each step than in the one before: "
-            "the median of the slopes between every two steps' low points (step_heap; a few "
-            "steps that held more or less do not move it)"))
+            Layer.MEMORY, SOURCE, Better.LOWER, description=GROWTH_WORDS))
         out.append(Metric(
             "step_heap", max(heap), "B", Layer.MEMORY, SOURCE, Better.LOWER,
             samples=[float(h) for h in heap], samples_of="steps", detail=True,
@@ -202,8 +212,8 @@ def _findings(capture: Capture, home: str | None, steps: int) -> list[Finding]:
     return out
 
 
-def summarize(capture: Capture, steps: int, explicit: bool, home: str | None = None
-              ) -> Collected:
+def summarize(capture: Capture, steps: int, explicit: bool, home: str | None = None,
+              interval_ms: int = 2) -> Collected:
     """Return the memory layer's rows, the metrics and the findings of one capture."""
     rows = [_row(s, steps > 0, len(capture.heap_at_steps)) for s in _kept(capture)]
     notes = [f"{len(rows)} of {len(capture.sites)} functions kept (the most held at the "
@@ -216,5 +226,5 @@ def summarize(capture: Capture, steps: int, explicit: bool, home: str | None = N
         notes.append(f"{steps} steps ({'perfstack.step()' if explicit else 'optimizer steps'});"
                      " growth is read just after each step, from the second to the one before"
                      " the last")
-    return Collected(rows={Layer.MEMORY: rows}, metrics=_metrics(capture, steps),
+    return Collected(rows={Layer.MEMORY: rows}, metrics=_metrics(capture, steps, interval_ms),
                      findings=_findings(capture, home, steps), notes=notes)

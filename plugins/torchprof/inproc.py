@@ -65,6 +65,29 @@ def _save_categories(prof: Any, folder: str, cycle: int) -> None:
     os.replace(tmp, path)
 
 
+def _save_cuda_snapshot(torch: Any, folder: str) -> None:
+    """Summarise the CUDA caching allocator's snapshot into the memory sidecar (untested on a
+    GPU: no session has had one)."""
+    from .cudasnap import summarize
+    from .memcats import MEMORY_SIDECAR
+
+    path = os.path.join(folder, MEMORY_SIDECAR)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            saved = json.load(fh)
+    except (OSError, ValueError):
+        saved = {"cycles": []}
+    try:
+        saved["cuda"] = summarize(torch.cuda.memory._snapshot())
+        torch.cuda.memory._record_memory_history(enabled=None)
+    except Exception as exc:  # a private torch API: say why, never fail the run
+        saved["cuda_error"] = f"{type(exc).__name__}: {exc}"
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(saved, fh)
+    os.replace(tmp, path)
+
+
 def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
     """Start torch.profiler in this process; return the function that stops it and saves."""
     if not _rank_selected(str(options.get("ranks", "0"))):
@@ -115,11 +138,16 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
         prof.step()
 
     perfstack._step_callbacks.append(on_step)
+    cuda_history = bool(options.get("profile_memory")) and torch.cuda.is_available()
+    if cuda_history:  # the caching allocator's own record, for its snapshot at the end
+        torch.cuda.memory._record_memory_history(max_entries=100_000)
     prof.start()
 
     def finish() -> None:
         perfstack._step_callbacks.remove(on_step)
         prof.stop()
+        if cuda_history:
+            _save_cuda_snapshot(torch, folder)
         info = {"steps": state["steps"], "explicit_steps": perfstack._explicit,
                 "traces": state["traces"], "activities": [a.name for a in activities],
                 "torch": torch.__version__, "cuda": torch.version.cuda,

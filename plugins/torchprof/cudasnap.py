@@ -1,0 +1,93 @@
+"""torch's CUDA caching allocator, summarised from its memory snapshot (``--torch-memory`` on a
+GPU): reserved against allocated, how broken up the unused reserve is, and the largest blocks
+live at the peak with the Python line that allocated each.
+
+The snapshot is the dictionary ``torch.cuda.memory._snapshot()`` returns after
+``torch.cuda.memory._record_memory_history()`` (its format is documented in
+``torch/cuda/memory.py``): ``segments`` (what cudaMalloc gave the allocator, each split into
+``blocks`` with a ``state``) and ``device_traces`` (every alloc and free it made, with the
+stack). The peak is found by replaying the trace. Untested on a GPU: no session has had one;
+the tests read a snapshot written in the documented format. Standard library only: it runs in
+the workload.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Blocks listed at the peak.
+TOP = 5
+
+
+def _where(frames: Any) -> str:
+    """The innermost frame of the workload's Python code (not torch's), as 'name
+    (file:line)'; '?' without frames."""
+    if not isinstance(frames, list):
+        return "?"
+    python = [f for f in frames if isinstance(f, dict) and str(f.get("filename", "")).endswith(
+        ".py")]
+    for f in python:
+        name = str(f.get("filename", ""))
+        if "/torch/" not in name and "site-packages" not in name:
+            return f"{f.get('name', '?')} ({name}:{f.get('line', 0)})"
+    if python:
+        f = python[0]
+        return f"{f.get('name', '?')} ({f.get('filename', '?')}:{f.get('line', 0)})"
+    return "?"
+
+
+def _peak(trace: list[dict[str, Any]]) -> tuple[int | None, list[dict[str, Any]]]:
+    """Replay one device's allocator trace: the most allocated at once, and the blocks live
+    then (largest first)."""
+    live: dict[Any, dict[str, Any]] = {}
+    total = best = 0
+    at_best: list[dict[str, Any]] = []
+    seen = False
+    for entry in trace:
+        action, addr, size = entry.get("action"), entry.get("addr"), int(entry.get("size", 0))
+        if action == "alloc":
+            seen = True
+            live[addr] = entry
+            total += size
+            if total > best:
+                best, at_best = total, list(live.values())
+        elif action == "free_completed" and addr in live:
+            total -= int(live.pop(addr).get("size", 0))
+    if not seen:
+        return None, []
+    return best, sorted(at_best, key=lambda e: -int(e.get("size", 0)))
+
+
+def summarize(snapshot: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per device (``"cuda:N"``): ``reserved`` and ``allocated`` now (bytes), ``largest_free``
+    (the biggest unused block), ``fragmentation`` (the share of the unused reserve outside that
+    block, %; None with no unused reserve), ``peak_allocated`` (from the trace; None without
+    one) and ``at_peak``: the largest blocks live then, each ``{"size", "where"}``."""
+    out: dict[str, dict[str, Any]] = {}
+    for segment in snapshot.get("segments", []):
+        device = f"cuda:{segment.get('device', 0)}"
+        d = out.setdefault(device, {"reserved": 0, "allocated": 0, "largest_free": 0})
+        d["reserved"] += int(segment.get("total_size", 0))
+        for block in segment.get("blocks", []):
+            size = int(block.get("size", 0))
+            if block.get("state") == "active_allocated":
+                d["allocated"] += size
+            elif block.get("state") == "inactive":
+                d["largest_free"] = max(d["largest_free"], size)
+    for index, trace in enumerate(snapshot.get("device_traces", [])):
+        d = out.setdefault(f"cuda:{index}", {"reserved": 0, "allocated": 0, "largest_free": 0})
+        peak, blocks = _peak(trace if isinstance(trace, list) else [])
+        d["peak_allocated"] = peak
+        merged: dict[str, int] = {}
+        for block in blocks:
+            where = _where(block.get("frames"))
+            merged[where] = merged.get(where, 0) + int(block.get("size", 0))
+        d["at_peak"] = [{"size": size, "where": where} for where, size in
+                        sorted(merged.items(), key=lambda kv: -kv[1])[:TOP]]
+    for d in out.values():
+        unused = d["reserved"] - d["allocated"]
+        d["fragmentation"] = (round(100 * (unused - d["largest_free"]) / unused, 1)
+                              if unused > 0 else None)
+        d.setdefault("peak_allocated", None)
+        d.setdefault("at_peak", [])
+    return out
