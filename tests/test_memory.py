@@ -158,3 +158,57 @@ def test_every_format_says_the_same_about_memory(leak: tuple[Path, dict[str, Any
     for name, shown in (("text", text), ("markdown", markdown), ("html", page)):
         missing = [w for w in wanted if flat(w) not in shown]
         assert not missing, f"{name} lacks {missing}"
+
+
+def test_the_cuda_allocator_snapshot_is_summarised(tmp_path: Path) -> None:
+    """A CUDA caching allocator snapshot in the format torch documents (torch/cuda/memory.py:
+    segments of blocks, and the allocator's trace of allocs and frees with their stacks):
+    reserve against allocation, fragmentation, the peak replayed and the blocks live then by
+    the Python line that allocated them. (Written here in that format: no session has had a
+    GPU to record a real one; docs/memory.md says so.)"""
+    from perfstack_plugins.torchprof.cudasnap import summarize
+    from perfstack_plugins.torchprof.memcats import MEMORY_SIDECAR
+    from perfstack_plugins.torchprof.memrows import memory_categories
+
+    mib = 1 << 20
+    here = [{"filename": "/home/u/train.py", "line": 41, "name": "forward"},
+            {"filename": "/venv/site-packages/torch/nn/modules/module.py", "line": 1739,
+             "name": "_call_impl"}]
+    there = [{"filename": "/home/u/train.py", "line": 57, "name": "step"}]
+    snapshot = {
+        "segments": [
+            {"device": 0, "address": 0, "total_size": 20 * mib, "stream": 0,
+             "segment_type": "large", "allocated_size": 8 * mib, "active_size": 8 * mib,
+             "blocks": [{"size": 8 * mib, "requested_size": 8 * mib, "address": 0,
+                         "state": "active_allocated", "frames": here},
+                        {"size": 4 * mib, "requested_size": 0, "address": 8 * mib,
+                         "state": "inactive", "frames": []},
+                        {"size": 2 * mib, "requested_size": 0, "address": 12 * mib,
+                         "state": "inactive", "frames": []},
+                        {"size": 6 * mib, "requested_size": 0, "address": 14 * mib,
+                         "state": "inactive", "frames": []}]}],
+        "device_traces": [[
+            {"action": "alloc", "addr": 0, "size": 8 * mib, "stream": 0, "frames": here},
+            {"action": "alloc", "addr": 8 * mib, "size": 10 * mib, "stream": 0,
+             "frames": there},
+            {"action": "free_requested", "addr": 8 * mib, "size": 10 * mib, "stream": 0},
+            {"action": "free_completed", "addr": 8 * mib, "size": 10 * mib, "stream": 0},
+            {"action": "alloc", "addr": 8 * mib, "size": 2 * mib, "stream": 0,
+             "frames": there},
+            {"action": "free_completed", "addr": 8 * mib, "size": 2 * mib, "stream": 0}]],
+    }
+    summary = summarize(snapshot)["cuda:0"]
+    assert summary["reserved"] == 20 * mib and summary["allocated"] == 8 * mib
+    assert summary["largest_free"] == 6 * mib
+    assert summary["fragmentation"] == 50.0  # 12 MiB unused, 6 of them outside the largest
+    assert summary["peak_allocated"] == 18 * mib
+    assert summary["at_peak"] == [{"size": 10 * mib, "where": "step (/home/u/train.py:57)"},
+                                  {"size": 8 * mib, "where": "forward (/home/u/train.py:41)"}]
+    (tmp_path / MEMORY_SIDECAR).write_text(json.dumps({"cycles": [], "cuda": {"cuda:0":
+                                                                               summary}}))
+    rows, metrics, findings, _ = memory_categories(tmp_path)
+    assert [r.name for r in rows] == ["step (/home/u/train.py:57)",
+                                      "forward (/home/u/train.py:41)"]
+    by = {m.name: m.value for m in metrics}
+    assert by["cuda_reserved"] == 20 * mib and by["cuda_peak_allocated"] == 18 * mib
+    assert [f.rule for f in findings] == ["memory.fragmented"]

@@ -19,7 +19,8 @@ from perfstack.report import Layer, Metric, Report, Row
 
 #: The metrics this view shows (the report's default metrics table leaves them out).
 METRICS = ("peak_heap", "peak_heap_at", "peak_heap_step", "heap_growth_per_step",
-           "heap_at_exit", "torch_peak_memory", "step_resident", "step_heap")
+           "heap_at_exit", "torch_peak_memory", "step_resident", "step_heap", "cuda_reserved",
+           "cuda_allocated", "cuda_fragmentation")
 
 
 #: A function is listed as growing from this many bytes a step.
@@ -58,6 +59,8 @@ class MemoryView:
     resident_steps: Metric | None = None
     #: the heap's low point in each step, from the second (samples in step order)
     heap_steps: Metric | None = None
+    #: the CUDA caching allocator per device: (device, reserved, allocated, fragmentation)
+    cuda: list[tuple[str, Metric, Metric | None, Metric | None]] = field(default_factory=list)
 
 
 def _value(row: Row, name: str) -> float | None:
@@ -71,7 +74,14 @@ def memory_view(report: Report, top: int = 5) -> MemoryView | None:
     peak = report.metric("peak_heap")
     tensors = next((m for m in report.metrics if m.name.startswith("torch_peak_memory")), None)
     per_step = report.metric("step_resident")
-    if not rows and peak is None and tensors is None and per_step is None:
+    cuda = []
+    for m in report.metrics:
+        if m.name.startswith("cuda_reserved"):
+            suffix = m.name[len("cuda_reserved"):]
+            cuda.append((suffix.strip("[]") or "cuda", m,
+                         report.metric("cuda_allocated" + suffix),
+                         report.metric("cuda_fragmentation" + suffix)))
+    if not rows and peak is None and tensors is None and per_step is None and not cuda:
         return None
     home = workload_dir(report)
 
@@ -85,7 +95,7 @@ def memory_view(report: Report, top: int = 5) -> MemoryView | None:
                       bool(row.attrs.get("ours")))
 
     kinds = [r for r in rows if r.attrs.get("kind") == "category"]
-    functions = [r for r in rows if r.attrs.get("kind") != "category"]
+    functions = [r for r in rows if r.attrs.get("kind") not in ("category", "cuda-block")]
     by_peak = sorted(functions, key=lambda r: _value(r, "at_peak") or 0.0, reverse=True)
     grown = sorted((r for r in functions if (_value(r, "growth_per_step") or 0.0) >= GROWING),
                    key=lambda r: _value(r, "growth_per_step") or 0.0, reverse=True)
@@ -105,4 +115,4 @@ def memory_view(report: Report, top: int = 5) -> MemoryView | None:
         (peak.source if peak is not None else ""),
         tensors=tensors,
         categories=[holder(r, tensors) for r in kinds if r.attrs.get("device") == first],
-        resident_steps=per_step, heap_steps=lows)
+        resident_steps=per_step, heap_steps=lows, cuda=cuda)

@@ -88,10 +88,23 @@ def category_line(v: MemoryView) -> str | None:
         for h in v.categories)
 
 
+def cuda_lines(v: MemoryView) -> list[str]:
+    """torch's CUDA caching allocator, one line a device."""
+    out = []
+    for device, reserved, allocated, frag in v.cuda:
+        line = f"torch's CUDA allocator on {device} at the end: reserved {_bytes(reserved.value)}"
+        if allocated is not None:
+            line += f", allocated {_bytes(allocated.value)}"
+        if frag is not None and isinstance(frag.value, (int, float)):
+            line += f" ({pct(frag.value)} of the unused reserve outside its largest free block)"
+        out.append(line)
+    return out
+
+
 def memory_lines(v: MemoryView) -> list[str]:
     """The section's sentences, in order: the peaks, the resident memory over the steps,
     the tensors by category, the growth. (The relation of the peaks comes after the table.)"""
-    lines = [peak_line(v), resident_line(v), category_line(v), growth_line(v)]
+    lines = [peak_line(v), resident_line(v), category_line(v), *cuda_lines(v), growth_line(v)]
     return [ln for ln in lines if ln]
 
 

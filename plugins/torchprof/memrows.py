@@ -54,16 +54,76 @@ def _peak_cycle(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     return best, None
 
 
-def memory_categories(folder: Path) -> tuple[list[Row], list[Metric], list[Finding],
-                                             list[str]]:
-    """Rows (one per device and category), the peak metric per device, the findings and
-    notes from the categories the workload saved, or nothing when it saved none."""
-    cycle, why = _peak_cycle(folder / MEMORY_SIDECAR)
-    if cycle is None:
-        return [], [], [], ([f"no memory categories: {why}"] if why else [])
+#: Unused reserve outside its largest free block, from which the allocator is fragmented (%),
+#: when the unused reserve is at least this share of the reserve.
+FRAGMENTED, UNUSED = 50.0, 0.25
+
+
+def cuda_allocator(saved: dict[str, Any]) -> tuple[list[Row], list[Metric], list[Finding]]:
+    """The CUDA caching allocator's summary (``cudasnap``): per device, the reserve against
+    what is allocated, its fragmentation, and the largest blocks live at the peak by the
+    Python line that allocated them."""
     rows: list[Row] = []
     metrics: list[Metric] = []
     findings: list[Finding] = []
+    found = saved.get("cuda")
+    devices: dict[str, Any] = found if isinstance(found, dict) else {}
+    for device, d in sorted(devices.items()):
+        suffix = "" if len(devices) == 1 else f"[{device}]"
+        reserved, allocated = int(d.get("reserved", 0)), int(d.get("allocated", 0))
+        metrics += [
+            Metric(f"cuda_reserved{suffix}", reserved, "B", Layer.MEMORY, SOURCE, Better.LOWER,
+                   description=f"what torch's caching allocator held from CUDA on {device} "
+                   "when the script ended (cudaMalloc'd segments)"),
+            Metric(f"cuda_allocated{suffix}", allocated, "B", Layer.MEMORY, SOURCE,
+                   Better.LOWER, detail=True,
+                   description=f"of that reserve, what tensors used on {device} then"),
+            Metric(f"cuda_fragmentation{suffix}", d.get("fragmentation"), "%", Layer.MEMORY,
+                   SOURCE, Better.LOWER, detail=True,
+                   reason=None if d.get("fragmentation") is not None else "no unused reserve",
+                   description="the share of the unused reserve outside its largest free "
+                   "block: memory a large tensor cannot use"),
+        ]
+        if d.get("peak_allocated") is not None:
+            metrics.append(Metric(
+                f"cuda_peak_allocated{suffix}", int(d["peak_allocated"]), "B", Layer.MEMORY,
+                SOURCE, Better.LOWER, description=f"the most tensors used at once on {device} "
+                "while the allocator recorded (its trace replayed)"))
+        for block in d.get("at_peak", []):
+            where = str(block.get("where", "?"))
+            rows.append(Row(f"{device} block {where}", where, SOURCE,
+                            {"at_peak": Quantity(int(block.get("size", 0)), "B")},
+                            {"kind": "cuda-block", "device": device}))
+        unused = reserved - allocated
+        frag = d.get("fragmentation")
+        if reserved and unused >= UNUSED * reserved and frag is not None and frag >= FRAGMENTED:
+            findings.append(Finding(
+                "memory.fragmented", f"torch's CUDA allocator on {device} holds "
+                f"{fmt_value(unused, 'B')} it does not use, {frag:.0f}% of it in pieces "
+                "smaller than its largest free block", Layer.MEMORY, "warning",
+                [f"reserved {fmt_value(reserved, 'B')}, allocated {fmt_value(allocated, 'B')}"
+                 f", largest free block {fmt_value(int(d.get('largest_free', 0)), 'B')}"],
+                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets segments grow instead of "
+                "splitting; allocate the largest tensors first, or reuse them", SOURCE))
+    return rows, metrics, findings
+
+
+def memory_categories(folder: Path) -> tuple[list[Row], list[Metric], list[Finding],
+                                             list[str]]:
+    """Rows (one per device and category), the peak metric per device, the findings and
+    notes from the categories the workload saved, or nothing when it saved none; on a GPU
+    the caching allocator's summary too."""
+    try:
+        saved = json.loads((folder / MEMORY_SIDECAR).read_text("utf-8"))
+    except (OSError, ValueError):
+        saved = {}
+    rows, metrics, findings = cuda_allocator(saved if isinstance(saved, dict) else {})
+    notes = ([f"CUDA allocator snapshot: {saved['cuda_error']}"]
+             if isinstance(saved, dict) and saved.get("cuda_error") else [])
+    cycle, why = _peak_cycle(folder / MEMORY_SIDECAR)
+    if cycle is None:
+        return rows, metrics, findings, notes + ([f"no memory categories: {why}"] if why
+                                                 else [])
     devices = cycle["devices"]
     for device, data in sorted(devices.items()):
         peak = int(data.get("peak", 0))
@@ -90,5 +150,5 @@ def memory_categories(folder: Path) -> tuple[list[Row], list[Metric], list[Findi
                         f"{k.replace('_', ' ')} {fmt_value(v, 'B')}"
                         for k, v in sorted(held.items(), key=lambda kv: -kv[1]))],
                     ACTIONS[name], SOURCE))
-    return rows, metrics, findings, ["memory categories from torch.profiler's memory profile "
-                                     "of the profiled steps (--torch-memory)"]
+    return rows, metrics, findings, [*notes, "memory categories from torch.profiler's memory "
+                                     "profile of the profiled steps (--torch-memory)"]
