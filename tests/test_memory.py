@@ -44,7 +44,7 @@ def leak(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]
 def temporaries(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One memray run of the loop that allocates temporaries."""
     return _run(tmp_path_factory.mktemp("temporaries"), "memray", "mem_temporaries.py",
-                "--steps", "8", "--samples", "32")
+                "--steps", "8", "--samples", "32", options=("--memray-flamegraph",))
 
 
 @pytest.fixture(scope="module")
@@ -105,6 +105,9 @@ def test_temporaries_in_the_loop_are_named(temporaries: dict[str, Any]) -> None:
     assert re.search(r"most in (decode|normalise) \(mem_temporaries\.py:\d+\)",
                      found[0]["title"]), found[0]
     assert not _findings(temporaries, "memory.grows")
+    # memray's own flame graph, asked for, is kept beside the capture.
+    kept = next(b for b in temporaries["backends"] if b["name"] == "memray")["artifacts"]
+    assert kept["flame graph"].endswith("memray-flamegraph.html"), kept
 
 
 def test_activations_dominate_and_the_categories_add_up(activations: dict[str, Any]) -> None:
