@@ -18,6 +18,7 @@ import ast
 import bisect
 import functools
 import itertools
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,16 +120,27 @@ def charge(stack: Sequence[Frame], thread: str, home: str | None,
     to, from its Python stack (innermost first). ``ours`` caches, per file, whether it is
     the workload's own code."""
     cache = {} if ours is None else ours
-    outer_import = -1
-    for i in range(len(stack) - 1, -1, -1):  # from the outside in: the outermost import
-        if stack[i][1] in _IMPORTING:
-            outer_import = i
-            break
-    if outer_import > 0:  # memory a module took while first imported: that module's
-        for _, file, _ in reversed(stack[:outer_import]):
-            if file not in _IMPORTING and not file.endswith(_STARTERS):
-                name = _import_name(file, home)
-                return name, name, file, 0, False
+
+    def own(file: str) -> bool:
+        found = cache.get(file)
+        if found is None:
+            found = cache[file] = origin(file, home).ours
+        return found
+
+    # Memory a module took while first imported is that import's: the outermost library
+    # module being imported (a workload module that imports torch is torch's import).
+    imported: str | None = None
+    after_import = False
+    for function, file, _ in reversed(stack):  # from the outside in
+        if file in _IMPORTING:
+            after_import = True
+        elif after_import and function == "<module>":
+            after_import = False
+            if imported is None or own(imported):
+                imported = file
+    if imported is not None:
+        name = _import_name(imported, home)
+        return name, name, imported, 0, False
     mine: Frame | None = None
     library: Frame | None = None
     for function, file, line in stack:
@@ -136,10 +148,7 @@ def charge(stack: Sequence[Frame], thread: str, home: str | None,
             continue  # a comprehension's memory is its function's (as from 3.12, PEP 709)
         if library is None:
             library = (function, file, line)
-        own = cache.get(file)
-        if own is None:
-            own = cache[file] = origin(file, home).ours
-        if own:
+        if own(file):
             mine = (function, file, line)
             break
     found = mine or library
@@ -161,11 +170,30 @@ def _import_name(file: str, home: str | None) -> str:
     return "import " + (module_of(file) or origin(file, home).path.removesuffix(".py"))
 
 
+#: Native frames that only allocate (the allocators and their wrappers): an allocation with
+#: no Python frame is named by the first native frame past them.
+_ALLOCATING = re.compile(r"alloc|^mm_|^_?Py(Mem|Object)_|^operator new|^c10::", re.I)
+
+
+def native_name(record: Any) -> str:
+    """An allocation with no Python frame, named by its first native frame past the
+    allocators ('[native] mkl_blas_avx512_sgemm_get_bufs'), else by its thread."""
+    try:
+        frames = record.native_stack_trace(max_stacks=24)
+    except Exception:
+        frames = []
+    for function, _file, _line in frames:
+        if function and not _ALLOCATING.search(function):
+            return f"[native] {function.split('(')[0][:80]}"
+    return f"[native code, thread {record.thread_name or record.tid}]"
+
+
 class _Charger:
     """Charges allocation records to sites, resolving each distinct stack once."""
 
-    def __init__(self, home: str | None) -> None:
+    def __init__(self, home: str | None, native: bool = False) -> None:
         self.home = home
+        self.native = native  # the capture holds native stacks
         self.sites: dict[str, Site] = {}
         self._by_stack: dict[int, Site] = {}
         self._ours: dict[str, bool] = {}
@@ -177,6 +205,8 @@ class _Charger:
             key, function, file, line, ours = charge(record.stack_trace(),
                                                      str(record.thread_name or ""),
                                                      self.home, self._ours)
+            if not file and key.startswith("[native code") and self.native:
+                key = function = native_name(record)
             found = self.sites.get(key)
             if found is None:
                 found = self.sites[key] = Site(key, function, file, line, ours)
@@ -199,7 +229,7 @@ def read(path: Path, home: str | None, step_ends_ns: Iterable[int] = (),
 
     with memray.FileReader(str(path)) as reader:
         meta = reader.metadata
-        charger = _Charger(home)
+        charger = _Charger(home, bool(meta.has_native_traces))
         for record in reader.get_high_watermark_allocation_records(merge_threads=True):
             site = charger.site(record)
             site.at_peak += record.size
