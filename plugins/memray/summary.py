@@ -121,9 +121,9 @@ def _metrics(capture: Capture, steps: int, interval_ms: int) -> list[Metric]:
     if len(heap) >= 2 and capture.snapshots_per_step < 2:
         out.append(Metric(
             "heap_growth_per_step", None, "B", Layer.MEMORY, SOURCE, Better.LOWER,
-            reason=f"the steps are shorter than two of memray's memory snapshots "
-            f"({interval_ms} ms apart, --memray-interval-ms): a step's low point cannot be "
-            "read (each function's growth can)",
+            reason=f"the steps are shorter than two of memray's memory snapshots, "
+            f"{interval_ms} ms apart, --memray-interval-ms: a step's low point cannot be "
+            "read; each function's growth can",
             description=GROWTH_WORDS))
     elif len(heap) >= 2:
         out.append(Metric(
