@@ -97,7 +97,7 @@ def test_ab_rev_compares_two_revisions_without_touching_the_tree(
     # the family-wise bar across the session's dozen metrics (Holm): a suite run said "within
     # noise" while other work ran beside it.
     result = perfstack("ab", "--plugins", "resources", "--repeat", "5", "--format", "json",
-                       "--rev", "HEAD~1", "--rev", "HEAD", str(script), "--", "--steps", "150",
+                       "--rev", "HEAD~1", "--rev", "HEAD", str(script), "--", "--steps", "60",
                        timeout=300)
     data = _json(result)
     throughput = _metric(data, "throughput")
