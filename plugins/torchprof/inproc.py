@@ -44,31 +44,11 @@ def _write_sidecar(folder: str, info: dict[str, Any]) -> None:
     os.replace(tmp, os.path.join(folder, SIDECAR))
 
 
-def _save_categories(prof: Any, folder: str, cycle: int) -> None:
-    """Save torch's memory categories at the peak of this cycle (``--torch-memory``); where
-    torch cannot compute them, save why."""
-    from .memcats import MEMORY_SIDECAR, categories
-
-    path = os.path.join(folder, MEMORY_SIDECAR)
-    try:
-        with open(path, encoding="utf-8") as fh:
-            saved = json.load(fh)
-    except (OSError, ValueError):
-        saved = {"cycles": []}
-    try:
-        saved["cycles"].append({"cycle": cycle, "devices": categories(prof)})
-    except Exception as exc:  # a private torch API: say why, never fail the run
-        saved["cycles"].append({"cycle": cycle, "error": f"{type(exc).__name__}: {exc}"})
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(saved, fh)
-    os.replace(tmp, path)
-
-
-def _save_cuda_snapshot(torch: Any, folder: str) -> None:
-    """Summarise the CUDA caching allocator's snapshot into the memory sidecar (untested on a
-    GPU: no session has had one)."""
-    from .cudasnap import summarize
+def _update_memory_sidecar(folder: str, change: Callable[[dict[str, Any]], None],
+                           failed: Callable[[dict[str, Any], str], None]) -> None:
+    """Apply ``change`` to the memory sidecar (``--torch-memory``) and save it whole; where
+    ``change`` raises (torch's memory APIs are private), ``failed`` records why instead:
+    never a failed run."""
     from .memcats import MEMORY_SIDECAR
 
     path = os.path.join(folder, MEMORY_SIDECAR)
@@ -78,14 +58,35 @@ def _save_cuda_snapshot(torch: Any, folder: str) -> None:
     except (OSError, ValueError):
         saved = {"cycles": []}
     try:
-        saved["cuda"] = summarize(torch.cuda.memory._snapshot())
-        torch.cuda.memory._record_memory_history(enabled=None)
+        change(saved)
     except Exception as exc:  # a private torch API: say why, never fail the run
-        saved["cuda_error"] = f"{type(exc).__name__}: {exc}"
+        failed(saved, f"{type(exc).__name__}: {exc}")
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
         json.dump(saved, fh)
     os.replace(tmp, path)
+
+
+def _save_categories(prof: Any, folder: str, cycle: int) -> None:
+    """Save torch's memory categories at the peak of this cycle."""
+    from .memcats import categories
+
+    _update_memory_sidecar(
+        folder, lambda saved: saved["cycles"].append({"cycle": cycle,
+                                                      "devices": categories(prof)}),
+        lambda saved, why: saved["cycles"].append({"cycle": cycle, "error": why}))
+
+
+def _save_cuda_snapshot(torch: Any, folder: str) -> None:
+    """Summarise the CUDA caching allocator's snapshot into the memory sidecar (untested on a
+    GPU: no session has had one)."""
+    from .cudasnap import summarize
+
+    def add(saved: dict[str, Any]) -> None:
+        saved["cuda"] = summarize(torch.cuda.memory._snapshot())
+        torch.cuda.memory._record_memory_history(enabled=None)
+
+    _update_memory_sidecar(folder, add, lambda saved, why: saved.update(cuda_error=why))
 
 
 def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
