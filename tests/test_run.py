@@ -207,3 +207,17 @@ def test_quick_is_one_baseline_and_the_quick_backends(perfstack):
     assert both.code == 2 and both.stderr.count("\n") == 1 and "--quick" in both.stderr
     sweep = perfstack("sweep", "--quick", "--env", "A=1,2", str(WORKLOADS / "busy.py"))
     assert sweep.code == 2 and "--quick" in sweep.stderr
+
+
+def test_the_answer_comes_as_soon_as_a_sampler_is_in(perfstack):
+    """A session of several backends says the answer of the runs so far once the first
+    backend that gives one is in, before the others run (the report refines it); the
+    default order runs the quick backends first."""
+    result = perfstack("run", "--plugins", "pyspy,perf", "--repeat", "1", "--warmup", "0",
+                       str(WORKLOADS / "busy.py"))
+    assert result.code == 0, result.stderr
+    said = result.stderr.index("so far (pyspy in, 1 of 2 backends")
+    assert said < result.stderr.index(", perf: exit 0")
+    assert "spin (busy.py:" in result.stderr[said:].splitlines()[0]
+    order = perfstack("run", "--dry-run", str(WORKLOADS / "busy.py")).stdout
+    assert order.index("pyspy") < order.index("torch"), order

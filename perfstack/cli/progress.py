@@ -9,13 +9,30 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console
 from rich.markup import escape
 from rich.status import Status
 
 from perfstack.report.units import fmt_seconds
+
+if TYPE_CHECKING:
+    from perfstack.report import Report
+
+
+def early_answer(report: Callable[[], Report]) -> list[str]:
+    """The answer the runs so far give, in the report's words: what bounds the time and the
+    workload's hottest function (nothing when no backend in measured either)."""
+    from perfstack.analysis.view import build
+    from perfstack.render.words import answer_lines
+
+    view = build(report(), top=3)
+    if view.headline.bound is None and view.headline.hottest is None:
+        return []
+    return [ln for ln in answer_lines(view)
+            if not ln.startswith(("Top finding", "No time budget"))][:3]
 
 
 def left(seconds: float | None) -> str:
@@ -68,6 +85,19 @@ class TerminalProgress:
         self.console.print(f"{mark} {escape(self.side + label)}: {escape(status)} ({took})",
                            highlight=False, markup=True)
 
+    def answer_so_far(self, after: str, done: int, total: int,
+                      report: Callable[[], Report]) -> bool:
+        """Say the answer of the runs so far, once a backend gives one (not in ``ab``,
+        whose answer is the comparison)."""
+        lines = [] if self.side else early_answer(report)
+        if lines:
+            self.console.print(f"[bold]so far[/] ({escape(after)} in, {done} of {total} "
+                               "backends; the report refines it):", highlight=False,
+                               markup=True)
+            for line in lines:
+                self.console.print("  " + escape(line), highlight=False, markup=True)
+        return bool(lines)
+
 
 class PlainProgress:
     """One plain line per finished run, for logs: 'perfstack: run 3 of 9, baseline-2: exit 0
@@ -99,4 +129,14 @@ class PlainProgress:
         stream = self.stream or sys.stderr
         print(f"perfstack: {self.side}{label}: {status} ({fmt_seconds(self.elapsed)})"
               + (f"; {eta}" if eta else ""), file=stream, flush=True)
+
+    def answer_so_far(self, after: str, done: int, total: int,
+                      report: Callable[[], Report]) -> bool:
+        """Say the answer of the runs so far, once a backend gives one (not in ``ab``)."""
+        lines = [] if self.side else early_answer(report)
+        if lines:
+            stream = self.stream or sys.stderr
+            print(f"perfstack: so far ({after} in, {done} of {total} backends; the report "
+                  "refines it): " + " ".join(lines), file=stream, flush=True)
+        return bool(lines)
 

@@ -109,9 +109,11 @@ def _refuse_collisions(ns: argparse.Namespace, workload: Workload) -> None:
 
 def select_backends(ns: argparse.Namespace,
                     backends: dict[str, BackendEntry]) -> list[BackendEntry]:
-    """Return the backends --plugins names (default: every one that is not opt-in)."""
+    """Return the backends --plugins names (default: every one that is not opt-in, the quick
+    ones first, so that the answer comes as soon as a sampler is in)."""
     if ns.plugins is None:
-        return [backends[name] for name in sorted(backends) if not backends[name].backend.opt_in]
+        order = sorted(backends, key=lambda name: (not backends[name].backend.quick, name))
+        return [backends[name] for name in order if not backends[name].backend.opt_in]
     names = [n.strip() for n in ns.plugins.split(",") if n.strip()]
     if not names:
         raise errors.UsageError("--plugins needs at least one backend name")

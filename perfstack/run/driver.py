@@ -32,7 +32,7 @@ from perfstack.report import (
 from perfstack.run import assembly
 from perfstack.run import baseline as baselines
 from perfstack.run.ceilingstep import run_ceilings
-from perfstack.run.options import NoProgress, Progress, RunOptions
+from perfstack.run.options import AnsweringProgress, NoProgress, Progress, RunOptions
 from perfstack.run.phases import BackendTurn, run_count
 from perfstack.run.runner import Runner
 
@@ -75,6 +75,7 @@ class Session:
         self._started = ""
         self._begin = 0.0
         self._env: dict[str, Any] = {}
+        self._answered = False  # the answer so far was said (AnsweringProgress)
 
     @property
     def interrupted(self) -> bool:
@@ -146,20 +147,38 @@ class Session:
                 entry, Status.INTERRUPTED, reason="interrupted while collecting"))
         if turn.collected is not None:
             self.collected[entry.backend.name] = turn.collected
+            self._answer_so_far(entry)
+
+    def _answer_so_far(self, entry: BackendEntry) -> None:
+        """Once a backend is in and others are still to run, let a progress display that can
+        say the answer of the runs so far say it (once)."""
+        progress = self.runner.progress
+        done, total = len(self.results), len(self.selected)
+        if self._answered or self.interrupted or done >= total or not isinstance(
+                progress, AnsweringProgress):
+            return
+        self._answered = progress.answer_so_far(entry.backend.name, done, total,
+                                                lambda: self._assemble(preview=True))
 
     def finish(self) -> Report:
         """Assemble the report of everything run so far."""
+        return self._assemble(preview=False)
+
+    def _assemble(self, preview: bool) -> Report:
+        """The report of the runs so far; a ``preview`` (the answer while runs remain)
+        changes nothing of the session's and measures no ceilings."""
         options, runner = self.options, self.runner
-        env = self._env
+        env = dict(self._env) if preview else self._env
+        results = list(self.results) if preview else self.results
         env.update(baselines.workload_environment(self.baseline))
-        run_ceilings(env, self.collected.values(), runner.progress,
-                     may_measure=not self.interrupted)
+        run_ceilings(env, self.collected.values(), NoProgress() if preview else runner.progress,
+                     may_measure=not self.interrupted and not preview)
         if options.nproc_per_node:
             env["distributed"] = {"nproc_per_node": options.nproc_per_node,
                                   "profiled_ranks": runner.ranks(),
                                   "torchrun_args": options.torchrun_args or ["--standalone"]}
         for failure in self.plugin_failures:
-            self.results.append(BackendResult(
+            results.append(BackendResult(
                 name=failure.plugin, status=Status.FAILED, layers=[],
                 package=self.plugins.package_of(failure.plugin),
                 reason="the plugin's perfstack_backends hook failed",
@@ -190,7 +209,7 @@ class Session:
                                   (steps.warmup, steps.measured) if steps else None)
 
         return assembly.build_report(
-            run, env, self.results, self.collected.values(), self.plugins.findings,
+            run, env, results, self.collected.values(), self.plugins.findings,
             lead_metrics=lead, across_ranks=across,
             more_findings=assembly.left_running(runner.left_running))
 

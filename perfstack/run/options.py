@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from perfstack.backend import StepWindow
 from perfstack.run import ranks
+
+if TYPE_CHECKING:
+    from perfstack.report import Report
 
 
 class Progress(Protocol):
@@ -29,6 +33,18 @@ class EstimatingProgress(Progress, Protocol):
     def estimate(self, per_run_s: float | None, runs_after: int) -> None:
         """How long a run takes (the baseline's median; None: not known yet) and how many runs
         come after the one that begins."""
+
+
+@runtime_checkable
+class AnsweringProgress(Progress, Protocol):
+    """A progress display that says the answer as soon as the finished runs give one, before
+    the session ends (the report refines it)."""
+
+    def answer_so_far(self, after: str, done: int, total: int,
+                      report: Callable[[], Report]) -> bool:
+        """Backend ``after`` (``done`` of ``total``) is in: say the answer ``report()`` (the
+        report of the runs so far, built when called) gives, and return whether one was
+        said (the driver then asks no more)."""
 
 
 class NoProgress:
