@@ -219,3 +219,41 @@ def test_the_cuda_allocator_snapshot_is_summarised(tmp_path: Path) -> None:
     by = {m.name: m.value for m in metrics}
     assert by["cuda_reserved"] == 20 * mib and by["cuda_peak_allocated"] == 18 * mib
     assert [f.rule for f in findings] == ["memory.fragmented"]
+
+
+def test_diff_and_the_history_follow_the_memory(leak: tuple[Path, dict[str, Any]],
+                                                tmp_path: Path) -> None:
+    """The same report with the leak's function holding twice as much at the peak and the
+    heap's peak 50% higher: diff says both, in the memory layer; the history keeps the peak
+    as a series that trend reads."""
+    from perfstack import history
+    from perfstack.report import Report
+    from perfstack.report.files import save_report
+
+    _, report = leak
+    base = Report.from_dict(report)
+    more = Report.from_dict(report)
+    for m in more.metrics:
+        if m.name == "peak_heap" and isinstance(m.value, (int, float)):
+            m.value *= 1.5
+    for row in more.layers[next(k for k in more.layers if k.value == "memory")]:
+        if row.name == "remember_outputs":
+            row.values["at_peak"].value = 2 * (row.values["at_peak"].value or 0)
+    save_report(base, tmp_path / "a.json")
+    save_report(more, tmp_path / "b.json")
+    out = perfstack_in(tmp_path, "diff", "a.json", "b.json", "--format", "json")
+    assert out.code in (0, 1), out.stderr
+    data = json.loads(out.stdout)
+    peak = next(m for m in data["metrics"] if m["name"] == "peak_heap")
+    assert peak["change"] == pytest.approx(0.5) and peak["layer"] == "memory", peak
+    moved = data["rows"]["memory"]
+    assert any(r["key"].startswith("remember_outputs ") and r["change"] == pytest.approx(1.0)
+               for r in moved), moved
+    db = tmp_path / "h.sqlite"
+    for i, rep in enumerate((base, more)):
+        rep.run.started = f"2027-01-0{i + 1}T10:00:00+00:00"
+        save_report(rep, tmp_path / f"r{i}.json")
+        history.add(db, rep, tmp_path / f"r{i}.json")
+    trend = perfstack_in(tmp_path, "trend", "--db", str(db), "--format", "json")
+    assert trend.code == 0, trend.stderr
+    assert "peak_heap" in trend.stdout
