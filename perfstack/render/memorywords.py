@@ -45,7 +45,7 @@ def resident_line(v: MemoryView) -> str | None:
     change = last - first
     return (f"resident after each step ({m.name}, {m.source} run): {_bytes(first)} after the "
             f"first, {_bytes(last)} after the last ({'+' if change >= 0 else '-'}"
-            f"{_bytes(abs(change))}), at most {fmt_value(m.value, 'B', m.reason)}")
+            f"{_bytes(abs(change))})")
 
 
 def relation_line(v: MemoryView) -> str | None:

@@ -81,16 +81,16 @@ def step_metric(runs: Sequence[Sequence[float]], warmup: int = 0,
 
 def resident_metric(per_step: Sequence[int]) -> list[Metric]:
     """The process's resident memory after each step of one baseline run (the median one),
-    its most as the value; nothing when the kernel did not say."""
+    the last as the value; nothing when the kernel did not say."""
     if not per_step:
         return []
     step = max(1, len(per_step) // 1000)  # a long run: every n-th step, at most 1,000
-    return [Metric("step_resident", max(per_step), "B", "run", "baseline", Better.LOWER,
+    return [Metric("step_resident", per_step[-1], "B", "run", "baseline", Better.LOWER,
                    samples=[float(v) for v in per_step[::step]], samples_of="steps",
                    detail=True,
                    description="the process's resident memory just after each step of the "
                    "baseline run with the median wall time (no profiler): the samples are "
-                   "the steps in order, the value their most")]
+                   "the steps in order, the value the last (the most is max_rss's to say)")]
 
 
 def workload_metrics(runs: Sequence[Sequence[dict[str, Any]]]) -> list[Metric]:
