@@ -17,6 +17,7 @@ for measurements that cost nothing (the OS's resource accounting).
 from __future__ import annotations
 
 import contextlib
+import os
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -114,6 +115,12 @@ class Workload:
     target: str
     args: list[str] = field(default_factory=list)
     module: bool = False  # True for ``-m module``
+
+    def home(self) -> str:
+        """The workload's own folder: its script's, or the current folder for ``-m``."""
+        if self.module:
+            return os.getcwd()
+        return os.path.dirname(os.path.abspath(self.target))
 
     def command(self) -> list[str]:
         """Return the command line as the user would type it without perfstack."""

@@ -13,7 +13,6 @@ over step, temporaries in the hot loop) come from there.
 from __future__ import annotations
 
 import importlib.util
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -86,9 +85,9 @@ class MemrayBackend(Backend):
                 return Collected(notes=["memray wrote no capture: the workload ended first"])
             raise RuntimeError("memray wrote no capture")
         ends, explicit = step_ends(ctx.artifact_dir / SIDECAR)
-        capture = read(path, _home(ctx), ends,
+        capture = read(path, ctx.workload.home(), ends,
                        threshold=int(ctx.options.get("temporary_threshold") or 1))
-        collected = summarize(capture, len(ends), explicit, _home(ctx),
+        collected = summarize(capture, len(ends), explicit, ctx.workload.home(),
                               int(ctx.options.get("interval_ms") or 2))
         collected.artifacts["capture"] = path
         if ctx.options.get("flamegraph"):
@@ -117,13 +116,6 @@ def _flamegraph(capture: Path) -> tuple[Path | None, str]:
         said = (proc.stderr or proc.stdout).strip().splitlines()
         return None, said[-1] if said else f"memray exited {proc.returncode}"
     return out, ""
-
-
-def _home(ctx: RunContext) -> str:
-    """The workload's folder: its script's, or the current folder for ``-m``."""
-    if ctx.workload.module:
-        return os.getcwd()
-    return os.path.dirname(os.path.abspath(ctx.workload.target))
 
 
 @hookimpl

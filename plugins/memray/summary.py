@@ -6,7 +6,7 @@ import itertools
 import json
 from pathlib import Path
 
-from perfstack.analysis.origin import origin
+from perfstack.analysis.origin import short_key
 from perfstack.backend import Collected
 from perfstack.report import Better, Finding, Layer, Metric, Quantity, Row
 from perfstack.report.units import fmt_value
@@ -167,9 +167,7 @@ def _robust_slope(values: list[int], most: int = 200) -> float | None:
 
 
 def _where(site: Site, home: str | None) -> str:
-    if not site.file:
-        return site.function
-    return f"{site.function} ({origin(site.file, home).path}:{site.line})"
+    return short_key(site.function, site.file, site.line, home) if site.file else site.function
 
 
 def _findings(capture: Capture, home: str | None, steps: int) -> list[Finding]:

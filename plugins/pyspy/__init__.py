@@ -20,7 +20,6 @@ the backend that joins them into the report.
 from __future__ import annotations
 
 import json
-import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -124,7 +123,7 @@ class PySpyBackend(Backend):
         # A GIL-pass sample stands for this many of the main pass's (its rate is lower).
         per_sample = per_sample_s(gil_profiles) / (per_sample_s(profiles) or 1.0) or 1.0
         rows, metrics, notes = summarize(frames, profiles, gil_frames, gil_profiles,
-                                         _home(ctx), gil_scale * per_sample)
+                                         ctx.workload.home(), gil_scale * per_sample)
         if gil_note:
             notes.append(gil_note)
         if ctx.steps is not None and ctx.steps.warmup:
@@ -174,13 +173,6 @@ def perfstack_findings(report: Report) -> list[Finding]:
         action=("load in worker processes (DataLoader(num_workers=N, pin_memory=True, "
                 "persistent_workers=True)), make __getitem__ cheaper, or prefetch"),
         source=SOURCE)]
-
-
-def _home(ctx: RunContext) -> str:
-    """The workload's folder: its script's, or the current folder for ``-m``."""
-    if ctx.workload.module:
-        return os.getcwd()
-    return os.path.dirname(os.path.abspath(ctx.workload.target))
 
 
 def _unsampled_start(folder: Path, outcome: Outcome | None) -> float:
