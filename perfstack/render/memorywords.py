@@ -111,5 +111,6 @@ def memory_lines(v: MemoryView) -> list[str]:
 def holder_cells(v: MemoryView) -> list[list[str]]:
     """One row per function that held the most at the peak."""
     return [[h.name, _bytes(h.at_peak), pct(h.share) if h.share is not None else "—",
-             _bytes(h.growth) if h.growth is not None and abs(h.growth) >= 1 else "—", _bytes(h.at_exit)]
+             _bytes(h.growth) if h.growth is not None and abs(h.growth) >= 1 else "—",
+             _bytes(h.at_exit)]
             for h in v.holders]
