@@ -152,6 +152,21 @@ def test_activations_dominate_and_the_categories_add_up(activations: dict[str, A
     assert held["parameter"] == 12 * (128 * 128 + 128) * 4
 
 
+def test_each_module_keeps_its_output_for_the_backward_pass(
+        activations: dict[str, Any]) -> None:
+    """By nn.Module (the memory profile's allocations over each forward call): every Linear
+    and every ReLU of the 12 leaves its 4096 x 128 float32 output allocated, and the whole
+    Sequential the 12 ReLU outputs (a Linear's output is freed once its ReLU has run: ReLU
+    saves its result, Linear its input)."""
+    rows = {r["key"]: r["values"] for r in activations["layers"]["module"]}
+    out = 4096 * 128 * 4
+    leaves = {k: v for k, v in rows.items() if k != "Sequential_0"}
+    assert len(leaves) == 24, sorted(rows)
+    assert {k: v["kept"]["value"] for k, v in leaves.items()} == {k: out for k in leaves}
+    assert all(v["allocated"]["value"] >= out for v in leaves.values())
+    assert rows["Sequential_0"]["kept"]["value"] == 12 * out
+
+
 def test_the_report_says_where_the_memory_goes(leak: tuple[Path, dict[str, Any]]) -> None:
     folder, _ = leak
     shown = perfstack_in(folder, "show", "report.json", env={"COLUMNS": "80"})

@@ -32,6 +32,7 @@ from perfstack.analysis.kernels import KernelView, kernel_view
 from perfstack.analysis.layerview import LayerTable, as_metrics, layer_tables
 from perfstack.analysis.memview import METRICS as MEMORY_METRICS
 from perfstack.analysis.memview import MemoryView, memory_view
+from perfstack.analysis.moduleview import ModuleView, module_view
 from perfstack.analysis.roofview import METRICS as ROOF_METRICS
 from perfstack.analysis.roofview import RoofView, roof_view
 from perfstack.analysis.stats import Summary, summarize
@@ -140,6 +141,7 @@ class View:
     #: per layer, the backends whose rows the default view leaves out because the metrics
     #: show the same figures (resources), with their row counts: measured, not missing
     as_metrics: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    modules: ModuleView | None = None  # where in the model the time goes, by nn.Module
 
 
 def _opener(path: str, openers: Sequence[tuple[str, str]]) -> str | None:
@@ -355,6 +357,7 @@ def build(report: Report, top: int = 10, depth: int = 3, full: bool = False,
         steps=step_view(report),
         streams=streams,
         memory=memory,
+        modules=module_view(report, full=full),
         ranks=ranks,
         related=related,
         tree=tree,

@@ -40,6 +40,7 @@ from perfstack.render.memorywords import (
     memory_lines,
     relation_line,
 )
+from perfstack.render.modulewords import MODULE_TITLE, module_cells, module_columns, module_lines
 from perfstack.render.words import (
     LAYER_TITLES,
     STATUS_WORDS,
@@ -50,6 +51,7 @@ from perfstack.render.words import (
     node_figures,
     printed_caption,
     rank_cells,
+    ranks_note,
     ranks_title,
     related_line,
     related_title,
@@ -138,6 +140,8 @@ def render_view(view: View) -> str:
     ranked = view.ranks
     if ranked is not None:
         out += ["", f"### {escape(ranks_title(ranked))}", ""]
+        note = ranks_note(ranked)
+        out += [f"_{escape(note)}_", ""] if note else []
         out += _table(["rank", *map(escape, ranked.columns)], rank_cells(ranked))
     if d is None or view.budget.lines:
         out += ["", "### Where the time goes", ""]
@@ -150,6 +154,7 @@ def render_view(view: View) -> str:
     elif d is None:
         out.append("_no backend measured a time budget"
                    + escape(by_whom(view.budget.measured_by)) + "_")
+    out += _modules(view)
     out += _memory(view)
     for group, metrics in view.related.items():
         out += ["", f"_{escape(related_title(group, metrics))}:_", ""]
@@ -187,6 +192,21 @@ def render_view(view: View) -> str:
             + (f" — {escape(a.opener)}" if a.opener else "") for a in view.artifacts])
     return "\n".join(out).rstrip() + "\n"
 
+
+
+def _modules(view: View) -> list[str]:
+    """Where in the model the time goes: the model's time, its largest modules as a tree
+    (a depth's indent as em spaces, which markdown keeps)."""
+    v = view.modules
+    if v is None:
+        return []
+    out = ["", f"### {escape(MODULE_TITLE)}", ""]
+    out += [f"- {escape(line)}" for line in module_lines(v)]
+    rows = []
+    for cells in module_cells(v):
+        name = cells[0].lstrip(" ")
+        rows.append(["\u2003" * ((len(cells[0]) - len(name)) // 2) + escape(name), *cells[1:]])
+    return [*out, "", *_table(["module", *module_columns(v)], rows)]
 
 
 def _memory(view: View) -> list[str]:

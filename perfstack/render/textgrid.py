@@ -151,6 +151,17 @@ class Page:
         """Lines as they are."""
         self.lines.extend(lines)
 
+    def named_table(self, name: str, columns: Sequence[str],
+                    cells: Sequence[Sequence[str]]) -> None:
+        """A table whose first column names each row (cut to fit), the others numbers."""
+        self.extend(table([Column(name, name=True), *(Column(c) for c in columns)], cells,
+                          self.width))
+
+    def sentences(self, lines: list[str]) -> None:
+        """Sentences, each wrapped to the page, the lines after its first indented."""
+        for line in lines:
+            self.extend(wrap(line, self.width, indent=4, first="  "))
+
 
 def bar(share: float, width: int = 10) -> str:
     """A share (%) as a bar of ``width`` cells: filled, then dotted."""

@@ -11,7 +11,7 @@ from perfstack.render.memorywords import (
     memory_lines,
     relation_line,
 )
-from perfstack.render.textgrid import Column, Page, table, wrap
+from perfstack.render.textgrid import Page, wrap
 
 
 def memory(page: Page, view: View) -> None:
@@ -20,12 +20,10 @@ def memory(page: Page, view: View) -> None:
     if v is None:
         return
     page.section(MEMORY_TITLE)
-    for line in memory_lines(v):
-        page.extend(wrap(line, page.width, indent=4, first="  "))
+    page.sentences(memory_lines(v))
     if v.holders:
         page.add("")
-        page.extend(table([Column("held at the peak by", name=True),
-                           *(Column(c) for c in HOLDER_COLUMNS)], holder_cells(v), page.width))
+        page.named_table("held at the peak by", HOLDER_COLUMNS, holder_cells(v))
     relation = relation_line(v)
     if relation:
         page.extend(wrap(relation, page.width, indent=4, first="  "))

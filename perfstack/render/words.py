@@ -16,6 +16,7 @@ from perfstack.report.units import fmt_seconds, fmt_value, pct, pct_fine
 
 LAYER_TITLES = {
     "python": "Python: functions, threads, the GIL",
+    "module": "Modules: time by nn.Module, forward and backward",
     "framework": "Framework: torch ops, shapes, FLOPs, memory",
     "kernel": "Kernel: CPU/GPU kernels, hot native symbols",
     "hardware": "Hardware: counters, CPU use, memory, GPU power",
@@ -212,14 +213,29 @@ def beside_line(metrics: list[Metric]) -> str:
 
 
 def ranks_title(t: RankTable) -> str:
-    """'Ranks: rank 1 is the slowest, 25% slower per step than the fastest'."""
+    """'Ranks (2): rank 1 is the slowest, 25% slower per step than the fastest'."""
+    count = t.ranks or len(t.rows)
     if t.slowest is None:
-        return f"Ranks ({len(t.rows)})"
+        return f"Ranks ({count})"
     gap = f", {pct(t.gap)} slower per step than the fastest" if t.gap is not None else ""
-    return f"Ranks ({len(t.rows)}): rank {t.slowest} is the slowest{gap}"
+    return f"Ranks ({count}): rank {t.slowest} is the slowest{gap}"
+
+
+def ranks_note(t: RankTable) -> str | None:
+    """What the table of a job of many ranks shows instead of a line per rank."""
+    merged = ("; every op, kernel and function below is its mean per rank over the ranks "
+              "that ran it (its least and most, with their ranks, in the JSON)"
+              if t.merged_rows else "")
+    if not t.summary:
+        return merged[2:].capitalize() if merged else None
+    return (f"each figure's median, p90 and most over all {t.ranks} ranks, then the ranks "
+            f"that stand out (--full lists every rank){merged}")
 
 
 def rank_cells(t: RankTable) -> list[list[str]]:
-    """Each rank's row of the ranks table, values formatted, '-' where it has none."""
-    return [[f"rank {rank}", *(fmt_value(m.value, m.unit, m.reason) if m is not None else "-"
-                               for m in metrics)] for rank, metrics in t.rows]
+    """The ranks table's rows, values formatted, '-' where there is none: the distributions
+    first (a job of many ranks), then each rank listed."""
+    out = [[label, *(fmt_value(v[0], v[1]) if v is not None else "-" for v in values)]
+           for label, values in t.summary]
+    return out + [[f"rank {rank}", *(fmt_value(m.value, m.unit, m.reason) if m is not None
+                                     else "-" for m in metrics)] for rank, metrics in t.rows]

@@ -18,9 +18,11 @@ SCHEMA_VERSION = 3
 
 class Layer(str, Enum):
     """Where in the stack a number was measured, from the Python line down to the hardware;
+    ``module`` is the model's ``nn.Module`` tree, between the Python line and the op;
     ``memory`` holds where the memory goes (by function, by torch's categories) beside them."""
 
     PYTHON = "python"
+    MODULE = "module"
     FRAMEWORK = "framework"
     KERNEL = "kernel"
     HARDWARE = "hardware"

@@ -16,8 +16,8 @@ from perfstack.report import Report
 
 from ..artifacts import artifact, read_nvml
 
-LAYER_COLOURS = {"python": "#4e79a7", "framework": "#f28e2b", "kernel": "#e15759",
-                 "hardware": "#76b7b2", "run": "#bab0ac"}
+LAYER_COLOURS = {"python": "#4e79a7", "module": "#b07aa1", "framework": "#f28e2b",
+                 "kernel": "#e15759", "hardware": "#76b7b2", "run": "#bab0ac"}
 #: Budget parts drawn in the bar, each its own colour (the legend names them).
 PART_COLOURS = {"startup": "#9c755f", "interpreter": "#4e79a7", "native": "#f28e2b",
                 "framework": "#f28e2b", "kernels": "#e15759", "openmp": "#ff9da7",

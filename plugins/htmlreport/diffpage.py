@@ -28,7 +28,8 @@ from perfstack.report.units import fmt_value
 
 from .charts import esc
 
-PANES = {"python": ("pane-python", "Python"), "framework": ("pane-ops", "Ops"),
+PANES = {"python": ("pane-python", "Python"), "module": ("pane-modules", "Modules"),
+         "framework": ("pane-ops", "Ops"),
          "kernel": ("pane-kernels", "Kernels"), "hardware": ("pane-hardware", "Hardware"),
          "memory": ("pane-memory", "Memory")}
 

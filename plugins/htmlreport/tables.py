@@ -17,8 +17,8 @@ from perfstack.report import Layer, Report, Row
 from perfstack.report.units import fmt_value
 
 #: The pane each layer's tables are shown in.
-PANES = {"python": "pane-python", "framework": "pane-ops", "kernel": "pane-kernels",
-         "hardware": "pane-hardware", "memory": "pane-memory"}
+PANES = {"python": "pane-python", "module": "pane-modules", "framework": "pane-ops",
+         "kernel": "pane-kernels", "hardware": "pane-hardware", "memory": "pane-memory"}
 #: Units whose values add up when ops are grouped by name (times, counts, FLOPs, bytes).
 ADDITIVE = ("s", "count", "flop", "B", "bytes")
 

@@ -66,6 +66,7 @@ class Event(msgspec.Struct):
     ts: Any = None
     dur: Any = None
     tid: Any = None
+    id: Any = None  # a flow's id (``fwdbwd``: a forward op to its backward op)
     args: Args | None = None
 
 

@@ -13,6 +13,7 @@ from perfstack.report import Better, Layer, Metric, Quantity, Row
 
 from ..demangle import demangle
 from .links import COMM_KERNEL, Linker
+from .modules import module_rows
 from .opgroups import SOURCE, US, Group, OpGroups, q, top_links
 from .steps import cpu_steps, gpu_steps, stream_metrics
 from .timeline import (
@@ -93,7 +94,8 @@ def _summarize(agg: TraceAggregate, with_flops: bool, stepped: bool) -> tuple[
     framework = [_framework_row(key, g, bool(agg.kernels)) for key, g in groups.items()]
     framework.sort(key=lambda r: -(r.values["self"].value or 0))
     rows = {Layer.FRAMEWORK: framework, Layer.KERNEL: kernel_rows,
-            Layer.PYTHON: _python_rows(agg, ops.root_frames)}
+            Layer.PYTHON: _python_rows(agg, ops.root_frames),
+            Layer.MODULE: module_rows(agg, trees)}
     metrics[:0] = [
         Metric("torch_ops_self_time", sum(g.self_time for g in groups.values()) * US, "s",
                "framework", SOURCE, Better.LOWER, detail=True,

@@ -28,6 +28,8 @@ OP_CATEGORIES = ("cpu_op", "user_annotation")
 KERNEL_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 RUNTIME_CATEGORIES = ("cuda_runtime", "cuda_driver", "runtime")
 STEP_PREFIX = "ProfilerStep#"
+#: torch's Python tracer names each nn.Module call it records ``nn.Module: Linear_1``.
+MODULE_PREFIX = "nn.Module: "
 
 
 @dataclass
@@ -74,6 +76,13 @@ class TraceAggregate:
 
     ops: dict[str, ThreadOps] = field(default_factory=dict)  # by thread
     frames: dict[str, ThreadFrames] = field(default_factory=dict)
+    #: nn.Module forward calls by thread (with_stack): start, end, and the id of the
+    #: module's name (``Linear_1``) in ``module_names``
+    modules: dict[str, ThreadFrames] = field(default_factory=dict)
+    module_names: list[str] = field(default_factory=list)
+    #: each forward-to-backward flow's two ends by id code: (thread, start µs)
+    flow_starts: dict[int, tuple[str, float]] = field(default_factory=dict)
+    flow_ends: dict[int, tuple[str, float]] = field(default_factory=dict)
     memory: dict[str, tuple[array[float], array[float]]] = field(default_factory=dict)
     kernels: list[Kernel] = field(default_factory=list)
     runtime: dict[int, RuntimeCall] = field(default_factory=dict)  # by correlation code
@@ -95,6 +104,7 @@ class TraceAggregate:
     _name_ids: dict[str, int] = field(default_factory=lambda: {"": 0})
     _dims_ids: dict[str, int] = field(default_factory=dict)
     _frame_ids: dict[str, int] = field(default_factory=dict)
+    _module_ids: dict[str, int] = field(default_factory=dict)
     _odd_ids: dict[tuple[int, Any], int] = field(default_factory=dict)
 
     def add_file(self, path: Path) -> None:
@@ -173,20 +183,12 @@ class TraceAggregate:
             ops.dims.append(self._dims_id(dims, args.input_types) if dims else 0)
             ops.ext.append(self._id(args.external_id))
         elif cat == "python_function" and ev.ph == "X" and ev.ts is not None:
-            key = python_key(str(ev.name or ""))
-            if key is not None:
-                ts = float(ev.ts)
-                tid = str(ev.tid)
-                frames = self.frames.get(tid)
-                if frames is None:
-                    frames = self.frames[tid] = ThreadFrames()
-                fid = self._frame_ids.get(key)
-                if fid is None:
-                    fid = self._frame_ids[key] = len(self.frame_keys)
-                    self.frame_keys.append(key)
-                frames.ts.append(ts)
-                frames.end.append(ts + float(ev.dur or 0))
-                frames.key.append(fid)
+            raw = str(ev.name or "")
+            if raw.startswith(MODULE_PREFIX):  # a module's forward call
+                _add_call(self.modules, self._module_ids, self.module_names,
+                          raw[len(MODULE_PREFIX):], ev)
+            elif (key := python_key(raw)) is not None:  # a frame of the user's code
+                _add_call(self.frames, self._frame_ids, self.frame_keys, key, ev)
         elif cat in KERNEL_CATEGORIES:
             args = ev.args or _NO_ARGS
             self.kernels.append(Kernel(
@@ -202,6 +204,12 @@ class TraceAggregate:
                                    str(ev.tid), self._id(args.external_id),
                                    self._id(args.correlation))
                 self.runtime[call.correlation] = call
+        elif cat == "fwdbwd" and ev.ts is not None and ev.id is not None:
+            end = (str(ev.tid), float(ev.ts))
+            if ev.ph == "s":
+                self.flow_starts[self._id(ev.id)] = end
+            elif ev.ph == "f":
+                self.flow_ends[self._id(ev.id)] = end
         elif cat == "cpu_instant_event" and ev.name == "[memory]" and ev.ts is not None:
             args = ev.args or _NO_ARGS
             if (args.device_type or 0) == 0:  # host memory; device memory stays with kernels
@@ -211,6 +219,24 @@ class TraceAggregate:
                     memory = self.memory[tid] = (array("d"), array("d"))
                 memory[0].append(float(ev.ts))
                 memory[1].append(float(args.size or 0))
+
+
+def _add_call(columns: dict[str, ThreadFrames], ids: dict[str, int], names: list[str],
+              name: str, ev: Event) -> None:
+    """Append a Python call (a frame, a module's forward) to its thread's columns, its name
+    as an id into ``names``."""
+    tid = str(ev.tid)
+    calls = columns.get(tid)
+    if calls is None:
+        calls = columns[tid] = ThreadFrames()
+    found = ids.get(name)
+    if found is None:
+        found = ids[name] = len(names)
+        names.append(name)
+    ts = float(ev.ts)
+    calls.ts.append(ts)
+    calls.end.append(ts + float(ev.dur or 0))
+    calls.key.append(found)
 
 
 def build_trees(agg: TraceAggregate) -> dict[str, Tree]:
