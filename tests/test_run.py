@@ -186,7 +186,8 @@ def test_the_run_count_leaves_out_unavailable_backends_from_the_start(perfstack)
 
 def test_quick_is_one_baseline_and_the_quick_backends(perfstack):
     """--quick: a sampler and what reads the baseline, one baseline run, no warm-up; the
-    text says the hardware layer was measured (its figures are the metrics)."""
+    sampler's run first, and its answer said before the baseline runs (the report refines
+    it); the text says the hardware layer was measured (its figures are the metrics)."""
     from perfstack.pluginmanager import load_plugins
 
     backends = load_plugins().backends()[0]
@@ -195,14 +196,19 @@ def test_quick_is_one_baseline_and_the_quick_backends(perfstack):
     result = perfstack("run", "--quick", str(WORKLOADS / "busy.py"), env={"COLUMNS": "80"})
     assert result.code == 0, result.stderr
     report = result.report()
-    assert [r["id"] for r in report["run"]["runs"]] == ["baseline-1", "pyspy"]
+    assert [r["id"] for r in report["run"]["runs"]] == ["pyspy", "baseline-1"]
     assert {b["name"] for b in report["backends"]} == set(quick) & {
         n for n, e in backends.items() if e.backend.check().ok}
-    assert "run 2 of 2, pyspy" in result.stderr
+    assert "run 1 of 2, pyspy" in result.stderr and "run 2 of 2, baseline-1" in result.stderr
+    said = result.stderr.index("so far (pyspy in, 1 of ")
+    assert said < result.stderr.index("run 2 of 2, baseline-1")
+    assert "spin (busy.py:" in result.stderr[said:].splitlines()[0]
+    assert backend(report, "pyspy")["overhead"] is not None  # against the later baseline
     assert "Hardware   resources 10 rows, shown as metrics" in result.stdout
     assert "not measured (--plugins nvml, perf, resources)" not in result.stdout
     again = perfstack("run", "--quick", "--repeat", "2", "--dry-run", str(WORKLOADS / "busy.py"))
     assert again.code == 0 and "baseline: 2 run(s)" in again.stdout  # --repeat given: kept
+    assert again.stdout.index("pyspy: one run, first") < again.stdout.index("baseline:")
     both = perfstack("run", "--quick", "--plugins", "torch", str(WORKLOADS / "busy.py"))
     assert both.code == 2 and both.stderr.count("\n") == 1 and "--quick" in both.stderr
     sweep = perfstack("sweep", "--quick", "--env", "A=1,2", str(WORKLOADS / "busy.py"))

@@ -41,25 +41,31 @@ def require_baseline(ns: argparse.Namespace, command: str) -> None:
 
 def describe_plan(workload: Workload, selected: list[BackendEntry], repeat: int, warmup: int,
                   nproc_per_node: int | None,
-                  backend_options: dict[str, dict[str, Any]] | None = None) -> list[str]:
-    """The runs a session would make, one line each, and whether each backend can run here."""
+                  backend_options: dict[str, dict[str, Any]] | None = None,
+                  answer_first: bool = False) -> list[str]:
+    """The runs a session would make, one line each in the order made, and whether each
+    backend can run here (``answer_first``: those with runs of their own come first)."""
     command = " ".join(workload.command())
     launcher = f" under torchrun, {nproc_per_node} processes" if nproc_per_node else ""
-    lines = [f"perfstack would run: {command}{launcher}",
-             f"  warm-up: {warmup} run(s), not measured" if warmup else "  no warm-up run",
-             f"  baseline: {repeat} run(s) with no profiler" if repeat else
-             "  no baseline run (--repeat 0): the unprofiled time and overheads unknown"]
+    unprofiled = [f"  warm-up: {warmup} run(s), not measured" if warmup else "  no warm-up run",
+                  f"  baseline: {repeat} run(s) with no profiler" if repeat else
+                  "  no baseline run (--repeat 0): the unprofiled time and overheads unknown"]
+    first: list[str] = []
+    rest: list[str] = []
     for entry in selected:
         available = availability(entry.backend)
         if available.ok:
             runs = entry.backend.run_count((backend_options or {}).get(entry.backend.name, {}))
-            lines.append(f"  {entry.backend.name}: " + (
+            line = f"  {entry.backend.name}: " + (
                 "no run of its own (reads the baseline runs)" if not entry.backend.own_run
-                else "one run" if runs == 1 else f"{runs} runs"))
+                else "one run" if runs == 1 else f"{runs} runs")
         else:
             fix = f" (fix: {available.fix})" if available.fix else ""
-            lines.append(f"  {entry.backend.name}: cannot run here: {available.reason}{fix}")
-    return lines
+            line = f"  {entry.backend.name}: cannot run here: {available.reason}{fix}"
+        (first if answer_first and available.ok and entry.backend.own_run else rest).append(
+            line + (", first: the answer comes after it" if answer_first and available.ok
+                    and entry.backend.own_run else ""))
+    return [f"perfstack would run: {command}{launcher}", *first, *unprofiled, *rest]
 
 
 def split_workload_args(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -231,7 +237,8 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     if ns.dry_run:
         distributed_options(ns, own, backends)  # checks --ranks and --torchrun-args
         for line in describe_plan(workload, selected, ns.repeat, ns.warmup, ns.nproc_per_node,
-                                  backend_options(ns, selected)):
+                                  backend_options(ns, selected),
+                                  answer_first=bool(ns.quick) and not ns.nproc_per_node):
             print(line)
         return EXIT_OK
     if ns.out_dir is not None:
@@ -247,7 +254,8 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     options = RunOptions(repeat=ns.repeat, warmup=ns.warmup, timeout_s=ns.timeout,
                          kill_grace_s=ns.kill_grace, collect_timeout_s=ns.collect_timeout,
                          backend_options=backend_options(ns, selected),
-                         steps=step_window(ns), keep_going=ns.keep_going, **distributed)
+                         steps=step_window(ns), keep_going=ns.keep_going,
+                         answer_first=bool(ns.quick) and not distributed, **distributed)
     session = Session(workload, selected, plugins, run_dir, report_path.parent.resolve(),
                       options, progress, plugin_failures=failures if ns.plugins is None else [])
     report = session.execute()

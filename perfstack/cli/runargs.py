@@ -150,9 +150,10 @@ def build_parser(backends: dict[str, BackendEntry]) -> Parser:
                         help="also write the HTML report (default: report.html beside the "
                              "report)")
     parser.add_argument("--quick", action="store_true",
-                        help="a first answer in about twice the workload's time: one baseline "
-                        "run, no warm-up, and only the quick backends (a sampler, and those "
-                        "reading the baseline) instead of --plugins")
+                        help="a first answer after one run of the workload: the quick backends "
+                        "(a sampler, and those reading the baseline) instead of --plugins, "
+                        "the sampler's run first and its answer said at once, then one "
+                        "baseline run and no warm-up")
     parser.add_argument("--dry-run", action="store_true",
                         help="check the arguments and say which runs would be made and which "
                         "backends can run here; run nothing, write nothing")

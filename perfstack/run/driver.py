@@ -76,6 +76,7 @@ class Session:
         self._begin = 0.0
         self._env: dict[str, Any] = {}
         self._answered = False  # the answer so far was said (AnsweringProgress)
+        self._baseline_done = False  # the warm-up and baseline runs are behind
 
     @property
     def interrupted(self) -> bool:
@@ -97,14 +98,26 @@ class Session:
         return self.runner.baseline
 
     def execute(self) -> Report:
-        """Run the baseline and every selected backend; return the report."""
+        """Run the baseline and every selected backend (under ``answer_first``, those with
+        runs of their own before the baseline); return the report."""
         self.begin()
+        first = [e for e in self.selected if self.options.answer_first and e.backend.own_run]
+        early = [self.run_backend(entry) for entry in first]
         try:
-            self._baseline()
+            if not self.interrupted:
+                self._baseline()
         except KeyboardInterrupt:
             self.interrupted = True
+        self._baseline_done = True
+        for result, outcome in early:  # their overhead, now that the baseline ran
+            if result is not None and outcome is not None:
+                result.overhead, result.overhead_note = baselines.overhead(
+                    outcome, self.baseline, self.options.repeat, self.options.steps)
+                result.notes.append("run before the baseline (--quick): its answer came "
+                                    "after one run of the workload")
         for entry in self.selected:
-            self.run_backend(entry)
+            if entry not in first:
+                self.run_backend(entry)
         return self.finish()
 
     def begin(self) -> None:
@@ -132,12 +145,13 @@ class Session:
         # A workload that crashes or hangs will do it again: don't repeat it.
         return outcome.record.exit.clean
 
-    def run_backend(self, entry: BackendEntry) -> None:
-        """Run one backend (or record why it was skipped)."""
+    def run_backend(self, entry: BackendEntry) -> tuple[BackendResult | None, Outcome | None]:
+        """Run one backend (or record why it was skipped); return its result and its own
+        run's outcome (None where it made none)."""
         if self.interrupted:
             self.results.append(assembly.result_of(
                 entry, Status.SKIPPED, reason="not run: the session was interrupted"))
-            return
+            return None, None
         turn = BackendTurn(entry, self.runner, self.failed_unprofiled)
         try:
             self.results.append(turn.take())
@@ -148,14 +162,15 @@ class Session:
         if turn.collected is not None:
             self.collected[entry.backend.name] = turn.collected
             self._answer_so_far(entry)
+        return self.results[-1], turn.outcome
 
     def _answer_so_far(self, entry: BackendEntry) -> None:
-        """Once a backend is in and others are still to run, let a progress display that can
-        say the answer of the runs so far say it (once)."""
+        """Once a backend is in and other runs are still to come (backends, or the baseline),
+        let a progress display that can say the answer of the runs so far say it (once)."""
         progress = self.runner.progress
         done, total = len(self.results), len(self.selected)
-        if self._answered or self.interrupted or done >= total or not isinstance(
-                progress, AnsweringProgress):
+        if self._answered or self.interrupted or (done >= total and self._baseline_done) or (
+                not isinstance(progress, AnsweringProgress)):
             return
         self._answered = progress.answer_so_far(entry.backend.name, done, total,
                                                 lambda: self._assemble(preview=True))

@@ -78,6 +78,9 @@ class RunOptions:
     steps: StepWindow | None = None
     #: --keep-going: run every backend even after the workload failed without a profiler
     keep_going: bool = False
+    #: --quick: the backends with runs of their own (the sampler) before the baseline, so
+    #: that the answer of the sampler's run comes after one run of the workload, not two
+    answer_first: bool = False
 
 
 def selected_ranks(spec: str, present: list[int]) -> list[int]:

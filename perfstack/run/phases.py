@@ -43,6 +43,8 @@ class BackendTurn:
         self.options = runner.options
         #: the first warm-up or baseline run that did not end cleanly, if any
         self.failed_unprofiled = failed_unprofiled
+        #: the backend's own run, once made (its overhead may be measured again later)
+        self.outcome: Outcome | None = None
         self.errors: list[str] = []
         self.collected: Collected | None = None
 
@@ -148,6 +150,7 @@ class BackendTurn:
     def _collect(self, ctx: RunContext, outcome: Outcome | None,
                  per_rank: bool = True) -> BackendResult:
         runner, options = self.runner, self.options
+        self.outcome = outcome
         if outcome is not None:
             status = assembly.status_of(outcome.record.exit.status, outcome.record.exit.clean)
             run_id: str | None = outcome.record.id
