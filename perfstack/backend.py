@@ -321,6 +321,15 @@ class Backend:
         ``ValueError`` with one line when a file cannot be read."""
         return []
 
+    def analysis_units(self, files: Sequence[Path]) -> list[list[Path]]:
+        """Split the files this backend recognized into units that are read independently,
+        each by one ``analyze`` call that may run in another process or on another machine
+        (``perfstack analyze`` reads a job's ranks side by side): one unit per rank or
+        process, from the files' names and headers only. The default is one unit of every
+        file. Raise ``ValueError`` with one line when the files contradict each other (two
+        processes claiming one rank)."""
+        return [list(files)]
+
     def collect(self, ctx: RunContext, outcome: Outcome | None) -> Collected:
         """Return the normalized records from this backend's raw output.
 

@@ -67,3 +67,7 @@ class HistoryUnavailable(PerfstackError):
 
 class MissingDependency(PerfstackError):
     """A command needs a package that is not installed."""
+
+
+class ClusterUnavailable(PerfstackError):
+    """The Dask scheduler the command was pointed at cannot be reached."""

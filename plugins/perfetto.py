@@ -139,8 +139,9 @@ def nvml_events(path: Path, pid: int) -> list[dict[str, Any]]:
 
 
 #: An artifact label as a run gives it: ``trace``, a later cycle's ``trace-1``, a rank's
-#: ``trace.rank3`` (or both).
-_LABEL = re.compile(r"(?P<label>[a-z]+)(?:-(?P<cycle>\d+))?(?:\.rank(?P<rank>\d+))?")
+#: ``trace.rank3`` (or both); a merged job's later nodes' with their node: ``node1:trace.rank3``.
+_LABEL = re.compile(
+    r"(?:node(?P<node>\d+):)?(?P<label>[a-z]+)(?:-(?P<cycle>\d+))?(?:\.rank(?P<rank>\d+))?")
 
 
 def _artifacts(report: Report, base: Path | None, backend: str,
@@ -158,9 +159,10 @@ def _artifacts(report: Report, base: Path | None, backend: str,
         path = artifact(report, base, backend, key)
         if path is None:
             continue
-        rank, cycle = int(m["rank"] or -1), int(m["cycle"] or 0)
-        what = (f", rank {rank}" if rank >= 0 else "") + (f", cycle {cycle + 1}" if cycle else "")
-        found.append(((rank, cycle), what, path))
+        node, rank, cycle = int(m["node"] or 0), int(m["rank"] or -1), int(m["cycle"] or 0)
+        what = ((f", rank {rank}" if rank >= 0 else f", node {node}" if node else "")
+                + (f", cycle {cycle + 1}" if cycle else ""))
+        found.append(((node, rank, cycle), what, path))
     return [(what, path) for _, what, path in sorted(found, key=lambda f: f[0])]
 
 

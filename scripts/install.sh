@@ -42,6 +42,8 @@ if [ "$tests" = 1 ]; then
     trap 'kill "$ft" 2>/dev/null || true; rm -f "$ft_log"' EXIT
     scripts/install-chromium.sh >/dev/null
     scripts/install-postgresql.sh >/dev/null
+    # The tests start a Dask scheduler and workers on 127.0.0.1 (perfstack analyze --scheduler).
+    .venv/bin/python -c 'import distributed' 2>/dev/null || "${pip[@]}" install -e ".[dask]"
     if ! wait "$ft"; then
         tail -n 20 "$ft_log" >&2
         echo "install.sh: the free-threaded CPython did not build (log above)" >&2

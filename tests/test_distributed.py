@@ -137,6 +137,29 @@ def test_two_nodes_then_merge(tmp_path: Path) -> None:
     assert found and "rank 1 is the straggler" in found[0]["title"], job["findings"]
     assert [n["ranks"] for n in job["environment"]["merged_from"]] == [[0], [1]]
     assert {r["id"] for r in job["run"]["runs"]} >= {"baseline-1", "node1:baseline-1"}
+    # No figure twice; every node's raw outputs kept, found from the job report's folder.
+    counted = [m["name"] for m in job["metrics"]]
+    assert len(counted) == len(set(counted)), sorted(n for n in counted if counted.count(n) > 1)
+    [torch] = [b for b in job["backends"] if b["name"] == "torch"]
+    assert any(label.startswith("node1:") for label in torch["artifacts"]), torch["artifacts"]
+    for path in torch["artifacts"].values():
+        assert (merged.parent / path).exists(), path
+    # The merged timeline holds both nodes' torch traces, one process each.
+    timeline = tmp_path / "job.trace.json"
+    shown = subprocess.run([sys.executable, "-m", "perfstack", "show", str(merged), "--format",
+                            "perfetto", "-o", str(timeline)], cwd=tmp_path, env=perfstack_env(),
+                           capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    names = [e["args"]["name"] for e in read_json(timeline)["traceEvents"]
+             if e.get("ph") == "M" and e.get("name") == "process_name"]
+    assert len([n for n in names if n.startswith("torch")]) == 2, names
+    # The job folder itself: its nodes' reports found below it (their run histories not).
+    folder = subprocess.run([sys.executable, "-m", "perfstack", "merge", str(tmp_path), "-o",
+                             str(tmp_path / "job2.json"), "-q"], cwd=tmp_path,
+                            env=perfstack_env(), capture_output=True, text=True, timeout=120)
+    assert folder.returncode == 0, folder.stderr
+    assert sorted(m["name"] for m in read_json(tmp_path / "job2.json")["metrics"]) == sorted(
+        counted)
 
 
 def test_equal_ranks_have_no_slowest_and_a_straggler_is_named() -> None:

@@ -4,8 +4,10 @@ backend published), and a job's ranks side by side (each ``name[rankN]`` metric)
 
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass
+import statistics
+from dataclasses import dataclass, field
 
 from perfstack.report import Metric, Report
 
@@ -49,9 +51,50 @@ class RankTable:
     slowest: int | None  # the slowest_rank metric
     gap: float | None  # straggler_gap, %
     hidden_columns: int  # per-rank metrics left out (--full shows them)
+    #: a job of MANY_RANKS or more, unless --full: each column's distribution over every
+    #: rank ("median", "p90", "max": value and unit per column), and ``rows`` holds only the
+    #: ranks that stand out (the slowest, and the rank of each column's extremes)
+    summary: list[tuple[str, list[tuple[float, str] | None]]] = field(default_factory=list)
+    ranks: int = 0  # how many ranks the job has (``rows`` may list fewer)
+    merged_rows: bool = False  # the layers' rows are each key's mean per rank (rankrows)
 
 
 RANKED = re.compile(r"^(?P<base>.+)\[rank(?P<rank>\d+)\]$")
+#: From this many ranks the table speaks in distributions, not one line per rank.
+MANY_RANKS = 8
+#: The most ranks listed beside the distributions.
+STANDING_OUT = 6
+
+
+def _number(m: Metric | None) -> float | None:
+    value = m.value if m is not None else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else None
+
+
+def _distributions(columns: list[str], rows: list[tuple[int, list[Metric | None]]],
+                   slowest: int | None) -> tuple[list[tuple[str, list[tuple[float, str] | None]]],
+                                                 list[tuple[int, list[Metric | None]]]]:
+    """Each column's median, p90 (nearest rank) and max over every rank, and the ranks that
+    stand out: the slowest, then the rank of each column's most and least, in that order."""
+    stats: dict[str, list[tuple[float, str] | None]] = {"median": [], "p90": [], "max": []}
+    standing: list[int] = [slowest] if slowest is not None else []
+    for i in range(len(columns)):
+        known = sorted((v, rank, m.unit) for rank, ms in rows
+                       if (m := ms[i]) is not None and (v := _number(m)) is not None)
+        if not known:
+            for key in stats:
+                stats[key].append(None)
+            continue
+        unit = known[0][2]
+        values = [v for v, _, _ in known]
+        stats["median"].append((statistics.median(values), unit))
+        stats["p90"].append((values[max(0, math.ceil(0.9 * len(values)) - 1)], unit))
+        stats["max"].append((values[-1], unit))
+        standing += [known[-1][1], known[0][1]]
+    keep = list(dict.fromkeys(standing))[:STANDING_OUT]
+    by_rank = dict(rows)
+    return list(stats.items()), [(rank, by_rank[rank]) for rank in keep if rank in by_rank]
 
 
 def rank_table(report: Report, full: bool) -> RankTable | None:
@@ -74,12 +117,16 @@ def rank_table(report: Report, full: bool) -> RankTable | None:
         return None
     columns = [c for c in order if full or c not in detail]
     slowest, gap = report.metric("slowest_rank"), report.metric("straggler_gap")
+    slow = int(slowest.value) if slowest is not None and slowest.value is not None else None
+    rows = [(rank, [metrics.get(c) for c in columns]) for rank, metrics in sorted(by_rank.items())]
+    summary: list[tuple[str, list[tuple[float, str] | None]]] = []
+    if not full and len(rows) >= MANY_RANKS:
+        summary, rows = _distributions(columns, rows, slow)
     return RankTable(
-        columns, [(rank, [metrics.get(c) for c in columns])
-                  for rank, metrics in sorted(by_rank.items())],
-        int(slowest.value) if slowest is not None and slowest.value is not None else None,
+        columns, rows, slow,
         float(gap.value) if gap is not None and gap.value is not None else None,
-        len(order) - len(columns))
+        len(order) - len(columns), summary, len(by_rank),
+        bool(report.environment.get("rows_across_ranks")))
 
 
 def device_time(report: Report) -> DeviceTime | None:

@@ -15,6 +15,8 @@ Exit codes (also in the README):
 9     every backend named with --plugins failed (the report was written)
 10    the history cannot be opened or read
 11    a package the command needs is missing
+12    ``gate``: the newest run was disturbed by other programs; it cannot be judged
+13    ``analyze --scheduler``: the Dask scheduler cannot be reached
 70    internal error in perfstack (the traceback is saved to a file, not printed)
 130   interrupted by Ctrl-C (a partial report was written)
 ====  ==========================================================================
@@ -50,6 +52,8 @@ EXIT_HISTORY = 10
 EXIT_MISSING_DEPENDENCY = 11
 #: perfstack gate: the newest run was disturbed by other programs; run it again
 EXIT_DISTURBED = 12
+#: analyze --scheduler: the Dask scheduler cannot be reached
+EXIT_CLUSTER = 13
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
 
@@ -64,6 +68,7 @@ EXIT_CODES: dict[type[errors.PerfstackError], int] = {
     errors.OutputError: EXIT_OUTPUT,
     errors.HistoryUnavailable: EXIT_HISTORY,
     errors.MissingDependency: EXIT_MISSING_DEPENDENCY,
+    errors.ClusterUnavailable: EXIT_CLUSTER,
 }
 
 DEFAULT_RUNS_DIR = Path(".perfstack") / "runs"

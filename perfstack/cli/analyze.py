@@ -110,10 +110,36 @@ def _outputs(ns: argparse.Namespace) -> list[tuple[str, Path | None]]:
     return [("-o", report), ("--html", outputs.html_beside(ns.html, ns.output))]
 
 
+class _RankProgress:
+    """'perfstack: read 5 of 16 ranks (3.1 s; about 6.8 s left)' on stderr, at most once a
+    second, for a job of several ranks."""
+
+    def __init__(self) -> None:
+        self.last = 0.0
+
+    def __call__(self, done: int, total: int, seconds: float) -> None:
+        if total < 2 or (done < total and seconds - self.last < 1.0):
+            return
+        self.last = seconds
+        left = f"; about {seconds * (total - done) / done:.0f} s left" if done < total else ""
+        print(f"perfstack: read {done} of {total} ranks ({seconds:.1f} s{left})",
+              file=sys.stderr, flush=True)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
 def cmd_analyze(plugins: Plugins, argv: list[str]) -> int:
     """Read recorded profiles into a report; write it and print it."""
-    from perfstack.run import rundir
-    from perfstack.run.ingest import LEFT_OUT_RULE, analyze, expand
+    from perfstack.run import executors, rundir
+    from perfstack.run.ingest import LEFT_OUT_RULE, UNREAD_RULE, analyze, expand
 
     parser = Parser(
         prog="perfstack analyze",
@@ -124,21 +150,43 @@ def cmd_analyze(plugins: Plugins, argv: list[str]) -> int:
         epilog="example: perfstack analyze traces/ -o job.json --html")
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH",
                         help="trace files (.json, .json.gz) or folders of them")
+    parser.add_argument("--jobs", type=_positive, metavar="N",
+                        help="read N ranks at once in local worker processes (default: the "
+                        "usable CPUs, fewer when the memory available would not hold that "
+                        "many; 1: in this process)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help="read the ranks on a Dask cluster's workers (tcp://host:8786), "
+                       "which must see the same files; default: $"
+                       f"{executors.DASK_ADDRESS_ENV} when set (needs perfstack[dask])")
+    where.add_argument("--scheduler-file", type=Path, metavar="FILE",
+                       help="the Dask cluster whose scheduler wrote FILE "
+                       "(dask scheduler --scheduler-file FILE)")
     _common(parser, plugins)
     ns = parser.parse_args(argv)
     check_view_options(ns)
+    cluster = executors.dask_address(ns.scheduler, ns.scheduler_file)
+    if cluster is not None and ns.jobs is not None:
+        raise errors.UsageError("--jobs sizes the local pool; a Dask cluster has its own "
+                                "workers (leave out one of them)")
     named, found = expand(ns.paths)
     outputs.refuse_collisions(_outputs(ns), [("an input", p) for p in (*named, *found)])
     if ns.output is not None and not outputs.to_stdout(ns.output):
         rundir.check_writable(ns.output)
-    report = analyze(ns.paths, plugins)
+    report = analyze(ns.paths, plugins, jobs=ns.jobs, cluster=cluster, progress=_RankProgress())
     files = len(report.run.analyzed or [])
     code = _output(plugins, report, ns, f"analysed from {files} file{'s' * (files != 1)}")
+    if not report.run.complete:
+        print("perfstack: interrupted; the report is of the ranks read so far", file=sys.stderr)
+        signals.note_interrupt()
+        return signals.exit_code()
     failed = [b for b in report.backends if b.status == Status.FAILED]
-    missed = [f for f in report.findings if f.rule == LEFT_OUT_RULE]
+    missed = [f for f in report.findings if f.rule in (LEFT_OUT_RULE, UNREAD_RULE)]
     if code == EXIT_OK and missed and not failed:
         # The report is of the files read; the exit code says that some were not.
-        print(f"perfstack: {missed[0].evidence[0]}", file=sys.stderr)
+        said = (f"{missed[0].title} ({missed[0].evidence[0]})" if missed[0].rule == UNREAD_RULE
+                else missed[0].evidence[0])
+        print(f"perfstack: {said}", file=sys.stderr)
         return EXIT_BACKENDS_FAILED
     if code == EXIT_OK and failed:
         # The report is written and says why; the exit code says that it is not whole.
@@ -146,6 +194,26 @@ def cmd_analyze(plugins: Plugins, argv: list[str]) -> int:
               + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""), file=sys.stderr)
         return EXIT_BACKENDS_FAILED
     return code
+
+
+def _node_reports(paths: list[Path]) -> list[Path]:
+    """The reports named, and a folder's nodes' reports (each ``report.json`` below it, none
+    in a hidden folder such as a node's ``.perfstack/runs`` history of runs, none through a
+    ``latest`` link), in path order."""
+    from perfstack.run.filenames import REPORT_FILE
+
+    out: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            out.append(path)
+            continue
+        found = sorted(p for p in path.rglob(REPORT_FILE)
+                       if not any(part == "latest" or part.startswith(".")
+                                  for part in p.relative_to(path).parts))
+        if not found:
+            raise errors.InputNotFound(f"{path}: no {REPORT_FILE} below this folder")
+        out += found
+    return out
 
 
 def cmd_merge(plugins: Plugins, argv: list[str]) -> int:
@@ -161,13 +229,15 @@ def cmd_merge(plugins: Plugins, argv: list[str]) -> int:
         "the slowest rank and the straggler gap across nodes.",
         epilog="example: perfstack merge node0/report.json node1/report.json -o job.json")
     parser.add_argument("reports", nargs="+", type=Path, metavar="REPORT",
-                        help="the nodes' report files")
+                        help="the nodes' report files, or a job folder holding them (each "
+                        "node's report.json in a folder of its own, found at any depth)")
     parser.add_argument("--force", action="store_true",
                         help="join reports of different workloads (another script or other "
                         "arguments) anyway")
     _common(parser, plugins)
     ns = parser.parse_args(argv)
     check_view_options(ns)
+    ns.reports = _node_reports(ns.reports)
     if len(ns.reports) < 2:
         raise errors.UsageError("perfstack merge needs the reports of at least two nodes")
     outputs.refuse_collisions(_outputs(ns), [("an input report", p) for p in ns.reports])
@@ -177,5 +247,7 @@ def cmd_merge(plugins: Plugins, argv: list[str]) -> int:
     refused = unmergeable(nodes, [str(p) for p in ns.reports], force=ns.force)
     if refused is not None:
         raise errors.UsageError(refused)
-    report = merge(nodes, [str(p) for p in ns.reports])
+    into = (ns.output.parent if ns.output is not None and not outputs.to_stdout(ns.output)
+            else Path.cwd() if outputs.to_stdout(ns.output) else None)
+    report = merge(nodes, [str(p) for p in ns.reports], into)
     return _output(plugins, report, ns, f"merged from {len(ns.reports)} reports")

@@ -10,12 +10,14 @@ agrees with the markdown and HTML ones. Names are cut to fit the width, numbers 
 from __future__ import annotations
 
 import os
+import re
 
 from perfstack.analysis.budget import Node
+from perfstack.analysis.deviceview import MANY_RANKS
 from perfstack.analysis.layerview import LayerTable
 from perfstack.analysis.view import View, build
 from perfstack.pluginmanager import hookimpl
-from perfstack.render import Renderer, RenderOptions, textdevice, textmemory
+from perfstack.render import Renderer, RenderOptions, textdevice, textmemory, textmodules
 from perfstack.render.textgrid import Column, Page, bar, cut, table, wrap
 from perfstack.render.words import (
     LAYER_TITLES,
@@ -28,6 +30,7 @@ from perfstack.render.words import (
     node_figures,
     printed_caption,
     rank_cells,
+    ranks_note,
     ranks_title,
     related_line,
     related_title,
@@ -135,8 +138,10 @@ def _ranks(page: Page, view: View) -> None:
     if t is None:
         return
     page.section(ranks_title(t))
-    page.extend(table([Column("rank", name=True), *(Column(c) for c in t.columns)],
-                      rank_cells(t), page.width))
+    note = ranks_note(t)
+    if note:
+        page.sentences([note])
+    page.named_table("rank", t.columns, rank_cells(t))
     if t.hidden_columns:
         page.add(f"  {t.hidden_columns} more per-rank figures with --full", "dim")
 
@@ -282,12 +287,36 @@ def _metrics(page: Page, view: View) -> None:
         page.extend(wrap(f"{m.name}: {m.reason}", page.width, indent=4, first="  "))
 
 
+#: A rank's raw output: ``trace.rank3``.
+RANKED_LABEL = re.compile(r"^(.+)\.rank\d+$")
+
+
 def _artifacts(page: Page, view: View) -> None:
     if not view.artifacts:
         return
     folder = os.path.commonpath([os.path.dirname(a.path) or "." for a in view.artifacts])
-    page.section(f"Raw outputs, in {folder}/" if folder not in ("", ".") else "Raw outputs")
+    title = f"Raw outputs, in {folder}/" if folder not in ("", ".") else "Raw outputs"
+    if len(title) <= page.width:
+        page.section(title)
+    else:  # a long folder on a line of its own, below the title
+        page.section("Raw outputs")
+        page.add(f"  in {folder}/")
+    per_rank: dict[tuple[str, str], int] = {}
     for a in view.artifacts:
+        found = RANKED_LABEL.match(a.label)
+        if found is not None:
+            per_rank[(a.backend, found[1])] = per_rank.get((a.backend, found[1]), 0) + 1
+    shown: dict[tuple[str, str], int] = {}
+    for a in view.artifacts:
+        found = RANKED_LABEL.match(a.label)
+        kind = (a.backend, found[1]) if found is not None else None
+        if kind is not None and not view.full and per_rank[kind] >= MANY_RANKS:
+            shown[kind] = shown.get(kind, 0) + 1
+            if shown[kind] > 2:
+                if shown[kind] == per_rank[kind]:  # a job of many ranks: two, then a count
+                    page.add(f"  {a.backend} {kind[1]}: {per_rank[kind] - 2} more ranks' "
+                             "files (--full lists them)", "dim")
+                continue
         where = os.path.relpath(a.path, folder) if folder not in ("", ".") else a.path
         how = f"  ({a.opener})" if a.opener else ""
         page.extend(wrap(f"{a.backend} {a.label}: {where}{how}", page.width, indent=4,
@@ -302,6 +331,7 @@ def render_view(view: View, width: int = 100, color: bool = False,
     _answer(page, view)
     _findings(page, view)
     _budget(page, view)
+    textmodules.modules(page, view)
     textmemory.memory(page, view)
     textdevice.device(page, view)
     textdevice.streams(page, view)

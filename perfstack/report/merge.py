@@ -10,14 +10,18 @@ time, its findings) keep the first node's name and get ``[nodeI]`` for the other
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 from perfstack.analysis.distributed import rank_figures
 from perfstack.report import Layer, Report, order_findings
+from perfstack.report.rankrows import merge_across_ranks
 
 #: Figures computed across ranks: dropped from the inputs and computed again.
-CROSS_RANK = re.compile(r"^(slowest_rank|straggler_gap|collective_wait\[rank\d+\]|gpu_busy)$")
+CROSS_RANK = re.compile(r"^(slowest_rank|straggler_gap|collective_wait\[rank\d+\]|"
+                        r"communication_share\[rank\d+\]|gpu_busy)$")
 CROSS_RANK_RULES = ("dist.straggler", "dist.imbalance")
 _RANKED = re.compile(r"\[rank(\d+)\]$")
 
@@ -48,8 +52,19 @@ def unmergeable(reports: Sequence[Report], names: Sequence[str],
     return None
 
 
-def merge(reports: Sequence[Report], names: Sequence[str]) -> Report:
-    """Join node reports (in node order) into one job report."""
+def _rebased(path: str, node_dir: Path, into: Path | None) -> str:
+    """An artifact's path (relative to its node report's folder) relative to ``into``, or
+    absolute where the job report's folder is not known yet."""
+    if os.path.isabs(path):
+        return path
+    where = os.path.abspath(node_dir / path)
+    return where if into is None else os.path.relpath(where, os.path.abspath(into))
+
+
+def merge(reports: Sequence[Report], names: Sequence[str], into: Path | None = None) -> Report:
+    """Join node reports (in node order, read from the files ``names``) into one job report
+    written in the folder ``into``: every node's raw outputs are kept (the later nodes' as
+    ``nodeI:label``), their paths relative to ``into``."""
     first = reports[0]
     run = dataclasses.replace(
         first.run, runs=[], duration_s=max(r.run.duration_s for r in reports),
@@ -64,10 +79,18 @@ def merge(reports: Sequence[Report], names: Sequence[str]) -> Report:
         for record in report.run.runs:
             job.run.runs.append(record if node == 0 else dataclasses.replace(
                 record, id=f"node{node}:{record.id}"))
-        if node:
-            job.backends += [dataclasses.replace(b, name=b.name, notes=[
-                f"node {node}: {n}" for n in b.notes]) for b in report.backends
-                if job.backend(b.name) is None]
+        node_dir = Path(names[node]).parent
+        for b in report.backends:
+            kept = job.backend(b.name)
+            artifacts = {(f"node{node}:{label}" if node else label):
+                         _rebased(path, node_dir, into) for label, path in b.artifacts.items()}
+            if kept is None:
+                job.backends.append(dataclasses.replace(b, artifacts=artifacts, notes=[
+                    f"node {node}: {n}" for n in b.notes]))
+            elif node:
+                kept.artifacts.update(artifacts)
+            else:
+                kept.artifacts = artifacts
         for layer in Layer:
             for row in report.layers[layer]:
                 rank = row.attrs.get("rank")
@@ -97,4 +120,7 @@ def merge(reports: Sequence[Report], names: Sequence[str]) -> Report:
                                      steps_from="each node's baseline runs")
     job.metrics += metrics
     job.findings = order_findings(job.findings + findings)
+    merged = merge_across_ranks(job)
+    if merged:
+        job.environment["rows_across_ranks"] = {"ranks": len(samples), "merged_away": merged}
     return job

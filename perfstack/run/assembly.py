@@ -30,6 +30,7 @@ from perfstack.report import (
     order_findings,
 )
 from perfstack.report.files import schema_errors
+from perfstack.report.rankrows import merge_across_ranks
 
 if TYPE_CHECKING:
     from perfstack.pluginmanager import BackendEntry
@@ -232,6 +233,11 @@ def build_report(run: RunInfo, environment: dict[str, Any], results: list[Backen
         metrics, found = across_ranks(report)
         report.metrics.extend(metrics)
         report.findings.extend(found)
+        ranks = len({r.attrs["rank"] for rows in report.layers.values() for r in rows
+                     if isinstance(r.attrs.get("rank"), int)})
+        merged = merge_across_ranks(report)  # after the figures that read each rank's rows
+        if merged:
+            report.environment["rows_across_ranks"] = {"ranks": ranks, "merged_away": merged}
     metrics, found = roofline.annotate(report)
     report.metrics.extend(metrics)
     report.findings.extend(found)

@@ -26,11 +26,14 @@ from perfstack.analysis.distributed import rank_figures
 from perfstack.backend import Collected, Recorded
 from perfstack.pluginmanager import BackendEntry, Plugins
 from perfstack.report import BackendResult, Finding, Metric, Report, RunInfo, Status
-from perfstack.run import assembly
+from perfstack.run import assembly, executors
 from perfstack.run.ceilingstep import recorded_ceilings
+from perfstack.run.reduce import Progress, Unit, UnitResult, reduce_units
 
 #: The rule of the finding that names files left out (and the CLI's exit 9 for it).
 LEFT_OUT_RULE = "analyze.files-left-out"
+#: The rule of the finding that names the ranks that could not be read (exit 9 too).
+UNREAD_RULE = "analyze.ranks-unread"
 
 
 def expand(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
@@ -114,8 +117,43 @@ def _left_out_finding(missed: Sequence[Path]) -> Finding:
         "or name only the files to read; every figure across ranks here is of the others.")
 
 
-def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None) -> Report:
-    """Build a report from recorded files; raise NotAReport when no backend reads them."""
+def _unread_finding(failed: Sequence[UnitResult], of: int) -> Finding:
+    shown = [f"{', '.join(p.name for p in r.unit.files[:2])}: {r.error}" for r in failed[:3]]
+    more = f" (and {len(failed) - 3} more)" if len(failed) > 3 else ""
+    return Finding(
+        rule=UNREAD_RULE, severity="critical", layer="run", source="perfstack",
+        title=f"{len(failed)} of {of} ranks or processes could not be read: this report is of "
+        "the others",
+        evidence=[*shown, *([more.strip(" ()")] if more else [])],
+        action="Check those files (cut short when the job ended, or damaged in the copy) and "
+        "analyse again; every figure across ranks here leaves them out.")
+
+
+def _units(claimed: dict[str, list[Path]], backends: dict[str, BackendEntry],
+           results: list[BackendResult]) -> list[Unit]:
+    """Each backend's files split into the units read independently (one per rank)."""
+    units: list[Unit] = []
+    for name, files in claimed.items():
+        entry = backends[name]
+        try:
+            split = entry.backend.analysis_units(files)
+        except ValueError as exc:
+            raise errors.NotAReport(str(exc).splitlines()[0]) from None
+        except Exception as exc:  # a plugin's bug: its files are not read
+            results.append(assembly.result_of(
+                entry, Status.FAILED, reason=f"splitting the files into ranks failed: {exc}"[:300],
+                traceback=traceback.format_exc()))
+            continue
+        units += [Unit(name, tuple(unit)) for unit in split if unit]
+    return units
+
+
+def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None,
+            jobs: int | None = None, cluster: str | Path | None = None,
+            progress: Progress | None = None) -> Report:
+    """Build a report from recorded files, each rank read by a worker (``jobs`` local
+    processes, or the Dask cluster at ``cluster``); raise NotAReport when no backend reads
+    them, or when no rank could be read."""
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     begin = time.perf_counter()
     backends, _ = plugins.backends()
@@ -131,20 +169,32 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None) ->
         raise errors.NotAReport(
             f"{', '.join(str(p) for p in paths)}: no file here that an installed backend reads")
     results: list[BackendResult] = []
+    units = _units(claimed, backends, results)
+    plan = executors.local_workers(jobs, [u.files for u in units])
+    with executors.executor(plan, cluster) as ex:
+        workers = executors.workers_of(ex, plan)
+        reduced = reduce_units(units, {n: e.backend for n, e in backends.items()}, ex,
+                               progress, fresh_pool=executors.local_pool
+                               if ex is not None and cluster is None else None)
     recorded: dict[str, list[Recorded]] = {}
-    for name, files in claimed.items():
-        entry = backends[name]
-        try:
-            recorded[name] = list(entry.backend.analyze(files))
-        except ValueError as exc:
-            raise errors.NotAReport(str(exc).splitlines()[0]) from None
-        except Exception as exc:
-            results.append(assembly.result_of(
-                entry, Status.FAILED, reason=f"reading the files failed: {exc}"[:300],
-                traceback=traceback.format_exc()))
+    for result in reduced.results:
+        if result.error is None:
+            recorded.setdefault(result.unit.backend, []).extend(result.records)
+    failed = [r for r in reduced.results if r.error is not None]
+    if failed and len(failed) == len(units) and all(r.bad_input for r in failed):
+        raise errors.NotAReport(failed[0].error or "unreadable")
+    for name in {r.unit.backend for r in failed} - set(recorded):  # every unit of it failed
+        first = next(r for r in failed if r.unit.backend == name)
+        results.append(assembly.result_of(
+            backends[name], Status.FAILED, reason=first.error, traceback=first.traceback))
     ranks = _assign_ranks(recorded)
     multi = len({r for rank_of in ranks.values() for r in rank_of}) > 1
-    environment: dict[str, Any] = {"recorded": {}}
+    environment: dict[str, Any] = {"recorded": {}, "reading": {
+        "where": "a Dask cluster" if cluster is not None else plan.kind, "workers": workers,
+        "units": len(units), "read": sum(r.error is None for r in reduced.results),
+        "seconds": round(sum(r.seconds for r in reduced.results), 3),
+        **({"why": plan.why} if plan.why else {}),
+        **({"retried": reduced.retried} if reduced.retried else {})}}
     merged: dict[str, Collected] = {}
     for name, items in recorded.items():
         entry = backends[name]
@@ -159,6 +209,11 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None) ->
                 entry, Status.FAILED, reason=f"records that do not fit the schema: {problems[0]}",
                 traceback="\n".join(problems)))
             continue
+        unranked = [r for item, r in zip(items, ranks[name], strict=True) if item.rank is None]
+        if multi and unranked:
+            out.notes.append(
+                f"{len(unranked)} process(es) whose traces say no rank (in their header or "
+                f"name) read as rank(s) {', '.join(map(str, unranked))}")
         merged[name] = out
         has_rows = any(out.rows.values()) or bool(out.metrics)
         results.append(assembly.result_of(
@@ -175,7 +230,7 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None) ->
     run = RunInfo(command=[], cwd=str(cwd or Path.cwd()), started=started,
                   duration_s=time.perf_counter() - begin,
                   perfstack_version=perfstack.__version__, repeat=1, warmup=0,
-                  timeout_s=None, complete=True, runs=[],
+                  timeout_s=None, complete=not reduced.interrupted, runs=[],
                   analyzed=[{"path": str(path), "backend": name}
                             for name, files in claimed.items() for path in files])
     across = None
@@ -186,9 +241,12 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None) ->
             return rank_figures(report, samples, publish_steps=False,
                                 steps_from="the traces' profiled steps")
 
+    more = [_left_out_finding(missed)] if missed else []
+    if failed and recorded:  # some read: the report is of those
+        more.append(_unread_finding(failed, len(units)))
     return assembly.build_report(
         run, environment, results, merged.values(), plugins.findings, across_ranks=across,
-        more_findings=[_left_out_finding(missed)] if missed else [])
+        more_findings=more)
 
 
 def _assign_ranks(recorded: dict[str, list[Recorded]]) -> dict[str, list[int]]:

@@ -31,11 +31,14 @@ from .charts import LAYER_COLOURS, bar_chart, esc, timeseries
 from .diffpage import diff_panes
 from .flame import flame_tree
 from .memchart import memory_section
+from .modchart import module_section
+from .rankheat import rank_heat_map
 from .roofchart import roofline_section
 from .stepchart import steps_section
 from .tables import SORT_FIRST, layer_tables
 
-PANE_TITLES = {"pane-overview": "Overview", "pane-python": "Python", "pane-ops": "Ops",
+PANE_TITLES = {"pane-overview": "Overview", "pane-python": "Python",
+               "pane-modules": "Modules", "pane-ops": "Ops",
                "pane-kernels": "Kernels", "pane-hardware": "Hardware",
                "pane-memory": "Memory",
                "pane-distributed": "Distributed"}
@@ -95,7 +98,8 @@ def _top_ops(view: View) -> str:
 
 
 def _distributed(report: Report) -> str | None:
-    """The ranks pane: every per-rank figure, a rank a row, and the cross-rank findings."""
+    """The ranks pane: the cross-rank findings, the step times as a rank x step heat map,
+    and every per-rank figure, a rank a row."""
     from perfstack.analysis.deviceview import rank_table
 
     table = rank_table(report, full=True)
@@ -103,8 +107,8 @@ def _distributed(report: Report) -> str | None:
         return None
     found = "".join(f"<li>{esc(f.title)}</li>" for f in report.findings
                     if f.rule.startswith("dist."))
-    return (page.ranks(table, "ranks-all")
-            + (f"<h3>Findings</h3><ul>{found}</ul>" if found else ""))
+    return ((f"<h3>Findings</h3><ul>{found}</ul>" if found else "") + rank_heat_map(report)
+            + page.ranks(table, "ranks-all"))
 
 
 def render_report(report: Report, options: RenderOptions, page_dir: Path | None = None) -> str:
@@ -133,8 +137,11 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
     hardware = ("<h2>Hardware</h2>" + _tables_html(tables[Layer.HARDWARE],
                                                     "no hardware rows (--plugins perf, nvml)")
                 + (timeseries(report, options.report_dir) if report.backend("nvml") else ""))
-    panes = {"pane-overview": overview, "pane-python": python, "pane-ops": ops,
-             "pane-kernels": kernels, "pane-hardware": hardware}
+    panes = {"pane-overview": overview, "pane-python": python}
+    if view.modules is not None:
+        panes["pane-modules"] = (module_section(view) + "<h2>Every module</h2>"
+                                 + _tables_html(tables[Layer.MODULE], "no module rows"))
+    panes |= {"pane-ops": ops, "pane-kernels": kernels, "pane-hardware": hardware}
     if view.memory is not None or tables[Layer.MEMORY]:
         panes["pane-memory"] = (memory_section(view, chart=True) + "<h2>By function</h2>"
                                 + _tables_html(tables[Layer.MEMORY],

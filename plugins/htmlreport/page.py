@@ -34,6 +34,7 @@ from perfstack.render.words import (
     node_figures,
     printed_caption,
     rank_cells,
+    ranks_note,
     ranks_title,
     related_line,
     related_title,
@@ -144,7 +145,9 @@ def ranks(table: RankTable | None, section_id: str = "ranks") -> str:
     if table is None:
         return ""
     rows = [[esc(c) for c in cells] for cells in rank_cells(table)]
+    note = ranks_note(table)
     return (f'<section id="{section_id}"><h2>{esc(ranks_title(table))}</h2>'
+            + (f'<p class="muted">{esc(note)}</p>' if note else "")
             + _table(["rank", *table.columns], rows, set(range(1, len(table.columns) + 1)))
             + "</section>")
 

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from perfstack import hookimpl
 from perfstack.backend import (
@@ -31,11 +29,6 @@ from perfstack.report import Finding, Layer, Report
 from perfstack.run import ranks
 
 INPROC = "perfstack_plugins.torchprof.inproc:start"
-#: A rank in a trace's file name: rank-3.json.gz, rank3.pt.trace.json, trace_rank_12.json
-_RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
-#: What a trace says of each GPU that its datasheet is found by (perfstack.machine.datasheets).
-DEVICE_PROPERTIES = ("name", "totalGlobalMem", "computeMajor", "computeMinor", "numSms",
-                     "warpSize")
 
 
 def _ranks_problem(spec: str) -> str | None:
@@ -51,7 +44,7 @@ class TorchBackend(Backend):
     """torch.profiler, CPU activity plus CUDA when a GPU is present."""
 
     name = "torch"
-    layers = (Layer.FRAMEWORK, Layer.KERNEL, Layer.PYTHON, Layer.MEMORY)
+    layers = (Layer.FRAMEWORK, Layer.KERNEL, Layer.PYTHON, Layer.MODULE, Layer.MEMORY)
     description = "torch.profiler: ops with shapes, FLOPs and memory; CUDA kernels; Perfetto trace"
     openers = ((".pt.trace.json", "ui.perfetto.dev or TensorBoard"),
                (".pt.trace.json.gz", "ui.perfetto.dev"))
@@ -107,53 +100,18 @@ class TorchBackend(Backend):
         return path.name.endswith((".json", ".json.gz")) and trace_header(path) is not None
 
     def analyze(self, files: Sequence[Path]) -> list[Recorded]:
-        """Read traces recorded elsewhere: files of one rank (from ``distributedInfo``, else
-        the file name) are that rank's profiling cycles, read together."""
-        from .gunzip import TraceError
-        from .rows import summarize
-        from .trace import TraceAggregate, trace_header
+        """Read traces recorded elsewhere: one record per process (``analysis_units``), its
+        profiling cycles read together."""
+        from .recorded import read
 
-        by_rank: dict[int | None, list[Path]] = {}
-        world: dict[int | None, int | None] = {}
-        devices: dict[int | None, list[str]] = {}
-        properties: dict[int | None, list[dict[str, Any]]] = {}
-        for path in files:
-            header = trace_header(path) or {}
-            info = header.get("distributedInfo")
-            info = info if isinstance(info, dict) else {}
-            rank = info.get("rank")
-            if not isinstance(rank, int) or isinstance(rank, bool):
-                found = _RANK_IN_NAME.search(path.name)
-                rank = int(found[1]) if found else None
-            by_rank.setdefault(rank, []).append(path)
-            size = info.get("world_size")
-            world[rank] = size if isinstance(size, int) and not isinstance(size, bool) else None
-            props = header.get("deviceProperties")
-            if isinstance(props, list):
-                devices[rank] = [str(d.get("name")) for d in props if isinstance(d, dict)]
-                properties[rank] = [{k: d[k] for k in DEVICE_PROPERTIES if k in d}
-                                    for d in props if isinstance(d, dict)]
-        out = []
-        for rank, paths in sorted(by_rank.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)):
-            agg = TraceAggregate()
-            for path in paths:
-                try:
-                    agg.add_file(path)
-                except (TraceError, OSError, EOFError, ValueError) as exc:
-                    raise ValueError(f"{path}: cannot read the trace: {exc}") from None
-            rows, metrics, notes = summarize(agg)
-            names = devices.get(rank) or []
-            if names:
-                notes.append("GPU: " + ", ".join(sorted(set(names))))
-            env: dict[str, Any] = {"devices": names} if names else {}
-            if properties.get(rank):
-                env["device_properties"] = properties[rank]
-            out.append(Recorded(Collected(rows=rows, metrics=metrics, notes=notes,
-                                          artifacts={("trace" if i == 0 else f"trace-{i}"): p
-                                                     for i, p in enumerate(paths)}),
-                                files=list(paths), rank=rank, world=world.get(rank),
-                                environment=env))
-        return out
+        return [read(unit) for unit in self.analysis_units(files)]
+
+    def analysis_units(self, files: Sequence[Path]) -> list[list[Path]]:
+        """Each process's traces: a rank's (from ``distributedInfo``, else the file name) in
+        one folder under one Kineto worker name; ValueError when two processes claim a rank."""
+        from .recorded import units
+
+        return units(files)
 
     def collect(self, ctx: RunContext, outcome: Outcome | None) -> Collected:
         """Parse the traces the profiler wrote into rows and metrics."""

@@ -1,0 +1,192 @@
+"""Where ``perfstack analyze`` reads a job's ranks: in this process, in a local pool of
+worker processes, or on a Dask cluster's workers, always through the standard
+``concurrent.futures.Executor`` interface (Dask's through ``Client.get_executor``). perfstack
+schedules nothing itself.
+
+The local pool's size defaults to the CPUs this process may use, fewer when the memory
+available would not hold that many readers of the largest unit at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import multiprocessing
+import os
+import signal
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perfstack import errors
+
+#: Dask's own setting of the scheduler a client connects to.
+DASK_ADDRESS_ENV = "DASK_SCHEDULER_ADDRESS"
+#: A worker's memory: its interpreter with perfstack and the readers imported, and its peak
+#: per byte of trace JSON while it reads one unit (measured 1.36x on the recorded A100 trace,
+#: 25.8 MB of JSON: 33 MiB over the process before it; docs/performance.md): with a margin.
+WORKER_BYTES = 64 << 20
+PEAK_PER_BYTE = 2.0
+#: Below this much trace JSON in all, the units are read in this process unless --jobs says
+#: otherwise: starting a worker (a new interpreter importing perfstack and the readers, about
+#: half a second) costs more than it saves (a core reads about 86 MB of JSON a second).
+POOL_FROM_BYTES = 128 << 20
+
+
+@dataclass
+class Plan:
+    """Where the units are read, in words for the report and the progress line."""
+
+    kind: str  # "this process", "local", "dask"
+    workers: int
+    why: str | None = None  # why the local pool is smaller than the CPUs, when it is
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def memory_available() -> int | None:
+    """Bytes of memory available for new work (``MemAvailable``), or None where unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def json_bytes(path: Path) -> int:
+    """The size of a trace's JSON: a gzip's uncompressed size (its trailer), else the file's."""
+    size = path.stat().st_size
+    if path.name.endswith(".gz") and size >= 18:
+        with open(path, "rb") as fh:
+            fh.seek(-4, os.SEEK_END)
+            return max(int.from_bytes(fh.read(4), "little"), size)
+    return size
+
+
+def local_workers(requested: int | None, units: Sequence[Sequence[Path]]) -> Plan:
+    """The local pool for ``units`` (lists of files read together): ``requested`` workers,
+    else one per usable CPU, fewer when the memory available would not hold that many
+    readers of the largest unit; never more than there are units."""
+    if requested is not None:
+        return Plan("this process" if requested <= 1 else "local", max(1, requested))
+    workers = min(usable_cpus(), max(len(units), 1))
+    why = None
+    sizes = [sum(json_bytes(p) for p in unit) for unit in units]
+    largest = max(sizes, default=0)
+    if workers > 1 and sum(sizes) < POOL_FROM_BYTES:
+        return Plan("this process", 1, f"{sum(sizes) / 2**20:.0f} MB of traces: read here, "
+                    "sooner than workers start (--jobs N starts them)")
+    free = memory_available()
+    if free is not None and largest > 0:
+        fit = max(1, int(free // (WORKER_BYTES + PEAK_PER_BYTE * largest)))
+        if fit < workers:
+            why = (f"{fit} of {workers} CPUs: the memory available ({free / 2**30:.1f} GiB) "
+                   f"holds {fit} reader(s) of the largest rank ({largest / 2**20:.0f} MB)")
+            workers = fit
+    return Plan("this process" if workers <= 1 else "local", workers, why)
+
+
+def _worker_start() -> None:
+    """A pool worker leaves Ctrl-C to perfstack, which cancels the work and stops it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def dask_address(scheduler: str | None, scheduler_file: Path | None) -> str | Path | None:
+    """The Dask scheduler named on the command line, else by Dask's environment variable."""
+    if scheduler_file is not None:
+        return scheduler_file
+    return scheduler or os.environ.get(DASK_ADDRESS_ENV) or None
+
+
+@contextlib.contextmanager
+def executor(plan: Plan, cluster: str | Path | None) -> Iterator[Executor | None]:
+    """The executor that reads the units (None: read them in this process); on leaving,
+    work not started is cancelled and the local workers are stopped."""
+    if cluster is not None:
+        with _dask(cluster) as ex:
+            yield ex
+        return
+    if plan.workers <= 1:
+        yield None
+        return
+    pool = local_pool(plan.workers)
+    try:
+        yield pool
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        stop_children()
+        raise
+    pool.shutdown(wait=True)
+
+
+def local_pool(workers: int) -> ProcessPoolExecutor:
+    """A pool of ``workers`` processes: spawned, so that they are this process's children
+    (Ctrl-C stops them) and hold nothing of its state but what each unit brings."""
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_worker_start)
+
+
+def stop_children() -> None:
+    """Stop this process's worker processes that are still running (after Ctrl-C)."""
+    for child in multiprocessing.active_children():
+        child.terminate()
+    for child in multiprocessing.active_children():
+        child.join(5)
+        if child.is_alive():
+            child.kill()
+
+
+@contextlib.contextmanager
+def _dask(cluster: str | Path) -> Iterator[Executor]:
+    try:  # untyped: read as Any
+        client_class: Any = importlib.import_module("distributed").Client
+    except ImportError:
+        raise errors.MissingDependency(
+            "reading on a Dask cluster needs Dask's distributed package: pip install "
+            "'perfstack[dask]'") from None
+    where = f"the scheduler file {cluster}" if isinstance(cluster, Path) else str(cluster)
+    if isinstance(cluster, Path) and not cluster.is_file():
+        raise errors.InputNotFound(f"{cluster}: no such scheduler file")
+    quiet = logging.getLogger("distributed")  # its retries would print over our one line
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)
+    try:
+        # How long to wait for the scheduler is Dask's own setting (its connect timeout:
+        # DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT, 30 s unless set).
+        client = (client_class(scheduler_file=str(cluster)) if isinstance(cluster, Path)
+                  else client_class(cluster))
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise errors.ClusterUnavailable(
+            f"the Dask scheduler at {where} cannot be reached: "
+            f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+    finally:
+        quiet.setLevel(level)
+    try:
+        ex: Executor = client.get_executor(pure=False)
+        yield ex
+    finally:
+        client.close()
+
+
+def workers_of(ex: Executor | None, plan: Plan) -> int:
+    """How many workers read the units (a Dask cluster's, as its scheduler says now)."""
+    client = getattr(ex, "_client", None)
+    if client is None:
+        return plan.workers
+    try:
+        return len(client.nthreads()) or 1
+    except (OSError, TimeoutError):
+        return 1
+

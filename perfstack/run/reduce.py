@@ -1,0 +1,142 @@
+"""Reading a job's recorded files where a worker can, and only the records travelling back.
+
+Each backend splits the files it recognized into units read independently, one per rank or
+process (``Backend.analysis_units``); each unit is read by one ``Backend.analyze`` call
+through an executor (``perfstack.run.executors``): in this process, a local pool, or a Dask
+cluster. What comes back is the unit's records (rows, metrics, step times), never its events.
+
+One unit never sinks the others: a unit whose files cannot be read (``ValueError``), whose
+reader raised, or whose worker died is marked with why, and the rest is read. A local pool
+that breaks (a worker killed: the out-of-memory killer, a crash in a native reader) is
+replaced and the units it had not finished are read again, then one worker each, so that
+the unit that kills its worker is the only one lost. Ctrl-C cancels what has not started;
+what was read makes the partial report.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, Future, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from perfstack.backend import Backend, Recorded
+from perfstack.run.executors import stop_children
+
+
+@dataclass(frozen=True)
+class Unit:
+    """Files of one backend read together: one rank's or process's."""
+
+    backend: str
+    files: tuple[Path, ...]
+
+
+@dataclass
+class UnitResult:
+    """A unit's records, or why it has none."""
+
+    unit: Unit
+    records: list[Recorded] = field(default_factory=list)
+    error: str | None = None  # one line: why the unit was not read
+    bad_input: bool = False  # its files cannot be read (not a reader's bug)
+    traceback: str | None = None
+    seconds: float = 0.0  # reading it, where it was read
+
+
+@dataclass
+class Reduced:
+    """Every unit's result, in the units' order, and whether Ctrl-C stopped the reading."""
+
+    results: list[UnitResult]
+    interrupted: bool = False
+    retried: int = 0  # units read again after their worker pool broke
+
+
+#: Told (done, total, seconds so far) after each unit.
+Progress = Callable[[int, int, float], None]
+
+
+def read_unit(backend: Backend, unit: Unit) -> UnitResult:
+    """Read one unit (where the executor runs it); a failure is returned, not raised."""
+    start = time.perf_counter()
+    try:
+        records = list(backend.analyze(list(unit.files)))
+    except ValueError as exc:
+        return UnitResult(unit, error=str(exc).splitlines()[0] if str(exc) else "unreadable",
+                          bad_input=True, seconds=time.perf_counter() - start)
+    except Exception as exc:  # a reader's bug marks its unit, not the job
+        return UnitResult(unit, error=f"reading the files failed: {exc}"[:300],
+                          traceback=traceback.format_exc(), seconds=time.perf_counter() - start)
+    return UnitResult(unit, records=records, seconds=time.perf_counter() - start)
+
+
+def _lost(unit: Unit, exc: BaseException) -> UnitResult:
+    what = type(exc).__name__
+    said = f"{what}: {str(exc).splitlines()[0]}" if str(exc) else what
+    return UnitResult(unit, error=f"the worker reading it died ({said})"[:300])
+
+
+def reduce_units(units: Sequence[Unit], backends: dict[str, Backend], ex: Executor | None,
+                 progress: Progress | None = None,
+                 fresh_pool: Callable[[int], Executor] | None = None) -> Reduced:
+    """Read every unit through ``ex`` (None: in this process, one after another);
+    ``fresh_pool(n)`` makes a local pool of n workers to replace one that broke."""
+    begin = time.perf_counter()
+    results: dict[int, UnitResult] = {}
+
+    def done(i: int, result: UnitResult) -> None:
+        results[i] = result
+        if progress is not None:
+            progress(len(results), len(units), time.perf_counter() - begin)
+
+    out = Reduced([])
+    try:
+        if ex is None:
+            for i, unit in enumerate(units):
+                done(i, read_unit(backends[unit.backend], unit))
+        else:
+            broken = _through(ex, list(enumerate(units)), backends, done)
+            if broken and fresh_pool is not None:  # a fresh pool, then one worker each
+                out.retried = len(broken)
+                with fresh_pool(max(1, min(len(broken), _workers(ex)))) as fresh:
+                    broken = _through(fresh, broken, backends, done)
+                for i, unit in broken:
+                    with fresh_pool(1) as alone:
+                        if _through(alone, [(i, unit)], backends, done):
+                            done(i, _lost(unit, BrokenProcessPool("its worker process died")))
+            for i, unit in broken if fresh_pool is None else []:
+                done(i, _lost(unit, BrokenProcessPool("its worker process died")))
+    except KeyboardInterrupt:
+        out.interrupted = True
+        if ex is not None:
+            ex.shutdown(wait=False, cancel_futures=True)
+            stop_children()
+    out.results = [results[i] for i in sorted(results)]
+    return out
+
+
+def _workers(ex: Executor) -> int:
+    """A local pool's size (1 where it does not say)."""
+    size = getattr(ex, "_max_workers", 1)
+    return size if isinstance(size, int) else 1
+
+
+def _through(ex: Executor, todo: list[tuple[int, Unit]], backends: dict[str, Backend],
+             done: Callable[[int, UnitResult], None]) -> list[tuple[int, Unit]]:
+    """Read ``todo`` through ``ex``; return the units a broken local pool did not finish."""
+    futures: dict[Future[UnitResult], tuple[int, Unit]] = {
+        ex.submit(read_unit, backends[unit.backend], unit): (i, unit) for i, unit in todo}
+    broken: list[tuple[int, Unit]] = []
+    for future in as_completed(futures):
+        i, unit = futures[future]
+        try:
+            done(i, future.result())
+        except BrokenProcessPool:
+            broken.append((i, unit))
+        except Exception as exc:  # a Dask worker that died (KilledWorker), a lost connection
+            done(i, _lost(unit, exc))
+    return sorted(broken, key=lambda t: t[0])

@@ -1,0 +1,74 @@
+"""The Distributed pane's heat map: a job's step times, a rank a row and a step a column,
+each cell coloured by its step time over the job's median step (white at or under it, full
+red at twice it or more), as inline SVG: no script, no network. A thousand ranks are a
+thousand thin rows; each cell names its rank, step and time on hover."""
+
+from __future__ import annotations
+
+import re
+import statistics
+
+from perfstack.report import Report
+from perfstack.report.units import fmt_seconds
+
+from .charts import esc
+
+#: Per-rank step times, as the run (the baseline's steps) or the traces (torch's) gave them.
+STEP_METRICS = re.compile(r"^(?:step_time|torch_step_time)\[rank(\d+)\]$")
+#: Steps drawn at most (the first ones).
+MOST_STEPS = 200
+
+
+def _steps(report: Report) -> dict[int, list[float]]:
+    """Each rank's step times, from the first kind of per-rank step metric the report has."""
+    found: dict[str, dict[int, list[float]]] = {}
+    for m in report.metrics:
+        match = STEP_METRICS.match(m.name)
+        if match and m.samples and m.samples_of == "steps":
+            kind = m.name.split("[", 1)[0]
+            found.setdefault(kind, {})[int(match[1])] = [float(s) for s in m.samples]
+    for kind in ("step_time", "torch_step_time"):
+        if kind in found:
+            return found[kind]
+    return {}
+
+
+def _colour(ratio: float) -> str:
+    """White at or under the median, red at twice it or more."""
+    t = min(max(ratio - 1.0, 0.0), 1.0)
+    g = round(255 - t * (255 - 87))
+    return f"#ff{g:02x}{g:02x}"
+
+
+def rank_heat_map(report: Report) -> str:
+    """The heat map (empty for fewer than two ranks with steps)."""
+    steps = _steps(report)
+    if len(steps) < 2:
+        return ""
+    ranks = sorted(steps)
+    count = min(max(len(s) for s in steps.values()), MOST_STEPS)
+    median = statistics.median(t for s in steps.values() for t in s[:count]) or 1.0
+    width, label_w = 1000, 70
+    cell_w = (width - label_w) / count
+    cell_h = max(1.0, min(14.0, 700 / len(ranks)))
+    height = cell_h * len(ranks) + 20
+    out = [f'<svg class="chart" id="rank-heat" viewBox="0 0 {width} {height:.1f}" '
+           f'width="{width}" height="{height:.0f}" role="img" aria-label="step time by rank '
+           f'and step" data-ranks="{len(ranks)}" data-steps="{count}">',
+           f'<text x="{label_w}" y="12">step 1</text>'
+           f'<text x="{width}" y="12" text-anchor="end">step {count}</text>']
+    label_every = max(1, round(12 / cell_h))
+    for row, rank in enumerate(ranks):
+        y = 16 + row * cell_h
+        if row % label_every == 0:
+            out.append(f'<text x="{label_w - 6}" y="{y + min(cell_h, 12):.1f}" '
+                       f'text-anchor="end">rank {rank}</text>')
+        for i, t in enumerate(steps[rank][:count]):
+            out.append(f'<rect x="{label_w + i * cell_w:.1f}" y="{y:.1f}" '
+                       f'width="{cell_w:.2f}" height="{cell_h:.2f}" fill="{_colour(t / median)}">'
+                       f"<title>rank {rank}, step {i + 1}: {esc(fmt_seconds(t))}</title></rect>")
+    out.append("</svg>")
+    return (f'<section id="rank-heat-map"><h3>Step time by rank and step</h3><p class="muted">'
+            f"each cell a step of a rank: white at or under the job's median step "
+            f"({esc(fmt_seconds(median))}), red at twice it or more</p>" + "".join(out)
+            + "</section>")

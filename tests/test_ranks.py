@@ -1,0 +1,345 @@
+"""A job's ranks read side by side by ``perfstack analyze``: in a local pool of workers or on a
+Dask scheduler and workers started here on 127.0.0.1, the same report as reading them one
+after another; ranks from the files' headers or names; one rank that cannot be read, or
+whose worker dies, is marked and the rest is read; Ctrl-C leaves the ranks read so far."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT, Result, assert_one_line_error, perfstack_env, perfstack_in
+
+TRACES = ROOT / "tests" / "fixtures" / "gpu-traces"
+RANKFILES = "tests.testplugins.rankfiles"
+
+
+def _job(folder: Path, ranks: int, source: str = "mi250_rocm") -> Path:
+    """``ranks`` copies of a recorded trace as one job's ranks (distributedInfo rewritten)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with gzip.open(TRACES / source / "rank-0.json.gz", "rt", encoding="utf-8") as fh:
+        data = json.load(fh)
+    for rank in range(ranks):
+        data["distributedInfo"] = {**(data.get("distributedInfo") or {}), "rank": rank,
+                                   "world_size": ranks}
+        with gzip.open(folder / f"rank-{rank}.json.gz", "wt", encoding="utf-8") as fh:
+            json.dump(data, fh)
+    return folder
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> None:
+    for part in ("layers", "metrics", "findings"):
+        assert json.dumps(a[part], sort_keys=True) == json.dumps(b[part], sort_keys=True), part
+
+
+def _analyze(folder: Path, *args: str, timeout: float = 120) -> Result:
+    """In a process of its own: the command starts workers."""
+    proc = subprocess.run([sys.executable, "-m", "perfstack", "analyze", *args], cwd=folder,
+                          env=perfstack_env(), capture_output=True, text=True, timeout=timeout)
+    return Result(proc.returncode, proc.stdout, proc.stderr, folder)
+
+
+def test_a_local_pool_gives_the_report_of_one_reader(tmp_path: Path) -> None:
+    job = _job(tmp_path / "job", 6)
+    one = perfstack_in(tmp_path, "analyze", str(job), "--jobs", "1", "-q", "-o", "one.json")
+    assert one.code == 0, one.stderr
+    two = _analyze(tmp_path, str(job), "--jobs", "2", "-q", "-o", "two.json")
+    assert two.code == 0, two.stderr
+    a, b = one.report("one.json"), two.report("two.json")
+    _same(a, b)
+    assert a["environment"]["reading"]["where"] == "this process"
+    assert b["environment"]["reading"] | {"seconds": 0} == {
+        "where": "local", "workers": 2, "units": 6, "read": 6, "seconds": 0}
+    assert sorted({r["attrs"]["rank"] for r in b["layers"]["kernel"]}) == list(range(6))
+    assert "perfstack: read 6 of 6 ranks" in two.stderr
+    # A small job is read here by default: starting workers would cost more than they save.
+    small = perfstack_in(tmp_path, "analyze", str(job), "-q", "-o", "small.json")
+    assert small.report("small.json")["environment"]["reading"]["why"].endswith(
+        "sooner than workers start (--jobs N starts them)")
+
+
+def test_a_malformed_rank_is_marked_and_the_rest_is_read(tmp_path: Path) -> None:
+    """Rank 2's file has a sound header and a damaged body: the report is of ranks 0, 1 and
+    3, a critical finding names the file and why, and the exit code (9) says so."""
+    job = _job(tmp_path / "job", 4)
+    with gzip.open(TRACES / "a100_negq" / "rank-0.json.gz", "rb") as fh:
+        raw = fh.read()
+    raw = raw.replace(b'"rank": 0', b'"rank": 2', 1)
+    packed = gzip.compress(raw)
+    cut = len(packed) * 4 // 5  # past the first MB of JSON that recognizing it reads
+    (job / "rank-2.json.gz").write_bytes(packed[:cut] + bytes(64) + packed[cut + 64:])
+    result = perfstack_in(tmp_path, "analyze", str(job), "-q", "-o", "r.json")
+    assert result.code == 9, result.stderr
+    report = result.report("r.json")
+    [unread] = [f for f in report["findings"] if f["rule"] == "analyze.ranks-unread"]
+    assert unread["title"].startswith("1 of 4 ranks or processes could not be read")
+    assert unread["evidence"][0].startswith("rank-2.json.gz: ")
+    assert {r["attrs"]["rank"] for r in report["layers"]["kernel"]} == {0, 1, 3}
+    assert report["environment"]["reading"]["read"] == 3
+    said = [ln for ln in result.stderr.splitlines() if "could not be read" in ln]
+    assert len(said) == 1 and "rank-2.json.gz" in said[0], result.stderr
+
+
+def _rank_files(folder: Path, thens: dict[int, str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for rank in range(5):
+        body = {"rank": rank, "step": 0.1 * (rank + 1)}
+        if rank in thens:
+            body["then"] = thens[rank]
+        (folder / f"r{rank}.rank").write_text(json.dumps(body))
+    return folder
+
+
+def test_a_worker_that_dies_marks_its_rank_alone(tmp_path: Path) -> None:
+    """Rank 3's reader kills its own process (as the out-of-memory killer would): the pool is
+    replaced, the others are read, rank 3 is named with why; no worker is left."""
+    job = _rank_files(tmp_path / "job", {3: "die"})
+    result = subprocess.run(
+        [sys.executable, "-m", "perfstack", "-p", RANKFILES, "analyze", str(job), "--jobs", "2",
+         "-q", "-o", "r.json"], cwd=tmp_path, env=perfstack_env(), capture_output=True,
+        text=True, timeout=120)
+    assert result.returncode == 9, result.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    [unread] = [f for f in report["findings"] if f["rule"] == "analyze.ranks-unread"]
+    assert unread["evidence"] == ["r3.rank: the worker reading it died (BrokenProcessPool: "
+                                  "its worker process died)"]
+    names = {m["name"] for m in report["metrics"]}
+    assert {f"rank_step_time[rank{r}]" for r in (0, 1, 2, 4)} <= names
+    assert "rank_step_time[rank3]" not in names
+    assert report["environment"]["reading"]["retried"] >= 1
+
+
+def test_ctrl_c_leaves_the_report_of_the_ranks_read(tmp_path: Path) -> None:
+    """Ranks 3 and 4 are slow; Ctrl-C once both started: the report holds ranks 0-2 and
+    says it is partial, the exit is 130, and the workers are stopped."""
+    job = _rank_files(tmp_path / "job", {3: "sleep", 4: "sleep"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "perfstack", "-p", RANKFILES, "analyze", str(job), "--jobs", "2",
+         "-q", "-o", "r.json"], cwd=tmp_path, env=perfstack_env(), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        started = [job / "r3.rank.started", job / "r4.rank.started"]
+        while not all(p.exists() for p in started) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert all(p.exists() for p in started), proc.poll()
+        workers = [int(p.read_text()) for p in started]
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["run"]["complete"] is False
+    names = {m["name"] for m in report["metrics"]}
+    assert {f"rank_step_time[rank{r}]" for r in (0, 1, 2)} <= names, names
+    assert "interrupted; the report is of the ranks read so far" in err
+    for pid in workers:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_ranks_come_from_headers_or_names(tmp_path: Path) -> None:
+    """Two processes claiming one rank: one line naming both, exit 4. Files that say no rank
+    are one process each, numbered and said so, never summed into one."""
+    for folder in ("a", "b"):
+        _job(tmp_path / folder, 1)
+    twice = perfstack_in(tmp_path, "analyze", str(tmp_path / "a"), str(tmp_path / "b"), "-q",
+                         "-o", "r.json")
+    assert_one_line_error(twice, 4)
+    assert "rank 0 is claimed by two processes' traces" in twice.stderr
+    assert "a/rank-0.json.gz" in twice.stderr and "b/rank-0.json.gz" in twice.stderr
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with gzip.open(TRACES / "mi250_rocm" / "rank-0.json.gz", "rt", encoding="utf-8") as fh:
+        data = json.load(fh)
+    data.pop("distributedInfo", None)
+    for name in ("first", "second"):
+        with gzip.open(plain / f"{name}.pt.trace.json.gz", "wt", encoding="utf-8") as fh:
+            json.dump(data, fh)
+    both = perfstack_in(tmp_path, "analyze", str(plain), "-q", "-o", "p.json")
+    assert both.code == 0, both.stderr
+    report = both.report("p.json")
+    one = perfstack_in(tmp_path, "analyze", str(plain / "first.pt.trace.json.gz"), "-q", "-o",
+                       "one.json").report("one.json")
+    device = {m["name"]: m["value"] for m in report["metrics"]}
+    alone = next(m["value"] for m in one["metrics"] if m["name"] == "torch_device_time")
+    assert device["torch_device_time[rank0]"] == device["torch_device_time[rank1]"] == alone
+    [torch] = [b for b in report["backends"] if b["name"] == "torch"]
+    assert any("2 process(es) whose traces say no rank" in n and "rank(s) 0, 1" in n
+               for n in torch["notes"]), torch["notes"]
+
+
+@pytest.fixture(scope="module")
+def dask_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A Dask scheduler and two single-threaded workers on 127.0.0.1 (Dask's own command
+    line); returns the scheduler file. Stopped at the end of the module."""
+    pytest.importorskip("distributed")
+    folder = tmp_path_factory.mktemp("dask")
+    scheduler_file = folder / "scheduler.json"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = perfstack_env()
+    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host",
+                               "127.0.0.1", "--port", str(port), "--no-dashboard",
+                               "--scheduler-file", str(scheduler_file)], cwd=folder, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)]
+    try:
+        deadline = time.monotonic() + 60
+        while not scheduler_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
+             str(scheduler_file),
+             "--nworkers", "2", "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1"],
+            cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True))
+        from distributed import Client
+
+        with Client(scheduler_file=str(scheduler_file), timeout=60) as client:
+            client.wait_for_workers(2, timeout=60)
+        yield scheduler_file
+    finally:
+        for proc in reversed(procs):
+            with _suppress():
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in reversed(procs):
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                with _suppress():
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(5)
+
+
+def _suppress() -> Any:
+    import contextlib
+
+    return contextlib.suppress(ProcessLookupError)
+
+
+def test_a_dask_cluster_reads_the_ranks(tmp_path: Path, dask_cluster: Path) -> None:
+    """The same job read by a Dask scheduler's two workers (--scheduler-file, and Dask's own
+    DASK_SCHEDULER_ADDRESS): the report of one reader; a scheduler that does not answer is
+    one line and exit 13."""
+    job = _job(tmp_path / "job", 4)
+    one = perfstack_in(tmp_path, "analyze", str(job), "--jobs", "1", "-q", "-o", "one.json")
+    on_dask = _analyze(tmp_path, str(job), "--scheduler-file", str(dask_cluster), "-q", "-o",
+                       "dask.json")
+    assert on_dask.code == 0, on_dask.stderr
+    report = on_dask.report("dask.json")
+    _same(one.report("one.json"), report)
+    assert report["environment"]["reading"]["where"] == "a Dask cluster"
+    assert report["environment"]["reading"]["workers"] == 2
+    address = json.loads(dask_cluster.read_text())["address"]
+    by_env = subprocess.run(
+        [sys.executable, "-m", "perfstack", "analyze", str(job), "-q", "-o", "env.json"],
+        cwd=tmp_path, env=perfstack_env({"DASK_SCHEDULER_ADDRESS": address}),
+        capture_output=True, text=True, timeout=120)
+    assert by_env.returncode == 0, by_env.stderr
+    assert json.loads((tmp_path / "env.json").read_text())["environment"]["reading"][
+        "where"] == "a Dask cluster"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    proc = subprocess.run(
+        [sys.executable, "-m", "perfstack", "analyze", str(job), "--scheduler",
+         f"tcp://127.0.0.1:{closed}", "-q", "-o", "none.json"], cwd=tmp_path,
+        env=perfstack_env({"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "1s"}),
+        capture_output=True, text=True, timeout=120)
+    nobody = Result(proc.returncode, proc.stdout, proc.stderr, tmp_path)
+    assert_one_line_error(nobody, 13)
+    assert "cannot be reached" in nobody.stderr and not (tmp_path / "none.json").exists()
+    both = perfstack_in(tmp_path, "analyze", str(job), "--jobs", "2", "--scheduler",
+                        address, "-q", "-o", "x.json")
+    assert_one_line_error(both, 2)
+
+
+def test_many_ranks_read_as_distributions(tmp_path: Path) -> None:
+    """From 8 ranks the text gives each per-rank figure's median, p90 and most, then only
+    the ranks that stand out, and names two raw files of the many; --full lists every rank."""
+    _job(tmp_path / "job", 9)
+    short = perfstack_in(tmp_path, "analyze", "job", "-o", "r.json", env={"COLUMNS": "80"})
+    assert short.code == 0, short.stderr
+    text = short.stdout
+    section = text[text.index("Ranks (9)"):text.index("\n\n", text.index("Ranks (9)"))]
+    assert "each figure's median, p90 and most over all 9 ranks, then the ranks" in section
+    at = next(i for i, ln in enumerate(section.splitlines()) if ln.split()[:1] == ["rank"])
+    labels = [line.split()[0] for line in section.splitlines()[at + 1:] if line.strip()]
+    assert labels[:3] == ["median", "p90", "max"], section
+    listed = [ln for ln in section.splitlines() if ln.strip().startswith("rank ")]
+    assert 1 <= len(listed) <= 6, section
+    assert "7 more ranks' files (--full lists them)" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+    full = perfstack_in(tmp_path, "show", "r.json", "--full", env={"COLUMNS": "120"}).stdout
+    section = full[full.index("Ranks (9)"):]
+    assert all(f"rank {r} " in section for r in range(9))
+
+
+def test_the_local_pool_fits_the_memory_available(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """One worker per usable CPU, fewer where the memory available would not hold that many
+    readers of the largest rank, none for a small job, and --jobs as given."""
+    from perfstack.run import executors
+
+    big = [[tmp_path / f"r{i}.json"] for i in range(8)]
+    for [path] in big:
+        path.write_bytes(b" " * (32 << 20))  # 32 MiB of JSON a rank: 256 MiB in all
+    monkeypatch.setattr(executors, "usable_cpus", lambda: 4)
+    monkeypatch.setattr(executors, "memory_available", lambda: 64 << 30)
+    assert executors.local_workers(None, big) == executors.Plan("local", 4)
+    need = executors.WORKER_BYTES + executors.PEAK_PER_BYTE * (32 << 20)
+    monkeypatch.setattr(executors, "memory_available", lambda: int(2.5 * need))
+    plan = executors.local_workers(None, big)
+    assert plan.workers == 2 and plan.why is not None and plan.why.startswith("2 of 4 CPUs")
+    assert executors.local_workers(None, big[:1]).workers == 1  # one rank: one worker
+    small = executors.local_workers(None, [[TRACES / "mi250_rocm" / "rank-0.json.gz"]] * 4)
+    assert small.kind == "this process" and small.why is not None
+    assert executors.local_workers(3, big) == executors.Plan("local", 3)
+    assert executors.local_workers(1, big) == executors.Plan("this process", 1)
+
+
+def test_the_distributed_pane_draws_a_thousand_ranks_by_step(tmp_path: Path) -> None:
+    """1,024 ranks of 20 steps, rank 700 twice as slow: the Distributed pane's heat map has a
+    cell per rank and step, rank 700's cells red, each cell naming its rank, step and time;
+    the ranks table of the text speaks in distributions and names rank 700."""
+    import re
+
+    from perfstack.report import Better, Metric, Report
+    from perfstack.report.files import save_report
+    from perfstack.report.model import RunInfo
+
+    report = Report(run=RunInfo(command=[], cwd=str(tmp_path), started="", duration_s=1.0,
+                                perfstack_version="0", repeat=1, warmup=0, timeout_s=None,
+                                complete=True), environment={})
+    for rank in range(1024):
+        step = 0.2 if rank == 700 else 0.1
+        report.metrics.append(Metric(f"torch_step_time[rank{rank}]", step, "s", "framework",
+                                     "torch", Better.LOWER, samples=[step] * 20,
+                                     samples_of="steps"))
+    save_report(report, tmp_path / "job.json")
+    page = perfstack_in(tmp_path, "show", "job.json", "--format", "html")
+    assert page.code == 0, page.stderr
+    heat = page.stdout[page.stdout.index('<svg class="chart" id="rank-heat"'):]
+    heat = heat[:heat.index("</svg>")]
+    assert 'data-ranks="1024" data-steps="20"' in heat
+    cells = re.findall(r'<rect [^>]*fill="(#[0-9a-f]{6})"><title>rank (\d+), step (\d+): ', heat)
+    assert len(cells) == 1024 * 20
+    assert {c for c, rank, _ in cells if rank == "700"} == {"#ff5757"}
+    assert {c for c, rank, _ in cells if rank != "700"} == {"#ffffff"}
+    text = perfstack_in(tmp_path, "show", "job.json", env={"COLUMNS": "80"}).stdout
+    ranks = text[text.index("Ranks (1024)"):]
+    assert "median" in ranks and "rank 700 " in ranks

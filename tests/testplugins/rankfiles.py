@@ -1,0 +1,50 @@
+"""A reader of made-up per-rank files (``*.rank``: one JSON object, ``{"rank": N, "step": S}``)
+that misbehaves on request, for ``perfstack analyze``'s workers: a file whose ``"then"`` is
+``"die"`` kills the process reading it (as the out-of-memory killer would), ``"sleep"``
+writes ``<file>.started`` beside itself and sleeps a minute (a slow rank, for Ctrl-C)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from perfstack import hookimpl
+from perfstack.backend import Backend, Collected, Recorded
+from perfstack.report import Better, Layer, Metric
+
+
+class RankFiles(Backend):
+    name = "rankfiles"
+    layers = (Layer.FRAMEWORK,)
+    description = "made-up per-rank files (tests)"
+    own_run = False
+
+    def recognizes(self, path: Path) -> bool:
+        return path.name.endswith(".rank")
+
+    def analysis_units(self, files: Sequence[Path]) -> list[list[Path]]:
+        return [[path] for path in files]
+
+    def analyze(self, files: Sequence[Path]) -> list[Recorded]:
+        out = []
+        for path in files:
+            data = json.loads(path.read_text())
+            if data.get("then") == "die":
+                os.kill(os.getpid(), signal.SIGKILL)
+            if data.get("then") == "sleep":
+                path.with_name(path.name + ".started").write_text(str(os.getpid()))
+                time.sleep(60)
+            step = float(data["step"])
+            out.append(Recorded(Collected(metrics=[Metric(
+                "rank_step_time", step, "s", "framework", self.name, Better.LOWER,
+                samples=[step] * 3, samples_of="steps")]), files=[path], rank=int(data["rank"])))
+        return out
+
+
+@hookimpl
+def perfstack_backends() -> list[Backend]:
+    return [RankFiles()]
