@@ -15,7 +15,7 @@ import re
 from perfstack.analysis.budget import Node
 from perfstack.analysis.deviceview import MANY_RANKS
 from perfstack.analysis.layerview import LayerTable
-from perfstack.analysis.view import View, build
+from perfstack.analysis.view import BackendLine, View, build
 from perfstack.pluginmanager import hookimpl
 from perfstack.render import Renderer, RenderOptions, textdevice, textmemory, textmodules
 from perfstack.render.textgrid import Column, Page, bar, cut, table, wrap
@@ -183,15 +183,19 @@ def _tree(page: Page, view: View) -> None:
 
 
 def _layer_line(page: Page, layer: str, tables: list[LayerTable],
-                providers: dict[str, list[str]]) -> None:
-    """The default report's one line per layer: who measured it, how many rows."""
+                providers: dict[str, list[str]], backends: list[BackendLine]) -> None:
+    """The default report's one line per layer: who measured it, how many rows; for a layer
+    with none, the backend that ran and could have filled it, else those that fill it."""
     name = LAYER_TITLES[layer].split(":")[0]
     if tables:
         what = ", ".join(f"{t.source} {t.total_rows} rows" for t in tables)
         page.add(cut(f"  {name:<10} {what}", page.width))
         return
+    ran = [b.name for b in backends if b.status in ("ok", "partial") and layer in b.layers]
     feeds = providers.get(layer, [])
-    hint = "not measured" + (" (--plugins " + ", ".join(feeds) + ")" if feeds else "")
+    hint = ("not measured: " + ", ".join(ran) + " ran without it (its options: "
+            "perfstack plugins)" if ran else
+            "not measured" + (" (--plugins " + ", ".join(feeds) + ")" if feeds else ""))
     page.add(cut(f"  {name:<10} {hint}", page.width), "dim")
 
 
@@ -211,7 +215,7 @@ def _layers(page: Page, view: View, providers: dict[str, list[str]]) -> None:
                     f"{source} {count} rows, shown as metrics" for source, count in shown),
                     page.width), "dim")
             elif not tables:
-                _layer_line(page, layer, tables, providers)
+                _layer_line(page, layer, tables, providers, view.backends)
         return
     for layer, tables in view.layers.items():
         page.section(LAYER_TITLES[layer])
