@@ -284,7 +284,7 @@ def test_many_ranks_read_as_distributions(tmp_path: Path) -> None:
     assert 1 <= len(listed) <= 6, section
     assert "7 more ranks' files (--full lists them)" in text
     # Traces recorded without Python stacks: torch ran, and filled no module row.
-    assert "Modules    not measured: torch ran without it (its options: perfstack plugins)" in text
+    assert "Modules    not measured: torch ran without it (see perfstack run --help)" in text
     assert max(len(line) for line in text.splitlines()) <= 80
     full = perfstack_in(tmp_path, "show", "r.json", "--full", env={"COLUMNS": "120"}).stdout
     section = full[full.index("Ranks (9)"):]

@@ -193,8 +193,8 @@ def _layer_line(page: Page, layer: str, tables: list[LayerTable],
         return
     ran = [b.name for b in backends if b.status in ("ok", "partial") and layer in b.layers]
     feeds = providers.get(layer, [])
-    hint = ("not measured: " + ", ".join(ran) + " ran without it (its options: "
-            "perfstack plugins)" if ran else
+    hint = ("not measured: " + ", ".join(ran) + " ran without it (see "
+            "perfstack run --help)" if ran else
             "not measured" + (" (--plugins " + ", ".join(feeds) + ")" if feeds else ""))
     page.add(cut(f"  {name:<10} {hint}", page.width), "dim")
 
