@@ -10,6 +10,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from perfstack.report import Metric, Report
+from perfstack.report.units import numeric
 
 
 @dataclass
@@ -66,12 +67,6 @@ MANY_RANKS = 8
 STANDING_OUT = 6
 
 
-def _number(m: Metric | None) -> float | None:
-    value = m.value if m is not None else None
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
-        else None
-
-
 def _distributions(columns: list[str], rows: list[tuple[int, list[Metric | None]]],
                    slowest: int | None) -> tuple[list[tuple[str, list[tuple[float, str] | None]]],
                                                  list[tuple[int, list[Metric | None]]]]:
@@ -81,7 +76,7 @@ def _distributions(columns: list[str], rows: list[tuple[int, list[Metric | None]
     standing: list[int] = [slowest] if slowest is not None else []
     for i in range(len(columns)):
         known = sorted((v, rank, m.unit) for rank, ms in rows
-                       if (m := ms[i]) is not None and (v := _number(m)) is not None)
+                       if (m := ms[i]) is not None and (v := numeric(m.value)) is not None)
         if not known:
             for key in stats:
                 stats[key].append(None)

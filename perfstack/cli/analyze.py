@@ -126,18 +126,9 @@ class _RankProgress:
               file=sys.stderr, flush=True)
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
-    return value
-
-
 def cmd_analyze(plugins: Plugins, argv: list[str]) -> int:
     """Read recorded profiles into a report; write it and print it."""
+    from perfstack.cli.runargs import whole_number
     from perfstack.run import executors, rundir
     from perfstack.run.ingest import LEFT_OUT_RULE, UNREAD_RULE, analyze, expand
 
@@ -150,7 +141,7 @@ def cmd_analyze(plugins: Plugins, argv: list[str]) -> int:
         epilog="example: perfstack analyze traces/ -o job.json --html")
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH",
                         help="trace files (.json, .json.gz) or folders of them")
-    parser.add_argument("--jobs", type=_positive, metavar="N",
+    parser.add_argument("--jobs", type=whole_number(1), metavar="N",
                         help="read N ranks at once in local worker processes (default: the "
                         "usable CPUs, fewer when the memory available would not hold that "
                         "many; 1: in this process)")

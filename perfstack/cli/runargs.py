@@ -16,7 +16,9 @@ from perfstack.pluginmanager import BackendEntry
 from perfstack.report import Layer
 
 
-def _positive_int(minimum: int) -> Any:
+def whole_number(minimum: int) -> Any:
+    """An argparse type: a whole number of at least ``minimum``."""
+
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -72,20 +74,20 @@ def add_session_options(parser: Parser, backends: dict[str, BackendEntry]) -> No
                         help="backends to run (default: every one available here, except "
                         "opt-in analyses); "
                         f"installed: {', '.join(sorted(backends)) or 'none'}")
-    parser.add_argument("--repeat", type=_positive_int(0), default=3, metavar="N",
+    parser.add_argument("--repeat", type=whole_number(0), default=3, metavar="N",
                         help="baseline runs, for overheads and noise (default: 3; 0: none, a "
                         "quick look whose unprofiled time and overheads are unknown)")
-    parser.add_argument("--warmup", type=_positive_int(0), default=1, metavar="N",
+    parser.add_argument("--warmup", type=whole_number(0), default=1, metavar="N",
                         help="unmeasured runs first, to warm caches (default: 1)")
     parser.add_argument("--timeout", type=_seconds, metavar="S",
                         help="stop any single run after S seconds (default: no limit)")
     parser.add_argument("--kill-grace", type=_seconds, default=5.0, metavar="S",
                         help="after a timeout, seconds between SIGTERM and SIGKILL (default: 5)")
-    parser.add_argument("--steps", type=_positive_int(1), metavar="N",
+    parser.add_argument("--steps", type=whole_number(1), metavar="N",
                         help="end every run (baseline and backends) cleanly after --warmup-steps "
                         "+ N steps (perfstack.step() or optimizer steps); the backends "
                         "measure these N: a long training job costs its steps, not its length")
-    parser.add_argument("--warmup-steps", type=_positive_int(0), default=None, metavar="K",
+    parser.add_argument("--warmup-steps", type=whole_number(0), default=None, metavar="K",
                         help="with --steps, steps to run before the measured ones (default: 2)")
     parser.add_argument("--keep-going", action="store_true",
                         help="run every backend even when the workload failed without a "
@@ -130,7 +132,7 @@ def build_parser(backends: dict[str, BackendEntry]) -> Parser:
     parser.add_argument("script", nargs="?", help="the workload script")
     parser.add_argument("-m", dest="module", metavar="MODULE", help="run a module, as python -m")
     dist = parser.add_argument_group("distributed (torchrun)")
-    dist.add_argument("--nproc-per-node", type=_positive_int(1), metavar="N",
+    dist.add_argument("--nproc-per-node", type=whole_number(1), metavar="N",
                       help="launch the workload through torchrun (torch.distributed.run) with N "
                       "processes; each rank gets its own folder and report rows")
     dist.add_argument("--ranks", default="0", metavar="0|all|0,3",

@@ -16,15 +16,10 @@ from typing import Any
 
 from perfstack.analysis.deviceview import MANY_RANKS
 from perfstack.report import Quantity, Report, Row
+from perfstack.report.units import numeric
 
 _PREFIX = re.compile(r"^rank\d+:")
 _NAME_PREFIX = re.compile(r"^\[rank \d+\] ")
-
-
-def _number(q: Quantity | None) -> float | None:
-    value = q.value if q is not None else None
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
-        else None
 
 
 def _merge(key: str, rows: list[Row]) -> Row:
@@ -33,7 +28,7 @@ def _merge(key: str, rows: list[Row]) -> Row:
     spread: dict[str, dict[str, float | int]] = {}
     for name in dict.fromkeys(n for row in rows for n in row.values):
         known = [(v, int(row.attrs["rank"])) for row in rows
-                 if (v := _number(row.values.get(name))) is not None]
+                 if name in row.values and (v := numeric(row.values[name].value)) is not None]
         unit = next(row.values[name].unit for row in rows if name in row.values)
         if not known:
             why = next((row.values[name].reason for row in rows if name in row.values

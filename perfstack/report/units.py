@@ -80,3 +80,10 @@ def pct_fine(value: float) -> str:
         return "<0.0001%"
     decimals = 1 - math.floor(math.log10(value))
     return f"{value:.{decimals}f}%"
+
+
+def numeric(value: object) -> float | None:
+    """A measured value as a float, or None when it is unknown (None) or not a number (a
+    bool is not a number here)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else None

@@ -40,7 +40,7 @@ POOL_FROM_BYTES = 128 << 20
 class Plan:
     """Where the units are read, in words for the report and the progress line."""
 
-    kind: str  # "this process", "local", "dask"
+    kind: str  # "this process", "local", "a Dask cluster"
     workers: int
     why: str | None = None  # why the local pool is smaller than the CPUs, when it is
 
@@ -111,19 +111,20 @@ def dask_address(scheduler: str | None, scheduler_file: Path | None) -> str | Pa
 
 
 @contextlib.contextmanager
-def executor(plan: Plan, cluster: str | Path | None) -> Iterator[Executor | None]:
-    """The executor that reads the units (None: read them in this process); on leaving,
-    work not started is cancelled and the local workers are stopped."""
+def executor(plan: Plan, cluster: str | Path | None) -> Iterator[tuple[Executor | None, int]]:
+    """The executor that reads the units (None: read them in this process) and how many
+    workers it has (a Dask cluster's, as its scheduler says now); on an error, work not
+    started is cancelled and the local workers are stopped."""
     if cluster is not None:
-        with _dask(cluster) as ex:
-            yield ex
+        with _dask(cluster) as found:
+            yield found
         return
     if plan.workers <= 1:
-        yield None
+        yield None, 1
         return
     pool = local_pool(plan.workers)
     try:
-        yield pool
+        yield pool, plan.workers
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         stop_children()
@@ -149,7 +150,7 @@ def stop_children() -> None:
 
 
 @contextlib.contextmanager
-def _dask(cluster: str | Path) -> Iterator[Executor]:
+def _dask(cluster: str | Path) -> Iterator[tuple[Executor, int]]:
     try:  # untyped: read as Any
         client_class: Any = importlib.import_module("distributed").Client
     except ImportError:
@@ -175,18 +176,7 @@ def _dask(cluster: str | Path) -> Iterator[Executor]:
         quiet.setLevel(level)
     try:
         ex: Executor = client.get_executor(pure=False)
-        yield ex
+        yield ex, len(client.nthreads()) or 1
     finally:
         client.close()
-
-
-def workers_of(ex: Executor | None, plan: Plan) -> int:
-    """How many workers read the units (a Dask cluster's, as its scheduler says now)."""
-    client = getattr(ex, "_client", None)
-    if client is None:
-        return plan.workers
-    try:
-        return len(client.nthreads()) or 1
-    except (OSError, TimeoutError):
-        return 1
 

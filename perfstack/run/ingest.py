@@ -119,12 +119,13 @@ def _left_out_finding(missed: Sequence[Path]) -> Finding:
 
 def _unread_finding(failed: Sequence[UnitResult], of: int) -> Finding:
     shown = [f"{', '.join(p.name for p in r.unit.files[:2])}: {r.error}" for r in failed[:3]]
-    more = f" (and {len(failed) - 3} more)" if len(failed) > 3 else ""
+    if len(failed) > 3:
+        shown.append(f"and {len(failed) - 3} more")
     return Finding(
         rule=UNREAD_RULE, severity="critical", layer="run", source="perfstack",
         title=f"{len(failed)} of {of} ranks or processes could not be read: this report is of "
         "the others",
-        evidence=[*shown, *([more.strip(" ()")] if more else [])],
+        evidence=shown,
         action="Check those files (cut short when the job ended, or damaged in the copy) and "
         "analyse again; every figure across ranks here leaves them out.")
 
@@ -170,11 +171,11 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None,
             f"{', '.join(str(p) for p in paths)}: no file here that an installed backend reads")
     results: list[BackendResult] = []
     units = _units(claimed, backends, results)
-    plan = executors.local_workers(jobs, [u.files for u in units])
-    with executors.executor(plan, cluster) as ex:
-        workers = executors.workers_of(ex, plan)
+    plan = (executors.local_workers(jobs, [u.files for u in units]) if cluster is None
+            else executors.Plan("a Dask cluster", 0))
+    with executors.executor(plan, cluster) as (ex, workers):
         reduced = reduce_units(units, {n: e.backend for n, e in backends.items()}, ex,
-                               progress, fresh_pool=executors.local_pool
+                               progress, workers, fresh_pool=executors.local_pool
                                if ex is not None and cluster is None else None)
     recorded: dict[str, list[Recorded]] = {}
     for result in reduced.results:
@@ -190,7 +191,7 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None,
     ranks = _assign_ranks(recorded)
     multi = len({r for rank_of in ranks.values() for r in rank_of}) > 1
     environment: dict[str, Any] = {"recorded": {}, "reading": {
-        "where": "a Dask cluster" if cluster is not None else plan.kind, "workers": workers,
+        "where": plan.kind, "workers": workers,
         "units": len(units), "read": sum(r.error is None for r in reduced.results),
         "seconds": round(sum(r.seconds for r in reduced.results), 3),
         **({"why": plan.why} if plan.why else {}),

@@ -81,10 +81,11 @@ def _lost(unit: Unit, exc: BaseException) -> UnitResult:
 
 
 def reduce_units(units: Sequence[Unit], backends: dict[str, Backend], ex: Executor | None,
-                 progress: Progress | None = None,
+                 progress: Progress | None = None, workers: int = 1,
                  fresh_pool: Callable[[int], Executor] | None = None) -> Reduced:
-    """Read every unit through ``ex`` (None: in this process, one after another);
-    ``fresh_pool(n)`` makes a local pool of n workers to replace one that broke."""
+    """Read every unit through ``ex`` (None: in this process, one after another), which
+    has ``workers`` workers; ``fresh_pool(n)`` makes a local pool of n workers to replace
+    one that broke."""
     begin = time.perf_counter()
     results: dict[int, UnitResult] = {}
 
@@ -102,13 +103,11 @@ def reduce_units(units: Sequence[Unit], backends: dict[str, Backend], ex: Execut
             broken = _through(ex, list(enumerate(units)), backends, done)
             if broken and fresh_pool is not None:  # a fresh pool, then one worker each
                 out.retried = len(broken)
-                with fresh_pool(max(1, min(len(broken), _workers(ex)))) as fresh:
+                with fresh_pool(max(1, min(len(broken), workers))) as fresh:
                     broken = _through(fresh, broken, backends, done)
-                for i, unit in broken:
-                    with fresh_pool(1) as alone:
-                        if _through(alone, [(i, unit)], backends, done):
-                            done(i, _lost(unit, BrokenProcessPool("its worker process died")))
-            for i, unit in broken if fresh_pool is None else []:
+                broken = [(i, unit) for i, unit in broken if _alone(fresh_pool, i, unit,
+                                                                      backends, done)]
+            for i, unit in broken:
                 done(i, _lost(unit, BrokenProcessPool("its worker process died")))
     except KeyboardInterrupt:
         out.interrupted = True
@@ -119,10 +118,11 @@ def reduce_units(units: Sequence[Unit], backends: dict[str, Backend], ex: Execut
     return out
 
 
-def _workers(ex: Executor) -> int:
-    """A local pool's size (1 where it does not say)."""
-    size = getattr(ex, "_max_workers", 1)
-    return size if isinstance(size, int) else 1
+def _alone(fresh_pool: Callable[[int], Executor], i: int, unit: Unit,
+           backends: dict[str, Backend], done: Callable[[int, UnitResult], None]) -> bool:
+    """Read one unit in a pool of its own; whether its worker died again."""
+    with fresh_pool(1) as alone:
+        return bool(_through(alone, [(i, unit)], backends, done))
 
 
 def _through(ex: Executor, todo: list[tuple[int, Unit]], backends: dict[str, Backend],

@@ -5,16 +5,17 @@ thousand thin rows; each cell names its rank, step and time on hover."""
 
 from __future__ import annotations
 
-import re
 import statistics
 
+from perfstack.analysis.deviceview import RANKED
 from perfstack.report import Report
 from perfstack.report.units import fmt_seconds
 
 from .charts import esc
 
-#: Per-rank step times, as the run (the baseline's steps) or the traces (torch's) gave them.
-STEP_METRICS = re.compile(r"^(?:step_time|torch_step_time)\[rank(\d+)\]$")
+#: Per-rank step times, as the run (the baseline's steps) or the traces (torch's) gave them,
+#: in that order of preference.
+STEP_METRICS = ("step_time", "torch_step_time")
 #: Steps drawn at most (the first ones).
 MOST_STEPS = 200
 
@@ -23,11 +24,11 @@ def _steps(report: Report) -> dict[int, list[float]]:
     """Each rank's step times, from the first kind of per-rank step metric the report has."""
     found: dict[str, dict[int, list[float]]] = {}
     for m in report.metrics:
-        match = STEP_METRICS.match(m.name)
-        if match and m.samples and m.samples_of == "steps":
-            kind = m.name.split("[", 1)[0]
-            found.setdefault(kind, {})[int(match[1])] = [float(s) for s in m.samples]
-    for kind in ("step_time", "torch_step_time"):
+        match = RANKED.match(m.name)
+        if match and match["base"] in STEP_METRICS and m.samples and m.samples_of == "steps":
+            found.setdefault(match["base"], {})[int(match["rank"])] = [float(s)
+                                                                      for s in m.samples]
+    for kind in STEP_METRICS:
         if kind in found:
             return found[kind]
     return {}

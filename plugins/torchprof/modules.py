@@ -24,7 +24,7 @@ import numpy as np
 from perfstack.report import Row
 
 from .opgroups import SOURCE, US, q
-from .optree import SLACK, Tree, _sorted_by_start, _take
+from .optree import SLACK, Tree, sorted_calls
 from .trace import TraceAggregate
 
 #: The separator of a module path's parts (``ResNet_0/Sequential_1/Bottleneck_0``).
@@ -71,9 +71,7 @@ def _nest(agg: TraceAggregate, per: dict[str, _Entry]) -> dict[str, _Calls]:
     """Nest each thread's module calls and add each call to its path's entry."""
     out: dict[str, _Calls] = {}
     for tid, frames in agg.modules.items():
-        order = _sorted_by_start(frames.ts, frames.end)
-        ts, end, key = _take(frames.ts, order), _take(frames.end, order), _take(frames.key,
-                                                                                 order)
+        ts, end, key = sorted_calls(frames)
         calls = out[tid] = _Calls()
         stack: list[int] = []
         for t, e, k in zip(ts, end, key, strict=True):

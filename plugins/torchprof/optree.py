@@ -68,6 +68,13 @@ def _take(column: array[Any], order: Any) -> array[Any]:
     return out
 
 
+def sorted_calls(frames: ThreadFrames) -> tuple[array[float], array[float], array[int]]:
+    """A thread's Python calls (frames, module calls) as start, end and key columns, by
+    start, the longest first among equal starts: an enclosing call before those it holds."""
+    order = _sorted_by_start(frames.ts, frames.end)
+    return _take(frames.ts, order), _take(frames.end, order), _take(frames.key, order)
+
+
 class Tree:
     """One thread's ops nested as torch nests them, as arrays in depth-first order."""
 
@@ -187,9 +194,7 @@ class Tree:
 
     def assign_frames(self, frames: ThreadFrames) -> None:
         """Give each op the innermost user-code frame running when it started."""
-        order = _sorted_by_start(frames.ts, frames.end)
-        fts, fend, fkey = (_take(frames.ts, order), _take(frames.end, order),
-                           _take(frames.key, order))
+        fts, fend, fkey = sorted_calls(frames)
         out = self.frame = array("i", [-1]) * len(self.ts)
         stack: list[int] = []
         fi, nf = 0, len(fts)
