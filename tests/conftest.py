@@ -20,6 +20,11 @@ import pytest
 from perfstack.pluginmanager import Plugins, load_plugins
 from perfstack.report.files import read_json, schema_errors
 
+# pytest keeps each test module's rewritten asserts in __pycache__ only where Python may write
+# bytecode: with PYTHONDONTWRITEBYTECODE set (as on these machines) every run rewrote all of them
+# again, 2.5 s of each run's collection. The caches are git-ignored.
+sys.dont_write_bytecode = False
+
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = ROOT / "tests" / "workloads"
 
