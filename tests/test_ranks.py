@@ -19,7 +19,14 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, Result, assert_one_line_error, perfstack_env, perfstack_in
+from tests.conftest import (
+    ROOT,
+    Result,
+    assert_one_line_error,
+    ctrl_c_reaches,
+    perfstack_env,
+    perfstack_in,
+)
 
 TRACES = ROOT / "tests" / "fixtures" / "gpu-traces"
 RANKFILES = "tests.testplugins.rankfiles"
@@ -127,7 +134,7 @@ def test_ctrl_c_leaves_the_report_of_the_ranks_read(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "perfstack", "-p", RANKFILES, "analyze", str(job), "--jobs", "2",
          "-q", "-o", "r.json"], cwd=tmp_path, env=perfstack_env(), stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True)
+        stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_reaches)
     try:
         deadline = time.monotonic() + 60
         started = [job / "r3.rank.started", job / "r4.rank.started"]
