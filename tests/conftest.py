@@ -235,8 +235,8 @@ def two_rank_job(folder: Path, edit: Callable[[dict[str, Any]], None],
         data = json.load(fh)
     data["distributedInfo"]["rank"] = 1
     edit(data)
-    with gzip.open(folder / name, "wt", encoding="utf-8") as fh:
-        json.dump(data, fh)
+    with gzip.open(folder / name, "wt", encoding="utf-8", compresslevel=1) as fh:
+        json.dump(data, fh)  # (level 1: the default 9 took a second a trace)
     return folder
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import statistics
 from collections import defaultdict
+from collections.abc import Mapping
 
 from perfstack.analysis.primary import Primary
 from perfstack.backend import Outcome
@@ -101,35 +102,84 @@ def rank_figures(report: Report, samples: dict[int, list[float]], publish_steps:
             metrics.append(Metric(f"step_time[rank{rank}]", None, "s", "run", "perfstack",
                                   Better.LOWER, reason="this rank marked no steps "
                                   "(perfstack.step() or an optimizer step)"))
+    device_metrics, device_findings, last = _device_figures(report, samples)
+    extra_metrics: list[Metric] = []
+    extra_findings: list[Finding] = []
+    if not any(m.name.startswith("collective_wait[") for m in device_metrics):
+        # (where the device's collective wait is known, it says it better than CPU time)
+        extra_metrics, extra_findings, last = _cpu_comm_figures(report)
+    every = [*report.metrics, *metrics, *device_metrics, *extra_metrics]
+    for finding in (*device_findings, *extra_findings):
+        if finding.rule == "dist.imbalance" and last is not None:
+            why, lines = _why(report, every, last, medians)
+            finding.title += f" ({why})" if why else ""
+            finding.evidence[:0] = lines[:1] if why else []
+            finding.evidence += lines[1:] if why else lines
     if len(medians) >= 2:
         slowest = max(medians, key=lambda r: medians[r])
         fastest = min(medians, key=lambda r: medians[r])
         gap = medians[slowest] / medians[fastest] - 1
-        beyond, why = _slower_beyond_noise(samples[fastest], samples[slowest], gap)
+        beyond, why_not = _slower_beyond_noise(samples[fastest], samples[slowest], gap)
         # Equal ranks have a slowest by chance: it is named only where the noise allows.
         metrics.append(Metric("slowest_rank", slowest if beyond else None, "rank", "run",
                               "perfstack", Better.NEITHER,
                               reason=None if beyond else f"no rank is slower beyond the "
                               f"noise: rank {slowest}'s median step is {100 * gap:.1f}% over "
-                              f"rank {fastest}'s ({why})"))
+                              f"rank {fastest}'s ({why_not})"))
         metrics.append(Metric("straggler_gap", 100 * gap, "%", "run", "perfstack",
                               Better.LOWER, description="the slowest rank's median step time "
                               f"over the fastest's ({steps_from})"))
         if gap > IMBALANCE and beyond:
+            why, lines = _why(report, every, slowest, medians)
+            steps = f"median step time ({steps_from}): " + _steps_line(medians, slowest)
+            lines.insert(1 if why else 0, steps)
             findings.append(Finding(
                 "dist.straggler", f"rank {slowest} is {100 * gap:.0f}% slower per step than "
-                f"rank {fastest}", "run", "warning",
-                [f"median step time ({steps_from}): " + ", ".join(
-                    f"rank {r} {t * 1e3:.1f} ms" for r, t in sorted(medians.items()))],
-                "balance the work or the data per rank; check that rank's host and device",
-                "perfstack"))
-    device_metrics, device_findings = _device_figures(report, samples)
-    metrics += device_metrics
-    findings += device_findings
-    if any(m.name.startswith("collective_wait[") for m in device_metrics):
-        return metrics, findings  # the device's collective wait says it better than CPU time
-    metrics_cpu, findings_cpu = _cpu_comm_figures(report)
-    return metrics + metrics_cpu, findings + findings_cpu
+                f"rank {fastest}" + (f": {why}" if why else ""), "run", "warning", lines,
+                _STRAGGLER_ADVICE.get(why or "", "balance the work or the data per rank; "
+                                      "check that rank's host and device"), "perfstack"))
+    return (metrics + device_metrics + extra_metrics,
+            findings + device_findings + extra_findings)
+
+
+def _why(report: Report, metrics: list[Metric], rank: int,
+         medians: dict[int, float]) -> tuple[str | None, list[str]]:
+    """Why ``rank`` is slow: the cause its figures point at (or None), and each figure beside
+    the other ranks' median, the one that says why first."""
+    from perfstack.analysis import straggler
+
+    _, shares = _comm_shares(report)
+    cpu = {r: total - comm for r, (comm, total) in shares.items()}
+    found = straggler.evidence(metrics, rank, cpu, medians)
+    pointed = straggler.cause(found)
+    if pointed:
+        found.remove(pointed)
+        found.insert(0, pointed)
+    lines = [f"rank {rank}'s {e.line}" for e in found]
+    if not found:
+        lines.append("no per-rank figure says why: profile every rank (--ranks all) with "
+                     "torch, and py-spy for Python")
+    return (pointed.cause if pointed else None), lines
+
+
+#: What to do about a straggler, by the cause its evidence points at.
+_STRAGGLER_ADVICE = {
+    "more compute": "it computes more than the others: balance the work or the data per "
+    "rank (uneven batches, sequence lengths, a model split unevenly)",
+    "a host stall": "its host cannot keep its device fed: look at its data loading, Python "
+    "overhead and CPU contention on that node",
+    "waiting in collectives": "its collectives take longer than the others': check its "
+    "network link and the collectives' placement",
+}
+
+
+def _steps_line(medians: dict[int, float], slowest: int) -> str:
+    """Each rank's median step time; from 8 ranks the median rank's and the slowest's only."""
+    if len(medians) < 8:
+        return ", ".join(f"rank {r} {t * 1e3:.1f} ms" for r, t in sorted(medians.items()))
+    typical = statistics.median(medians.values())
+    return (f"{typical * 1e3:.1f} ms on the median rank of {len(medians)}, rank {slowest} "
+            f"{medians[slowest] * 1e3:.1f} ms")
 
 
 def _slower_beyond_noise(fastest: list[float], slowest: list[float],
@@ -156,9 +206,12 @@ def _per_rank(report: Report, name: str) -> dict[int, float]:
 
 
 def _device_figures(report: Report, samples: dict[int, list[float]]) -> tuple[
-        list[Metric], list[Finding]]:
+        list[Metric], list[Finding], int | None]:
+    """The job's device figures, each rank's collective wait and stall, and the imbalance
+    finding with the rank the others wait for (or None)."""
     metrics: list[Metric] = []
     findings: list[Finding] = []
+    last: int | None = None
     for name, better in JOB_MEANS:
         values = _per_rank(report, name)
         if values and report.metric(name) is None:
@@ -174,6 +227,8 @@ def _device_figures(report: Report, samples: dict[int, list[float]]) -> tuple[
                               Better.LOWER, description="the rank's collective kernels' time "
                               "on its device over its step time: waiting for the others "
                               "included"))
+    stall, stall_lines = _stall_figures(report, samples)
+    metrics += stall
     if len(waits) >= 2:
         high = max(waits, key=lambda r: waits[r])
         low = min(waits, key=lambda r: waits[r])
@@ -183,15 +238,81 @@ def _device_figures(report: Report, samples: dict[int, list[float]]) -> tuple[
                 f"{waits[high]:.0f}% of its steps, rank {low}'s only {waits[low]:.0f}%: the "
                 f"others wait for rank {low}", "kernel", "warning",
                 [f"rank {r}: collective kernels {comm[r] * 1e3:.1f} ms in "
-                 f"{sum(samples[r]) * 1e3:.1f} ms of steps" for r in sorted(waits)],
+                 f"{sum(samples[r]) * 1e3:.1f} ms of steps" for r in _few(waits, high, low)]
+                + _more(waits, high, low) + stall_lines,
                 f"rank {low} arrives last at every collective: give it less work or find what "
                 "slows it (data loading, a slower device, host contention)", "perfstack"))
-    return metrics, findings
+            last = low
+    return metrics, findings, last
 
 
-def _cpu_comm_figures(report: Report) -> tuple[list[Metric], list[Finding]]:
+def _stall_figures(report: Report, samples: dict[int, list[float]]) -> tuple[
+        list[Metric], list[str]]:
+    """Each rank's time in collectives waiting for the last rank (``collective_stall``,
+    a share of its step time), the job's mean of it and its time moving data
+    (``collective_transfer``), from the ranks' aligned collectives; with the evidence lines
+    of the imbalance finding."""
+    from perfstack.analysis import collectivesplit
+
+    found = collectivesplit.split(report)
+    if found is None:
+        return [], []
+    metrics: list[Metric] = []
+    steps = {r: sum(samples.get(r, [])) for r in found.waiting}
+    shares = {r: 100 * w / steps[r] for r, w in found.waiting.items() if steps[r] > 0}
+    for rank, share in sorted(shares.items()):
+        metrics.append(Metric(
+            f"collective_stall[rank{rank}]", share, "%", "kernel", "perfstack", Better.LOWER,
+            description="the rank's time in collectives waiting for the last rank to arrive "
+            "(each collective's device time over the least any rank took for it), over its "
+            "step time"))
+    known = [steps[r] for r in found.moving if steps[r] > 0]
+    moving = next(iter(found.moving.values()), 0.0)
+    metrics.append(Metric(
+        "collective_stall", statistics.fmean(shares.values()) if shares else None, "%",
+        "kernel", "perfstack", Better.LOWER,
+        reason=None if shares else "; ".join(found.left_out) or "no rank's steps are known",
+        description=f"the mean over {len(shares)} ranks of collective_stall[rankN]"))
+    metrics.append(Metric(
+        "collective_transfer", 100 * moving / statistics.median(known) if known else None,
+        "%", "kernel", "perfstack", Better.LOWER,
+        reason=None if known else "; ".join(found.left_out) or "no rank's steps are known",
+        description="time moving data in collectives (each collective's least device time "
+        "over the ranks: the last rank to arrive waits for none), over the median rank's "
+        "step time"))
+    most = max(found.waiting, key=lambda r: found.waiting[r], default=0)
+    least = min(found.waiting, key=lambda r: found.waiting[r], default=0)
+    lines = [f"rank {r}: {(found.waiting[r] + found.moving[r]) * 1e3:.1f} ms in "
+             f"{found.collectives} collectives, {found.waiting[r] * 1e3:.1f} ms of it waiting "
+             f"for the last rank, {found.moving[r] * 1e3:.1f} ms moving data"
+             for r in _few(found.waiting, most, least)]
+    lines += [f"not split: {why}" for why in found.left_out]
+    return metrics, lines
+
+
+#: From this many ranks a finding lists the ranks at the extremes, not every rank.
+LISTED = 8
+
+
+def _few(by_rank: Mapping[int, object], *extremes: int) -> list[int]:
+    """Every rank in order, or from LISTED ranks only the given extremes."""
+    return sorted(by_rank) if len(by_rank) < LISTED else sorted(set(extremes))
+
+
+def _more(by_rank: Mapping[int, object], *extremes: int) -> list[str]:
+    """The line that says how many ranks ``_few`` left out (none below LISTED)."""
+    if len(by_rank) < LISTED:
+        return []
+    return [f"... and {len(by_rank) - len(set(extremes))} more ranks: the ranks table gives "
+            "each figure's median, p90 and max"]
+
+
+def _cpu_comm_figures(report: Report) -> tuple[list[Metric], list[Finding], int | None]:
+    """Each rank's share of its CPU op time in collectives, and the imbalance finding with the
+    rank the others wait for (or None)."""
     metrics: list[Metric] = []
     findings: list[Finding] = []
+    last: int | None = None
     source, shares = _comm_shares(report)
     for rank, (comm, total) in sorted(shares.items()):
         metrics.append(Metric(f"communication_share[rank{rank}]", 100 * comm / total, "%",
@@ -204,9 +325,11 @@ def _cpu_comm_figures(report: Report) -> tuple[list[Metric], list[Finding]]:
                 "dist.imbalance", f"rank {high} waits in collectives {pct[high]:.0f}% of its op "
                 f"time, rank {low} only {pct[low]:.0f}%: rank {low} is the straggler",
                 "framework", "warning",
-                [f"rank {r}: {c * 1e3:.1f} ms of {t * 1e3:.1f} ms in collective ops ({source})"
-                 for r, (c, t) in sorted(shares.items())],
+                [f"rank {r}: {shares[r][0] * 1e3:.1f} ms of {shares[r][1] * 1e3:.1f} ms in "
+                 f"collective ops ({source})" for r in _few(shares, high, low)]
+                + _more(shares, high, low),
                 f"the other ranks wait for rank {low} at every collective: give it less work "
                 "or find what slows it (data loading, a slower device, host contention)",
                 "perfstack"))
-    return metrics, findings
+            last = low
+    return metrics, findings, last

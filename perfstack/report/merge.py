@@ -21,9 +21,23 @@ from perfstack.report.rankrows import merge_across_ranks
 
 #: Figures computed across ranks: dropped from the inputs and computed again.
 CROSS_RANK = re.compile(r"^(slowest_rank|straggler_gap|collective_wait\[rank\d+\]|"
+                        r"collective_stall(\[rank\d+\])?|collective_transfer|"
                         r"communication_share\[rank\d+\]|gpu_busy)$")
 CROSS_RANK_RULES = ("dist.straggler", "dist.imbalance")
 _RANKED = re.compile(r"\[rank(\d+)\]$")
+
+
+def _one_rank(report: Report) -> int | None:
+    """The rank of a report of one rank whose metrics do not say it (``perfstack analyze`` of
+    one rank's trace: its rows carry the rank), or None."""
+    if any(_RANKED.search(m.name) for m in report.metrics):
+        return None
+    ranks = {row.attrs.get("rank") for rows in report.layers.values() for row in rows}
+    ranks.discard(None)
+    if len(ranks) != 1:
+        return None
+    rank = next(iter(ranks))
+    return rank if isinstance(rank, int) else None
 
 
 def unmergeable(reports: Sequence[Report], names: Sequence[str],
@@ -99,10 +113,13 @@ def merge(reports: Sequence[Report], names: Sequence[str], into: Path | None = N
                     row.key = prefix + row.key
                     row.links = {k: [prefix + v for v in vs] for k, vs in row.links.items()}
                 job.layers[layer].append(row)
+        only = _one_rank(report)
         for metric in report.metrics:
             if CROSS_RANK.match(metric.name):
                 continue
-            if node and not _RANKED.search(metric.name):
+            if only is not None:  # a node report of one rank (analyze of its trace)
+                metric.name = f"{metric.name}[rank{only}]"
+            elif node and not _RANKED.search(metric.name):
                 metric.name = f"{metric.name}[node{node}]"
             job.metrics.append(metric)
         for finding in report.findings:
@@ -112,9 +129,10 @@ def merge(reports: Sequence[Report], names: Sequence[str], into: Path | None = N
                 finding.title = f"[node {node}] {finding.title}"
             job.findings.append(finding)
     samples: dict[int, list[float]] = {}
-    for metric in job.metrics:
+    for metric in job.metrics:  # the baseline's step times, else a backend's (traces)
         found = _RANKED.search(metric.name)
-        if found and metric.name.startswith("step_time[") and metric.samples:
+        if found and metric.samples and metric.unit == "s" and metric.samples_of == "steps" \
+                and (metric.name.startswith("step_time[") or int(found[1]) not in samples):
             samples[int(found[1])] = [float(s) for s in metric.samples]
     metrics, findings = rank_figures(job, samples, publish_steps=False,
                                      steps_from="each node's baseline runs")

@@ -139,8 +139,9 @@ class Metric:
     samples: list[float] | None = None  # repeated measurements, for significance tests
     reason: str | None = None  # why value is None
     #: what one sample is: "runs" (independent runs of the workload, the default) or "steps" /
-    #: "intervals" of one run. Samples from one run share that run's conditions, so ``diff``
-    #: judges them against the run-to-run noise, not against their own spread.
+    #: "intervals" / "collectives" (each collective kernel of a process group, in order) of one
+    #: run. Samples from one run share that run's conditions, so ``diff`` judges them against
+    #: the run-to-run noise, not against their own spread.
     samples_of: str = "runs"
     #: a detail: left out of the report's default view (``show --full`` lists it), still
     #: compared by diff

@@ -55,6 +55,8 @@ class Args(msgspec.Struct):
     concrete_inputs: Any = msgspec.field(name="Concrete Inputs", default=None)
     size: Any = msgspec.field(name="Bytes", default=None)
     device_type: Any = msgspec.field(name="Device Type", default=None)
+    # A collective kernel's process group (NCCL/RCCL kernels, Kineto from 2023).
+    group: Any = msgspec.field(name="Process Group Name", default=None)
 
 
 class Event(msgspec.Struct):

@@ -12,6 +12,7 @@ from typing import Any
 from perfstack.report import Better, Layer, Metric, Quantity, Row
 
 from ..demangle import demangle
+from .collectives import collective_metrics
 from .links import COMM_KERNEL, Linker
 from .modules import module_rows
 from .opgroups import SOURCE, US, Group, OpGroups, q, top_links
@@ -86,6 +87,7 @@ def _summarize(agg: TraceAggregate, with_flops: bool, stepped: bool) -> tuple[
         metrics += device_metrics(device_times(events, start, end),
                                   "the profiled steps'" if windows else "the profiled run's")
         metrics += gpu_steps(windows, events)
+        metrics += collective_metrics(agg.kernels, start, end)
         metrics += stream_metrics(stream_times(events, start, end),
                                   "the profiled steps'" if windows else "the profiled run's")
     else:

@@ -46,6 +46,7 @@ class Kernel:
     correlation: int
     device: Any
     stream: Any
+    group: str | None = None  # a collective kernel's process group, where the trace says
 
 
 @dataclass
@@ -195,7 +196,8 @@ class TraceAggregate:
                 str(ev.name if ev.name is not None else "?"), float(ev.ts or 0),
                 float(ev.dur or 0), cat, self._id(args.external_id),
                 self._id(args.correlation), args.device,
-                args.stream if args.stream is not None else ev.tid))
+                args.stream if args.stream is not None else ev.tid,
+                str(args.group) if args.group is not None else None))
         elif cat in RUNTIME_CATEGORIES:
             args = ev.args or _NO_ARGS
             if args.correlation is not None:

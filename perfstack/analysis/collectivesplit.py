@@ -1,0 +1,67 @@
+"""Time in collectives, split into waiting for the last rank and moving data.
+
+A collective kernel starts on a rank when that rank launches it and ends, on every rank at
+about the same moment, once the last rank of its group has arrived and the data has moved.
+So the rank that arrived last spent the least time in it: that least time (over the ranks) is
+the collective's time moving data, and each rank's excess over it is time spent waiting for
+the last one. Summed over a group's collectives (the i-th of a group is the same call on every
+rank: groups issue their collectives in one order), per rank:
+
+- ``waiting``: the sum over collectives of the rank's time minus the least time of any rank;
+- ``moving``: the sum of the least times (the same for every rank of the group).
+
+The inputs are each rank's ``gpu_collectives[GROUP][rankN]`` samples (each collective kernel's
+device time in start order). Ranks that ran a different number of collectives in a group are
+not aligned: the group is left out, and said why.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from perfstack.report import Report
+
+COLLECTIVES = re.compile(r"^gpu_collectives\[(?P<group>[^\]]+)\]\[rank(?P<rank>\d+)\]$")
+
+
+@dataclass
+class Split:
+    """Each rank's collective time (s) split into waiting and moving, over the aligned
+    groups; ``left_out``: the groups not aligned, each with why."""
+
+    waiting: dict[int, float] = field(default_factory=dict)
+    moving: dict[int, float] = field(default_factory=dict)
+    collectives: int = 0  # aligned collectives, every group
+    groups: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
+
+
+def split(report: Report) -> Split | None:
+    """The split of ``report``'s ranks' collective time, or None where fewer than two ranks
+    published their collectives."""
+    by_group: dict[str, dict[int, list[float]]] = defaultdict(dict)
+    for metric in report.metrics:
+        found = COLLECTIVES.match(metric.name)
+        if found and metric.samples:
+            by_group[found["group"]][int(found["rank"])] = metric.samples
+    out = Split()
+    for group, ranks in sorted(by_group.items()):
+        if len(ranks) < 2:
+            continue
+        counts = {len(times) for times in ranks.values()}
+        if len(counts) > 1:
+            out.left_out.append(
+                f"{group}: the ranks ran {min(counts)} to {max(counts)} collectives in the "
+                "window, so they cannot be matched one to one")
+            continue
+        least = [min(times) for times in zip(*ranks.values(), strict=True)]
+        moving = sum(least)
+        for rank, times in ranks.items():
+            out.waiting[rank] = out.waiting.get(rank, 0.0) + sum(
+                t - m for t, m in zip(times, least, strict=True))
+            out.moving[rank] = out.moving.get(rank, 0.0) + moving
+        out.collectives += len(least)
+        out.groups.append(group)
+    return out if out.waiting or out.left_out else None
