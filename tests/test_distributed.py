@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from perfstack.report.files import read_json, schema_errors
 from tests.conftest import (
     ROOT,
@@ -17,6 +19,7 @@ from tests.conftest import (
     assert_one_line_error,
     backend,
     perfstack_env,
+    perfstack_in,
 )
 
 
@@ -71,6 +74,12 @@ def test_every_profiler_keeps_each_rank_apart(ddp_job: Result) -> None:
         assert 0 < _metric(report, f"communication_share[rank{rank}]")["value"] < 100
     slowest = _metric(report, "slowest_rank")  # a rank, or none beyond the noise, said why
     assert slowest["value"] in (0, 1) or "beyond the noise" in slowest["reason"], slowest
+    # The job's time budget: each part the mean of the ranks' own, and the report shows it.
+    for part in ("startup", "interpreter", "native", "idle"):
+        ranks = [_metric(report, f"budget.{part}[rank{r}]")["value"] for r in (0, 1)]
+        assert _metric(report, f"budget.{part}")["value"] == pytest.approx(sum(ranks) / 2)
+    shown = perfstack_in(ddp_job.cwd, "show").stdout
+    assert "Where the time goes" in shown and "No time budget was measured" not in shown
 
 
 def test_a_straggler_is_named(ddp_job: Result) -> None:

@@ -80,8 +80,9 @@ def _wall(report: Report) -> float | None:
 
 def _by_prefix(report: Report, prefix: str) -> dict[str, Metric]:
     out: dict[str, Metric] = {}
-    for m in report.metrics:
-        if m.name.startswith(prefix) and m.value is not None and m.unit == "%":
+    for m in report.metrics:  # a job's ranks' own (budget.idle[rank3]) are not the job's
+        if m.name.startswith(prefix) and m.value is not None and m.unit == "%" \
+                and not m.name.endswith("]"):
             out.setdefault(m.name[len(prefix):], m)
     return out
 

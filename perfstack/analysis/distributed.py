@@ -27,6 +27,8 @@ JOB_MEANS = (("gpu_busy", Better.HIGHER), ("gpu_time.compute", Better.NEITHER),
              ("gpu_time.communication", Better.NEITHER), ("gpu_time.memory", Better.NEITHER),
              ("gpu_time.idle", Better.NEITHER), ("gpu_idle.host_wait", Better.LOWER),
              ("gpu_comm_overlap", Better.HIGHER))
+#: Shares of each rank's wall time (the time budget) that the job gets the mean of.
+BUDGET_RANKED = re.compile(r"^(?P<name>(budget|split)\.[^\[\]]+)\[rank(?P<rank>\d+)\]$")
 #: A slowest rank this much slower than the fastest (median step) is an imbalance.
 IMBALANCE = 0.10
 #: Ranks whose collective-wait shares differ by this many points are imbalanced.
@@ -102,6 +104,7 @@ def rank_figures(report: Report, samples: dict[int, list[float]], publish_steps:
             metrics.append(Metric(f"step_time[rank{rank}]", None, "s", "run", "perfstack",
                                   Better.LOWER, reason="this rank marked no steps "
                                   "(perfstack.step() or an optimizer step)"))
+    metrics += _budget_means(report)
     device_metrics, device_findings, last = _device_figures(report, samples)
     extra_metrics: list[Metric] = []
     extra_findings: list[Finding] = []
@@ -180,6 +183,21 @@ def _steps_line(medians: dict[int, float], slowest: int) -> str:
     typical = statistics.median(medians.values())
     return (f"{typical * 1e3:.1f} ms on the median rank of {len(medians)}, rank {slowest} "
             f"{medians[slowest] * 1e3:.1f} ms")
+
+
+def _budget_means(report: Report) -> list[Metric]:
+    """The job's time budget: each ``budget.*`` and ``split.*`` share the ranks measured
+    (``budget.idle[rank3]``), as the mean over the ranks that have it."""
+    ranked: dict[str, list[Metric]] = defaultdict(list)
+    for m in report.metrics:
+        found = BUDGET_RANKED.match(m.name)
+        if found and isinstance(m.value, (int, float)) and m.unit == "%":
+            ranked[found["name"]].append(m)
+    return [Metric(name, statistics.fmean(float(m.value or 0.0) for m in ms), "%", ms[0].layer,
+                   ms[0].source, ms[0].better, detail=ms[0].detail, group=ms[0].group,
+                   description=f"the mean over {len(ms)} ranks of {name}[rankN], each a share "
+                   "of that rank's wall time")
+            for name, ms in ranked.items() if report.metric(name) is None]
 
 
 def _slower_beyond_noise(fastest: list[float], slowest: list[float],

@@ -251,8 +251,8 @@ def _headline(budget: Budget, tree: list[Node], findings: list[Finding]) -> Head
 
 def _related(report: Report) -> dict[str, list[Metric]]:
     groups: dict[str, list[Metric]] = {}
-    for m in report.metrics:
-        if m.group and m.value is not None:
+    for m in report.metrics:  # (a job's per-rank figures are the ranks table's)
+        if m.group and m.value is not None and not RANKED.match(m.name):
             groups.setdefault(m.group, []).append(m)
     return {g: ms for g, ms in groups.items() if len({m.source for m in ms}) > 1 or len(ms) > 2}
 

@@ -114,9 +114,11 @@ def merge(reports: Sequence[Report], names: Sequence[str], into: Path | None = N
                     row.links = {k: [prefix + v for v in vs] for k, vs in row.links.items()}
                 job.layers[layer].append(row)
         only = _one_rank(report)
+        per_rank = {m.name[:found.start()] for m in report.metrics
+                    if (found := _RANKED.search(m.name))}
         for metric in report.metrics:
-            if CROSS_RANK.match(metric.name):
-                continue
+            if CROSS_RANK.match(metric.name) or metric.name in per_rank:
+                continue  # a figure across ranks (a job's mean of its ranks'): computed again
             if only is not None:  # a node report of one rank (analyze of its trace)
                 metric.name = f"{metric.name}[rank{only}]"
             elif node and not _RANKED.search(metric.name):
