@@ -106,35 +106,44 @@ def test_distributed_flags_are_checked(perfstack: Callable[..., Result]) -> None
 
 def test_two_nodes_then_merge(tmp_path: Path) -> None:
     """A job of two "nodes" (two perfstack sessions on this machine, torchrun's static
-    rendezvous on one port): each node's report holds its own global rank, and
-    ``perfstack merge`` joins them: both ranks' rows, the cross-rank figures over both, the
-    straggler (rank 1 does 5x the work) named across nodes."""
+    rendezvous on one port), each writing into the job folder (--job-dir): node 0 given its
+    rendezvous in --torchrun-args, node 1 finding the same one in SLURM's variables. Each
+    node's report holds its own global rank, and ``perfstack merge`` joins them: both ranks'
+    rows, the cross-rank figures over both, the straggler (rank 1 does 5x the work) named
+    across nodes."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    procs = []
-    for node in (0, 1):
-        folder = tmp_path / f"node{node}"
-        folder.mkdir()
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "perfstack", "run", "--nproc-per-node", "1", "--ranks",
-             "all", "--plugins", "torch", "--repeat", "1", "--warmup", "0", "-q", "-o",
-             "report.json", "--timeout", "150", "--torchrun-args",
-             f"--nnodes 2 --node-rank {node} --master-addr 127.0.0.1 --master-port {port}",
-             str(WORKLOADS / "ddp_straggler.py")], cwd=folder, env=perfstack_env(),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    job_dir = tmp_path / "job"
+    common = ["run", "--nproc-per-node", "1", "--ranks", "all", "--plugins", "torch",
+              "--repeat", "1", "--warmup", "0", "-q", "--timeout", "150", "--job-dir",
+              str(job_dir)]
+    given = ["--torchrun-args", f"--nnodes 2 --node-rank 0 --master-addr 127.0.0.1 "
+             f"--master-port {port}"]
+    slurm = {"SLURM_JOB_ID": "4242", "SLURM_NNODES": "2", "SLURM_NODEID": "1",
+             "SLURM_JOB_NODELIST": "127.0.0.[1-2]", "MASTER_PORT": str(port)}
+    procs = [subprocess.Popen(
+        [sys.executable, "-m", "perfstack", *common, *(given if node == 0 else []),
+         str(WORKLOADS / "ddp_straggler.py")], cwd=tmp_path,
+        env=perfstack_env(slurm if node == 1 else None), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True) for node in (0, 1)]
+    errs = []
     for proc in procs:
         _, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err
-    nodes = [read_json(tmp_path / f"node{n}" / "report.json") for n in (0, 1)]
+        errs.append(err)
+    assert (f"torchrun --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 --master-port {port}"
+            in errs[1]), errs[1]
+    nodes = [read_json(job_dir / f"node{n}" / "report.json") for n in (0, 1)]
+    assert all((job_dir / f"node{n}" / "run" / "baseline-1").is_dir() for n in (0, 1))
     for node, report in enumerate(nodes):
         assert report["environment"]["distributed"]["profiled_ranks"] == [node]
         assert {r["attrs"]["rank"] for r in report["layers"]["framework"]} == {node}
         assert _metric(report, f"step_time[rank{node}]")["value"] > 0
     merged = tmp_path / "job.json"
     proc = subprocess.run([sys.executable, "-m", "perfstack", "merge",
-                           str(tmp_path / "node0" / "report.json"),
-                           str(tmp_path / "node1" / "report.json"), "-o", str(merged), "-q"],
+                           str(job_dir / "node0" / "report.json"),
+                           str(job_dir / "node1" / "report.json"), "-o", str(merged), "-q"],
                           cwd=tmp_path, env=perfstack_env(), capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -167,7 +176,7 @@ def test_two_nodes_then_merge(tmp_path: Path) -> None:
              if e.get("ph") == "M" and e.get("name") == "process_name"]
     assert len([n for n in names if n.startswith("torch")]) == 2, names
     # The job folder itself: its nodes' reports found below it (their run histories not).
-    folder = subprocess.run([sys.executable, "-m", "perfstack", "merge", str(tmp_path), "-o",
+    folder = subprocess.run([sys.executable, "-m", "perfstack", "merge", str(job_dir), "-o",
                              str(tmp_path / "job2.json"), "-q"], cwd=tmp_path,
                             env=perfstack_env(), capture_output=True, text=True, timeout=120)
     assert folder.returncode == 0, folder.stderr

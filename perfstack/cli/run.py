@@ -22,7 +22,7 @@ from perfstack.cli.runargs import build_parser, option_dest, step_window
 from perfstack.cli.show import check_view_options
 from perfstack.pluginmanager import BackendEntry, Plugins
 from perfstack.report import Status
-from perfstack.run import ranks, signals
+from perfstack.run import nodes, ranks, signals
 from perfstack.run.filenames import REPORT_FILE
 
 
@@ -162,8 +162,9 @@ def distributed_options(ns: argparse.Namespace, own: list[str],
     import shlex
 
     if ns.nproc_per_node is None:
-        if ns.ranks != "0" or ns.torchrun_args:
-            raise errors.UsageError("--ranks and --torchrun-args need --nproc-per-node")
+        if ns.ranks != "0" or ns.torchrun_args or getattr(ns, "job_dir", None) is not None:
+            raise errors.UsageError("--ranks, --torchrun-args and --job-dir need "
+                                    "--nproc-per-node")
         return {}
     spec = ns.ranks.strip()
     try:
@@ -174,6 +175,10 @@ def distributed_options(ns: argparse.Namespace, own: list[str],
         extra = shlex.split(ns.torchrun_args)
     except ValueError as exc:
         raise errors.UsageError(f"--torchrun-args: {exc}") from None
+    if not extra and (slurm := nodes.slurm_rendezvous(os.environ)) is not None:
+        extra = slurm  # a node of a SLURM job: its nodes, this node, the first host
+        print("perfstack: a SLURM job of several nodes: torchrun " + " ".join(extra),
+              file=sys.stderr)
     world = ns.nproc_per_node * _nodes(extra)
     if named is not None and any(r >= world for r in named):
         raise errors.UsageError(f"--ranks {spec}: the job has ranks 0 to {world - 1}")
@@ -185,6 +190,23 @@ def distributed_options(ns: argparse.Namespace, own: list[str],
         if not any(a.startswith(f"--{name}-ranks") for a in own):
             setattr(ns, option_dest(name, "ranks"), spec)
     return {"nproc_per_node": ns.nproc_per_node, "ranks": spec, "torchrun_args": extra}
+
+
+def use_job_dir(ns: argparse.Namespace, torchrun_args: list[str]) -> None:
+    """``--job-dir DIR``: this node's report and run folder go to ``DIR/nodeN`` (N its node
+    rank, from torchrun's options or the launcher's environment)."""
+    if ns.output is not None or ns.out_dir is not None:
+        raise errors.UsageError("--job-dir places the report and the run folder: give it "
+                                "without -o and --out-dir")
+    node = nodes.node_rank(torchrun_args, os.environ)
+    if node is None:
+        raise errors.UsageError("--job-dir: which node of the job is this? give --node-rank "
+                                "in --torchrun-args, or run under SLURM (srun)")
+    folder = ns.job_dir / f"node{node}"
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise errors.OutputError(f"{folder}: node {node} of a job already wrote there; give "
+                                 "each job its own --job-dir")
+    ns.output, ns.out_dir = folder / REPORT_FILE, folder / "run"
 
 
 def _write_html(plugins: Plugins, report: Any, report_path: Path, html_path: Path, top: int,
@@ -228,6 +250,9 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     require_baseline(ns, "run")
     workload = workload_of(ns, workload_args)
     selected = select_backends(ns, backends)
+    distributed = distributed_options(ns, own, backends)  # --ranks to backends taking it
+    if ns.job_dir is not None:
+        use_job_dir(ns, distributed["torchrun_args"])
     to_stdout = outputs.to_stdout(ns.output)
     if ns.output is not None and not to_stdout:
         rundir.check_writable(ns.output)
@@ -235,7 +260,6 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
         rundir.check_writable(Path(ns.html))
     _refuse_collisions(ns, workload)
     if ns.dry_run:
-        distributed_options(ns, own, backends)  # checks --ranks and --torchrun-args
         for line in describe_plan(workload, selected, ns.repeat, ns.warmup, ns.nproc_per_node,
                                   backend_options(ns, selected),
                                   answer_first=bool(ns.quick) and not ns.nproc_per_node):
@@ -250,7 +274,6 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
         else run_dir / REPORT_FILE
     err = Console(stderr=True, highlight=False)
     progress = TerminalProgress(err) if err.is_terminal else PlainProgress()
-    distributed = distributed_options(ns, own, backends)  # --ranks to backends taking it
     options = RunOptions(repeat=ns.repeat, warmup=ns.warmup, timeout_s=ns.timeout,
                          kill_grace_s=ns.kill_grace, collect_timeout_s=ns.collect_timeout,
                          backend_options=backend_options(ns, selected),

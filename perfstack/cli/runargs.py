@@ -139,8 +139,13 @@ def build_parser(backends: dict[str, BackendEntry]) -> Parser:
                       help="ranks the per-rank backends profile (default: 0); also the "
                       "--NAME-ranks option of a backend that has one, unless that is given")
     dist.add_argument("--torchrun-args", default="", metavar="'ARGS'",
-                      help="more torchrun options, e.g. '--nnodes 2 --rdzv-backend c10d "
-                      "--rdzv-endpoint host:29400' (default: --standalone)")
+                      help="more torchrun options, e.g. '--nnodes 2 --node-rank 0 "
+                      "--master-addr host0' (default: --standalone; under SLURM with several "
+                      "nodes, its nodes, this node and the first host's static rendezvous)")
+    dist.add_argument("--job-dir", type=Path, metavar="DIR",
+                      help="a multi-node job's folder on a shared file system: this node "
+                      "writes DIR/nodeN/report.json and its run folder DIR/nodeN/run (N from "
+                      "--node-rank or SLURM); then 'perfstack merge DIR'")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE",
                         help="report path (default: report.json in the run folder; .gz compresses; "
                         "-: also print the report's JSON on standard output instead of the text)")

@@ -60,6 +60,8 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
                                      if not e.backend.own_run and not e.backend.opt_in)) or None
     selected = select_backends(ns, backends) if ns.plugins else []
     distributed = distributed_options(ns, own, backends)
+    if ns.job_dir is not None:
+        raise errors.UsageError("--job-dir is perfstack run's: a sweep writes one report")
     if ns.output is not None:
         rundir.check_writable(ns.output)
     combos = sweep.combinations(settings)

@@ -1,0 +1,63 @@
+"""Which node of a multi-node job a run is, from torchrun's options or SLURM's environment,
+and the --job-dir that places each node's report (the live two-node job is in
+tests/test_distributed.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from perfstack.run.nodes import first_host, node_rank, slurm_rendezvous
+from tests.conftest import WORKLOADS, Result, assert_one_line_error
+
+
+@pytest.mark.parametrize(("nodelist", "first"), [
+    ("gpu[03-05,9],cpu1", "gpu03"), ("host-a,host-b", "host-a"), ("node7", "node7"),
+    ("rack[1-2]-n[08-09]", "rack1-n08"), ("a[10,2],b[1-3]", "a10"), ("127.0.0.[1-2]", "127.0.0.1"),
+])
+def test_the_first_host_of_a_slurm_node_list(nodelist: str, first: str) -> None:
+    assert first_host(nodelist) == first
+
+
+def test_a_slurm_job_of_several_nodes_gives_torchruns_static_rendezvous() -> None:
+    env = {"SLURM_JOB_ID": "12", "SLURM_NNODES": "4", "SLURM_NODEID": "2",
+           "SLURM_JOB_NODELIST": "gpu[03-06]"}
+    assert slurm_rendezvous(env) == ["--nnodes", "4", "--node-rank", "2", "--master-addr",
+                                     "gpu03", "--master-port", "29500"]
+    own = {**env, "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "31000"}
+    assert slurm_rendezvous(own) == ["--nnodes", "4", "--node-rank", "2", "--master-addr",
+                                     "10.0.0.1", "--master-port", "31000"]
+    assert slurm_rendezvous({**env, "SLURM_NNODES": "1"}) is None  # one node: standalone
+    assert slurm_rendezvous({k: v for k, v in env.items() if k != "SLURM_JOB_ID"}) is None
+    assert slurm_rendezvous({}) is None
+
+
+def test_the_node_rank_comes_from_torchrun_then_the_launchers() -> None:
+    assert node_rank(["--nnodes", "2", "--node-rank", "1"], {"SLURM_NODEID": "0"}) == 1
+    assert node_rank(["--nnodes=2", "--node_rank=3"], {}) == 3
+    assert node_rank(["--nnodes", "2"], {"SLURM_NODEID": "1"}) == 1
+    assert node_rank(["--nnodes", "2"], {"NODE_RANK": "5"}) == 5
+    assert node_rank(["--standalone"], {}) == 0
+    assert node_rank([], {}) == 0
+    assert node_rank(["--nnodes", "2", "--rdzv-backend", "c10d"], {}) is None
+
+
+def test_job_dir_is_checked_before_anything_runs(perfstack: Callable[..., Result],
+                                                 tmp_path: Path) -> None:
+    script = str(WORKLOADS / "busy.py")
+    job = str(tmp_path / "job")
+    assert_one_line_error(perfstack("run", "--job-dir", job, script), 2)  # no torchrun
+    assert_one_line_error(perfstack("run", "--nproc-per-node", "1", "--job-dir", job, "-o",
+                                    "r.json", script), 2)
+    unknown = perfstack("run", "--nproc-per-node", "1", "--job-dir", job, "--torchrun-args",
+                        "--nnodes 2 --rdzv-backend c10d --rdzv-endpoint h:1", script)
+    assert_one_line_error(unknown, 2)
+    assert "which node of the job is this?" in unknown.stderr
+    (tmp_path / "job" / "node0" / "run").mkdir(parents=True)
+    again = perfstack("run", "--nproc-per-node", "1", "--job-dir", job, script)
+    assert "node 0 of a job already wrote there" in again.stderr
+    assert_one_line_error(again, again.code)
+    assert again.code not in (0, 1, 2)
+    assert not (tmp_path / ".perfstack").exists()  # nothing ran
