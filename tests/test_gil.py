@@ -20,9 +20,10 @@ from tests.conftest import ROOT, Result, backend
 GIL_WORKLOADS = ROOT / "workloads"
 
 
-def _run(perfstack: Callable[..., Result], workload: str, *extra: str) -> dict[str, Any]:
+def _run(perfstack: Callable[..., Result], workload: str, *extra: str,
+         args: tuple[str, ...] = ()) -> dict[str, Any]:
     result = perfstack("run", "--plugins", "gil", "--repeat", "0", "--warmup", "0", "-q",
-                       *extra, str(GIL_WORKLOADS / workload), timeout=600)
+                       *extra, str(GIL_WORKLOADS / workload), "--", *args, timeout=600)
     assert result.code == 0, result.stderr
     return result.report()
 
@@ -86,7 +87,7 @@ def test_torch_ops_release_the_gil(perfstack: Callable[..., Result],
     verdict "gil.releases", is a matter of timing in one live sweep of one repeat: it is
     tested on the recorded sweep, test_verdicts_on_recorded_sweeps.)"""
     report = _run(perfstack, "gil_torch.py", "--gil-python", free_threaded_python,
-                  "--gil-repeat", "1")
+                  "--gil-repeat", "1", args=("--items", "150"))  # a quarter: 0.2 s a sweep run
     found = _verdict(report)
     assert found["rule"] in ("gil.releases", "gil.limited", "gil.bound"), found
     assert _metrics(report)["thread_speedup"] > 0

@@ -57,21 +57,33 @@ def _analyze(folder: Path, *args: str, timeout: float = 120) -> Result:
     return Result(proc.returncode, proc.stdout, proc.stderr, folder)
 
 
-def test_a_local_pool_gives_the_report_of_one_reader(tmp_path: Path) -> None:
-    job = _job(tmp_path / "job", 6)
-    one = perfstack_in(tmp_path, "analyze", str(job), "--jobs", "1", "-q", "-o", "one.json")
+@pytest.fixture(scope="module")
+def job64(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """64 ranks of a recorded trace, and their report as one reader (this process) gives it."""
+    folder = tmp_path_factory.mktemp("job64")
+    job = _job(folder / "job", 64)
+    one = perfstack_in(folder, "analyze", str(job), "--jobs", "1", "-q", "-o", "one.json")
     assert one.code == 0, one.stderr
+    return job, one.report("one.json")
+
+
+def test_a_local_pool_gives_the_report_of_one_reader(tmp_path: Path,
+                                                     job64: tuple[Path, dict[str, Any]]) -> None:
+    """64 ranks read by one reader and by a local pool of two: the same report."""
+    job, a = job64
     two = _analyze(tmp_path, str(job), "--jobs", "2", "-q", "-o", "two.json")
     assert two.code == 0, two.stderr
-    a, b = one.report("one.json"), two.report("two.json")
+    b = two.report("two.json")
     _same(a, b)
     assert a["environment"]["reading"]["where"] == "this process"
     assert b["environment"]["reading"] | {"seconds": 0} == {
-        "where": "local", "workers": 2, "units": 6, "read": 6, "seconds": 0}
-    assert sorted({r["attrs"]["rank"] for r in b["layers"]["kernel"]}) == list(range(6))
-    assert "perfstack: read 6 of 6 ranks" in two.stderr
+        "where": "local", "workers": 2, "units": 64, "read": 64, "seconds": 0}
+    assert b["environment"]["rows_across_ranks"]["ranks"] == 64  # merged across ranks
+    assert {m["name"] for m in b["metrics"]} >= {f"gpu_busy[rank{r}]" for r in range(64)}
+    assert "perfstack: read 64 of 64 ranks" in two.stderr
     # A small job is read here by default: starting workers would cost more than they save.
-    small = perfstack_in(tmp_path, "analyze", str(job), "-q", "-o", "small.json")
+    small = perfstack_in(tmp_path, "analyze", str(_job(tmp_path / "small", 2)), "-q", "-o",
+                         "small.json")
     assert small.report("small.json")["environment"]["reading"]["why"].endswith(
         "sooner than workers start (--jobs N starts them)")
 
@@ -238,17 +250,18 @@ def _suppress() -> Any:
     return contextlib.suppress(ProcessLookupError)
 
 
-def test_a_dask_cluster_reads_the_ranks(tmp_path: Path, dask_cluster: Path) -> None:
-    """The same job read by a Dask scheduler's two workers (--scheduler-file, and Dask's own
-    DASK_SCHEDULER_ADDRESS): the report of one reader; a scheduler that does not answer is
-    one line and exit 13."""
-    job = _job(tmp_path / "job", 4)
-    one = perfstack_in(tmp_path, "analyze", str(job), "--jobs", "1", "-q", "-o", "one.json")
+def test_a_dask_cluster_reads_the_ranks(tmp_path: Path, dask_cluster: Path,
+                                       job64: tuple[Path, dict[str, Any]]) -> None:
+    """The same 64 ranks read by a Dask scheduler's two workers (--scheduler-file, and Dask's
+    own DASK_SCHEDULER_ADDRESS): the report of one reader; a scheduler that does not answer
+    is one line and exit 13."""
+    job, one = job64
     on_dask = _analyze(tmp_path, str(job), "--scheduler-file", str(dask_cluster), "-q", "-o",
                        "dask.json")
     assert on_dask.code == 0, on_dask.stderr
     report = on_dask.report("dask.json")
-    _same(one.report("one.json"), report)
+    _same(one, report)
+    job = _job(tmp_path / "small", 2)  # the other ways in: where it is read is what counts
     assert report["environment"]["reading"]["where"] == "a Dask cluster"
     assert report["environment"]["reading"]["workers"] == 2
     address = json.loads(dask_cluster.read_text())["address"]
