@@ -193,7 +193,9 @@ def test_quick_is_one_baseline_and_the_quick_backends(perfstack):
     backends = load_plugins().backends()[0]
     quick = sorted(n for n, e in backends.items() if e.backend.quick)
     assert "pyspy" in quick and "resources" in quick
-    result = perfstack("run", "--quick", str(WORKLOADS / "busy.py"), env={"COLUMNS": "80"})
+    # long enough for py-spy to sample the script on a busy machine (see the test below)
+    result = perfstack("run", "--quick", str(WORKLOADS / "long_loop.py"), "--", "50",
+                       env={"COLUMNS": "80"})
     assert result.code == 0, result.stderr
     report = result.report()
     assert [r["id"] for r in report["run"]["runs"]] == ["pyspy", "baseline-1"]
@@ -202,7 +204,8 @@ def test_quick_is_one_baseline_and_the_quick_backends(perfstack):
     assert "run 1 of 2, pyspy" in result.stderr and "run 2 of 2, baseline-1" in result.stderr
     said = result.stderr.index("so far (pyspy in, 1 of ")
     assert said < result.stderr.index("run 2 of 2, baseline-1")
-    assert "spin (busy.py:" in result.stderr[said:].splitlines()[0]
+    line = result.stderr[said:].splitlines()[0]
+    assert line.endswith("(pyspy).") and "long_loop.py:" in line, line
     assert backend(report, "pyspy")["overhead"] is not None  # against the later baseline
     assert "Hardware   resources 10 rows, shown as metrics" in result.stdout
     assert "not measured (--plugins nvml, perf, resources)" not in result.stdout
@@ -219,11 +222,15 @@ def test_the_answer_comes_as_soon_as_a_sampler_is_in(perfstack):
     """A session of several backends says the answer of the runs so far once the first
     backend that gives one is in, before the others run (the report refines it); the
     default order runs the quick backends first."""
+    # 50 steps of 10 ms of the script's own Python (by the clock, on any machine's speed):
+    # py-spy, which needs 0.1-0.3 s to attach, samples it on a busy machine too. (busy.py's
+    # 0.2 s of spinning was over before py-spy sampled it in 2 of 20 runs.)
     result = perfstack("run", "--plugins", "pyspy,perf", "--repeat", "1", "--warmup", "0",
-                       str(WORKLOADS / "busy.py"))
+                       str(WORKLOADS / "long_loop.py"), "--", "50")
     assert result.code == 0, result.stderr
-    said = result.stderr.index("so far (pyspy in, 1 of 2 backends")
+    said = result.stderr.index("so far (pyspy in, 1 of 2 backends; the report refines it): ")
     assert said < result.stderr.index(", perf: exit 0")
-    assert "spin (busy.py:" in result.stderr[said:].splitlines()[0]
+    line = result.stderr[said:].splitlines()[0]
+    assert line.endswith("(pyspy).") and "long_loop.py:" in line, line
     order = perfstack("run", "--dry-run", str(WORKLOADS / "busy.py")).stdout
     assert order.index("pyspy") < order.index("torch"), order
