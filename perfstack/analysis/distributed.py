@@ -14,6 +14,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Mapping
 
+from perfstack.analysis import straggler
 from perfstack.analysis.primary import Primary
 from perfstack.backend import Outcome
 from perfstack.report import Better, Finding, Layer, Metric, Report, Row
@@ -149,8 +150,6 @@ def _why(report: Report, metrics: list[Metric], rank: int,
          medians: dict[int, float]) -> tuple[str | None, list[str]]:
     """Why ``rank`` is slow: the cause its figures point at (or None), and each figure beside
     the other ranks' median, the one that says why first."""
-    from perfstack.analysis import straggler
-
     _, shares = _comm_shares(report)
     cpu = {r: total - comm for r, (comm, total) in shares.items()}
     found = straggler.evidence(metrics, rank, cpu, medians)
@@ -215,12 +214,7 @@ def _slower_beyond_noise(fastest: list[float], slowest: list[float],
 
 
 def _per_rank(report: Report, name: str) -> dict[int, float]:
-    out = {}
-    for metric in report.metrics:
-        found = re.fullmatch(re.escape(name) + r"\[rank(\d+)\]", metric.name)
-        if found and isinstance(metric.value, (int, float)):
-            out[int(found[1])] = float(metric.value)
-    return out
+    return straggler.per_rank(report.metrics, name)
 
 
 def _device_figures(report: Report, samples: dict[int, list[float]]) -> tuple[
