@@ -61,3 +61,45 @@ def test_job_dir_is_checked_before_anything_runs(perfstack: Callable[..., Result
     assert_one_line_error(again, again.code)
     assert again.code not in (0, 1, 2)
     assert not (tmp_path / ".perfstack").exists()  # nothing ran
+
+
+def _node_report(folder: Path, rank: int, steps: dict[str, int] | None) -> Path:
+    """A node's report of one rank of train.py whose runs measured ``steps``."""
+    from perfstack.report import Better, Metric, Report
+    from perfstack.report.files import save_report
+    from perfstack.report.model import RunInfo
+
+    folder.mkdir(parents=True)
+    report = Report(run=RunInfo(command=["python", "train.py"], cwd=str(folder),
+                                started=f"2026-11-24T10:00:0{rank}", duration_s=1.0,
+                                perfstack_version="0", repeat=1, warmup=0, timeout_s=None,
+                                complete=True, steps=steps), environment={})
+    report.metrics.append(Metric(f"step_time[rank{rank}]", 0.1, "s", "framework", "baseline",
+                                 Better.LOWER, samples=[0.1] * 4, samples_of="steps"))
+    save_report(report, folder / "report.json")
+    return folder / "report.json"
+
+
+def test_nodes_that_measured_different_steps_are_not_joined(perfstack: Callable[..., Result],
+                                                            tmp_path: Path) -> None:
+    """A job's step times are matched across ranks by step number: node reports whose runs
+    measured other steps (--warmup-steps 2 --steps 4 on one node, --warmup-steps 3 on the
+    other, or no --steps) are refused in one line that says which steps each measured, and
+    joined with --force; the same steps join."""
+    _node_report(tmp_path / "same" / "node0", 0, {"warmup": 2, "measured": 4})
+    _node_report(tmp_path / "same" / "node1", 1, {"warmup": 2, "measured": 4})
+    joined = perfstack("merge", str(tmp_path / "same"), "-o", "same.json", "-q")
+    assert joined.code == 0, joined.stderr
+    _node_report(tmp_path / "other" / "node0", 0, {"warmup": 2, "measured": 4})
+    _node_report(tmp_path / "other" / "node1", 1, {"warmup": 3, "measured": 4})
+    _node_report(tmp_path / "other" / "node2", 2, None)
+    refused = perfstack("merge", str(tmp_path / "other"), "-o", "other.json", "-q")
+    assert_one_line_error(refused, 2)
+    assert ("measured different steps (steps 3-6 (--warmup-steps 2 --steps 4) vs steps 4-7 "
+            "(--warmup-steps 3 --steps 4))") in refused.stderr
+    assert not (tmp_path / "other.json").exists()
+    forced = perfstack("merge", str(tmp_path / "other"), "-o", "other.json", "-q", "--force")
+    assert forced.code == 0, forced.stderr
+    only = perfstack("merge", str(tmp_path / "other" / "node0" / "report.json"),
+                     str(tmp_path / "other" / "node2" / "report.json"), "-o", "x.json", "-q")
+    assert "every step, no --steps" in only.stderr and only.code == 2

@@ -44,7 +44,9 @@ def unmergeable(reports: Sequence[Report], names: Sequence[str],
                 force: bool = False) -> str | None:
     """Return why these reports are not the nodes of one job, or None: one report given twice
     (its ranks would count twice), or, unless ``force``, reports of different workloads
-    (another script or other arguments)."""
+    (another script or other arguments) or of different steps (``--steps`` and
+    ``--warmup-steps``): a job's step times are matched across ranks by step number, and
+    the i-th step time of each node must be the same step of the job."""
     from perfstack.analysis.lead import workload_identity
 
     seen: dict[str, str] = {}
@@ -63,7 +65,24 @@ def unmergeable(reports: Sequence[Report], names: Sequence[str],
             return (f"{names[0]} and {name} profile different workloads "
                     f"({' '.join([first[0], *first[1]])} vs {' '.join([other[0], *other[1]])}); "
                     "--force joins them anyway")
+    window = _window(reports[0])
+    for name, report in zip(names[1:], reports[1:], strict=True):
+        if _window(report) != window:
+            return (f"{names[0]} and {name} measured different steps ({window} vs "
+                    f"{_window(report)}): their step times cannot be matched by step number; "
+                    "run every node with the same --steps and --warmup-steps (--force joins "
+                    "them anyway)")
     return None
+
+
+def _window(report: Report) -> str:
+    """The steps a report's runs measured, in words."""
+    steps = report.run.steps
+    if not steps:
+        return "every step, no --steps"
+    first = steps["warmup"] + 1
+    return (f"steps {first}-{first + steps['measured'] - 1} (--warmup-steps {steps['warmup']} "
+            f"--steps {steps['measured']})")
 
 
 def _rebased(path: str, node_dir: Path, into: Path | None) -> str:
