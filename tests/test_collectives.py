@@ -57,6 +57,25 @@ def _collectives_in_steps() -> list[float]:
     return [float(e["dur"]) for e in nccl]
 
 
+def _bus_bytes_in_steps() -> list[float]:
+    """A plain count: the same kernels' bytes over a rank's links, as nccl-tests counts them
+    (the message in bytes times 2(n-1)/n for an all-reduce, 1 for a broadcast)."""
+    events = json.loads(_recorded())["traceEvents"]
+    steps = [e for e in events if str(e.get("name", "")).startswith("ProfilerStep#")]
+    start = min(e["ts"] for e in steps)
+    end = max(e["ts"] + e["dur"] for e in steps)
+    out = []
+    for e in sorted((e for e in events if e.get("cat") == "kernel"
+                     and "nccl" in e["name"].lower() and start <= e["ts"] <= end),
+                    key=lambda e: e["ts"]):
+        args = e["args"]
+        n = args["Group size"]
+        factor = {"allreduce": 2 * (n - 1) / n, "broadcast": 1.0}[args["Collective name"]]
+        item = {"Float": 4, "Long": 8}[args["dtype"]]  # the types this trace's collectives use
+        out.append(max(args["In msg nelems"], args["Out msg nelems"]) * item * factor)
+    return out
+
+
 def _delayed(rank: int, data: dict[str, Any]) -> None:  # rank 0 arrives last at each one
     if rank == 1:
         for e in data["traceEvents"]:
@@ -83,6 +102,12 @@ def test_collective_time_splits_into_waiting_and_moving(tmp_path: Path) -> None:
         assert each["samples_of"] == "collectives"
         assert each["samples"] == pytest.approx([(d + extra) * 1e-6 for d in durations])
     steps = {r: sum(metrics[f"torch_step_time[rank{r}]"]["samples"]) for r in (0, 1)}
+    # The bytes each moved, in the same order, and the links' bandwidth while moving data.
+    moved = _bus_bytes_in_steps()
+    assert metrics["gpu_collective_bytes[pg0][rank0]"]["samples"] == pytest.approx(moved)
+    assert metrics["collective_busbw"]["unit"] == "B/s"
+    assert metrics["collective_busbw"]["value"] == pytest.approx(
+        sum(moved) / (sum(durations) * 1e-6), rel=1e-9)
     assert metrics["collective_stall[rank0]"]["value"] == 0
     assert metrics["collective_stall[rank1]"]["value"] == pytest.approx(
         100 * len(durations) * DELAY_US * 1e-6 / steps[1], rel=1e-9)
@@ -203,3 +228,22 @@ def test_eight_ranks_waiting_for_one(tmp_path: Path) -> None:
     assert "the others wait for rank 5" in found["title"], found
     assert any(e.startswith("... and 6 more ranks") for e in found["evidence"]), found
     assert len(found["evidence"]) <= 10, found["evidence"]
+
+
+def test_the_bytes_a_collective_moves_are_nccl_tests_bus_bytes() -> None:
+    """A message of S bytes among n ranks: all-reduce 2(n-1)/n x S, all-gather,
+    reduce-scatter and all-to-all (n-1)/n x S of the larger side, broadcast S; a barrier, an
+    unknown type or a missing size is not counted (None, never 0)."""
+    from plugins.torchprof.busbytes import bus_bytes
+
+    assert bus_bytes("allreduce", 1000, 1000, "Float", 8) == 1000 * 4 * 2 * 7 / 8
+    assert bus_bytes("all_reduce", 1000, 1000, "BFloat16", 2) == 1000 * 2 * 1.0
+    assert bus_bytes("_allgather_base", 1000, 8000, "Half", 8) == 8000 * 2 * 7 / 8
+    assert bus_bytes("reduce_scatter_tensor_coalesced", 8000, 1000, "Float", 8) == \
+        8000 * 4 * 7 / 8
+    assert bus_bytes("all_to_all", 4096, 4096, "Long", 4) == 4096 * 8 * 3 / 4
+    assert bus_bytes("broadcast", 53120, 53120, "Float", 2) == 53120 * 4
+    assert bus_bytes("barrier", 1, 1, "Float", 2) is None
+    assert bus_bytes("allreduce", 1000, 1000, "SomeNewType", 2) is None
+    assert bus_bytes("allreduce", None, None, "Float", 2) is None
+    assert bus_bytes("allreduce", 1000, 1000, "Float", "?") is None

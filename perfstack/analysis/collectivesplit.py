@@ -13,6 +13,11 @@ rank: groups issue their collectives in one order), per rank:
 The inputs are each rank's ``gpu_collectives[GROUP][rankN]`` samples (each collective kernel's
 device time in start order). Ranks that ran a different number of collectives in a group are
 not aligned: the group is left out, and said why.
+
+Where the traces gave the collectives' sizes (``gpu_collective_bytes[GROUP][rankN]``, the bytes
+each moved over a rank's links, in the same order), the bytes of a group's collectives over
+their time moving data is the bandwidth the links delivered, with no waiting in it (the
+``sized`` groups' ``moved_bytes`` over their ``sized_time``).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from dataclasses import dataclass, field
 from perfstack.report import Report
 
 COLLECTIVES = re.compile(r"^gpu_collectives\[(?P<group>[^\]]+)\]\[rank(?P<rank>\d+)\]$")
+SIZES = re.compile(r"^gpu_collective_bytes\[(?P<group>[^\]]+)\]\[rank(?P<rank>\d+)\]$")
 
 
 @dataclass
@@ -36,16 +42,22 @@ class Split:
     collectives: int = 0  # aligned collectives, every group
     groups: list[str] = field(default_factory=list)
     left_out: list[str] = field(default_factory=list)
+    moved_bytes: float = 0.0  # over the links, in the groups whose sizes are known
+    sized_time: float = 0.0  # those groups' time moving data (s)
 
 
 def split(report: Report) -> Split | None:
     """The split of ``report``'s ranks' collective time, or None where fewer than two ranks
     published their collectives."""
     by_group: dict[str, dict[int, list[float]]] = defaultdict(dict)
+    sizes: dict[str, dict[int, list[float]]] = defaultdict(dict)
     for metric in report.metrics:
         found = COLLECTIVES.match(metric.name)
         if found and metric.samples:
             by_group[found["group"]][int(found["rank"])] = metric.samples
+        sized = SIZES.match(metric.name)
+        if sized and metric.samples:
+            sizes[sized["group"]][int(sized["rank"])] = metric.samples
     out = Split()
     for group, ranks in sorted(by_group.items()):
         if len(ranks) < 2:
@@ -64,4 +76,8 @@ def split(report: Report) -> Split | None:
             out.moving[rank] = out.moving.get(rank, 0.0) + moving
         out.collectives += len(least)
         out.groups.append(group)
+        known = [b for b in sizes[group].values() if len(b) == len(least)]
+        if known and len(known) == len(sizes[group]) and sum(least) > 0:
+            out.moved_bytes += sum(known[0])
+            out.sized_time += sum(least)
     return out if out.waiting or out.left_out else None

@@ -18,6 +18,7 @@ from perfstack.analysis import straggler
 from perfstack.analysis.primary import Primary
 from perfstack.backend import Outcome
 from perfstack.report import Better, Finding, Layer, Metric, Report, Row
+from perfstack.report.units import fmt_bytes, fmt_si
 from perfstack.run import rundir
 
 #: Op names of collective communication in torch traces (c10d, gloo, nccl, DDP's markers).
@@ -292,12 +293,25 @@ def _stall_figures(report: Report, samples: dict[int, list[float]]) -> tuple[
         description="time moving data in collectives (each collective's least device time "
         "over the ranks: the last rank to arrive waits for none), over the median rank's "
         "step time"))
+    busbw = found.moved_bytes / found.sized_time if found.sized_time > 0 else None
+    metrics.append(Metric(
+        "collective_busbw", busbw, "B/s", "kernel", "perfstack", Better.HIGHER,
+        reason=None if busbw is not None else "the traces do not give the collectives' sizes "
+        "(Kineto writes them on NCCL/RCCL kernels from 2023)",
+        description="the bandwidth each rank's links delivered while collectives moved data: "
+        "the bytes moved over a rank's links (nccl-tests' bus bytes: a message times 2(n-1)/n "
+        "for an all-reduce of n ranks) over the collectives' time moving data; hold it against "
+        "the link's (NVLink, InfiniBand)"))
     most = max(found.waiting, key=lambda r: found.waiting[r], default=0)
     least = min(found.waiting, key=lambda r: found.waiting[r], default=0)
     lines = [f"rank {r}: {(found.waiting[r] + found.moving[r]) * 1e3:.1f} ms in "
              f"{found.collectives} collectives, {found.waiting[r] * 1e3:.1f} ms of it waiting "
              f"for the last rank, {found.moving[r] * 1e3:.1f} ms moving data"
              for r in _few(found.waiting, most, least)]
+    if busbw is not None:
+        lines.append(f"the links moved {fmt_bytes(found.moved_bytes)} a rank in "
+                     f"{found.sized_time * 1e3:.1f} ms of moving data: "
+                     f"{fmt_si(busbw, 'B/s')} (bus bandwidth, as nccl-tests counts it)")
     lines += [f"not split: {why}" for why in found.left_out]
     return metrics, lines
 

@@ -5,6 +5,9 @@ group has arrived and the data has moved. One rank's trace cannot tell the two a
 ranks' traces together can (``perfstack.analysis.collectivesplit``). So each rank publishes,
 per process group, the device time of each collective kernel in start order, as the samples
 of ``gpu_collectives[GROUP]``: the i-th collective of a group is the same call on every rank.
+Where the trace gives each collective's size, ``gpu_collective_bytes[GROUP]`` has, in the
+same order, the bytes each moved over the rank's links (``busbytes``): with the time the
+data moved, a bandwidth to hold against the links'.
 """
 
 from __future__ import annotations
@@ -49,4 +52,14 @@ def collective_metrics(kernels: Iterable[Kernel], start: float, end: float) -> l
             Better.NEITHER, samples=times, samples_of="collectives", detail=True,
             description="a collective kernel's device time (median) in this process group; "
             f"the samples: each one's, in start order (the first {KEPT} at most)"))
+        moved = [k.moved for k in found[:KEPT]]
+        if all(m is not None for m in moved):
+            sizes = [float(m) for m in moved if m is not None]
+            out.append(Metric(
+                f"gpu_collective_bytes[{group}]", sum(sizes), "B", "kernel", SOURCE,
+                Better.NEITHER, samples=sizes, samples_of="collectives", detail=True,
+                description="bytes the collectives of this process group moved over the "
+                "rank's links (each one's message times nccl-tests' bus factor: 2(n-1)/n for "
+                "an all-reduce); the samples: each one's, in the order of "
+                f"gpu_collectives[{group}]"))
     return out

@@ -57,6 +57,12 @@ class Args(msgspec.Struct):
     device_type: Any = msgspec.field(name="Device Type", default=None)
     # A collective kernel's process group (NCCL/RCCL kernels, Kineto from 2023).
     group: Any = msgspec.field(name="Process Group Name", default=None)
+    # ... and its size: the collective, its message in elements, their type, the group's size
+    collective: Any = msgspec.field(name="Collective name", default=None)
+    nelems_in: Any = msgspec.field(name="In msg nelems", default=None)
+    nelems_out: Any = msgspec.field(name="Out msg nelems", default=None)
+    dtype: Any = None
+    group_size: Any = msgspec.field(name="Group size", default=None)
 
 
 class Event(msgspec.Struct):

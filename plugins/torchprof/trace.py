@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .busbytes import bus_bytes
 from .optree import ThreadFrames, ThreadOps, Tree
 from .reader import Args, Event, TraceReader, trace_header, without_gc
 
@@ -47,6 +48,7 @@ class Kernel:
     device: Any
     stream: Any
     group: str | None = None  # a collective kernel's process group, where the trace says
+    moved: float | None = None  # a collective's bytes over each rank's links (busbytes)
 
 
 @dataclass
@@ -197,7 +199,10 @@ class TraceAggregate:
                 float(ev.dur or 0), cat, self._id(args.external_id),
                 self._id(args.correlation), args.device,
                 args.stream if args.stream is not None else ev.tid,
-                str(args.group) if args.group is not None else None))
+                str(args.group) if args.group is not None else None,
+                None if args.collective is None else bus_bytes(
+                    args.collective, args.nelems_in, args.nelems_out, args.dtype,
+                    args.group_size)))
         elif cat in RUNTIME_CATEGORIES:
             args = ev.args or _NO_ARGS
             if args.correlation is not None:
