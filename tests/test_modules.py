@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from perfstack.report import Layer, Quantity, Report, Row
-from perfstack.report.model import RunInfo
+from perfstack.report import Layer, Quantity, Report, Row, RunInfo
 from tests.conftest import perfstack_in
 
 pytest.importorskip("torch")

@@ -65,9 +65,8 @@ def test_job_dir_is_checked_before_anything_runs(perfstack: Callable[..., Result
 
 def _node_report(folder: Path, rank: int, steps: dict[str, int] | None) -> Path:
     """A node's report of one rank of train.py whose runs measured ``steps``."""
-    from perfstack.report import Better, Metric, Report
+    from perfstack.report import Better, Metric, Report, RunInfo
     from perfstack.report.files import save_report
-    from perfstack.report.model import RunInfo
 
     folder.mkdir(parents=True)
     report = Report(run=RunInfo(command=["python", "train.py"], cwd=str(folder),

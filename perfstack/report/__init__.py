@@ -1,4 +1,5 @@
-"""The report room: the model (``model``), its files (``files``: read, written, validated),
+"""The report room: the model (``model``: the ``Report``, holding ``measures``, ``findings``
+and what the ``session`` ran), its files (``files``: read, written, validated),
 units and how quantities print (``units``), and joining the reports of a job's nodes
 (``merge``).
 
