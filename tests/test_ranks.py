@@ -334,34 +334,90 @@ def test_the_local_pool_fits_the_memory_available(tmp_path: Path,
     assert executors.local_workers(1, big) == executors.Plan("this process", 1)
 
 
-def test_the_distributed_pane_draws_a_thousand_ranks_by_step(tmp_path: Path) -> None:
-    """1,024 ranks of 20 steps, rank 700 twice as slow: the Distributed pane's heat map has a
-    cell per rank and step, rank 700's cells red, each cell naming its rank, step and time;
-    the ranks table of the text speaks in distributions and names rank 700."""
-    import re
-
-    from perfstack.report import Better, Metric, Report
+def _job_of_steps(folder: Path, ranks: int, steps: int, slow: int) -> Path:
+    """A report of ``ranks`` ranks of ``steps`` steps each, rank ``slow`` twice as slow."""
+    from perfstack.report import Better, Metric, Report, RunInfo
     from perfstack.report.files import save_report
-    from perfstack.report.model import RunInfo
 
-    report = Report(run=RunInfo(command=[], cwd=str(tmp_path), started="", duration_s=1.0,
+    report = Report(run=RunInfo(command=[], cwd=str(folder), started="", duration_s=1.0,
                                 perfstack_version="0", repeat=1, warmup=0, timeout_s=None,
                                 complete=True), environment={})
-    for rank in range(1024):
-        step = 0.2 if rank == 700 else 0.1
+    for rank in range(ranks):
+        step = 0.2 if rank == slow else 0.1
         report.metrics.append(Metric(f"torch_step_time[rank{rank}]", step, "s", "framework",
-                                     "torch", Better.LOWER, samples=[step] * 20,
+                                     "torch", Better.LOWER, samples=[step] * steps,
                                      samples_of="steps"))
-    save_report(report, tmp_path / "job.json")
+    save_report(report, folder / "job.json")
+    return folder / "job.json"
+
+
+def _heat(page: str) -> str:
+    heat = page[page.index('<svg class="chart" id="rank-heat"'):]
+    return heat[:heat.index("</svg>")]
+
+
+def _pixels(png: bytes) -> list[list[tuple[int, ...]]]:
+    """The RGBA pixels of a PNG that perfstack wrote (8-bit RGBA, each row unfiltered),
+    decoded here by the format's own rules (chunks, zlib, a filter byte per row)."""
+    import struct
+    import zlib
+
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, chunks = 8, {}
+    while pos < len(png):
+        size, kind = struct.unpack(">I4s", png[pos:pos + 8])
+        chunks[kind] = chunks.get(kind, b"") + png[pos + 8:pos + 8 + size]
+        assert struct.unpack(">I", png[pos + 8 + size:pos + 12 + size])[0] == zlib.crc32(
+            kind + png[pos + 8:pos + 8 + size])
+        pos += 12 + size
+    width, height, depth, colour = struct.unpack(">IIBB", chunks[b"IHDR"][:10])
+    assert (depth, colour) == (8, 6)
+    raw = zlib.decompress(chunks[b"IDAT"])
+    rows = [raw[r * (1 + 4 * width):(r + 1) * (1 + 4 * width)] for r in range(height)]
+    assert all(row[0] == 0 for row in rows)
+    return [[tuple(row[1 + 4 * i:5 + 4 * i]) for i in range(width)] for row in rows]
+
+
+def test_a_small_jobs_heat_map_names_each_cell(tmp_path: Path) -> None:
+    """16 ranks of 20 steps, rank 5 twice as slow: a cell per rank and step, each naming its
+    rank, step and time; rank 5's red, the others white."""
+    import re
+
+    _job_of_steps(tmp_path, 16, 20, slow=5)
     page = perfstack_in(tmp_path, "show", "job.json", "--format", "html")
     assert page.code == 0, page.stderr
-    heat = page.stdout[page.stdout.index('<svg class="chart" id="rank-heat"'):]
-    heat = heat[:heat.index("</svg>")]
-    assert 'data-ranks="1024" data-steps="20"' in heat
+    heat = _heat(page.stdout)
+    assert 'data-ranks="16" data-steps="20"' in heat and "<image" not in heat
     cells = re.findall(r'<rect [^>]*fill="(#[0-9a-f]{6})"><title>rank (\d+), step (\d+): ', heat)
-    assert len(cells) == 1024 * 20
-    assert {c for c, rank, _ in cells if rank == "700"} == {"#ff5757"}
-    assert {c for c, rank, _ in cells if rank != "700"} == {"#ffffff"}
+    assert len(cells) == 16 * 20
+    assert {c for c, rank, _ in cells if rank == "5"} == {"#ff5757"}
+    assert {c for c, rank, _ in cells if rank != "5"} == {"#ffffff"}
+
+
+def test_the_distributed_pane_draws_a_thousand_ranks_by_step(tmp_path: Path) -> None:
+    """1,024 ranks of 200 steps, rank 700 twice as slow: 204,800 cells are the pixels of one
+    image (as elements of their own they would stall the browser), a pixel a rank and step,
+    rank 700's row red and the others white; each rank's row names it, its median and its
+    slowest step on hover; the page grows with the ranks, not ranks x steps; the ranks table
+    of the text speaks in distributions and names rank 700."""
+    import base64
+    import re
+
+    _job_of_steps(tmp_path, 1024, 200, slow=700)
+    page = perfstack_in(tmp_path, "show", "job.json", "--format", "html")
+    assert page.code == 0, page.stderr
+    heat = _heat(page.stdout)
+    assert 'data-ranks="1024" data-steps="200"' in heat
+    [data] = re.findall(r'<image [^>]*href="data:image/png;base64,([A-Za-z0-9+/=]+)"', heat)
+    pixels = _pixels(base64.b64decode(data))
+    assert len(pixels) == 1024 and {len(row) for row in pixels} == {200}
+    assert set(pixels[700]) == {(0xff, 0x57, 0x57, 255)}
+    assert {p for r, row in enumerate(pixels) if r != 700 for p in row} == {(255, 255, 255, 255)}
+    rows = re.findall(r'<rect class="heat-row"[^>]*><title>rank (\d+): median step ([^,]+), '
+                      r'slowest step (\d+) ([^<]+)</title>', heat)
+    assert [int(r[0]) for r in rows] == list(range(1024))
+    assert rows[700][1:] == ("200 ms", "1", "200 ms") and rows[0][1] == "100 ms", rows[700]
+    assert len(heat) < 400 * 1024, len(heat)  # a few hundred bytes a rank, whatever the steps
     text = perfstack_in(tmp_path, "show", "job.json", env={"COLUMNS": "80"}).stdout
     ranks = text[text.index("Ranks (1024)"):]
     assert "median" in ranks and "rank 700 " in ranks
