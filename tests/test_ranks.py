@@ -76,8 +76,9 @@ def test_a_local_pool_gives_the_report_of_one_reader(tmp_path: Path,
     b = two.report("two.json")
     _same(a, b)
     assert a["environment"]["reading"]["where"] == "this process"
-    assert b["environment"]["reading"] | {"seconds": 0} == {
-        "where": "local", "workers": 2, "units": 64, "read": 64, "seconds": 0}
+    assert b["environment"]["reading"] | {"seconds": 0, "wall_seconds": 0} == {
+        "where": "local", "workers": 2, "units": 64, "read": 64, "seconds": 0,
+        "wall_seconds": 0}
     assert b["environment"]["rows_across_ranks"]["ranks"] == 64  # merged across ranks
     assert {m["name"] for m in b["metrics"]} >= {f"gpu_busy[rank{r}]" for r in range(64)}
     assert "perfstack: read 64 of 64 ranks" in two.stderr

@@ -194,6 +194,7 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None,
         "where": plan.kind, "workers": workers,
         "units": len(units), "read": sum(r.error is None for r in reduced.results),
         "seconds": round(sum(r.seconds for r in reduced.results), 3),
+        "wall_seconds": round(reduced.wall_s, 3),
         **({"why": plan.why} if plan.why else {}),
         **({"retried": reduced.retried} if reduced.retried else {})}}
     merged: dict[str, Collected] = {}

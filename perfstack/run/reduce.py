@@ -54,6 +54,7 @@ class Reduced:
     results: list[UnitResult]
     interrupted: bool = False
     retried: int = 0  # units read again after their worker pool broke
+    wall_s: float = 0.0  # from the first unit submitted to the last one back
 
 
 #: Told (done, total, seconds so far) after each unit.
@@ -115,6 +116,7 @@ def reduce_units(units: Sequence[Unit], backends: dict[str, Backend], ex: Execut
             ex.shutdown(wait=False, cancel_futures=True)
             stop_children()
     out.results = [results[i] for i in sorted(results)]
+    out.wall_s = time.perf_counter() - begin
     return out
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
+import statistics
 from pathlib import Path
 
 from perfstack.analysis.origin import short_key
@@ -40,11 +42,22 @@ def step_ends(sidecar: Path) -> tuple[list[int], bool]:
         return [], False
 
 
-def growth(site: Site) -> float | None:
-    """Bytes a function's share grew a step: the least-squares slope of what it held just
-    after each step, from the second step to the one before the last (None with fewer than
-    four steps)."""
-    return _slope(site.at_steps)
+def growth(site: Site, window: int = 2) -> float | None:
+    """Bytes a function's share grew a step, from what it held just after each step (from
+    the second step to the one before the last; None with fewer than two): the median of its
+    growth over every ``window`` steps in a row, over ``window``. A step whose end was read
+    just before its own allocation and the next just after (0, then twice the growth), and a
+    one-off allocation that stays (a buffer made once, mid-run: one real run held 1.5 MiB
+    more from its ninth step on), move a few windows, not the median; a least-squares line
+    through the same points read 24% over the leak."""
+    return _windowed_slope(site.at_steps, window)
+
+
+def window_of(capture: Capture) -> int:
+    """The steps a growth window spans: two, or enough for two of memray's snapshots where
+    several steps passed between two of them."""
+    per_step = capture.snapshots_per_step
+    return 2 if per_step <= 0 or per_step >= 1 else math.ceil(2 / per_step)
 
 
 def steady(values: list[int]) -> bool:
@@ -55,19 +68,20 @@ def steady(values: list[int]) -> bool:
 
 def _kept(capture: Capture) -> list[Site]:
     sites = list(capture.sites.values())
+    window = window_of(capture)
     keep: dict[str, Site] = {}
     for measure in (lambda s: s.at_peak, lambda s: s.allocated, lambda s: s.temporary,
-                    lambda s: abs(growth(s) or 0.0)):
+                    lambda s: abs(growth(s, window) or 0.0)):
         for site in sorted(sites, key=measure, reverse=True)[:KEEP]:
             if measure(site):
                 keep.setdefault(site.key, site)
     return sorted(keep.values(), key=lambda s: s.at_peak, reverse=True)
 
 
-def _row(site: Site, steps: bool, points: int) -> Row:
+def _row(site: Site, steps: bool, points: int, window: int) -> Row:
     # A function that held nothing just after any step (its memory came and went within
     # steps) did not grow.
-    grew = growth(site) if site.at_steps else (0.0 if points >= 2 else None)
+    grew = growth(site, window) if site.at_steps else (0.0 if points >= 2 else None)
     values = {
         "at_peak": Quantity(site.at_peak, "B"),
         "allocated": Quantity(site.allocated, "B"),
@@ -143,13 +157,14 @@ def _metrics(capture: Capture, steps: int, interval_ms: int) -> list[Metric]:
     return out
 
 
-def _slope(values: list[int]) -> float | None:
+def _windowed_slope(values: list[int], window: int) -> float | None:
+    """The median of ``(values[i + w] - values[i]) / w`` over every i, ``w`` the window cut
+    to leave at least two windows (None with fewer than two values)."""
     n = len(values)
     if n < 2:
         return None
-    mean_x, mean_y = (n - 1) / 2, sum(values) / n
-    var = sum((i - mean_x) ** 2 for i in range(n))
-    return sum((i - mean_x) * (v - mean_y) for i, v in enumerate(values)) / var
+    w = max(1, min(window, (n - 1) // 2))
+    return statistics.median((values[i + w] - values[i]) / w for i in range(n - w))
 
 
 def _robust_slope(values: list[int], most: int = 200) -> float | None:
@@ -174,7 +189,7 @@ def _findings(capture: Capture, home: str | None, steps: int) -> list[Finding]:
     out: list[Finding] = []
     floor = max(GROWTH_TOTAL, capture.peak_heap // 100)
     growing = [(g, s) for s in capture.sites.values()
-               if (g := growth(s)) is not None and g >= GROWTH_STEP
+               if (g := growth(s, window_of(capture))) is not None and g >= GROWTH_STEP
                and g * (len(s.at_steps) - 1) >= floor and steady(s.at_steps)]
     if growing:
         growing.sort(key=lambda gs: gs[0], reverse=True)
@@ -213,7 +228,8 @@ def _findings(capture: Capture, home: str | None, steps: int) -> list[Finding]:
 def summarize(capture: Capture, steps: int, explicit: bool, home: str | None = None,
               interval_ms: int = 2) -> Collected:
     """Return the memory layer's rows, the metrics and the findings of one capture."""
-    rows = [_row(s, steps > 0, len(capture.heap_at_steps)) for s in _kept(capture)]
+    rows = [_row(s, steps > 0, len(capture.heap_at_steps), window_of(capture))
+            for s in _kept(capture)]
     notes = [f"{len(rows)} of {len(capture.sites)} functions kept (the most held at the "
              "peak, allocated, grown or temporary)",
              "each allocation is charged to the innermost function of the workload's own "
