@@ -247,3 +247,28 @@ def test_the_bytes_a_collective_moves_are_nccl_tests_bus_bytes() -> None:
     assert bus_bytes("allreduce", 1000, 1000, "SomeNewType", 2) is None
     assert bus_bytes("allreduce", None, None, "Float", 2) is None
     assert bus_bytes("allreduce", 1000, 1000, "Float", "?") is None
+
+
+def test_a_collective_of_unknown_size_is_left_out_of_the_bandwidth(tmp_path: Path) -> None:
+    """The first collective of the profiled steps made a barrier (no size a bus factor
+    applies to): its bytes sample is -1 on each rank, and the links' bandwidth is the other
+    collectives' bytes over their own time moving data."""
+    durations = _collectives_in_steps()
+    moved = _bus_bytes_in_steps()
+
+    def barrier_first(rank: int, data: dict[str, Any]) -> None:
+        _delayed(rank, data)
+        events = data["traceEvents"]
+        steps = [e for e in events if str(e.get("name", "")).startswith("ProfilerStep#")]
+        start = min(e["ts"] for e in steps)
+        first = min((e for e in events if e.get("cat") == "kernel"
+                     and "nccl" in e["name"].lower() and e["ts"] >= start),
+                    key=lambda e: e["ts"])
+        first["args"]["Collective name"] = "barrier"
+
+    metrics = _analyze(tmp_path, _job(tmp_path / "job", 2, barrier_first))
+    for rank in (0, 1):
+        samples = metrics[f"gpu_collective_bytes[pg0][rank{rank}]"]["samples"]
+        assert samples[0] == -1 and samples[1:] == pytest.approx(moved[1:])
+    assert metrics["collective_busbw"]["value"] == pytest.approx(
+        sum(moved[1:]) / (sum(durations[1:]) * 1e-6), rel=1e-9)

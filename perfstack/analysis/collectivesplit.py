@@ -15,9 +15,9 @@ device time in start order). Ranks that ran a different number of collectives in
 not aligned: the group is left out, and said why.
 
 Where the traces gave the collectives' sizes (``gpu_collective_bytes[GROUP][rankN]``, the bytes
-each moved over a rank's links, in the same order), the bytes of a group's collectives over
-their time moving data is the bandwidth the links delivered, with no waiting in it (the
-``sized`` groups' ``moved_bytes`` over their ``sized_time``).
+each moved over a rank's links, in the same order, -1 where a trace did not say), the bytes
+of the collectives of known size over their time moving data is the bandwidth the links
+delivered, with no waiting in it (``moved_bytes`` over ``sized_time``).
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ class Split:
     collectives: int = 0  # aligned collectives, every group
     groups: list[str] = field(default_factory=list)
     left_out: list[str] = field(default_factory=list)
-    moved_bytes: float = 0.0  # over the links, in the groups whose sizes are known
-    sized_time: float = 0.0  # those groups' time moving data (s)
+    moved_bytes: float = 0.0  # over a rank's links, by the collectives of known size
+    sized_time: float = 0.0  # their time moving data (s)
 
 
 def split(report: Report) -> Split | None:
@@ -76,8 +76,8 @@ def split(report: Report) -> Split | None:
             out.moving[rank] = out.moving.get(rank, 0.0) + moving
         out.collectives += len(least)
         out.groups.append(group)
-        known = [b for b in sizes[group].values() if len(b) == len(least)]
-        if known and len(known) == len(sizes[group]) and sum(least) > 0:
-            out.moved_bytes += sum(known[0])
-            out.sized_time += sum(least)
+        known = next((b for b in sizes[group].values() if len(b) == len(least)), None)
+        if known is not None:  # the collectives whose size the trace gave (-1: it did not)
+            out.moved_bytes += sum(b for b in known if b >= 0)
+            out.sized_time += sum(t for t, b in zip(least, known, strict=True) if b >= 0)
     return out if out.waiting or out.left_out else None

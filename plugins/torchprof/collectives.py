@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 #: The most collectives kept per group and rank (a long trace's first ones).
 KEPT = 2000
+#: A collective's bytes where the trace does not say them.
+UNSIZED = -1.0
 
 
 def group_of(kernel: Kernel) -> str:
@@ -53,13 +55,15 @@ def collective_metrics(kernels: Iterable[Kernel], start: float, end: float) -> l
             description="a collective kernel's device time (median) in this process group; "
             f"the samples: each one's, in start order (the first {KEPT} at most)"))
         moved = [k.moved for k in found[:KEPT]]
-        if all(m is not None for m in moved):
-            sizes = [float(m) for m in moved if m is not None]
+        if any(m is not None for m in moved):
+            sizes = [UNSIZED if m is None else float(m) for m in moved]
             out.append(Metric(
-                f"gpu_collective_bytes[{group}]", sum(sizes), "B", "kernel", SOURCE,
-                Better.NEITHER, samples=sizes, samples_of="collectives", detail=True,
+                f"gpu_collective_bytes[{group}]", sum(m for m in moved if m is not None), "B",
+                "kernel", SOURCE, Better.NEITHER, samples=sizes, samples_of="collectives",
+                detail=True,
                 description="bytes the collectives of this process group moved over the "
                 "rank's links (each one's message times nccl-tests' bus factor: 2(n-1)/n for "
-                "an all-reduce); the samples: each one's, in the order of "
-                f"gpu_collectives[{group}]"))
+                "an all-reduce), summed; the samples: each one's, in the order of "
+                f"gpu_collectives[{group}], {UNSIZED:g} where the trace does not say (a "
+                "barrier, a coalesced group)"))
     return out
