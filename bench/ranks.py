@@ -26,6 +26,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,34 +72,48 @@ def _tree(roots: list[int]) -> list[int]:
     return out
 
 
-def _timed(argv: list[str], cwd: Path, watch: list[int] | None = None) -> tuple[
-        float, int, int]:
-    """Seconds, the peak summed PSS of the command's tree (and of ``watch``), and the peak
-    of its largest process other than the command itself (a worker), sampled every 50 ms."""
-    peak = worker = 0
+@dataclass
+class Sample:
+    """One command's run: its time, memory and what its report says of the reading."""
+
+    seconds: float = 0.0
+    peak: int = 0  # the summed PSS of the command's tree (and of the watched processes)
+    command: int = 0  # the command's own peak PSS (the parent: it merges and writes)
+    worker: int = 0  # the largest other process's peak (a worker), else the command's
+    reading: float = 0.0  # the readers' seconds, summed over the ranks (the report's)
+    outside: float = 0.0  # the command's seconds outside the reading (start, merge, write)
+
+
+def _timed(argv: list[str], cwd: Path, out: Path, watch: list[int] | None = None) -> Sample:
+    """Run ``argv`` (which writes its report to ``out``), sampling memory every 50 ms."""
+    got = Sample()
     start = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True)
     done = threading.Event()
 
     def sample() -> None:
-        nonlocal peak, worker
         while not done.is_set():
             sizes = {pid: _pss(pid) for pid in _tree([proc.pid, *(watch or [])])}
-            peak = max(peak, sum(sizes.values()))
+            got.peak = max(got.peak, sum(sizes.values()))
+            got.command = max(got.command, sizes.get(proc.pid, 0))
             others = [v for pid, v in sizes.items() if pid != proc.pid]
-            worker = max(worker, max(others, default=sizes.get(proc.pid, 0)))
+            got.worker = max(got.worker, max(others, default=sizes.get(proc.pid, 0)))
             time.sleep(0.05)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     _, err = proc.communicate()
-    seconds = time.perf_counter() - start
+    got.seconds = time.perf_counter() - start
     done.set()
     sampler.join()
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(argv)}: exit {proc.returncode}: {err[-500:]}")
-    return seconds, peak, worker
+    report = json.loads((cwd / out).read_text())
+    reading = report["environment"]["reading"]
+    got.reading = reading["seconds"]
+    got.outside = report["run"]["duration_s"] - reading["wall_seconds"]
+    return got
 
 
 def _job(folder: Path, ranks: int, trace: str) -> int:
@@ -157,16 +172,11 @@ def main() -> None:
                     "local pool (--jobs 2)": [*analyze, "--jobs", "2", "-o", "b.json"],
                     "Dask, 2 workers": [*analyze, "--scheduler-file", str(scheduler_file),
                                         "-o", "c.json"]}
-            times: dict[str, list[float]] = {k: [] for k in ways}
-            peaks: dict[str, list[int]] = {k: [] for k in ways}
-            largest: dict[str, list[int]] = {k: [] for k in ways}
+            got: dict[str, list[Sample]] = {k: [] for k in ways}
             for _ in range(ns.rounds):
                 for name, argv in ways.items():
                     watch = [p.pid for p in procs] if name.startswith("Dask") else None
-                    seconds, peak, worker = _timed(argv, folder, watch)
-                    times[name].append(seconds)
-                    peaks[name].append(peak)
-                    largest[name].append(worker)
+                    got[name].append(_timed(argv, folder, Path(argv[-1]), watch))
         finally:
             for proc in procs:
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -174,15 +184,24 @@ def main() -> None:
                 proc.wait(30)
     print(f"{ns.ranks} ranks of {ns.trace} ({size / 2**20:.0f} MiB of JSON), {ns.rounds} "
           "rounds, medians")
-    print("  (peak: the summed proportional memory of the command and its workers, and of the "
-          "Dask scheduler and workers; largest: the largest of those processes, the command's "
-          "own for one reader)")
-    base = statistics.median(times["one reader (--jobs 1)"])
+    print("  memory: peak = the summed proportional memory of the command and its workers "
+          "(and of the Dask scheduler and workers); parent = the command's own; worker = the "
+          "largest other process")
+
+    def med(name: str, field: str) -> float:
+        return statistics.median(getattr(s, field) for s in got[name])
+
+    base = med("one reader (--jobs 1)", "seconds")
     for name in ways:
-        t = statistics.median(times[name])
-        print(f"  {name:24} {t:7.2f} s  {base / t:5.2f}x one reader's speed  peak "
-              f"{statistics.median(peaks[name]) / 2**20:6.0f} MiB  largest "
-              f"{statistics.median(largest[name]) / 2**20:5.0f} MiB")
+        t = med(name, "seconds")
+        print(f"  {name:24} {t:6.2f} s  {base / t:5.2f}x  peak {med(name, 'peak') / 2**20:5.0f}"
+              f" MiB  parent {med(name, 'command') / 2**20:4.0f} MiB  worker "
+              f"{med(name, 'worker') / 2**20:4.0f} MiB  outside the reading "
+              f"{med(name, 'outside'):5.2f} s")
+    one = got["one reader (--jobs 1)"]
+    per_rank = statistics.median(s.reading for s in one) / ns.ranks
+    print(f"  a rank read in {per_rank:.3f} s ({size / ns.ranks / 2**20 / per_rank:.0f} MiB of "
+          "JSON a second, one reader)")
 
 
 if __name__ == "__main__":

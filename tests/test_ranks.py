@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -422,3 +423,40 @@ def test_the_distributed_pane_draws_a_thousand_ranks_by_step(tmp_path: Path) -> 
     text = perfstack_in(tmp_path, "show", "job.json", env={"COLUMNS": "80"}).stdout
     ranks = text[text.index("Ranks (1024)"):]
     assert "median" in ranks and "rank 700 " in ranks
+
+
+#: In a process of its own, as perfstack analyze: SIGTERM handled as perfstack handles it,
+#: something printed and not yet flushed, then a local pool of one worker asked how it
+#: starts and what a SIGTERM does to it.
+_POOL_CHILD = """
+import signal, sys
+from perfstack.run import executors, signals
+signals.install()
+sys.stdout.write("printed once\\n")  # a pipe: still in the buffer when the pool starts
+with executors.local_pool(1) as pool:
+    method = executors.start_method()
+    term = pool.submit(signal.getsignal, signal.SIGTERM).result()
+    intr = pool.submit(signal.getsignal, signal.SIGINT).result()
+print(method, term == signal.SIG_DFL, intr == signal.SIG_IGN)
+"""
+
+
+def test_the_local_pool_forks_cleanly(tmp_path: Path) -> None:
+    """On Linux the pool's workers are forked (perfstack and the readers already imported)
+    from a process of one thread; a worker ends at SIGTERM (not perfstack's handler, which
+    would raise inside the worker's loop) and ignores Ctrl-C (perfstack handles it), and what
+    the parent had printed but not yet written comes out once, not once per worker."""
+    proc = subprocess.run([sys.executable, "-c", _POOL_CHILD], cwd=tmp_path,
+                          env=perfstack_env(), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["printed once", "fork True True"], proc.stdout
+    from perfstack.run import executors
+
+    done = threading.Event()
+    helper = threading.Thread(target=done.wait)
+    helper.start()
+    try:  # another thread running: forking could copy a lock it holds; spawned instead
+        assert executors.start_method() == "spawn"
+    finally:
+        done.set()
+        helper.join()

@@ -15,6 +15,8 @@ import logging
 import multiprocessing
 import os
 import signal
+import sys
+import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
@@ -99,8 +101,12 @@ def local_workers(requested: int | None, units: Sequence[Sequence[Path]]) -> Pla
 
 
 def _worker_start() -> None:
-    """A pool worker leaves Ctrl-C to perfstack, which cancels the work and stops it."""
+    """A pool worker leaves Ctrl-C to perfstack, which cancels the work and stops it, and
+    ends at a termination signal (a forked worker inherited perfstack's handlers, which would
+    raise in the middle of its loop)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 def dask_address(scheduler: str | None, scheduler_file: Path | None) -> str | Path | None:
@@ -132,10 +138,24 @@ def executor(plan: Plan, cluster: str | Path | None) -> Iterator[tuple[Executor 
     pool.shutdown(wait=True)
 
 
+def start_method() -> str:
+    """How the local pool's workers start: forked on Linux from a process with one thread
+    (a worker starts with perfstack and the readers already imported: half a second less
+    before the first rank is read, on the critical path of every pool), spawned elsewhere
+    (fork is unsafe on macOS, and in a process with other threads)."""
+    if sys.platform.startswith("linux") and threading.active_count() == 1:
+        return "fork"
+    return "spawn"
+
+
 def local_pool(workers: int) -> ProcessPoolExecutor:
-    """A pool of ``workers`` processes: spawned, so that they are this process's children
-    (Ctrl-C stops them) and hold nothing of its state but what each unit brings."""
-    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+    """A pool of ``workers`` processes, this process's children (Ctrl-C stops them); each
+    reads what the unit given to it names, and returns only its records."""
+    method = start_method()
+    if method == "fork":  # a forked worker flushes what it inherited unwritten, once more
+        sys.stdout.flush()
+        sys.stderr.flush()
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method),
                                initializer=_worker_start)
 
 
