@@ -51,8 +51,9 @@ def _report(folder: Path, ranks: int, steps: int, slow: int) -> Path:
 
 def _page(report: Path, out: Path, most_cells: int | None) -> int:
     """Write the page (the map as elements up to ``most_cells`` cells); its size in bytes."""
+    from perfstack_plugins.htmlreport import rankheat
+
     from perfstack.cli import main
-    from plugins.htmlreport import rankheat
 
     default = rankheat.MOST_CELLS
     rankheat.MOST_CELLS = most_cells if most_cells is not None else default

@@ -84,8 +84,11 @@ class Sample:
     outside: float = 0.0  # the command's seconds outside the reading (start, merge, write)
 
 
-def _timed(argv: list[str], cwd: Path, out: Path, watch: list[int] | None = None) -> Sample:
-    """Run ``argv`` (which writes its report to ``out``), sampling memory every 50 ms."""
+def _timed(argv: list[str], cwd: Path, out: Path, watch: list[int] | None = None,
+           sampled: bool = True) -> Sample:
+    """Run ``argv`` (which writes its report to ``out``), sampling memory every 50 ms when
+    ``sampled`` (the sampler reads /proc for the whole tree: on two CPUs that is time taken
+    from the workers, so the timed runs are not sampled)."""
     got = Sample()
     start = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -102,11 +105,13 @@ def _timed(argv: list[str], cwd: Path, out: Path, watch: list[int] | None = None
             time.sleep(0.05)
 
     sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+    if sampled:
+        sampler.start()
     _, err = proc.communicate()
     got.seconds = time.perf_counter() - start
     done.set()
-    sampler.join()
+    if sampled:
+        sampler.join()
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(argv)}: exit {proc.returncode}: {err[-500:]}")
     report = json.loads((cwd / out).read_text())
@@ -173,22 +178,27 @@ def main() -> None:
                     "Dask, 2 workers": [*analyze, "--scheduler-file", str(scheduler_file),
                                         "-o", "c.json"]}
             got: dict[str, list[Sample]] = {k: [] for k in ways}
+            memory: dict[str, Sample] = {}
             for _ in range(ns.rounds):
                 for name, argv in ways.items():
-                    watch = [p.pid for p in procs] if name.startswith("Dask") else None
-                    got[name].append(_timed(argv, folder, Path(argv[-1]), watch))
+                    got[name].append(_timed(argv, folder, Path(argv[-1]), sampled=False))
+            for name, argv in ways.items():  # memory: one more run of each, sampled
+                watch = [p.pid for p in procs] if name.startswith("Dask") else None
+                memory[name] = _timed(argv, folder, Path(argv[-1]), watch)
         finally:
             for proc in procs:
                 os.killpg(proc.pid, signal.SIGTERM)
             for proc in procs:
                 proc.wait(30)
     print(f"{ns.ranks} ranks of {ns.trace} ({size / 2**20:.0f} MiB of JSON), {ns.rounds} "
-          "rounds, medians")
+          "rounds, medians; memory from one more run of each, sampled")
     print("  memory: peak = the summed proportional memory of the command and its workers "
           "(and of the Dask scheduler and workers); parent = the command's own; worker = the "
           "largest other process")
 
     def med(name: str, field: str) -> float:
+        if field in ("peak", "command", "worker"):
+            return float(getattr(memory[name], field))
         return statistics.median(getattr(s, field) for s in got[name])
 
     base = med("one reader (--jobs 1)", "seconds")
