@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -91,9 +92,9 @@ def test_a_local_pool_gives_the_report_of_one_reader(tmp_path: Path,
 
 
 def test_a_malformed_rank_is_marked_and_the_rest_is_read(tmp_path: Path) -> None:
-    """Rank 2's file has a sound header and a damaged body: the report is of ranks 0, 1 and
-    3, a critical finding names the file and why, and the exit code (9) says so."""
-    job = _job(tmp_path / "job", 4)
+    """Of 16 ranks, rank 2's file has a sound header and a damaged body: the report is of
+    the other 15, a critical finding names the file and why, and the exit code (9) says so."""
+    job = _job(tmp_path / "job", 16)
     with gzip.open(TRACES / "a100_negq" / "rank-0.json.gz", "rb") as fh:
         raw = fh.read()
     raw = raw.replace(b'"rank": 0', b'"rank": 2', 1)
@@ -104,10 +105,13 @@ def test_a_malformed_rank_is_marked_and_the_rest_is_read(tmp_path: Path) -> None
     assert result.code == 9, result.stderr
     report = result.report("r.json")
     [unread] = [f for f in report["findings"] if f["rule"] == "analyze.ranks-unread"]
-    assert unread["title"].startswith("1 of 4 ranks or processes could not be read")
+    assert unread["title"].startswith("1 of 16 ranks or processes could not be read")
     assert unread["evidence"][0].startswith("rank-2.json.gz: ")
-    assert {r["attrs"]["rank"] for r in report["layers"]["kernel"]} == {0, 1, 3}
-    assert report["environment"]["reading"]["read"] == 3
+    assert report["environment"]["reading"]["read"] == 15
+    # from 8 ranks the rows are merged across the ranks that had them: here the 15 read
+    assert {r["attrs"]["ranks"] for r in report["layers"]["kernel"]} == {15}
+    ranked = {int(n) for m in report["metrics"] for n in re.findall(r"\[rank(\d+)\]", m["name"])}
+    assert ranked <= set(range(16)) - {2}
     said = [ln for ln in result.stderr.splitlines() if "could not be read" in ln]
     assert len(said) == 1 and "rank-2.json.gz" in said[0], result.stderr
 
@@ -288,6 +292,45 @@ def test_a_dask_cluster_reads_the_ranks(tmp_path: Path, dask_cluster: Path,
     both = perfstack_in(tmp_path, "analyze", str(job), "--jobs", "2", "--scheduler",
                         address, "-q", "-o", "x.json")
     assert_one_line_error(both, 2)
+
+
+def test_a_dask_worker_lets_go_of_each_ranks_records(dask_cluster: Path,
+                                                    job64: tuple[Path, dict[str, Any]]) -> None:
+    """A rank's records leave the Dask workers' memory as soon as they are back here, so that
+    a worker holds one rank's reduction, not the job's: with every future held until the
+    last rank came back, the workers kept all 16 ranks' records (and grew with the ranks)."""
+    from distributed import Client
+
+    from perfstack.pluginmanager import load_plugins
+    from perfstack.run import executors
+    from perfstack.run.ingest import claim
+    from perfstack.run.reduce import Unit, reduce_units
+
+    job, _ = job64
+    entries, _ = load_plugins().backends()
+    claimed, _ = claim(sorted(job.glob("rank-*.json.gz"))[:16], entries)
+    [(name, files)] = claimed.items()
+    units = [Unit(name, (path,)) for path in files]
+    held: list[int] = []
+    with Client(scheduler_file=str(dask_cluster), timeout=60) as watcher:
+
+        def kept() -> int:
+            """Results the scheduler knows to be in a worker's memory."""
+            return int(watcher.run_on_scheduler(lambda dask_scheduler: sum(
+                task.state == "memory" for task in dask_scheduler.tasks.values())))
+
+        def progress(done: int, total: int, seconds: float) -> None:
+            if done == total:  # all back; the last one is still in hand here
+                deadline = time.monotonic() + 30
+                while (now := kept()) > 1 and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                held.append(now)
+
+        with executors.executor(executors.Plan("a Dask cluster", 0), dask_cluster) as (
+                ex, workers):
+            reduced = reduce_units(units, {name: entries[name].backend}, ex, progress, workers)
+    assert [r.error for r in reduced.results] == [None] * 16
+    assert held and held[0] <= 1, held
 
 
 def test_many_ranks_read_as_distributions(tmp_path: Path) -> None:

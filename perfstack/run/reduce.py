@@ -134,11 +134,15 @@ def _through(ex: Executor, todo: list[tuple[int, Unit]], backends: dict[str, Bac
         ex.submit(read_unit, backends[unit.backend], unit): (i, unit) for i, unit in todo}
     broken: list[tuple[int, Unit]] = []
     for future in as_completed(futures):
-        i, unit = futures[future]
+        # Let go of each future as its result comes: a Dask worker keeps a result in its
+        # memory for as long as a future of it is held, so that holding them all would grow
+        # every worker with the number of ranks instead of one rank's records.
+        i, unit = futures.pop(future)
         try:
             done(i, future.result())
         except BrokenProcessPool:
             broken.append((i, unit))
         except Exception as exc:  # a Dask worker that died (KilledWorker), a lost connection
             done(i, _lost(unit, exc))
+        del future
     return sorted(broken, key=lambda t: t[0])
