@@ -79,7 +79,7 @@ class Sample:
     seconds: float = 0.0
     peak: int = 0  # the summed PSS of the command's tree (and of the watched processes)
     command: int = 0  # the command's own peak PSS (the parent: it merges and writes)
-    worker: int = 0  # the largest other process's peak (a worker), else the command's
+    worker: int = 0  # the largest other process's peak (a worker); the command's when alone
     reading: float = 0.0  # the readers' seconds, summed over the ranks (the report's)
     outside: float = 0.0  # the command's seconds outside the reading (start, merge, write)
 
@@ -100,8 +100,11 @@ def _timed(argv: list[str], cwd: Path, out: Path, watch: list[int] | None = None
             sizes = {pid: _pss(pid) for pid in _tree([proc.pid, *(watch or [])])}
             got.peak = max(got.peak, sum(sizes.values()))
             got.command = max(got.command, sizes.get(proc.pid, 0))
-            others = [v for pid, v in sizes.items() if pid != proc.pid]
-            got.worker = max(got.worker, max(others, default=sizes.get(proc.pid, 0)))
+            # the workers only, the processes below the roots: not the command (alone before
+            # a pool starts and after it ends), nor Dask's scheduler or the process holding
+            # its nannies; the one reader's is its own, filled in below
+            roots = {proc.pid, *(watch or [])}
+            got.worker = max([got.worker, *(v for pid, v in sizes.items() if pid not in roots)])
             time.sleep(0.05)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -114,6 +117,8 @@ def _timed(argv: list[str], cwd: Path, out: Path, watch: list[int] | None = None
         sampler.join()
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(argv)}: exit {proc.returncode}: {err[-500:]}")
+    if sampled and not got.worker:  # no worker: the command read every rank itself
+        got.worker = got.command
     report = json.loads((cwd / out).read_text())
     reading = report["environment"]["reading"]
     got.reading = reading["seconds"]
@@ -194,7 +199,7 @@ def main() -> None:
           "rounds, medians; memory from one more run of each, sampled")
     print("  memory: peak = the summed proportional memory of the command and its workers "
           "(and of the Dask scheduler and workers); parent = the command's own; worker = the "
-          "largest other process")
+          "largest worker process (the reader itself when it is alone)")
 
     def med(name: str, field: str) -> float:
         if field in ("peak", "command", "worker"):
