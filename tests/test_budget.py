@@ -20,7 +20,8 @@ from perfstack_plugins.pyspy import py_spy
 
 from perfstack.analysis.budget import drill_down, time_budget
 from perfstack.report import Report
-from perfstack.report.files import read_json
+from perfstack.report.files import load_report, read_json
+from perfstack.report.measures import Layer
 from tests.conftest import ROOT, WORKLOADS, Result, backend
 
 pytestmark = pytest.mark.skipif(py_spy() is None, reason="py-spy is not installed")
@@ -138,3 +139,26 @@ def test_the_drill_down_says_when_its_figures_come_from_two_runs(tiny_report: Pa
     only_torch.layers = {layer: [r for r in rows if r.source == "torch"]
                          for layer, rows in only_torch.layers.items()}
     assert not any("two runs" in note for note in drill_down(only_torch)[1])
+
+
+def test_a_jobs_functions_say_their_rank() -> None:
+    """In a job's report (each rank's rows keyed ``rankN:``, as a run of several ranks or a
+    merge of nodes writes them) a drill-down function names its rank: four ranks' ``<module>``
+    lines were otherwise four identical labels with different times."""
+    report = load_report(RECORDED)
+    python = report.layers[Layer.PYTHON]
+    ranked = []
+    for rank in (0, 1):
+        for row in python:
+            copy = type(row).from_dict(row.to_dict())
+            copy.key, copy.attrs["rank"] = f"rank{rank}:{row.key}", rank
+            copy.links = {k: [f"rank{rank}:{v}" for v in vs] for k, vs in row.links.items()}
+            ranked.append(copy)
+    report.layers[Layer.PYTHON] = ranked
+    nodes, _ = drill_down(report, top=4)
+    ours = [n.label for n in nodes if n.ours]
+    assert ours and all(re.match(r"\[rank [01]\] \S+ \(", label) for label in ours), ours
+    assert {label.split("]")[0] for label in ours} == {"[rank 0", "[rank 1"}
+    # One process's report keeps the plain names.
+    nodes, _ = drill_down(load_report(RECORDED), top=4)
+    assert not any(n.label.startswith("[rank") for n in nodes)
