@@ -351,9 +351,23 @@ def test_many_ranks_read_as_distributions(tmp_path: Path) -> None:
     # Traces recorded without Python stacks: torch ran, and filled no module row.
     assert "Modules    not measured: torch ran without it (see perfstack run --help)" in text
     assert max(len(line) for line in text.splitlines()) <= 80
+    # The header names the first two files and the last, not all nine (a thousand ranks are a
+    # thousand files).
+    assert text.splitlines()[0] == ("analysed from 9 files in job/: rank-0.json.gz, "
+                                    "rank-1.json.gz, …, rank-8.json.gz")
     full = perfstack_in(tmp_path, "show", "r.json", "--full", env={"COLUMNS": "120"}).stdout
     section = full[full.index("Ranks (9)"):]
     assert all(f"rank {r} " in section for r in range(9))
+    # The page's overview has the text's distributions; its Distributed tab every rank.
+    page = perfstack_in(tmp_path, "show", "r.json", "--format", "html").stdout
+    overview = page[page.index('<section id="ranks">'):]
+    overview = overview[:overview.index("</section>")]
+    every = page[page.index('<section id="ranks-all">'):]
+    every = every[:every.index("</section>")]
+    firsts = [re.findall(r"<tr><td[^>]*>([^<]*)</td>", part) for part in (overview, every)]
+    assert firsts[0][:3] == ["median", "p90", "max"] and len(firsts[0]) <= 3 + 6, firsts[0]
+    assert "the Distributed tab lists every rank and figure" in overview
+    assert firsts[1] == [f"rank {r}" for r in range(9)], firsts[1]
 
 
 def test_the_local_pool_fits_the_memory_available(tmp_path: Path,

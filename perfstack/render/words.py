@@ -7,6 +7,9 @@ backend's status, an overhead, a drill-down line. Formatting of units lives in
 
 from __future__ import annotations
 
+import posixpath
+import re
+
 from perfstack.analysis.budget import Node
 from perfstack.analysis.deviceview import RankTable
 from perfstack.analysis.view import Header, View
@@ -63,12 +66,31 @@ BOUND_WORDS = {
 }
 
 
+#: An analysed report names its files up to this many; past it, the first and the last (a job's
+#: ranks are one file each: a thousand names are not a header).
+MOST_FILES_NAMED = 4
+
+
+def _natural(name: str) -> list[int | str]:
+    """Sort key putting rank-2 before rank-10."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
 def command_line(h: Header) -> str:
-    """The first line: the workload's command, or the files an analysed report was read from."""
-    if h.analyzed is not None:
-        n = len(h.analyzed)
+    """The first line: the workload's command, or the files an analysed report was read from
+    (of many, how many, their common folder, the first two and the last)."""
+    if h.analyzed is None:
+        return "$ " + " ".join(h.command)
+    n = len(h.analyzed)
+    if n <= MOST_FILES_NAMED:
         return f"analysed from {n} file{'s' * (n != 1)}: " + ", ".join(h.analyzed)
-    return "$ " + " ".join(h.command)
+    names = sorted(h.analyzed, key=_natural)
+    folders = {posixpath.dirname(name) for name in names}
+    folder = folders.pop() if len(folders) == 1 else ""
+    if folder:
+        names = [posixpath.basename(name) for name in names]
+    where = f" in {folder}/" if folder else ""
+    return f"analysed from {n} files{where}: {names[0]}, {names[1]}, …, {names[-1]}"
 
 
 def steps_phrase(h: Header) -> str:

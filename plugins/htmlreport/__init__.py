@@ -111,6 +111,18 @@ def _distributed(report: Report) -> str | None:
             + page.ranks(table, "ranks-all"))
 
 
+def _overview_ranks(report: Report) -> str:
+    """The overview's ranks table, as the text report's: from ``MANY_RANKS`` ranks each
+    figure's distribution and the ranks that stand out (every rank and figure is in the
+    Distributed pane)."""
+    from perfstack.analysis.deviceview import rank_table
+
+    table = rank_table(report, full=False)
+    if table is not None and table.summary:
+        return page.ranks(table, where_all="the Distributed tab lists every rank and figure")
+    return page.ranks(rank_table(report, full=True))
+
+
 def render_report(report: Report, options: RenderOptions, page_dir: Path | None = None) -> str:
     """Return the interactive page of one report."""
     view = build(report, top=options.top, depth=options.depth, full=True,
@@ -120,7 +132,7 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
     flame, flame_why = flame_tree(report, options.report_dir)
     overview = "".join([
         page.header(view), page.answer(view), page.findings(view), page.budget(view),
-        memory_section(view), page.device(view), steps_section(view), page.ranks(view.ranks),
+        memory_section(view), page.device(view), steps_section(view), _overview_ranks(report),
         page.drill_down(view), page.top_functions(view), page.backends(view),
         page.metrics(view), page.artifacts(view, options.report_dir, page_dir)])
     python = ('<h2>Flame graph of the Python stacks</h2>'

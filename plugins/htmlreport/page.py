@@ -140,12 +140,15 @@ def streams(view: View) -> str:
               "the host at 1,024)</p></section>")
 
 
-def ranks(table: RankTable | None, section_id: str = "ranks") -> str:
-    """A job's ranks side by side: step time, device busy, collective wait per rank."""
+def ranks(table: RankTable | None, section_id: str = "ranks", where_all: str | None = None) -> str:
+    """A job's ranks side by side: step time, device busy, collective wait per rank; a job of
+    many ranks as distributions, ``where_all`` saying where every rank is listed."""
     if table is None:
         return ""
     rows = [[esc(c) for c in cells] for cells in rank_cells(table)]
     note = ranks_note(table)
+    if note and where_all:
+        note = note.replace("--full lists every rank", where_all)
     return (f'<section id="{section_id}"><h2>{esc(ranks_title(table))}</h2>'
             + (f'<p class="muted">{esc(note)}</p>' if note else "")
             + _table(["rank", *table.columns], rows, set(range(1, len(table.columns) + 1)))
