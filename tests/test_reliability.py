@@ -223,3 +223,33 @@ def test_a_crash_is_the_answer_and_the_backends_do_not_repeat_it(perfstack):
         entry = backend(report, name)
         assert entry["status"] == "skipped" and "--keep-going" in entry["reason"], entry
     assert "warmup-1: exit 1" in result.stderr and "baseline-1" not in result.stderr
+
+
+def test_a_forked_child_ends_at_sigterm_as_without_perfstack(tmp_path: Path) -> None:
+    """The bootstrap's SIGTERM handler (a clean exit for the workload's own process) is not a
+    forked child's: a multiprocessing pool's worker that inherited it raised SystemExit where
+    Pool.terminate() signalled it and now and then never ended, and the workload hung
+    waiting for it. A child gets the default back; a handler the workload set stays."""
+    script = tmp_path / "forks.py"
+    script.write_text(
+        "import os, signal, sys\n"
+        "def said():\n"
+        "    h = signal.getsignal(signal.SIGTERM)\n"
+        "    return 'default' if h == signal.SIG_DFL else getattr(h, '__name__', str(h))\n"
+        "def child():\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        print('child', said(), flush=True)\n"
+        "        os._exit(0)\n"
+        "    os.waitpid(pid, 0)\n"
+        "print('parent', said(), flush=True)\n"
+        "child()\n"
+        "def mine(signum, frame):\n"
+        "    raise SystemExit(3)\n"
+        "signal.signal(signal.SIGTERM, mine)\n"
+        "child()\n")
+    out = subprocess.run([sys.executable, "-m", "perfstack.run.bootstrap", str(script)],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=60,
+                         env=perfstack_env())
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:3] == ["parent _on_sigterm", "child default", "child mine"]

@@ -114,6 +114,16 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
 
+def _plain_sigterm_in_child() -> None:
+    """A process the workload forks (a multiprocessing pool's worker) ends at SIGTERM as it
+    would without perfstack: inheriting the handler above, a worker that ``Pool.terminate()``
+    signalled raised SystemExit wherever it was, and now and then never ended, leaving the
+    workload waiting for it (1 of about 20 runs of tests/workloads/forked_steps.py hung).
+    A handler the workload set itself is left alone."""
+    if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _hook_failed(folder: str, target: str) -> None:
     # The workload still runs; the driver reads this file and marks the backend failed.
     import traceback
@@ -228,6 +238,7 @@ def main(argv: list[str]) -> None:
         faulthandler.register(STACK_SIGNAL, file=log, all_threads=True, chain=False)
         _write_started(folder)
     signal.signal(signal.SIGTERM, _on_sigterm)
+    os.register_at_fork(after_in_child=_plain_sigterm_in_child)
     if folder:
         import perfstack
 
