@@ -105,17 +105,17 @@ def test_distributed_flags_are_checked(perfstack: Callable[..., Result]) -> None
 
 
 def test_two_nodes_then_merge(tmp_path: Path) -> None:
-    """A job of two "nodes" (two perfstack sessions on this machine, torchrun's static
-    rendezvous on one port), each writing into the job folder (--job-dir): node 0 given its
-    rendezvous in --torchrun-args, node 1 finding the same one in SLURM's variables. Each
-    node's report holds its own global rank, and ``perfstack merge`` joins them: both ranks'
-    rows, the cross-rank figures over both, the straggler (rank 1 does 5x the work) named
-    across nodes."""
+    """A job of two "nodes" of two ranks each (two perfstack sessions on this machine,
+    torchrun's static rendezvous on one port), each writing into the job folder (--job-dir):
+    node 0 given its rendezvous in --torchrun-args, node 1 finding the same one in SLURM's
+    variables. Each node's report holds its own global ranks (0-1, 2-3), and ``perfstack
+    merge`` joins them: every rank's rows, the cross-rank figures over all four, the
+    straggler (rank 1 does 5x the work) named across nodes."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     job_dir = tmp_path / "job"
-    common = ["run", "--nproc-per-node", "1", "--ranks", "all", "--plugins", "torch",
+    common = ["run", "--nproc-per-node", "2", "--ranks", "all", "--plugins", "torch",
               "--repeat", "1", "--warmup", "0", "-q", "--timeout", "150", "--job-dir",
               str(job_dir)]
     given = ["--torchrun-args", f"--nnodes 2 --node-rank 0 --master-addr 127.0.0.1 "
@@ -137,9 +137,10 @@ def test_two_nodes_then_merge(tmp_path: Path) -> None:
     nodes = [read_json(job_dir / f"node{n}" / "report.json") for n in (0, 1)]
     assert all((job_dir / f"node{n}" / "run" / "baseline-1").is_dir() for n in (0, 1))
     for node, report in enumerate(nodes):
-        assert report["environment"]["distributed"]["profiled_ranks"] == [node]
-        assert {r["attrs"]["rank"] for r in report["layers"]["framework"]} == {node}
-        assert _metric(report, f"step_time[rank{node}]")["value"] > 0
+        ranks = [2 * node, 2 * node + 1]
+        assert report["environment"]["distributed"]["profiled_ranks"] == ranks
+        assert {r["attrs"]["rank"] for r in report["layers"]["framework"]} == set(ranks)
+        assert all(_metric(report, f"step_time[rank{r}]")["value"] > 0 for r in ranks)
     merged = tmp_path / "job.json"
     proc = subprocess.run([sys.executable, "-m", "perfstack", "merge",
                            str(job_dir / "node0" / "report.json"),
@@ -149,15 +150,15 @@ def test_two_nodes_then_merge(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     job = read_json(merged)
     assert schema_errors(job) == []
-    assert {r["attrs"]["rank"] for r in job["layers"]["framework"]} == {0, 1}
+    assert {r["attrs"]["rank"] for r in job["layers"]["framework"]} == {0, 1, 2, 3}
     assert all(r["key"].startswith(f"rank{r['attrs']['rank']}:")
                for r in job["layers"]["framework"])
     names = {m["name"] for m in job["metrics"]}
-    assert {"step_time[rank0]", "step_time[rank1]", "slowest_rank", "straggler_gap",
+    assert {*(f"step_time[rank{r}]" for r in range(4)), "slowest_rank", "straggler_gap",
             "wall_time", "wall_time[node1]"} <= names
     found = [f for f in job["findings"] if f["rule"] == "dist.imbalance"]
     assert found and "rank 1 is the straggler" in found[0]["title"], job["findings"]
-    assert [n["ranks"] for n in job["environment"]["merged_from"]] == [[0], [1]]
+    assert [n["ranks"] for n in job["environment"]["merged_from"]] == [[0, 1], [2, 3]]
     assert {r["id"] for r in job["run"]["runs"]} >= {"baseline-1", "node1:baseline-1"}
     # No figure twice; every node's raw outputs kept, found from the job report's folder.
     counted = [m["name"] for m in job["metrics"]]
@@ -174,7 +175,7 @@ def test_two_nodes_then_merge(tmp_path: Path) -> None:
     assert shown.returncode == 0, shown.stderr
     names = [e["args"]["name"] for e in read_json(timeline)["traceEvents"]
              if e.get("ph") == "M" and e.get("name") == "process_name"]
-    assert len([n for n in names if n.startswith("torch")]) == 2, names
+    assert len([n for n in names if n.startswith("torch")]) == 4, names
     # The job folder itself: its nodes' reports found below it (their run histories not).
     folder = subprocess.run([sys.executable, "-m", "perfstack", "merge", str(job_dir), "-o",
                              str(tmp_path / "job2.json"), "-q"], cwd=tmp_path,

@@ -295,7 +295,9 @@ SEARCH = """
 import random, sys
 from perfstack.history import trend
 rng = random.Random(5)
-presents = [[rng.gauss(10, 1) for _ in range(3_000)] for _ in range(10)]
+# 60 series of 3,000 runs whose level moves every 250 runs: about 15 s of search on 2 CPUs
+# (each move is a change point to test), where the test's Ctrl-C comes within a second.
+presents = [[rng.gauss(10 + 3 * (i // 250 % 2), 1) for i in range(3_000)] for _ in range(60)]
 print("searching", flush=True)
 try:
     trend._detect_all(presents, 0.05, [0.01] * len(presents))
@@ -305,10 +307,26 @@ except KeyboardInterrupt:
 """
 
 
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux's /proc)."""
+    import os
+
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError), open(
+                    f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
+                if int(fh.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(entry))
+    return out
+
+
 def test_ctrl_c_during_a_parallel_search_stops_every_worker() -> None:
-    """Series large enough for a pool of workers (about 5 s of work on 2 CPUs); Ctrl-C twice,
-    as a terminal sends it, to the whole process group: the search stops at once, and no
-    worker is left (a pool left to shut down by itself hung on its workers 3 times in 4)."""
+    """Series large enough for a pool of workers (about 15 s of work on 2 CPUs); once the
+    workers are at work, Ctrl-C twice, as a terminal sends it, to the whole process group: the
+    search stops at once, and no worker is left (a pool left to shut down by itself hung on its
+    workers 3 times in 4). The Ctrl-C waits for the workers, not a fixed time: once the search
+    got faster, a second's sleep let 10 series finish before it came."""
     import os
     import signal
     import subprocess
@@ -321,7 +339,10 @@ def test_ctrl_c_during_a_parallel_search_stops_every_worker() -> None:
     proc = subprocess.Popen([sys.executable, "-c", SEARCH], cwd=ROOT, stdout=subprocess.PIPE,
                             text=True, start_new_session=True, preexec_fn=ctrl_c_reaches)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "searching"
-    time.sleep(1.0)  # the workers are at work
+    deadline = time.monotonic() + 30
+    while len(_children(proc.pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(_children(proc.pid)) >= 2, "the search started no pool of workers"
     started = time.monotonic()
     for _ in range(2):
         os.killpg(proc.pid, signal.SIGINT)
