@@ -148,8 +148,11 @@ def test_repeat_0_is_a_quick_look_that_says_what_it_lacks(perfstack):
     why, every format says there was no baseline, and the report validates. ab, sweep and a
     torchrun job refuse it (they compare or find things in the baseline runs)."""
     script = str(WORKLOADS / "busy.py")
+    # A second of work (100 steps of 10 ms): py-spy attached to busy.py's 0.2 s, on a slow
+    # moment of the machine, sampled nothing once in five fresh-clone runs ("empty").
     result = perfstack("run", "--plugins", "pyspy,resources", "--repeat", "0", "--warmup", "0",
-                       "-o", "r.json", script, env={"COLUMNS": "80"})
+                       "-o", "r.json", str(WORKLOADS / "long_loop.py"), "--", "100",
+                       env={"COLUMNS": "80"})
     assert result.code == 0, result.stderr
     report = result.report("r.json")
     assert [r["role"] for r in report["run"]["runs"]] == ["backend"]
