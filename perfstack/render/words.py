@@ -243,15 +243,16 @@ def ranks_title(t: RankTable) -> str:
     return f"Ranks ({count}): rank {t.slowest} is the slowest{gap}"
 
 
-def ranks_note(t: RankTable) -> str | None:
-    """What the table of a job of many ranks shows instead of a line per rank."""
+def ranks_note(t: RankTable, where_all: str = "--full lists every rank") -> str | None:
+    """What the table of a job of many ranks shows instead of a line per rank, and where
+    every rank is listed (``where_all``: the command line's option, or a page's tab)."""
     merged = ("; every op, kernel and function below is its mean per rank over the ranks "
               "that ran it (its least and most, with their ranks, in the JSON)"
               if t.merged_rows else "")
     if not t.summary:
         return merged[2:].capitalize() if merged else None
     return (f"each figure's median, p90 and most over all {t.ranks} ranks, then the ranks "
-            f"that stand out (--full lists every rank){merged}")
+            f"that stand out ({where_all}){merged}")
 
 
 def rank_cells(t: RankTable) -> list[list[str]]:

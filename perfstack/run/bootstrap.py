@@ -118,7 +118,8 @@ def _plain_sigterm_in_child() -> None:
     """A process the workload forks (a multiprocessing pool's worker) ends at SIGTERM as it
     would without perfstack: inheriting the handler above, a worker that ``Pool.terminate()``
     signalled raised SystemExit wherever it was, and now and then never ended, leaving the
-    workload waiting for it (1 of about 20 runs of tests/workloads/forked_steps.py hung).
+    workload waiting for it (tests/workloads/forked_steps.py hung once in the suite's runs;
+    300 pools in a row hung every time).
     A handler the workload set itself is left alone."""
     if signal.getsignal(signal.SIGTERM) is _on_sigterm:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)

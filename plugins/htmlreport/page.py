@@ -146,9 +146,7 @@ def ranks(table: RankTable | None, section_id: str = "ranks", where_all: str | N
     if table is None:
         return ""
     rows = [[esc(c) for c in cells] for cells in rank_cells(table)]
-    note = ranks_note(table)
-    if note and where_all:
-        note = note.replace("--full lists every rank", where_all)
+    note = ranks_note(table, where_all) if where_all else ranks_note(table)
     return (f'<section id="{section_id}"><h2>{esc(ranks_title(table))}</h2>'
             + (f'<p class="muted">{esc(note)}</p>' if note else "")
             + _table(["rank", *table.columns], rows, set(range(1, len(table.columns) + 1)))
