@@ -326,7 +326,9 @@ def test_ctrl_c_during_a_parallel_search_stops_every_worker() -> None:
     workers are at work, Ctrl-C twice, as a terminal sends it, to the whole process group: the
     search stops at once, and no worker is left (a pool left to shut down by itself hung on its
     workers 3 times in 4). The Ctrl-C waits for the workers, not a fixed time: once the search
-    got faster, a second's sleep let 10 series finish before it came."""
+    got faster, a second's sleep let 10 series finish before it came. Sent as soon as the
+    workers exist, it found a worker not yet ignoring Ctrl-C: the search hung 3 times in 30
+    before SIGINT was held back while the workers start and stop (0 in 40 since)."""
     import os
     import signal
     import subprocess

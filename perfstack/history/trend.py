@@ -21,6 +21,7 @@ in the history) is set aside: it has no value in any series, and the text names 
 from __future__ import annotations
 
 import math
+import signal
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -248,12 +249,26 @@ def _detect_all(presents: list[list[float]], min_change: float, alphas: list[flo
     # Ctrl-C reaches the whole process group: the workers leave it to this process, which
     # stops them all (a pool left to shut down by itself waited on them, and a second Ctrl-C
     # left it hung).
-    pool = multiprocessing.get_context("fork").Pool(workers, initializer=_leave_signals)
+    # SIGINT is held back while the workers start (a worker forked before its initializer
+    # ran died of a Ctrl-C with the task queue's lock, and terminate() then waited on the
+    # pool for ever: 3 in 30 Ctrl-Cs that came as the workers started) and while they are
+    # stopped (a second Ctrl-C there left the stopping half done); a Ctrl-C held back is
+    # raised when it is let through.
+    interrupt = {signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, interrupt)
+    try:
+        pool = multiprocessing.get_context("fork").Pool(workers, initializer=_leave_signals)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, interrupt)
     try:
         found = pool.map(_detect, jobs, chunksize=max(1, len(jobs) // (4 * workers)))
     except BaseException:
-        pool.terminate()
-        pool.join()
+        signal.pthread_sigmask(signal.SIG_BLOCK, interrupt)
+        try:
+            pool.terminate()
+            pool.join()
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, interrupt)
         raise
     pool.close()
     pool.join()
@@ -261,11 +276,11 @@ def _detect_all(presents: list[list[float]], min_change: float, alphas: list[flo
 
 
 def _leave_signals() -> None:
-    """In a worker: Ctrl-C and SIGHUP are the parent's to act on (it stops the workers)."""
-    import signal
-
+    """In a worker (started with SIGINT held back): Ctrl-C and SIGHUP are the parent's to act
+    on (it stops the workers)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def alpha_of(group: Group, sid: SeriesId) -> float:
