@@ -262,9 +262,8 @@ def function_node(report: Report, row: Row, home: str | None) -> Node:
     function = str(row.attrs.get("function") or row.name.split(" (")[0])
     line = row.attrs.get("line")
     label = f"{function} ({where.path}:{line})" if line else f"{function} ({where.path})"
-    rank = row.attrs.get("rank")
-    if isinstance(rank, int) and row.key.startswith(f"rank{rank}:"):  # one of a job's ranks
-        label = f"[rank {rank}] {label}"
+    if isinstance(rank := row.attrs.get("rank"), int) and row.key.startswith(f"rank{rank}:"):
+        label = f"[rank {rank}] {label}"  # one of a job's ranks
     own = _value(row, "own_time")
     seconds = own if own else _value(row, "self_time")
     wall = _run_wall(report, row.source)
