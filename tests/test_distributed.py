@@ -142,12 +142,9 @@ def test_two_nodes_then_merge(tmp_path: Path) -> None:
         assert {r["attrs"]["rank"] for r in report["layers"]["framework"]} == set(ranks)
         assert all(_metric(report, f"step_time[rank{r}]")["value"] > 0 for r in ranks)
     merged = tmp_path / "job.json"
-    proc = subprocess.run([sys.executable, "-m", "perfstack", "merge",
-                           str(job_dir / "node0" / "report.json"),
-                           str(job_dir / "node1" / "report.json"), "-o", str(merged), "-q"],
-                          cwd=tmp_path, env=perfstack_env(), capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    joined = perfstack_in(tmp_path, "merge", str(job_dir / "node0" / "report.json"),
+                          str(job_dir / "node1" / "report.json"), "-o", str(merged), "-q")
+    assert joined.code == 0, joined.stderr
     job = read_json(merged)
     assert schema_errors(job) == []
     assert {r["attrs"]["rank"] for r in job["layers"]["framework"]} == {0, 1, 2, 3}
@@ -169,18 +166,16 @@ def test_two_nodes_then_merge(tmp_path: Path) -> None:
         assert (merged.parent / path).exists(), path
     # The merged timeline holds both nodes' torch traces, one process each.
     timeline = tmp_path / "job.trace.json"
-    shown = subprocess.run([sys.executable, "-m", "perfstack", "show", str(merged), "--format",
-                            "perfetto", "-o", str(timeline)], cwd=tmp_path, env=perfstack_env(),
-                           capture_output=True, text=True, timeout=120)
-    assert shown.returncode == 0, shown.stderr
+    shown = perfstack_in(tmp_path, "show", str(merged), "--format", "perfetto", "-o",
+                         str(timeline))
+    assert shown.code == 0, shown.stderr
     names = [e["args"]["name"] for e in read_json(timeline)["traceEvents"]
              if e.get("ph") == "M" and e.get("name") == "process_name"]
     assert len([n for n in names if n.startswith("torch")]) == 4, names
     # The job folder itself: its nodes' reports found below it (their run histories not).
-    folder = subprocess.run([sys.executable, "-m", "perfstack", "merge", str(job_dir), "-o",
-                             str(tmp_path / "job2.json"), "-q"], cwd=tmp_path,
-                            env=perfstack_env(), capture_output=True, text=True, timeout=120)
-    assert folder.returncode == 0, folder.stderr
+    folder = perfstack_in(tmp_path, "merge", str(job_dir), "-o", str(tmp_path / "job2.json"),
+                          "-q")
+    assert folder.code == 0, folder.stderr
     assert sorted(m["name"] for m in read_json(tmp_path / "job2.json")["metrics"]) == sorted(
         counted)
 

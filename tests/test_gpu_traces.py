@@ -15,6 +15,7 @@ import bisect
 import functools
 import gzip
 import hashlib
+import itertools
 import json
 import sys
 from collections import defaultdict
@@ -105,8 +106,12 @@ def _plain_links(events: list[dict[str, Any]]) -> tuple[int, float]:
         if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation") \
                 and not e["name"].startswith("ProfilerStep#"):
             spans[e["tid"]].append((e["ts"], e["ts"] + e.get("dur", 0)))
+    # Per thread, the ops by start and the latest end among the first i: an op that started
+    # at or before a call encloses it exactly when that latest end reaches the call.
+    reach: dict[Any, list[float]] = {}
     for tid in spans:
         spans[tid].sort()
+        reach[tid] = list(itertools.accumulate((end for _, end in spans[tid]), max))
     linked, time = 0, 0.0
     for e in events:
         if e.get("cat") not in DEVICE_CATS:
@@ -117,7 +122,7 @@ def _plain_links(events: list[dict[str, Any]]) -> tuple[int, float]:
         if not found and call is not None:
             ops = spans.get(call["tid"], [])
             i = bisect.bisect_right(ops, (call["ts"], float("inf")))
-            found = any(start <= call["ts"] <= end for start, end in ops[:i])
+            found = i > 0 and reach[call["tid"]][i - 1] >= call["ts"]
         if found:
             linked += 1
             time += e["dur"]

@@ -293,14 +293,15 @@ def test_a_run_folder_replaced_during_the_run_is_one_line(tmp_path: Path) -> Non
     pids = tmp_path / "pids.txt"
     proc = subprocess.Popen(
         [sys.executable, "-m", "perfstack", "run", "--plugins", "resources", "--repeat", "1",
-         "--warmup", "0", "-q", "--timeout", "3", "--kill-grace", "1", "--out-dir", "out",
+         "--warmup", "0", "-q", "--timeout", "60", "--kill-grace", "1", "--out-dir", "out",
          str(WORKLOADS / "hang.py")], cwd=tmp_path, env=perfstack_env({"HANG_PIDS": str(pids)}),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
-    while not pids.exists() and time.monotonic() < deadline:
+    while not (pids.exists() and pids.read_text().endswith("\n")) and time.monotonic() < deadline:
         time.sleep(0.05)
     shutil.rmtree(tmp_path / "out")
     (tmp_path / "out").write_text("not a folder")
+    os.kill(int(pids.read_text().split()[0]), signal.SIGKILL)  # the workload ends: no timeout
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 7, err
     assert err.strip().splitlines()[-1].startswith("perfstack: error: out: the run folder was "
