@@ -44,6 +44,11 @@ def test_inference_loop_steps_with_perfstack_step(perfstack):
     assert len(step["samples"]) == 2
     linear = [r for k, r in _rows(report, "framework").items() if k.startswith("aten::linear ")]
     assert sum(r["values"]["calls"]["value"] for r in linear) == 2 * 2
+    # The profiler's start and its window's steps bring no compiler into a workload that
+    # compiles nothing (asked for a setting of inductor's, torch imports inductor and
+    # dynamo: a second a process).
+    printed = (result.cwd / ".perfstack/runs/latest/torch/stdout.log").read_text()
+    assert "imported: dynamo False, inductor False" in printed, printed
 
 
 @pytest.fixture(scope="module")

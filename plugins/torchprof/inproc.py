@@ -12,10 +12,12 @@ Only torch and the standard library are imported here: this runs in the workload
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 SIDECAR = "torchprof.json"
@@ -89,6 +91,36 @@ def _save_cuda_snapshot(torch: Any, folder: str) -> None:
     _update_memory_sidecar(folder, add, lambda saved, why: saved.update(cuda_error=why))
 
 
+@contextlib.contextmanager
+def _inductor_unasked(torch: Any, with_stack: bool) -> Iterator[None]:
+    """Around torch.profiler's start and step, where the workload has not imported
+    torch._inductor and no Python stacks are recorded: ``hasattr(torch, "_inductor")`` is
+    False while they run.
+
+    Preparing a trace, torch.profiler asks ``hasattr(torch, "_inductor")`` for a CUDA graphs
+    setting of inductor's, and torch answers by importing torch._inductor and torch._dynamo
+    with it: a second of a 2-CPU machine, per process, in a workload that compiles nothing.
+    A workload that uses inductor has imported it and is asked as before. With Python stacks
+    the import is left where torch puts it, before the script: a torch optimizer imports
+    torch._dynamo when it is built, and under the stack tracer that import cost seconds more.
+    (Only the attribute is hidden, for the call: ``import torch._inductor`` works as ever.)"""
+    lazy = torch.__dict__.get("__getattr__")
+    if with_stack or lazy is None or "torch._inductor" in sys.modules:
+        yield
+        return
+
+    def attribute(name: str) -> Any:
+        if name == "_inductor" and "torch._inductor" not in sys.modules:
+            raise AttributeError(name)
+        return lazy(name)
+
+    torch.__getattr__ = attribute
+    try:
+        yield
+    finally:
+        torch.__getattr__ = lazy
+
+
 def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
     """Start torch.profiler in this process; return the function that stops it and saves."""
     if not _rank_selected(str(options.get("ranks", "0"))):
@@ -136,13 +168,15 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
     def on_step() -> None:
         # perfstack counts the steps (perfstack.step(), else optimizer steps): one call each.
         state["steps"] += 1
-        prof.step()
+        with _inductor_unasked(torch, prof.with_stack):
+            prof.step()
 
     perfstack._step_callbacks.append(on_step)
     cuda_history = bool(options.get("profile_memory")) and torch.cuda.is_available()
     if cuda_history:  # the caching allocator's own record, for its snapshot at the end
         torch.cuda.memory._record_memory_history(max_entries=100_000)
-    prof.start()
+    with _inductor_unasked(torch, prof.with_stack):
+        prof.start()
 
     def finish() -> None:
         perfstack._step_callbacks.remove(on_step)
