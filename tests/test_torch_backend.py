@@ -48,7 +48,8 @@ def test_inference_loop_steps_with_perfstack_step(perfstack):
     # compiles nothing (asked for a setting of inductor's, torch imports inductor and
     # dynamo: a second a process).
     printed = (result.cwd / ".perfstack/runs/latest/torch/stdout.log").read_text()
-    assert "imported: dynamo False, inductor False" in printed, printed
+    assert "imported: dynamo False, inductor False; torch's own lazy attributes: True" \
+        in printed, printed  # hidden only during the profiler's calls
 
 
 @pytest.fixture(scope="module")

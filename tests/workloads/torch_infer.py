@@ -21,4 +21,5 @@ if __name__ == "__main__":
         predict(model, batch)
         perfstack.step()
     print(f"imported: dynamo {'torch._dynamo' in sys.modules}, "
-          f"inductor {'torch._inductor' in sys.modules}")
+          f"inductor {'torch._inductor' in sys.modules}; "
+          f"torch's own lazy attributes: {torch.__getattr__.__qualname__ == '__getattr__'}")
