@@ -20,9 +20,10 @@ in the history) is set aside: it has no value in any series, and the text names 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import signal
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -254,25 +255,29 @@ def _detect_all(presents: list[list[float]], min_change: float, alphas: list[flo
     # pool for ever: 3 in 30 Ctrl-Cs that came as the workers started) and while they are
     # stopped (a second Ctrl-C there left the stopping half done); a Ctrl-C held back is
     # raised when it is let through.
-    interrupt = {signal.SIGINT}
-    signal.pthread_sigmask(signal.SIG_BLOCK, interrupt)
-    try:
+    with _sigint_held():
         pool = multiprocessing.get_context("fork").Pool(workers, initializer=_leave_signals)
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, interrupt)
     try:
         found = pool.map(_detect, jobs, chunksize=max(1, len(jobs) // (4 * workers)))
     except BaseException:
-        signal.pthread_sigmask(signal.SIG_BLOCK, interrupt)
-        try:
+        with _sigint_held():
             pool.terminate()
             pool.join()
-        finally:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, interrupt)
         raise
     pool.close()
     pool.join()
     return found
+
+
+@contextlib.contextmanager
+def _sigint_held() -> Iterator[None]:
+    """Hold SIGINT back in this thread for the block; one that came meanwhile is raised at
+    its end."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _leave_signals() -> None:
