@@ -31,7 +31,7 @@ WORKLOADS = ROOT / "tests" / "workloads"
 #: How many more modules pytest's process may import (as tests read reports and traces in
 #: it) before its heap is frozen again.
 REFREEZE_AFTER_MODULES = 150
-_frozen_with_modules = [0]
+_frozen_with_modules = 0
 
 
 def _freeze_heap() -> None:
@@ -42,9 +42,10 @@ def _freeze_heap() -> None:
     one run of the suite). What a test makes afterwards is collected as before."""
     import gc
 
+    global _frozen_with_modules
     gc.collect()
     gc.freeze()
-    _frozen_with_modules[0] = len(sys.modules)
+    _frozen_with_modules = len(sys.modules)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -54,7 +55,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     """Freeze the heap again after a test that imported many modules."""
-    if len(sys.modules) - _frozen_with_modules[0] >= REFREEZE_AFTER_MODULES:
+    if len(sys.modules) - _frozen_with_modules >= REFREEZE_AFTER_MODULES:
         _freeze_heap()
 
 #: Every process the suite starts inherits this variable (with the session's own value), so a
