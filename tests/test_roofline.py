@@ -258,3 +258,20 @@ def test_an_op_whose_data_fits_in_the_cache_is_cache_bound() -> None:
     (p_small, p_big) = [roofline.place(r, Layer.FRAMEWORK, {"cpu": cpu}) for r in (small, big)]
     assert p_small is not None and p_small.bound == "cache"
     assert p_big is not None and p_big.bound == "memory"
+
+
+def test_a_cache_bound_op_over_the_memory_roof_says_where_its_data_was() -> None:
+    """The fuse finding's evidence: a cache-bound op that ran at twice the memory roof says
+    it is the memory roof it passed, its data in the cache (a bare '200% of its roof' read
+    as a measuring error); a memory-bound one keeps 'of its roof'."""
+    cpu = Ceilings.from_dict({**CPU.as_dict(), "how": {"memory": {"last_level_cache": 1 << 20}}})
+    hot = _op("aten::add_ [[256, 256], [256, 256]]", 0.2, 65536 * 5000, 786432 * 5000,
+              kind="elementwise", calls=5000)  # 3.9 GB in 0.2 s: 197% of 10 GB/s
+    cold = _op("aten::add_ [[4096, 4096], [4096, 4096]]", 0.2, 16.8e6 * 5, 201e6 * 5,
+               kind="elementwise", calls=5)  # 1 GB in 0.2 s: 50%
+    _, found = roofline.annotate(_report([hot, cold], {"cpu": cpu}))
+    (fuse,) = [f for f in found if f.rule == "roofline.fuse-elementwise"]
+    assert fuse.evidence == [
+        "aten::add_ [[256, 256], [256, 256]]: 50%, 197% of the memory roof (its data fits in "
+        "the cache)",
+        "aten::add_ [[4096, 4096], [4096, 4096]]: 50%, 50% of its roof"]

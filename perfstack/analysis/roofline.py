@@ -307,11 +307,19 @@ def findings(ops: list[Placement], ceilings: dict[str, Ceilings]) -> list[Findin
 def _heaviest(ops: list[Placement], total: float) -> list[str]:
     """The evidence of a group of ops: the heaviest three, each with its share."""
     top = sorted(ops, key=lambda p: -p.seconds)[:3]
-    lines = [f"{p.row.name[:70]}: {100 * p.seconds / total:.0f}%, {percent(p.share)} of its "
-             f"roof" for p in top]
+    lines = [f"{p.row.name[:70]}: {100 * p.seconds / total:.0f}%, {_roof_words(p)}"
+             for p in top]
     if len(ops) > len(top):
         lines.append(f"and {len(ops) - len(top)} more op shapes")
     return lines
+
+
+def _roof_words(p: Placement) -> str:
+    """An op's share of its roof; a cache-bound op's is of the memory roof, which its data,
+    served by the caches, may pass (hence shares over 100%)."""
+    if p.bound == "cache":
+        return f"{percent(p.share)} of the memory roof (its data fits in the cache)"
+    return f"{percent(p.share)} of its roof"
 
 
 def percent(share: float | None) -> str:
