@@ -18,6 +18,7 @@ import pytest
 import perfstack
 from perfstack.analysis.budget import Node, drill_down
 from perfstack.analysis.view import View, build
+from perfstack.render.textgrid import cut
 from perfstack.render.words import (
     STATUS_WORDS,
     answer_lines,
@@ -269,3 +270,21 @@ def test_no_empty_metrics_table() -> None:
     text = render_view(view, 80)
     assert f"Metrics: {view.hidden_metrics}, shown above or with --full" in text
     assert "metric  " not in text.split("Metrics:")[1]
+
+
+def test_two_shapes_of_one_op_stay_apart_when_cut() -> None:
+    """An op's row keeps the ends of its shapes when cut; aten::addmm's end in two scalar
+    arguments ('[]'), the same in every row, so two of its shapes were cut to one text at 80
+    columns ('aten::addmm [[512],[6…2],[],[]]' twice, in the README's own run)."""
+    rows = ["aten::addmm [[512], [64, 512], [512, 512], [], []]",
+            "aten::addmm [[512], [64, 256], [256, 512], [], []]"]
+    for width in (31, 33, 38):
+        shown = [cut(r, width) for r in rows]
+        assert shown[0] != shown[1] and all(len(s) <= width for s in shown), shown
+    # The scalars become one '…' (more arguments follow); then a third of the room goes to
+    # the start and two to the end, where an op's rows differ (here the weight).
+    assert cut(rows[0], 40) == "aten::addmm [[512],[64,512],[512,512],…]"
+    assert cut(rows[0], 31) == "aten::addmm [[512…[512,512],…]"
+    # Whole when it fits; shapes without trailing scalars are cut as before.
+    assert cut(rows[0], 50) == rows[0]
+    assert cut("aten::mm [[512, 64], [64, 512]]", 26) == "aten::mm [[512…,[64,512]]"

@@ -42,15 +42,30 @@ def cut(text: str, width: int) -> str:
             return f"{func} (…{path[-room:]}{line})"
     shaped = _SHAPES.match(text)
     if shaped:
-        compact = f"{shaped['name']} {shaped['shapes'].replace(' ', '')}"
+        shapes = shaped["shapes"].replace(" ", "")
+        compact = f"{shaped['name']} {shapes}"
         if len(compact) <= width:
             return compact
+        shapes = _without_trailing_scalars(shapes)
+        if len(shaped["name"]) + 1 + len(shapes) <= width:
+            return f"{shaped['name']} {shapes}"
         room = width - len(shaped["name"]) - 2
         if room >= 7:
-            shapes = shaped["shapes"].replace(" ", "")
-            head = (room - 1) // 2
+            # A third to the start, two to the end: an op's first input is often the one
+            # its rows share (a bias, a batch), its last the one that differs (a weight).
+            head = (room - 1) // 3
             return f"{shaped['name']} {shapes[:head]}…{shapes[-(room - 1 - head):]}"
     return text[: width - 1] + "…"
+
+
+def _without_trailing_scalars(shapes: str) -> str:
+    """'[[512],[64,512],[512,512],[],[]]' -> '[[512],[64,512],[512,512],…]': the trailing
+    scalar arguments (empty shapes) are the same in every row of an op, so a cut that kept
+    the end kept them and lost what tells two rows apart."""
+    core = shapes
+    while core.endswith(",[]]"):
+        core = core[:-4] + "]"
+    return shapes if core == shapes else core[:-1] + ",…]"
 
 
 @dataclass
