@@ -288,3 +288,5 @@ def test_two_shapes_of_one_op_stay_apart_when_cut() -> None:
     # Whole when it fits; shapes without trailing scalars are cut as before.
     assert cut(rows[0], 50) == rows[0]
     assert cut("aten::mm [[512, 64], [64, 512]]", 26) == "aten::mm [[512…,[64,512]]"
+    # In a drill-down's narrow room the start keeps four characters, not a third.
+    assert cut("aten::mm [[64, 512], [512, 512]]", 19) == "aten::mm [[64…12]]"

@@ -53,7 +53,8 @@ def cut(text: str, width: int) -> str:
         if room >= 7:
             # A third to the start, two to the end: an op's first input is often the one
             # its rows share (a bias, a batch), its last the one that differs (a weight).
-            head = (room - 1) // 3
+            # In a narrow room, at least four characters of the start ('[[64').
+            head = max((room - 1) // 3, min(4, (room - 1) // 2))
             return f"{shaped['name']} {shapes[:head]}…{shapes[-(room - 1 - head):]}"
     return text[: width - 1] + "…"
 
