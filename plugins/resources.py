@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from perfstack import hookimpl
 from perfstack.backend import Availability, Backend, Collected, Outcome, RunContext
 from perfstack.report import Better, Finding, Layer, Metric, Quantity, Report, Row
+from perfstack.run import rundir
 
 # rusage field -> (metric name, row title, unit, better)
 COUNTERS: dict[str, tuple[str, str, str, Better]] = {
@@ -81,6 +82,13 @@ class ResourcesBackend(Backend):
                          "cpus", series["cpu_utilisation"], "cpu_utilisation"))
         out.metrics.append(_metric("cpu_utilisation", "cpus", Better.NEITHER,
                                    series["cpu_utilisation"]))
+        children = [c for o in ctx.baseline if o.record.rusage and o.record.wall_s
+                    and (c := rundir.RunFolder(o.artifact_dir).children_cpu()) is not None]
+        if children and len(children) == len(runs):
+            # Inside user and system time already: the part the workload's children used.
+            rows.append(_row("children_cpu_s", "CPU time of the workload's child processes",
+                             "s", children, "child_cpu_time"))
+            out.metrics.append(_metric("child_cpu_time", "s", Better.NEITHER, children))
         out.rows[Layer.HARDWARE] = rows
         out.notes = notes
         return out

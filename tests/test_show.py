@@ -57,7 +57,7 @@ def test_show_to_a_file_and_top(perfstack, ran):
                        "-o", "out.txt")
     assert result.code == 0, result.stderr
     text = (ran / "out.txt").read_text()
-    assert "from resources (10 rows)" in text
+    assert "from resources (11 rows)" in text
     hardware = text[text.index("Hardware:"):text.index("Backends")]
     assert "user CPU time" in hardware and "peak resident memory" not in hardware
 

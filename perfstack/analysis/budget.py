@@ -167,6 +167,9 @@ class Node:
     bound: str | None = None
     ours: bool = False  # the workload's own code
     library: str = ""  # the package a folded library row stands for
+    #: the processes a function was sampled in, as its label starts: "" for the workload's
+    #: own, "[2 child processes]" for its children's (their time beside the workload's)
+    processes: str = ""
     children: list[Node] = field(default_factory=list)
 
 
@@ -262,16 +265,25 @@ def function_node(report: Report, row: Row, home: str | None) -> Node:
     function = str(row.attrs.get("function") or row.name.split(" (")[0])
     line = row.attrs.get("line")
     label = f"{function} ({where.path}:{line})" if line else f"{function} ({where.path})"
+    wall = _run_wall(report, row.source)
+    processes = ""
+    if row.attrs.get("process") == "child":
+        # Sampled in the workload's child processes (DataLoader workers, a pool): their time
+        # runs beside the workload's, summed over them, and is no share of its wall time.
+        n = row.attrs.get("processes")
+        processes = (f"[{n} child process{'' if n == 1 else 'es'}]" if isinstance(n, int)
+                     else "[child processes]")
+        label, wall = f"{processes} {label}", None
     if isinstance(rank := row.attrs.get("rank"), int) and row.key.startswith(f"rank{rank}:"):
         label = f"[rank {rank}] {label}"  # one of a job's ranks
     own = _value(row, "own_time")
     seconds = own if own else _value(row, "self_time")
-    wall = _run_wall(report, row.source)
     samples = _value(row, "own" if own else "self")
     return Node(row.key, label, "python", row.source, seconds, "own" if own else "self",
                 100 * seconds / wall if seconds is not None and wall else None,
                 samples=int(samples) if samples is not None else None,
-                gil_share=_value(row, "gil_share"), ours=where.ours, library=where.library)
+                gil_share=_value(row, "gil_share"), ours=where.ours, library=where.library,
+                processes=processes)
 
 
 def _op_node(row: Row) -> Node:
@@ -307,23 +319,26 @@ def _kernel_node(row: Row, op: Row | None = None) -> Node:
 
 def _fold_libraries(nodes: list[Node]) -> list[Node]:
     """Each library's functions as one node (their self times summed), biggest first: the
-    workload's own code leads and a library reads as one name, as pyinstrument shows it."""
-    groups: dict[str, list[Node]] = {}
+    workload's own code leads and a library reads as one name, as pyinstrument shows it. The
+    workload's child processes fold apart: their time is beside its own."""
+    groups: dict[tuple[str, str], list[Node]] = {}
     for node in nodes:
-        groups.setdefault(node.library or "other", []).append(node)
+        groups.setdefault((node.processes, node.library or "other"), []).append(node)
     def total(members: list[Node], attr: str) -> float | None:
         values = [getattr(n, attr) for n in members if getattr(n, attr) is not None]
         return sum(values) if values else None
 
     out = []
-    for library, members in groups.items():
+    for (processes, library), members in groups.items():
         samples = total(members, "samples")
         plural = "function" if len(members) == 1 else "functions"
-        out.append(Node(f"library:{library}", f"[{library}] {len(members)} {plural}", "python",
+        label = f"[{library}] {len(members)} {plural}"
+        out.append(Node(f"child:library:{library}" if processes else f"library:{library}",
+                        f"{processes} {label}" if processes else label, "python",
                         members[0].source, total(members, "seconds"), "self",
                         total(members, "share"),
                         samples=int(samples) if samples is not None else None,
-                        library=library))
+                        library=library, processes=processes))
     out.sort(key=lambda n: -(n.seconds or 0.0))
     return out
 

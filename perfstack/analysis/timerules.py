@@ -6,7 +6,7 @@ that mostly waits, an idle device."""
 from __future__ import annotations
 
 from perfstack.report import Finding, Report
-from perfstack.report.units import pct
+from perfstack.report.units import fmt_seconds, pct
 
 #: Interpreter share of the wall time (%) from which a run is Python-bound.
 PYTHON_BOUND = 50.0
@@ -15,6 +15,9 @@ PYTHON_BOUND = 50.0
 DISPATCH_RATIO = 1.5
 #: Share of the wall time (%) the main thread may wait before it is a finding.
 WAITING_LIMIT = 25.0
+#: CPU seconds of the workload's child processes from which its main thread's waiting may be
+#: for them (and loading data in workers is not the advice).
+CHILDREN_AT_WORK_S = 0.2
 #: Device busy share (%) below which the GPU is starved.
 DEVICE_BUSY_LIMIT = 50.0
 
@@ -94,16 +97,26 @@ def time_rules(report: Report) -> list[Finding]:
     idle_s = idle[0] / 100 * float(wall.value) if idle and wall and wall.value else None
     # A sampler's own attach (~0.2 s) reads as waiting: short runs need more than a share.
     if idle is not None and idle[0] >= WAITING_LIMIT and (idle_s is None or idle_s >= 0.5):
+        evidence = [f"{idle[0]:.1f}% of the wall time with no sample of running code on the "
+                    f"main thread (budget.idle, from {idle[1]}): sleep, I/O, locks, the GIL, "
+                    "device synchronisation"]
+        action = ("if it waits for data, load it in worker processes (DataLoader "
+                  "num_workers, pin_memory, prefetch); a sampler that records idle frames "
+                  "shows where it blocks")
+        children = report.metric("child_cpu_time")
+        if (children is not None and isinstance(children.value, (int, float))
+                and children.value >= CHILDREN_AT_WORK_S):
+            # Workers already do the work: loading in workers is not the advice, they are.
+            evidence.append(f"meanwhile its child processes used {fmt_seconds(children.value)}"
+                            f" of CPU (child_cpu_time, from {children.source})")
+            action = ("it may be waiting for its child processes (DataLoader workers, a "
+                      "pool): where they spend their time decides its wait (a sampler that "
+                      "follows child processes shows it); else a sampler that records idle "
+                      "frames shows where it blocks")
         out.append(Finding(
             rule="time.waiting",
             title=f"the main thread waits {idle[0]:.0f}% of the wall time",
-            layer="run", severity="warning",
-            evidence=[f"{idle[0]:.1f}% of the wall time with no sample of running code on the "
-                      f"main thread (budget.idle, from {idle[1]}): sleep, I/O, locks, the GIL, "
-                      "device synchronisation"],
-            action=("if it waits for data, load it in worker processes (DataLoader "
-                    "num_workers, pin_memory, prefetch); a sampler that records idle frames "
-                    "shows where it blocks"),
+            layer="run", severity="warning", evidence=evidence, action=action,
             source="perfstack"))
     out += _device_idle(report)
     return out

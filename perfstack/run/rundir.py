@@ -114,6 +114,13 @@ class RunFolder:
             return []
         return values if all(v > 0 for v in values) else []
 
+    def children_cpu(self, rank: int | None = None) -> float | None:
+        """The CPU seconds of the child processes the workload waited for (saved at its
+        exit), or None where it did not say."""
+        data = _read_json(self.rank(rank).path / STEPS_FILE)
+        value = data.get("children_cpu_s") if isinstance(data, dict) else None
+        return float(value) if isinstance(value, (int, float)) and value >= 0 else None
+
     def _steps(self) -> tuple[int | None, list[float]]:
         data = _read_json(self.path / STEPS_FILE)
         try:

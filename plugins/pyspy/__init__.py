@@ -36,9 +36,9 @@ from perfstack.backend import (
 )
 from perfstack.report import Finding, Layer, Report
 
+from . import findings, processes
 from .sampler import GIL_PROFILE_FILE, PROFILE_FILE, attach, availability, gil_rate, py_spy
 from .speedscope import (
-    SOURCE,
     frame_key,
     is_ours,
     per_sample_s,
@@ -122,8 +122,18 @@ class PySpyBackend(Backend):
             gil_frames, gil_profiles, gil_scale = [], [], 1.0
         # A GIL-pass sample stands for this many of the main pass's (its rate is lower).
         per_sample = per_sample_s(gil_profiles) / (per_sample_s(profiles) or 1.0) or 1.0
+        pid = outcome.workload_pid if outcome is not None else None
+        profiles, child_profiles, children = processes.split(profiles, pid)
+        gil_profiles, gil_child_profiles, _ = processes.split(gil_profiles, pid)
         rows, metrics, notes = summarize(frames, profiles, gil_frames, gil_profiles,
                                          ctx.workload.home(), gil_scale * per_sample)
+        if children:
+            child_rows, _, _ = summarize(frames, child_profiles, gil_frames, gil_child_profiles,
+                                         ctx.workload.home(), gil_scale * per_sample)
+            rows[Layer.PYTHON] += processes.as_children(child_rows, children)
+            notes.append(f"{processes.child_words(children)} of the workload sampled: their "
+                         "functions are listed apart (keys child:), their time beside the "
+                         "workload's, never a share of its wall time")
         if gil_note:
             notes.append(gil_note)
         if ctx.steps is not None and ctx.steps.warmup:
@@ -150,29 +160,11 @@ class PySpyBackend(Backend):
         return Collected(rows=rows, metrics=metrics, notes=notes, artifacts=artifacts)
 
 
-#: Share of samples (%) under torch's data-loading code from which loading is the bottleneck.
-DATA_LOADING_SHARE = 20.0
-
-
 @hookimpl
 def perfstack_findings(report: Report) -> list[Finding]:
-    """Flag a run whose samples are mostly inside torch's data loading (DataLoader, datasets,
-    collate) in the main process."""
-    rows = [r for r in report.layers.get(Layer.PYTHON, [])
-            if r.source == SOURCE and "torch/utils/data/" in str(r.attrs.get("file", ""))]
-    share = max((float(r.values["total_share"].value or 0.0) for r in rows
-                 if "total_share" in r.values), default=0.0)
-    if share < DATA_LOADING_SHARE:
-        return []
-    top = max(rows, key=lambda r: float(r.values["total_share"].value or 0.0))
-    return [Finding(
-        rule="python.data-loading",
-        title=f"data loading: {share:.0f}% of the samples are inside torch's DataLoader",
-        layer="python", severity="warning",
-        evidence=[f"{top.name}: {share:.1f}% of all samples (inclusive)"],
-        action=("load in worker processes (DataLoader(num_workers=N, pin_memory=True, "
-                "persistent_workers=True)), make __getitem__ cheaper, or prefetch"),
-        source=SOURCE)]
+    """Flag data loading in the workload's own process, and the work of its child
+    processes (where py-spy sampled them, else how much CPU it did not see)."""
+    return findings.data_loading(report) + findings.children(report)
 
 
 def _unsampled_start(folder: Path, outcome: Outcome | None) -> float:

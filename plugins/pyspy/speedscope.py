@@ -27,10 +27,12 @@ def _is_native(frame: dict[str, Any]) -> bool:
 
 def is_ours(frame: dict[str, Any]) -> bool:
     """Whether a frame is perfstack's bootstrap, its machine-speed probe or the runpy calls it
-    makes, not the workload's."""
+    makes, not the workload's; or the root frame py-spy gives each stack when it samples child
+    processes too ('process 4242:"python ..."', no file), which only names the process."""
     file = str(frame.get("file") or "")
     return (file.endswith(("perfstack/run/bootstrap.py", "perfstack/machine/probe.py", "/runpy.py"))
-            or file == "<frozen runpy>")
+            or file == "<frozen runpy>"
+            or (not file and str(frame.get("name", "")).startswith("process ")))
 
 
 def _stable_thread_name(name: str, seen: dict[str, int]) -> str:

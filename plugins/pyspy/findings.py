@@ -1,0 +1,113 @@
+"""What py-spy's samples conclude: data loading in the workload's own process, and the time
+of its child processes (DataLoader workers, a multiprocessing pool), sampled or not."""
+
+from __future__ import annotations
+
+from perfstack.report import Finding, Layer, Report, Row
+from perfstack.report.units import fmt_seconds, pct
+
+from .processes import NAME_PREFIX, child_words
+from .speedscope import SOURCE
+
+#: Share of samples (%) under torch's data-loading code from which loading is the bottleneck.
+DATA_LOADING_SHARE = 20.0
+#: The children's CPU time from which a run that did not sample them says so: at least this
+#: many seconds and this share (%) of all the CPU time the workload's processes used.
+CHILD_CPU_S, CHILD_CPU_SHARE = 0.2, 10.0
+
+
+def _seconds(row: Row, name: str) -> float:
+    q = row.values.get(name)
+    return float(q.value) if q is not None and isinstance(q.value, (int, float)) else 0.0
+
+
+def _plain(row: Row) -> str:
+    return row.name.removeprefix(NAME_PREFIX).strip()
+
+
+def data_loading(report: Report) -> list[Finding]:
+    """Flag a run whose samples in the workload's own process are mostly inside torch's data
+    loading (DataLoader, datasets, collate): the batches are made where the step waits.
+    Workers' samples (``--pyspy-subprocesses``) are the children finding's."""
+    rows = [r for r in report.layers.get(Layer.PYTHON, [])
+            if r.source == SOURCE and r.attrs.get("process") != "child"
+            and "torch/utils/data/" in str(r.attrs.get("file", ""))]
+    share = max((float(r.values["total_share"].value or 0.0) for r in rows
+                 if "total_share" in r.values), default=0.0)
+    if share < DATA_LOADING_SHARE:
+        return []
+    top = max(rows, key=lambda r: float(r.values["total_share"].value or 0.0))
+    return [Finding(
+        rule="python.data-loading",
+        title=f"data loading: {share:.0f}% of the samples are inside torch's DataLoader",
+        layer="python", severity="warning",
+        evidence=[f"{top.name}: {share:.1f}% of the workload process's samples (inclusive)"],
+        action=("load in worker processes (DataLoader(num_workers=N, pin_memory=True, "
+                "persistent_workers=True)), make __getitem__ cheaper, or prefetch"),
+        source=SOURCE)]
+
+
+def children(report: Report) -> list[Finding]:
+    """Where the workload's child processes did work: sampled (``--pyspy-subprocesses``),
+    the functions they spent it in; not sampled, how much CPU py-spy did not see."""
+    python = [r for r in report.layers.get(Layer.PYTHON, []) if r.source == SOURCE]
+    if not python:
+        return []
+    threads = [r for r in python if r.attrs.get("process") == "child"
+               and r.attrs.get("kind") == "thread"]
+    if threads:
+        return [_sampled(report, python, threads)]
+    return _unsampled(report)
+
+
+def _sampled(report: Report, python: list[Row], threads: list[Row]) -> Finding:
+    processes = threads[0].attrs.get("processes")
+    who = child_words(processes) if isinstance(processes, int) else "child processes"
+    total = sum(_seconds(r, "time") for r in threads)
+    own = sorted((r for r in python if r.attrs.get("process") == "child"
+                  and _seconds(r, "own_time") > 0), key=lambda r: -_seconds(r, "own_time"))
+    hot = own or sorted((r for r in python if r.attrs.get("process") == "child"
+                         and _seconds(r, "self_time") > 0),
+                        key=lambda r: -_seconds(r, "self_time"))
+    measure = "own_time" if own else "self_time"
+    where = f", most in {_plain(hot[0])}" if hot else ""
+    evidence = [f"{_plain(r)}: {fmt_seconds(_seconds(r, measure))}"
+                + (" with the library code it calls" if own else " of its own time")
+                + f", {pct(100 * _seconds(r, measure) / total)} of their samples"
+                for r in hot[:2] if total]
+    idle = report.metric("budget.idle")
+    if idle is not None and isinstance(idle.value, (int, float)):
+        evidence.append(f"meanwhile the workload's main thread waited {pct(idle.value)} of "
+                        "its wall time (budget.idle)")
+    return Finding(
+        rule="python.child-processes",
+        title=f"the workload's {who} ran {fmt_seconds(total)} of Python{where}",
+        layer="python", severity="info", evidence=evidence,
+        action=("where they are DataLoader workers, each batch costs the main thread their "
+                "time divided by num_workers: make that function cheaper, or raise "
+                "num_workers while CPUs are free"),
+        source=SOURCE)
+
+
+def _unsampled(report: Report) -> list[Finding]:
+    child = report.metric("child_cpu_time")
+    user, system = report.metric("cpu_user_time"), report.metric("cpu_system_time")
+    if child is None or not isinstance(child.value, (int, float)) or user is None:
+        return []
+    everything = float(user.value or 0.0) + float(system.value or 0.0 if system else 0.0)
+    seconds = float(child.value)
+    if seconds < CHILD_CPU_S or not everything or 100 * seconds / everything < CHILD_CPU_SHARE:
+        return []
+    return [Finding(
+        rule="python.children-unsampled",
+        title=(f"the workload's child processes used {fmt_seconds(seconds)} of CPU "
+               f"({pct(100 * seconds / everything)} of all its processes' CPU time), which "
+               "py-spy did not "
+               "sample"),
+        layer="python", severity="warning",
+        evidence=[f"child_cpu_time {fmt_seconds(seconds)} of {fmt_seconds(everything)} user "
+                  f"and system CPU time ({child.source}): DataLoader workers, a "
+                  "multiprocessing pool, compilers"],
+        action=("sample them too: perfstack run --plugins pyspy --pyspy-subprocesses ... "
+                "(their functions are listed apart, as [child processes])"),
+        source=SOURCE)]

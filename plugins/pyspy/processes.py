@@ -1,0 +1,66 @@
+"""The workload's process and its children in one py-spy profile (``--pyspy-subprocesses``).
+
+py-spy names each profile by its thread, and by its process when it follows children:
+``Process 4242 Thread 4242 "MainThread"``. The workload's own process is the one whose time
+the report's shares are of (its wall time, its main thread's budget); its children (DataLoader
+workers, a multiprocessing pool, a compiler) run beside it, so their samples are summed apart
+and their rows keyed ``child:``, the same in every run whatever their pids.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from perfstack.report import Layer, Row
+
+#: The key prefix of a child process's row: stable across runs (pids are not).
+CHILD_PREFIX = "child:"
+#: How a child process's function is named in the layer tables.
+NAME_PREFIX = "[child processes]"
+
+_PROCESS = re.compile(r"^Process (\d+) ")
+
+
+def process_of(profile: dict[str, Any]) -> int | None:
+    """The pid in a profile's name, or None when py-spy followed one process only."""
+    match = _PROCESS.match(str(profile.get("name", "")))
+    return int(match[1]) if match else None
+
+
+def split(profiles: list[dict[str, Any]], main_pid: int | None) -> tuple[
+        list[dict[str, Any]], list[dict[str, Any]], int]:
+    """Return (the workload's own profiles, its children's, how many child processes).
+
+    The workload's process is ``main_pid`` where py-spy sampled it, else the lowest pid (a
+    parent starts before its children; only a wrap of the pid counter breaks that)."""
+    pids = {p for p in map(process_of, profiles) if p is not None}
+    if not pids:
+        return profiles, [], 0
+    main = main_pid if main_pid in pids else min(pids)
+    own = [p for p in profiles if process_of(p) in (main, None)]
+    children = [p for p in profiles if process_of(p) not in (main, None)]
+    return own, children, len(pids - {main})
+
+
+def as_children(rows: dict[Layer, list[Row]], processes: int) -> list[Row]:
+    """The Python rows of the children's samples, keyed apart (``child:``, ``thread:child:``)
+    and marked with how many child processes they sum. What is about the workload's start-up
+    (imports made late) is left to its own process's rows, and so are the native frames: the
+    kernel layer's split of native time is the workload's own process's."""
+    marked = []
+    for row in rows.get(Layer.PYTHON, []):
+        attrs = {k: v for k, v in row.attrs.items() if k not in ("late_imports", "import_share")}
+        attrs.update(process="child", processes=processes)
+        if row.key.startswith("thread:"):
+            key = "thread:" + CHILD_PREFIX + row.key.removeprefix("thread:")
+            name = f"child {row.name}"
+        else:
+            key, name = CHILD_PREFIX + row.key, f"{NAME_PREFIX} {row.name}"
+        marked.append(Row(key, name, row.source, row.values, attrs, row.links))
+    return marked
+
+
+def child_words(processes: int) -> str:
+    """'1 child process', '2 child processes'."""
+    return f"{processes} child process" + ("" if processes == 1 else "es")

@@ -1,0 +1,100 @@
+"""The workload's child processes (DataLoader workers, a multiprocessing pool): their CPU time
+is counted apart, py-spy follows them when asked and lists their functions apart, never as
+shares of the workload's wall time, and the findings say where the work went (or that it
+went unsampled) instead of advising workers to a workload that already has them."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from perfstack.analysis.budget import drill_down
+from perfstack.pluginmanager import load_plugins
+from perfstack.report import Layer
+from perfstack.report.files import load_report
+from plugins.pyspy import processes
+from tests.conftest import ROOT, WORKLOADS, Result, backend
+
+#: A real run (tests/fixtures/reports/README.md has its command): two forked workers burn
+#: 4 x 0.5 s of CPU time while the main process waits for them.
+RECORDED = ROOT / "tests/fixtures/reports/rules/children.json.gz"
+
+
+def test_a_pool_s_workers_are_sampled_and_kept_apart(perfstack: Callable[..., Result]) -> None:
+    """A live run with --pyspy-subprocesses: the workers' functions come keyed ``child:``
+    with how many processes they sum, the workload's own rows hold none of their work, no
+    row is named by a pid, and the workers' CPU time (counted by CPU time, not wall time)
+    is the children's metric."""
+    result = perfstack("run", "--plugins", "pyspy,resources", "--pyspy-subprocesses",
+                       "--repeat", "1", "--warmup", "0", "-q",
+                       str(WORKLOADS / "pool_children.py"))
+    assert result.code == 0, result.stderr
+    report = result.report()
+    assert backend(report, "pyspy")["status"] == "ok"
+    python = report["layers"]["python"]
+    crunch = [r for r in python if r["attrs"].get("function") == "crunch"]
+    assert [r["key"].split(" (")[0] for r in crunch] == ["child:crunch"], crunch
+    assert crunch[0]["attrs"]["process"] == "child" and crunch[0]["attrs"]["processes"] == 2
+    assert crunch[0]["name"].startswith("[child processes] crunch (")
+    threads = [r["key"] for r in python if r["attrs"].get("kind") == "thread"]
+    assert "thread:MainThread" in threads and "thread:child:MainThread" in threads, threads
+    everything = [r["key"] for layer in report["layers"].values() for r in layer]
+    assert not [k for k in everything if "process " in k], everything
+    children = next(m for m in report["metrics"] if m["name"] == "child_cpu_time")
+    assert children["value"] >= 1.5, children  # 4 tasks of 0.5 s of CPU each
+    found = {f["rule"]: f for f in report["findings"]}
+    assert found["python.child-processes"]["title"].startswith(
+        "the workload's 2 child processes ran "), found
+    assert "python.children-unsampled" not in found
+    # The main thread waits for its workers: the advice is where they spend it, not workers.
+    waiting = found["time.waiting"]
+    assert any("child processes used" in e for e in waiting["evidence"]), waiting
+    assert "waiting for its child processes" in waiting["action"]
+
+
+def test_the_tree_labels_child_functions_and_gives_them_no_share_of_wall() -> None:
+    report = load_report(RECORDED)
+    nodes, _ = drill_down(report, top=20)
+    child = [n for n in nodes if n.key.startswith("child:")]
+    assert child and all(n.label.startswith("[2 child processes] ") for n in child), child
+    assert all(n.share is None for n in child)
+    assert any(n.label.startswith("[2 child processes] crunch") for n in child)
+    # Their libraries fold apart from the workload's own.
+    assert any(n.key == "child:library:stdlib" for n in nodes), [n.key for n in nodes]
+    assert all(n.share is not None for n in nodes if n.key.startswith("library:"))
+
+
+def test_unsampled_children_are_said_with_their_cpu_time() -> None:
+    """The same run as if py-spy had followed the workload's process only: the children's CPU
+    time (96% of all) is what it did not see, and the finding says how to sample it; below
+    0.2 s of CPU, or 10% of it, nothing is said."""
+    report = load_report(RECORDED)
+    report.layers[Layer.PYTHON] = [r for r in report.layers[Layer.PYTHON]
+                                   if r.attrs.get("process") != "child"]
+    found = {f.rule: f for f in load_plugins().findings(report)}
+    unsampled = found["python.children-unsampled"]
+    assert "which py-spy did not sample" in unsampled.title, unsampled.title
+    assert "--pyspy-subprocesses" in unsampled.action
+    assert "python.child-processes" not in found
+    for name, value in (("child_cpu_time", 0.15), ("cpu_user_time", 20.0)):
+        changed = load_report(RECORDED)
+        changed.layers[Layer.PYTHON] = report.layers[Layer.PYTHON]
+        changed.metrics = [dataclasses.replace(m, value=value) if m.name == name else m
+                           for m in changed.metrics]
+        rules = {f.rule for f in load_plugins().findings(changed)}
+        assert "python.children-unsampled" not in rules, (name, value)
+
+
+def test_profiles_split_by_process() -> None:
+    """py-spy names a profile by its process when it follows children: the workload's pid
+    where it was sampled, else the lowest; one process only, nothing to split."""
+    def named(pid: int, tid: int) -> dict[str, object]:
+        return {"name": f'Process {pid} Thread {tid} "MainThread"', "samples": []}
+
+    profiles = [named(700, 700), named(701, 701), named(702, 702), named(700, 705)]
+    own, children, n = processes.split(profiles, 700)
+    assert [p["name"] for p in own] == [profiles[0]["name"], profiles[3]["name"]]
+    assert len(children) == 2 and n == 2
+    assert processes.split(profiles, None)[2] == 2  # the lowest pid is the workload's
+    single = [{"name": 'Thread 700 "MainThread"', "samples": []}]
+    assert processes.split(single, 700) == (single, [], 0)
