@@ -43,6 +43,21 @@ def test_a_slow_step_is_named_with_the_phase_that_grew() -> None:
     assert step_view(_steps("cpu_step.", {"data": [0.1], "ops": [0.5]})) is None
 
 
+def test_the_phases_shares_add_up_when_their_medians_do_not() -> None:
+    """Each step slow in another phase: every phase's median is 1 ms of a 12 ms median step
+    (three 8% shares, the rest nowhere, as a share of the median once printed 22% + 92% +
+    4.3%). The share is of all the steps' time: a third each, adding up to 100%."""
+    from perfstack.render.devicewords import step_cells
+
+    view = step_view(_steps("cpu_step.", {"data": [0.010, 0.001, 0.001],
+                                          "ops": [0.001, 0.010, 0.001],
+                                          "other": [0.001, 0.001, 0.010]}))
+    assert view is not None and view.median == pytest.approx(0.012)
+    assert [p.median for p in view.phases] == pytest.approx([0.001] * 3)
+    assert [view.share(p) for p in view.phases] == pytest.approx([100 / 3] * 3)
+    assert [row[2] for row in step_cells(view)] == ["33%", "33%", "33%"]
+
+
 @pytest.fixture(scope="module")
 def negq(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("negq-steps")
@@ -63,9 +78,12 @@ def test_a_gpu_traces_steps_are_split_into_phases_that_add_up(negq: Path) -> Non
         assert sum(p[i] for p in parts) == pytest.approx(step, abs=2e-6)
     wait = metrics["gpu_step.host_wait"]["samples"]
     assert all(0 <= w <= idle for w, idle in zip(wait, parts[3], strict=True))
-    # the steps' compute, summed, is the whole window's compute share
+    # the steps' compute, summed, is the whole window's compute share, and the table's
     share = metrics["gpu_time.compute"]["value"]
     assert 100 * sum(parts[0]) / sum(steps) == pytest.approx(share, abs=0.05)
+    view = step_view(Report.from_dict(report))
+    assert view is not None and view.share(view.phases[0]) == pytest.approx(share, abs=0.05)
+    assert sum(view.share(p) or 0 for p in view.phases if not p.within) == pytest.approx(100)
 
 
 def test_the_steps_read_the_same_in_text_markdown_and_html(negq: Path) -> None:

@@ -34,7 +34,8 @@ class Phase:
 
     @property
     def median(self) -> float:
-        """The median step's seconds in this phase."""
+        """The median of this phase's seconds over the steps (the phase's metric value; the
+        phases' medians need not add up to the median step)."""
         return statistics.median(self.seconds)
 
 
@@ -63,6 +64,12 @@ class StepView:
     def median(self) -> float:
         """The median step's seconds."""
         return statistics.median(self.totals)
+
+    def share(self, phase: Phase) -> float | None:
+        """A phase's share (%) of all the profiled steps' time: the shares of the phases
+        that make up the step add up to 100%, as medians of each phase would not."""
+        whole = sum(self.totals)
+        return 100 * sum(phase.seconds) / whole if whole > 0 else None
 
 
 def _family(report: Report, prefix: str) -> list[Metric]:

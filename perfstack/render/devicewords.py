@@ -8,7 +8,7 @@ from __future__ import annotations
 from perfstack.analysis.deviceview import DeviceTime
 from perfstack.analysis.kernels import KernelView, short_name
 from perfstack.analysis.roofview import RoofOp, RoofView
-from perfstack.analysis.stepview import Outlier, StepView
+from perfstack.analysis.stepview import Outlier, Phase, StepView
 from perfstack.analysis.streamview import FIGURES, StreamView
 from perfstack.report.units import fmt_seconds, fmt_si, pct, pct_fine
 
@@ -166,11 +166,15 @@ def steps_title(v: StepView) -> str:
 
 
 def step_cells(v: StepView) -> list[list[str]]:
-    """One row per phase: name, the median step's time, its share, the fastest and slowest
-    step's."""
+    """One row per phase: name, its median over the steps, its share of all the steps' time
+    (the phases add up to 100%), the fastest and slowest step's."""
+    def share(p: Phase) -> str:
+        value = v.share(p)
+        return pct(value) if value is not None else "n/a"
+
     return [[("└ " if p.within else "") + phase_words(p.name), fmt_seconds(p.median),
-             pct(100 * p.median / v.median) if v.median else "n/a",
-             fmt_seconds(min(p.seconds)), fmt_seconds(max(p.seconds))] for p in v.phases]
+             share(p), fmt_seconds(min(p.seconds)), fmt_seconds(max(p.seconds))]
+            for p in v.phases]
 
 
 def outlier_line(o: Outlier) -> str:

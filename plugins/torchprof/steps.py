@@ -6,8 +6,9 @@ communication not hidden behind compute, memcpy/memset alone, and idle, with the
 device waited for the host to launch; summed over the devices in the trace, divided by their
 count. On a CPU, the main thread's step split into the DataLoader's ranges (data loading), the
 other ops directly under the step, and the rest (Python between the ops, and waiting).
-Each metric's value is the median step's; ``samples`` are the steps in order, so a step
-outlier can be named by its number.
+Each metric's value is the phase's median over the profiled steps (the phases' medians need
+not add up to the median step); ``samples`` are the steps in order, so a step outlier can be
+named by its number and a phase's share of all the steps' time summed.
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ CPU_PHASES = (("data", "the DataLoader yielding the batch (enumerate(DataLoader)
 def _metric(name: str, samples: list[float], what: str) -> Metric:
     return Metric(name, statistics.median(samples), "s", "framework", SOURCE,
                   Better.NEITHER, samples=samples, samples_of="steps", detail=True,
-                  description=f"{what}, per profiled step (the median step's; the samples "
-                  "are the steps in order)")
+                  description=f"{what}, per profiled step (its median over the steps; the "
+                  "samples are the steps in order)")
 
 
 def gpu_steps(windows: Sequence[tuple[float, float]],
