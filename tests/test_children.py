@@ -98,3 +98,29 @@ def test_profiles_split_by_process() -> None:
     assert processes.split(profiles, None)[2] == 2  # the lowest pid is the workload's
     single = [{"name": 'Thread 700 "MainThread"', "samples": []}]
     assert processes.split(single, 700) == (single, [], 0)
+
+
+def test_torch_threads_and_busy_workers_past_the_cpus_are_a_finding() -> None:
+    """A recorded run of two DataLoader workers (tests/workloads/loader_workers.py): they kept
+    about 1.9 CPUs busy during the steps while torch kept 2 intra-op threads on 2 CPUs. With half
+    the children's CPU time they still do not fit; with one torch thread there is no pool to
+    wait (measured with OMP_NUM_THREADS=1: the step's ops 48x faster, the step 2x)."""
+    path = ROOT / "tests/fixtures/reports/rules/loader_workers.json.gz"
+    report = load_report(path)
+    found = {f.rule: f for f in load_plugins().findings(report)}
+    compete = found["threads.children-compete"]
+    assert compete.title == ("torch's 2 threads and the workload's child processes compete "
+                             "for 2 CPUs")
+    assert "about 1.9 CPUs kept busy by its child processes" in compete.evidence[0], compete
+    assert "torch.set_num_threads(1)" in compete.action
+    half = load_report(path)
+    half.metrics = [dataclasses.replace(m, value=m.value / 2) if m.name == "child_cpu_time"
+                    else m for m in half.metrics]
+    assert "threads.children-compete" in {f.rule for f in load_plugins().findings(half)}
+    one = load_report(path)
+    one.environment["torch"]["intra_op_threads"] = 1
+    assert "threads.children-compete" not in {f.rule for f in load_plugins().findings(one)}
+    for m in half.metrics:  # a quarter: 0.47 CPUs of children, under the half a CPU that counts
+        if m.name == "child_cpu_time":
+            m.value = m.value / 2
+    assert "threads.children-compete" not in {f.rule for f in load_plugins().findings(half)}

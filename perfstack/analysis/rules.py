@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from perfstack.analysis.childrules import children_compete
 from perfstack.analysis.stats import summarize
 from perfstack.analysis.timerules import share_of, time_rules
 from perfstack.machine import cpus
@@ -322,7 +323,8 @@ def _oversubscription(report: Report) -> list[Finding]:
 def perfstack_findings(report: Report) -> list[Finding]:
     """Return findings about crashes, hangs, a machine busy with other programs, baseline
     noise, backend overhead (never for a run other programs disturbed), the time budget
-    (Python-bound, dispatch-bound, waiting, idle device, start-up and imports) and
-    oversubscribed threads."""
+    (Python-bound, dispatch-bound, waiting, idle device, start-up and imports),
+    oversubscribed threads, and torch's threads competing with the workload's children."""
     return [*_failures(report), *_busy(report), *_noise(report), *_overheads(report),
-            *time_rules(report), *_startup(report), *_oversubscription(report)]
+            *time_rules(report), *_startup(report), *_oversubscription(report),
+            *children_compete(report)]

@@ -1,0 +1,60 @@
+"""The finding rule of a workload whose own child processes (DataLoader workers, a pool) take
+CPUs its torch thread pool counts on: read from the ``child_cpu_time`` and ``step_time``
+metrics and the environment, never from a particular backend."""
+
+from __future__ import annotations
+
+from perfstack.machine import cpus
+from perfstack.report import Finding, Report
+from perfstack.report.units import fmt_seconds
+
+#: CPUs the children must keep busy, on average while the steps ran, to be a finding.
+CHILDREN_BUSY = 0.5
+#: How far past the usable CPUs the threads and the children may go (averages are rough).
+MARGIN = 0.5
+
+
+def _loop_seconds(report: Report) -> float | None:
+    """The seconds a baseline run spent in its steps: the step times summed over the baseline
+    runs that marked steps, per run."""
+    step = report.metric("step_time")
+    runs = [r for r in report.run.runs if r.role == "baseline" and r.steps]
+    if step is None or not step.samples or not runs:
+        return None
+    total = sum(float(s) for s in step.samples)
+    return total / len(runs) if total > 0 else None
+
+
+def children_compete(report: Report) -> list[Finding]:
+    """Torch's intra-op threads plus the CPUs the workload's child processes kept busy while
+    its steps ran, beyond the usable CPUs: the OpenMP pool waits for CPUs the workers hold,
+    and an op's time swings with whichever step the workers were busy in."""
+    torch = report.environment.get("torch")
+    intra = torch.get("intra_op_threads") if isinstance(torch, dict) else None
+    usable = cpus.usable_cpus(report.environment)
+    child = report.metric("child_cpu_time")
+    loop = _loop_seconds(report)
+    if (not isinstance(intra, int) or isinstance(intra, bool) or usable is None
+            or child is None or not isinstance(child.value, (int, float)) or loop is None):
+        return []
+    busy = float(child.value) / loop
+    # One torch thread is one more runnable thread, no pool whose threads wait for each other
+    # (measured: 2 threads beside two busy workers on 2 CPUs made the ops of a step 48x
+    # slower than 1 thread did, and the step 2x slower).
+    if intra < 2 or busy < CHILDREN_BUSY or intra + busy <= usable + MARGIN:
+        return []
+    keep = max(1, usable - round(busy))
+    return [Finding(
+        rule="threads.children-compete",
+        title=(f"torch's {intra} threads and the workload's child processes compete for "
+               f"{usable} CPUs"),
+        layer="hardware", severity="warning",
+        evidence=[f"torch intra-op threads {intra} in the workload's process + about "
+                  f"{busy:.1f} CPUs kept busy by its child processes while the steps ran "
+                  f"(child_cpu_time {fmt_seconds(float(child.value))} over "
+                  f"{fmt_seconds(loop)} of steps a run) = {intra + busy:.1f} on {usable} "
+                  "usable CPUs"],
+        action=(f"give the workload's process fewer threads (torch.set_num_threads({keep})) "
+                "or the DataLoader fewer workers; 'perfstack sweep --env "
+                "OMP_NUM_THREADS=...' finds the best"),
+        source="perfstack")]
