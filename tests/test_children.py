@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from perfstack.analysis.budget import drill_down
 from perfstack.pluginmanager import load_plugins
-from perfstack.report import Layer
+from perfstack.report import Finding, Layer, Report
 from perfstack.report.files import load_report
 from plugins.pyspy import processes
 from tests.conftest import ROOT, WORKLOADS, Result, backend
@@ -124,3 +124,28 @@ def test_torch_threads_and_busy_workers_past_the_cpus_are_a_finding() -> None:
         if m.name == "child_cpu_time":
             m.value = m.value / 2
     assert "threads.children-compete" not in {f.rule for f in load_plugins().findings(half)}
+
+
+def test_roofline_verdicts_on_contended_cpus_say_so_first() -> None:
+    """The same workload with torch (a recorded run): its ops' verdicts ('ran at 0.07% of what
+    this machine can reach') come first with the contention that slowed them; without the
+    children's figure there is no contention finding and nothing is added."""
+    from perfstack.analysis import contention, roofline
+
+    def findings_of(report: Report) -> list[Finding]:
+        report.findings = []
+        _, found = roofline.annotate(report)
+        report.findings = [*found, *load_plugins().findings(report)]
+        contention.qualify(report)
+        return report.findings
+
+    path = ROOT / "tests/fixtures/reports/rules/loader_workers_torch.json.gz"
+    found = findings_of(load_report(path))
+    roof = [f for f in found if f.rule.startswith("roofline.")]
+    assert roof and "threads.children-compete" in {f.rule for f in found}, found
+    assert all(f.evidence[0] == "measured on contended CPUs (threads.children-compete): the "
+               "ops' times include waiting for a CPU" for f in roof), roof
+    quiet = load_report(path)
+    quiet.metrics = [m for m in quiet.metrics if m.name != "child_cpu_time"]
+    assert not any(e.startswith("measured on contended")
+                   for f in findings_of(quiet) for e in f.evidence)

@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from perfstack.analysis import roofline
+from perfstack.analysis import contention, roofline
 from perfstack.analysis.stats import summarize
 from perfstack.backend import Collected
 from perfstack.report import (
@@ -243,5 +243,6 @@ def build_report(run: RunInfo, environment: dict[str, Any], results: list[Backen
     report.findings.extend(found)
     report.findings.extend(findings(report))
     report.findings.extend(more_findings)
+    contention.qualify(report)
     report.findings[:] = order_findings(report.findings)
     return report
