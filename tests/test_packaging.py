@@ -52,6 +52,7 @@ def test_schema_is_package_data():
 #: Where the core may say "torch": the torch *library* (its version and threads in the
 #: environment block, the package a frame belongs to), never the torch backend.
 TORCH_THE_LIBRARY = {
+    "perfstack/analysis/childrules.py",
     "perfstack/analysis/diff.py",
     "perfstack/analysis/origin.py",
     "perfstack/analysis/rules.py",
