@@ -40,6 +40,10 @@ _window_at: int | None = None
 _on_window: Any = None
 #: Set by the bootstrap: the workload's own process; steps count in its main thread only.
 _pid: int | None = None
+#: The CPU seconds of the child processes the workload had waited for when the step times
+#: began (its first step): what they use later ran beside its steps (DataLoader workers), what
+#: they used before did not (a compiler run at the first call).
+_children_at_first: float | None = None
 
 
 class StepLimitReached(SystemExit):
@@ -68,7 +72,7 @@ def _optimizer_step(*_: Any) -> None:
 
 
 def _count_step(explicit: bool) -> None:
-    global _steps, _explicit
+    global _steps, _explicit, _children_at_first
     if _pid is not None and (os.getpid() != _pid
                              or threading.current_thread() is not threading.main_thread()):
         return
@@ -88,10 +92,20 @@ def _count_step(explicit: bool) -> None:
         _step_times.append(_perf_counter())
         if _statm is not None:
             _step_rss.append(_resident())
+        if len(_step_times) == 1:
+            _children_at_first = _children_cpu()
     for callback in _step_callbacks:
         callback()
     if _stop_after is not None and _steps >= _stop_after:
         raise StepLimitReached(0)
+
+
+def _children_cpu() -> float:
+    """The CPU seconds (user + system) of the child processes this process has waited for."""
+    import resource
+
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return float(used.ru_utime + used.ru_stime)
 
 
 def _resident() -> int:

@@ -82,13 +82,18 @@ class ResourcesBackend(Backend):
                          "cpus", series["cpu_utilisation"], "cpu_utilisation"))
         out.metrics.append(_metric("cpu_utilisation", "cpus", Better.NEITHER,
                                    series["cpu_utilisation"]))
-        children = [c for o in ctx.baseline if o.record.rusage and o.record.wall_s
-                    and (c := rundir.RunFolder(o.artifact_dir).children_cpu()) is not None]
-        if children and len(children) == len(runs):
+        folders = [rundir.RunFolder(o.artifact_dir) for o in ctx.baseline
+                   if o.record.rusage and o.record.wall_s]
+        for field, metric, title, read in (
+                ("children_cpu_s", "child_cpu_time",
+                 "CPU time of the workload's child processes", rundir.RunFolder.children_cpu),
+                ("children_cpu_in_steps_s", "child_cpu_time_in_steps",
+                 "the part of it from the first step on", rundir.RunFolder.children_cpu_in_steps)):
             # Inside user and system time already: the part the workload's children used.
-            rows.append(_row("children_cpu_s", "CPU time of the workload's child processes",
-                             "s", children, "child_cpu_time"))
-            out.metrics.append(_metric("child_cpu_time", "s", Better.NEITHER, children))
+            values = [v for f in folders if (v := read(f)) is not None]
+            if values and len(values) == len(runs):
+                rows.append(_row(field, title, "s", values, metric))
+                out.metrics.append(_metric(metric, "s", Better.NEITHER, values))
         out.rows[Layer.HARDWARE] = rows
         out.notes = notes
         return out

@@ -210,7 +210,7 @@ def test_quick_is_one_baseline_and_the_quick_backends(perfstack):
     line = result.stderr[said:].splitlines()[0]
     assert line.endswith("(pyspy).") and "long_loop.py:" in line, line
     assert backend(report, "pyspy")["overhead"] is not None  # against the later baseline
-    assert "Hardware   resources 11 rows, shown as metrics" in result.stdout
+    assert "Hardware   resources 12 rows, shown as metrics" in result.stdout
     assert "not measured (--plugins nvml, perf, resources)" not in result.stdout
     again = perfstack("run", "--quick", "--repeat", "2", "--dry-run", str(WORKLOADS / "busy.py"))
     assert again.code == 0 and "baseline: 2 run(s)" in again.stdout  # --repeat given: kept

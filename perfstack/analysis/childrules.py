@@ -1,6 +1,6 @@
 """The finding rule of a workload whose own child processes (DataLoader workers, a pool) take
-CPUs its torch thread pool counts on: read from the ``child_cpu_time`` and ``step_time``
-metrics and the environment, never from a particular backend."""
+CPUs its torch thread pool counts on: read from the ``child_cpu_time_in_steps`` and
+``step_time`` metrics and the environment, never from a particular backend."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ def children_compete(report: Report) -> list[Finding]:
     torch = report.environment.get("torch")
     intra = torch.get("intra_op_threads") if isinstance(torch, dict) else None
     usable = cpus.usable_cpus(report.environment)
-    child = report.metric("child_cpu_time")
+    # From the first step on: a compiler the first call ran (torch.compile) is no worker.
+    child = report.metric("child_cpu_time_in_steps")
     loop = _loop_seconds(report)
     if (not isinstance(intra, int) or isinstance(intra, bool) or usable is None
             or child is None or not isinstance(child.value, (int, float)) or loop is None):
@@ -51,7 +52,7 @@ def children_compete(report: Report) -> list[Finding]:
         layer="hardware", severity="warning",
         evidence=[f"torch intra-op threads {intra} in the workload's process + about "
                   f"{busy:.1f} CPUs kept busy by its child processes while the steps ran "
-                  f"(child_cpu_time {fmt_seconds(float(child.value))} over "
+                  f"(child_cpu_time_in_steps {fmt_seconds(float(child.value))} over "
                   f"{fmt_seconds(loop)} of steps a run) = {intra + busy:.1f} on {usable} "
                   "usable CPUs"],
         action=(f"give the workload's process fewer threads (torch.set_num_threads({keep})) "

@@ -110,17 +110,6 @@ def _write_probe(folder: str, probes: dict[str, Any]) -> None:
         json.dump(probes, fh)
 
 
-def _children_cpu_s() -> float:
-    """The CPU time (user + system) of the child processes the workload started and waited
-    for (DataLoader workers, a pool, a compiler), up to the end of its script: the OS counts
-    it into the workload's own once they are reaped, so a sampler of the workload's process
-    alone never sees it."""
-    import resource
-
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return float(used.ru_utime + used.ru_stime)
-
-
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
@@ -307,7 +296,11 @@ def main(argv: list[str]) -> None:
                            "limit": perfstack._stop_after,
                            "step_times_s": [b - a for a, b in itertools.pairwise(times)],
                            "step_rss_bytes": perfstack._step_rss,
-                           "children_cpu_s": _children_cpu_s()}, fh)
+                           "children_cpu_s": perfstack._children_cpu(),
+                           # the steps' times began at the script's start under --steps
+                           "children_cpu_at_first_step_s": (
+                               0.0 if perfstack._started_at is not None
+                               else perfstack._children_at_first)}, fh)
             # Best effort: without it the report lacks the live torch facts, nothing more.
             with contextlib.suppress(Exception):
                 _write_workload_env(folder)

@@ -117,9 +117,21 @@ class RunFolder:
     def children_cpu(self, rank: int | None = None) -> float | None:
         """The CPU seconds of the child processes the workload waited for (saved at its
         exit), or None where it did not say."""
+        return self._number("children_cpu_s", rank)
+
+    def children_cpu_in_steps(self, rank: int | None = None) -> float | None:
+        """The part of ``children_cpu`` used from the workload's first step on (beside its
+        steps, as DataLoader workers work), or None where it marked no step."""
+        total = self._number("children_cpu_s", rank)
+        first = self._number("children_cpu_at_first_step_s", rank)
+        return max(0.0, total - first) if total is not None and first is not None else None
+
+    def _number(self, name: str, rank: int | None) -> float | None:
         data = _read_json(self.rank(rank).path / STEPS_FILE)
-        value = data.get("children_cpu_s") if isinstance(data, dict) else None
-        return float(value) if isinstance(value, (int, float)) and value >= 0 else None
+        value = data.get(name) if isinstance(data, dict) else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+            return float(value)
+        return None
 
     def _steps(self) -> tuple[int | None, list[float]]:
         data = _read_json(self.path / STEPS_FILE)

@@ -102,12 +102,12 @@ def _unsampled(report: Report) -> list[Finding]:
         rule="python.children-unsampled",
         title=(f"the workload's child processes used {fmt_seconds(seconds)} of CPU "
                f"({pct(100 * seconds / everything)} of all its processes' CPU time), which "
-               "py-spy did not "
-               "sample"),
+               "py-spy did not sample"),
         layer="python", severity="warning",
         evidence=[f"child_cpu_time {fmt_seconds(seconds)} of {fmt_seconds(everything)} user "
                   f"and system CPU time ({child.source}): DataLoader workers, a "
                   "multiprocessing pool, compilers"],
-        action=("sample them too: perfstack run --plugins pyspy --pyspy-subprocesses ... "
-                "(their functions are listed apart, as [child processes])"),
+        action=("sample the Python ones too: perfstack run --plugins pyspy "
+                "--pyspy-subprocesses ... (their functions are listed apart, as [child "
+                "processes]; a compiler's time has no Python to sample)"),
         source=SOURCE)]
