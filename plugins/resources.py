@@ -88,7 +88,8 @@ class ResourcesBackend(Backend):
                 ("children_cpu_s", "child_cpu_time",
                  "CPU time of the workload's child processes", rundir.RunFolder.children_cpu),
                 ("children_cpu_in_steps_s", "child_cpu_time_in_steps",
-                 "the part of it from the first step on", rundir.RunFolder.children_cpu_in_steps)):
+                 "child processes' CPU time from the first step on",
+                 rundir.RunFolder.children_cpu_in_steps)):
             # Inside user and system time already: the part the workload's children used.
             values = [v for f in folders if (v := read(f)) is not None]
             if values and len(values) == len(runs):
