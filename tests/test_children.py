@@ -6,14 +6,16 @@ went unsampled) instead of advising workers to a workload that already has them.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
+from pathlib import Path
 
 from perfstack.analysis.budget import drill_down
 from perfstack.pluginmanager import load_plugins
 from perfstack.report import Finding, Layer, Report
-from perfstack.report.files import load_report
+from perfstack.report.files import load_report, save_report
 from plugins.pyspy import processes
-from tests.conftest import ROOT, WORKLOADS, Result, backend
+from tests.conftest import ROOT, WORKLOADS, Result, backend, perfstack_in
 
 #: A real run (tests/fixtures/reports/README.md has its command): two forked workers burn
 #: 4 x 0.5 s of CPU time while the main process waits for them, after a third child burnt
@@ -50,6 +52,10 @@ def test_a_pool_s_workers_are_sampled_and_kept_apart(perfstack: Callable[..., Re
     assert found["python.child-processes"]["title"].startswith(
         "the workload's 3 child processes ran "), found
     assert "python.children-unsampled" not in found
+    shown = perfstack_in(result.cwd, "show", env={"COLUMNS": "80"}).stdout
+    block = shown[shown.index("\nFindings"):shown.index("\nWhere the time")]
+    for finding in re.split(r"\n(?=  \[)", block)[1:]:  # at most 7 lines each, as any
+        assert len(finding.strip("\n").splitlines()) <= 7, finding
     # The main thread waits for its workers: the advice is where they spend it, not workers.
     waiting = found["time.waiting"]
     assert any("child processes used" in e for e in waiting["evidence"]), waiting
@@ -68,7 +74,7 @@ def test_the_tree_labels_child_functions_and_gives_them_no_share_of_wall() -> No
     assert all(n.share is not None for n in nodes if n.key.startswith("library:"))
 
 
-def test_unsampled_children_are_said_with_their_cpu_time() -> None:
+def test_unsampled_children_are_said_with_their_cpu_time(tmp_path: Path) -> None:
     """The same run as if py-spy had followed the workload's process only: the children's CPU
     time (96% of all) is what it did not see, and the finding says how to sample it; below
     0.2 s of CPU, or 10% of it, nothing is said."""
@@ -80,6 +86,14 @@ def test_unsampled_children_are_said_with_their_cpu_time() -> None:
     assert "which py-spy did not sample" in unsampled.title, unsampled.title
     assert "--pyspy-subprocesses" in unsampled.action
     assert "python.child-processes" not in found
+    # On the first screen at 80 columns it takes no more lines than any finding may (7).
+    report.findings = list(found.values())
+    save_report(report, tmp_path / "unsampled.json")
+    shown = perfstack_in(tmp_path, "show", "unsampled.json", env={"COLUMNS": "80"})
+    assert shown.code == 0, shown.stderr
+    block = shown.stdout[shown.stdout.index("\nFindings"):shown.stdout.index("\nWhere the time")]
+    lines = next(f for f in re.split(r"\n(?=  \[)", block) if "py-spy did not sample" in f)
+    assert len(lines.strip("\n").splitlines()) <= 7, lines
     for name, value in (("child_cpu_time", 0.15), ("cpu_user_time", 30.0)):
         changed = load_report(RECORDED)
         changed.layers[Layer.PYTHON] = report.layers[Layer.PYTHON]

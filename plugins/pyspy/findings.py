@@ -3,6 +3,7 @@ of its child processes (DataLoader workers, a multiprocessing pool), sampled or 
 
 from __future__ import annotations
 
+from perfstack.analysis.origin import origin, workload_dir
 from perfstack.report import Finding, Layer, Report, Row
 from perfstack.report.units import fmt_seconds, pct
 
@@ -21,8 +22,15 @@ def _seconds(row: Row, name: str) -> float:
     return float(q.value) if q is not None and isinstance(q.value, (int, float)) else 0.0
 
 
-def _plain(row: Row) -> str:
-    return row.name.removeprefix(NAME_PREFIX).strip()
+def _plain(row: Row, home: str | None) -> str:
+    """A function as the drill-down names it: its file's path short (from the workload's
+    folder, or inside its library), not as the interpreter had it."""
+    file, line = row.attrs.get("file"), row.attrs.get("line")
+    function = row.attrs.get("function")
+    if not isinstance(file, str) or not isinstance(function, str):
+        return row.name.removeprefix(NAME_PREFIX).strip()
+    where = origin(file, home).path
+    return f"{function} ({where}:{line})" if line else f"{function} ({where})"
 
 
 def data_loading(report: Report) -> list[Finding]:
@@ -70,8 +78,9 @@ def _sampled(report: Report, python: list[Row], threads: list[Row]) -> Finding:
                          and _seconds(r, "self_time") > 0),
                         key=lambda r: -_seconds(r, "self_time"))
     measure = "own_time" if own else "self_time"
-    where = f", most in {_plain(hot[0])}" if hot else ""
-    evidence = [f"{_plain(r)}: {fmt_seconds(_seconds(r, measure))}"
+    home = workload_dir(report)
+    where = f", most in {_plain(hot[0], home)}" if hot else ""
+    evidence = [f"{_plain(r, home)}: {fmt_seconds(_seconds(r, measure))}"
                 + (" with the library code it calls" if own else " of its own time")
                 + f", {pct(100 * _seconds(r, measure) / total)} of their samples"
                 for r in hot[:2] if total]
@@ -101,13 +110,12 @@ def _unsampled(report: Report) -> list[Finding]:
     return [Finding(
         rule="python.children-unsampled",
         title=(f"the workload's child processes used {fmt_seconds(seconds)} of CPU "
-               f"({pct(100 * seconds / everything)} of all its processes' CPU time), which "
-               "py-spy did not sample"),
+               f"({pct(100 * seconds / everything)} of all), which py-spy did not sample"),
         layer="python", severity="warning",
         evidence=[f"child_cpu_time {fmt_seconds(seconds)} of {fmt_seconds(everything)} user "
                   f"and system CPU time ({child.source}): DataLoader workers, a "
                   "multiprocessing pool, compilers"],
         action=("sample the Python ones too: perfstack run --plugins pyspy "
-                "--pyspy-subprocesses ... (their functions are listed apart, as [child "
-                "processes]; a compiler's time has no Python to sample)"),
+                "--pyspy-subprocesses ... (listed apart, as [child processes]; a compiler "
+                "has no Python to sample)"),
         source=SOURCE)]
