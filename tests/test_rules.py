@@ -61,6 +61,30 @@ def test_data_loading_in_the_main_process() -> None:
     assert "num_workers" in found["python.data-loading"].action
 
 
+def test_data_loading_is_a_share_of_the_work_not_of_the_imports() -> None:
+    """The same run as if its loop were short beside its imports: 70% of its wall time in
+    start-up, its DataLoader 14% of all samples. Of the samples outside start-up that is
+    14 x (70 + 16) / 16 = 75%: a finding, where a share of all the samples said nothing."""
+    import dataclasses
+
+    report = load_report(RECORDED / "rules/loader.json.gz")
+    budget = {"budget.startup": 70.0, "budget.interpreter": 12.0, "budget.native": 4.0}
+    report.metrics = [dataclasses.replace(m, value=budget[m.name]) if m.name in budget else m
+                      for m in report.metrics]
+    loader = [r for r in report.layers[Layer.PYTHON]
+              if "torch/utils/data/" in str(r.attrs.get("file", ""))]
+    for row in loader:
+        row.values["total_share"] = Quantity(14.0, "%")
+    found = {f.rule: f for f in load_plugins().findings(report)}
+    assert found["python.data-loading"].title == (
+        "data loading: 75% of the samples outside start-up are inside torch's DataLoader")
+    assert "14.0% of the workload process's samples" in found["python.data-loading"].evidence[0]
+    for m in report.metrics:  # all of it running: 14% of the work, no finding
+        if m.name == "budget.startup":
+            m.value = 0.0
+    assert "python.data-loading" not in {f.rule for f in load_plugins().findings(report)}
+
+
 def test_quiet_runs_raise_none_of_them() -> None:
     """The 60/40 workload is none of these things."""
     found = _rules_of("rules/quiet.json.gz")

@@ -33,23 +33,40 @@ def _plain(row: Row, home: str | None) -> str:
     return f"{function} ({where}:{line})" if line else f"{function} ({where})"
 
 
+def _outside_startup(report: Report) -> float:
+    """How many times its share of all samples a function's share of the samples outside
+    start-up is: (start-up + running) over running, from py-spy's own time budget (idle time
+    has no samples); 1 where the budget is unknown."""
+    parts = [report.metric(f"budget.{p}") for p in ("startup", "interpreter", "native")]
+    values = [float(m.value) for m in parts
+              if m is not None and m.source == SOURCE and isinstance(m.value, (int, float))]
+    if len(values) != 3 or values[1] + values[2] <= 0:
+        return 1.0
+    return (values[0] + values[1] + values[2]) / (values[1] + values[2])
+
+
 def data_loading(report: Report) -> list[Finding]:
-    """Flag a run whose samples in the workload's own process are mostly inside torch's data
-    loading (DataLoader, datasets, collate): the batches are made where the step waits.
-    Workers' samples (``--pyspy-subprocesses``) are the children finding's."""
+    """Flag a run whose samples in the workload's own process, outside start-up, are mostly
+    inside torch's data loading (DataLoader, datasets, collate): the batches are made where
+    the step waits. A short run's imports do not hide it (the samples of a run are mostly
+    imports when its loop is short). Workers' samples (``--pyspy-subprocesses``) are the
+    children finding's."""
     rows = [r for r in report.layers.get(Layer.PYTHON, [])
             if r.source == SOURCE and r.attrs.get("process") != "child"
             and "torch/utils/data/" in str(r.attrs.get("file", ""))]
     share = max((float(r.values["total_share"].value or 0.0) for r in rows
                  if "total_share" in r.values), default=0.0)
-    if share < DATA_LOADING_SHARE:
+    work = min(100.0, share * _outside_startup(report))
+    if work < DATA_LOADING_SHARE:
         return []
     top = max(rows, key=lambda r: float(r.values["total_share"].value or 0.0))
     return [Finding(
         rule="python.data-loading",
-        title=f"data loading: {share:.0f}% of the samples are inside torch's DataLoader",
+        title=(f"data loading: {work:.0f}% of the samples outside start-up are inside "
+               "torch's DataLoader"),
         layer="python", severity="warning",
-        evidence=[f"{top.name}: {share:.1f}% of the workload process's samples (inclusive)"],
+        evidence=[f"{_plain(top, workload_dir(report))}: {share:.1f}% of the workload "
+                  f"process's samples (inclusive), {work:.0f}% of those outside start-up"],
         action=("load in worker processes (DataLoader(num_workers=N, pin_memory=True, "
                 "persistent_workers=True)), make __getitem__ cheaper, or prefetch"),
         source=SOURCE)]
