@@ -13,8 +13,10 @@ one run's overhead, while a second run mixes two runs' splits into the budget: o
 default. With ``--pyspy-native`` the native frames below Python frames go
 to the kernel layer, linked to the Python function that called them.
 
-The package: ``sampler`` starts py-spy, ``speedscope`` reads what it wrote, and this module is
-the backend that joins them into the report.
+The package: ``sampler`` starts py-spy, ``speedscope`` reads what it wrote, ``processes``
+keeps the workload's own process apart from its children (``--pyspy-subprocesses``),
+``findings`` says what the samples conclude, and this module is the backend that joins them
+into the report.
 """
 
 from __future__ import annotations
