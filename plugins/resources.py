@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from perfstack import hookimpl
 from perfstack.backend import Availability, Backend, Collected, Outcome, RunContext
@@ -90,14 +90,26 @@ class ResourcesBackend(Backend):
                 ("children_cpu_in_steps_s", "child_cpu_time_in_steps",
                  "child processes' CPU time from the first step on",
                  rundir.RunFolder.children_cpu_in_steps)):
-            # Inside user and system time already: the part the workload's children used.
-            values = [v for f in folders if (v := read(f)) is not None]
+            # Inside user and system time already: the part the workload's children used
+            # (under torchrun, every rank's on this node).
+            values = [v for f in folders if (v := _every_rank(f, read)) is not None]
             if values and len(values) == len(runs):
                 rows.append(_row(field, title, "s", values, metric))
                 out.metrics.append(_metric(metric, "s", Better.NEITHER, values))
         out.rows[Layer.HARDWARE] = rows
         out.notes = notes
         return out
+
+
+def _every_rank(folder: rundir.RunFolder,
+                read: Callable[[rundir.RunFolder], float | None]) -> float | None:
+    """A figure of the workload's process, summed over its ranks under torchrun; None where
+    one of them did not say."""
+    ranks = folder.ranks()
+    if not ranks:
+        return read(folder)
+    values = [read(folder.rank(r)) for r in ranks]
+    return None if any(v is None for v in values) else sum(v or 0.0 for v in values)
 
 
 def _row(key: str, title: str, unit: str, values: Sequence[float], metric: str) -> Row:

@@ -135,6 +135,12 @@ def test_torch_threads_and_busy_workers_past_the_cpus_are_a_finding() -> None:
     half.metrics = [dataclasses.replace(m, value=m.value / 2)
                     if m.name == "child_cpu_time_in_steps" else m for m in half.metrics]
     assert "threads.children-compete" in {f.rule for f in load_plugins().findings(half)}
+    # Two ranks on the machine, each with torch's 2 threads (their children summed): 4.
+    job = load_report(path)
+    step = next(m for m in job.metrics if m.name == "step_time")
+    job.metrics += [dataclasses.replace(step, name=f"step_time[rank{r}]") for r in (0, 1)]
+    (ranked,) = [f for f in load_plugins().findings(job) if f.rule == "threads.children-compete"]
+    assert ranked.title.startswith("torch's 4 threads") and " x 2 ranks + " in ranked.evidence[0]
     one = load_report(path)
     one.environment["torch"]["intra_op_threads"] = 1
     assert "threads.children-compete" not in {f.rule for f in load_plugins().findings(one)}

@@ -38,24 +38,29 @@ def children_compete(report: Report) -> list[Finding]:
     if (not isinstance(intra, int) or isinstance(intra, bool) or usable is None
             or child is None or not isinstance(child.value, (int, float)) or loop is None):
         return []
+    # A job's ranks on this machine each keep torch's threads (their children are summed).
+    ranks = sum(1 for m in report.metrics if m.name.startswith("step_time[rank")) or 1
+    threads = intra * ranks
     busy = float(child.value) / loop
     # One torch thread is one more runnable thread, no pool whose threads wait for each other
     # (measured: 2 threads beside two busy workers on 2 CPUs made the ops of a step 48x
     # slower than 1 thread did, and the step 2x slower).
-    if intra < 2 or busy < CHILDREN_BUSY or intra + busy <= usable + MARGIN:
+    if intra < 2 or busy < CHILDREN_BUSY or threads + busy <= usable + MARGIN:
         return []
-    keep = max(1, usable - round(busy))
+    keep = max(1, (usable - round(busy)) // ranks)
     return [Finding(
         rule="threads.children-compete",
-        title=(f"torch's {intra} threads and the workload's child processes compete for "
+        title=(f"torch's {threads} threads and the workload's child processes compete for "
                f"{usable} CPUs"),
         layer="hardware", severity="warning",
-        evidence=[f"torch intra-op threads {intra} in the workload's process + about "
-                  f"{busy:.1f} CPUs kept busy by its child processes while the steps ran "
-                  f"(child_cpu_time_in_steps {fmt_seconds(float(child.value))} over "
-                  f"{fmt_seconds(loop)} of steps a run) = {intra + busy:.1f} on {usable} "
+        evidence=[f"torch intra-op threads {intra}"
+                  + (f" x {ranks} ranks" if ranks > 1 else " in the workload's process")
+                  + f" + about {busy:.1f} CPUs kept busy by "
+                  f"{'their' if ranks > 1 else 'its'} child processes while the steps "
+                  f"ran (child_cpu_time_in_steps {fmt_seconds(float(child.value))} over "
+                  f"{fmt_seconds(loop)} of steps a run) = {threads + busy:.1f} on {usable} "
                   "usable CPUs"],
-        action=(f"give the workload's process fewer threads (torch.set_num_threads({keep})) "
-                "or the DataLoader fewer workers; 'perfstack sweep --env "
-                "OMP_NUM_THREADS=...' finds the best"),
+        action=(f"give the workload's process{'es' if ranks > 1 else ''} fewer threads "
+                f"(torch.set_num_threads({keep})) or the DataLoader fewer workers; "
+                "'perfstack sweep --env OMP_NUM_THREADS=...' finds the best"),
         source="perfstack")]
