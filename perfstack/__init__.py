@@ -93,7 +93,7 @@ def _count_step(explicit: bool) -> None:
         if _statm is not None:
             _step_rss.append(_resident())
         if len(_step_times) == 1:
-            _children_at_first = _children_cpu()
+            _children_at_first = _children_cpu() + _live_children_cpu()
     for callback in _step_callbacks:
         callback()
     if _stop_after is not None and _steps >= _stop_after:
@@ -106,6 +106,39 @@ def _children_cpu() -> float:
 
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     return float(used.ru_utime + used.ru_stime)
+
+
+def _live_children_cpu() -> float:
+    """The CPU seconds its descendants still running have used so far (Linux: ``/proc``'s
+    children lists and each one's stat; 0 elsewhere): DataLoader workers started (spawned:
+    importing torch) before the first step are not reaped yet, and what they used before it
+    is not the steps'. A live child's own reaped children are in its stat's cutime/cstime."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    total, seen, todo = 0.0, set(), [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as fh:
+                    kids = [int(k) for k in fh.read().split()]
+            except (OSError, ValueError):
+                continue
+            for kid in kids:
+                if kid in seen:
+                    continue
+                seen.add(kid)
+                try:
+                    with open(f"/proc/{kid}/stat", encoding="utf-8", errors="replace") as fh:
+                        fields = fh.read().rsplit(")", 1)[1].split()
+                    total += sum(int(fields[i]) for i in (11, 12, 13, 14)) / tick
+                except (OSError, ValueError, IndexError):
+                    continue
+                todo.append(kid)
+    return total
 
 
 def _resident() -> int:

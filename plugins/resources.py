@@ -84,18 +84,19 @@ class ResourcesBackend(Backend):
                                    series["cpu_utilisation"]))
         folders = [rundir.RunFolder(o.artifact_dir) for o in ctx.baseline
                    if o.record.rusage and o.record.wall_s]
-        for field, metric, title, read in (
+        for field, metric, title, unit, read in (
                 ("children_cpu_s", "child_cpu_time",
-                 "CPU time of the workload's child processes", rundir.RunFolder.children_cpu),
-                ("children_cpu_in_steps_s", "child_cpu_time_in_steps",
-                 "child processes' CPU time from the first step on",
-                 rundir.RunFolder.children_cpu_in_steps)):
+                 "CPU time of the workload's child processes", "s",
+                 rundir.RunFolder.children_cpu),
+                ("children_busy_in_steps", "child_cpus_in_steps",
+                 "CPUs its child processes kept busy from its first step on", "cpus",
+                 rundir.RunFolder.children_busy_in_steps)):
             # Inside user and system time already: the part the workload's children used
             # (under torchrun, every rank's on this node).
             values = [v for f in folders if (v := _every_rank(f, read)) is not None]
             if values and len(values) == len(runs):
-                rows.append(_row(field, title, "s", values, metric))
-                out.metrics.append(_metric(metric, "s", Better.NEITHER, values))
+                rows.append(_row(field, title, unit, values, metric))
+                out.metrics.append(_metric(metric, unit, Better.NEITHER, values))
         out.rows[Layer.HARDWARE] = rows
         out.notes = notes
         return out

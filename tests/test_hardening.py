@@ -174,6 +174,22 @@ def test_processes_left_running_in_sessions_of_their_own_are_stopped_and_named(
     assert all(any(f"pid {p}:" in e for e in found["evidence"]) for p in pids), found
 
 
+def test_what_the_workload_leaves_in_its_group_may_end_by_itself(
+        perfstack: Callable[..., Result], tmp_path: Path) -> None:
+    """A spawned multiprocessing child's resource tracker, and a child that tidies up for
+    50 ms after its parent exits, stay in the run's process group: they get to end by
+    themselves (a SIGKILL at once kept the tidying from happening, and a sweep that found the
+    tracker dying named it 'left running'), and nothing is said of them."""
+    cleaned = tmp_path / "cleaned.txt"
+    result = perfstack("run", "--plugins", "resources", "--repeat", "1", "--warmup", "0", "-q",
+                       "-o", "r.json", str(WORKLOADS / "ends_after.py"),
+                       env={"CLEANED": str(cleaned)})
+    assert result.code == 0, result.stderr
+    assert cleaned.read_text() == "cleaned"
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert not [f for f in report["findings"] if f["rule"] == "run.left-running"], report
+
+
 @pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")
 def test_a_wrapper_that_hides_a_crash_does_not_hide_it_from_the_report(
         perfstack: Callable[..., Result], tmp_path: Path) -> None:

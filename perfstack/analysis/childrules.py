@@ -1,28 +1,16 @@
 """The finding rule of a workload whose own child processes (DataLoader workers, a pool) take
-CPUs its torch thread pool counts on: read from the ``child_cpu_time_in_steps`` and
-``step_time`` metrics and the environment, never from a particular backend."""
+CPUs its torch thread pool counts on: read from the ``child_cpus_in_steps`` metric and the
+environment, never from a particular backend."""
 
 from __future__ import annotations
 
 from perfstack.machine import cpus
 from perfstack.report import Finding, Report
-from perfstack.report.units import fmt_seconds
 
 #: CPUs the children must keep busy, on average while the steps ran, to be a finding.
 CHILDREN_BUSY = 0.5
 #: How far past the usable CPUs the threads and the children may go (averages are rough).
 MARGIN = 0.5
-
-
-def _loop_seconds(report: Report) -> float | None:
-    """The seconds a baseline run spent in its steps: the step times summed over the baseline
-    runs that marked steps, per run."""
-    step = report.metric("step_time")
-    runs = [r for r in report.run.runs if r.role == "baseline" and r.steps]
-    if step is None or not step.samples or not runs:
-        return None
-    total = sum(float(s) for s in step.samples)
-    return total / len(runs) if total > 0 else None
 
 
 def children_compete(report: Report) -> list[Finding]:
@@ -32,16 +20,16 @@ def children_compete(report: Report) -> list[Finding]:
     torch = report.environment.get("torch")
     intra = torch.get("intra_op_threads") if isinstance(torch, dict) else None
     usable = cpus.usable_cpus(report.environment)
-    # From the first step on: a compiler the first call ran (torch.compile) is no worker.
-    child = report.metric("child_cpu_time_in_steps")
-    loop = _loop_seconds(report)
+    # From the first step on: a compiler the first call ran (torch.compile), or workers
+    # spawned and importing torch before it, are not what competed with the steps.
+    child = report.metric("child_cpus_in_steps")
     if (not isinstance(intra, int) or isinstance(intra, bool) or usable is None
-            or child is None or not isinstance(child.value, (int, float)) or loop is None):
+            or child is None or not isinstance(child.value, (int, float))):
         return []
     # A job's ranks on this machine each keep torch's threads (their children are summed).
     ranks = sum(1 for m in report.metrics if m.name.startswith("step_time[rank")) or 1
     threads = intra * ranks
-    busy = float(child.value) / loop
+    busy = float(child.value)
     # One torch thread is one more runnable thread, no pool whose threads wait for each other
     # (measured: 2 threads beside two busy workers on 2 CPUs made the ops of a step 48x
     # slower than 1 thread did, and the step 2x slower).
@@ -56,10 +44,9 @@ def children_compete(report: Report) -> list[Finding]:
         evidence=[f"torch intra-op threads {intra}"
                   + (f" x {ranks} ranks" if ranks > 1 else " in the workload's process")
                   + f" + about {busy:.1f} CPUs kept busy by "
-                  f"{'their' if ranks > 1 else 'its'} child processes while the steps "
-                  f"ran (child_cpu_time_in_steps {fmt_seconds(float(child.value))} over "
-                  f"{fmt_seconds(loop)} of steps a run) = {threads + busy:.1f} on {usable} "
-                  "usable CPUs"],
+                  f"{'their' if ranks > 1 else 'its'} child processes from the first "
+                  f"step on (child_cpus_in_steps, from {child.source}) = "
+                  f"{threads + busy:.1f} on {usable} usable CPUs"],
         action=(f"give the workload's process{'es' if ranks > 1 else ''} fewer threads "
                 f"(torch.set_num_threads({keep})) or the DataLoader fewer workers; "
                 "'perfstack sweep --env OMP_NUM_THREADS=...' finds the best"),

@@ -300,7 +300,9 @@ def main(argv: list[str]) -> None:
                            # the steps' times began at the script's start under --steps
                            "children_cpu_at_first_step_s": (
                                0.0 if perfstack._started_at is not None
-                               else perfstack._children_at_first)}, fh)
+                               else perfstack._children_at_first),
+                           "first_step_to_end_s": (time.perf_counter() - times[0]
+                                                   if times else None)}, fh)
             # Best effort: without it the report lacks the live torch facts, nothing more.
             with contextlib.suppress(Exception):
                 _write_workload_env(folder)

@@ -178,9 +178,8 @@ def run_child(
     state.poll_started()
     proc.returncode = waiter.status  # tell Popen the child is reaped
     load = machineload.between(load_start, machineload.snapshot(), waiter.end - begin)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)  # anything the workload left behind in its group
     with signals.deferred():
+        strays.end_group(proc.pid)  # anything the workload left behind in its group
         left_running = strays.stop_marked(token)  # and what left the group (new sessions)
     if stop_reason != "interrupted":
         # A signal during the kill grace or the sweep: acted on now, the run stopped whole.

@@ -119,12 +119,17 @@ class RunFolder:
         exit), or None where it did not say."""
         return self._number("children_cpu_s", rank)
 
-    def children_cpu_in_steps(self, rank: int | None = None) -> float | None:
-        """The part of ``children_cpu`` used from the workload's first step on (beside its
-        steps, as DataLoader workers work), or None where it marked no step."""
+    def children_busy_in_steps(self, rank: int | None = None) -> float | None:
+        """The CPUs the workload's child processes kept busy on average from its first step
+        to the end of its script (beside its steps, as DataLoader workers work; a compiler
+        run before the first step, or workers' start-up, not), or None where it marked no
+        step."""
         total = self._number("children_cpu_s", rank)
         first = self._number("children_cpu_at_first_step_s", rank)
-        return max(0.0, total - first) if total is not None and first is not None else None
+        window = self._number("first_step_to_end_s", rank)
+        if total is None or first is None or not window:
+            return None
+        return max(0.0, total - first) / window
 
     def _number(self, name: str, rank: int | None) -> float | None:
         data = _read_json(self.rank(rank).path / STEPS_FILE)

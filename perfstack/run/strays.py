@@ -4,7 +4,9 @@ A workload's child that starts its own session (``Popen(start_new_session=True)`
 double-forked daemon) leaves the run's process group, so stopping the group does not stop it.
 Every run's environment carries ``PERFSTACK_RUN_TOKEN``, which its descendants inherit; after
 the run, every process whose environment holds that run's token is stopped (SIGTERM, then
-SIGKILL), and the report says which.
+SIGKILL), and the report says which. Before that, what stayed in the run's own process group
+gets a moment to end by itself (``end_group``), then is stopped without a word: a
+multiprocessing resource tracker or forkserver exits once the workload has.
 """
 
 from __future__ import annotations
@@ -61,3 +63,47 @@ def stop_marked(token: str, grace_s: float = 1.0) -> list[str]:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
     return [f"pid {pid}: {cmd}" for pid, cmd in sorted(left.items())]
+
+
+#: How long what the workload left in its own process group may take to end by itself, and
+#: then to be gone after SIGKILL.
+GROUP_GRACE_S = 0.5
+
+
+def _group_running(pgid: int) -> bool:
+    """Whether a process of the group runs (a zombie has ended); with no /proc, whether the
+    group has a member at all."""
+    if not Path("/proc").is_dir():
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
+
+
+def end_group(pgid: int, grace_s: float = GROUP_GRACE_S) -> None:
+    """Let the processes the workload left in its process group end by themselves (a
+    multiprocessing resource tracker exits once its parent has; SIGKILL would keep it from
+    cleaning up), then SIGKILL the rest and wait until none runs, so that the sweep for
+    processes that left the group does not find them dying and report them."""
+    for kill in (False, True):
+        if kill:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+        deadline = time.monotonic() + grace_s
+        while _group_running(pgid):
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.01)
+        else:
+            return

@@ -45,12 +45,13 @@ def split(profiles: list[dict[str, Any]], main_pid: int | None) -> tuple[
 
 def as_children(rows: dict[Layer, list[Row]], processes: int) -> list[Row]:
     """The Python rows of the children's samples, keyed apart (``child:``, ``thread:child:``)
-    and marked with how many child processes they sum. What is about the workload's start-up
-    (imports made late) is left to its own process's rows, and so are the native frames: the
-    kernel layer's split of native time is the workload's own process's."""
+    and marked with how many child processes they sum. The imports a function made late are
+    the workload's start-up finding's, so only its own process's rows keep them (how much of
+    a function ran inside imports stays: the tree leaves such functions out); the native
+    frames too are its own process's: the kernel layer's split of native time is."""
     marked = []
     for row in rows.get(Layer.PYTHON, []):
-        attrs = {k: v for k, v in row.attrs.items() if k not in ("late_imports", "import_share")}
+        attrs = {k: v for k, v in row.attrs.items() if k != "late_imports"}
         attrs.update(process="child", processes=processes)
         if row.key.startswith("thread:"):
             key = "thread:" + CHILD_PREFIX + row.key.removeprefix("thread:")
