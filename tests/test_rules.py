@@ -85,6 +85,34 @@ def test_data_loading_is_a_share_of_the_work_not_of_the_imports() -> None:
     assert "python.data-loading" not in {f.rule for f in load_plugins().findings(report)}
 
 
+def test_importing_the_dataloader_or_having_workers_is_not_loading_in_the_main_process(
+        ) -> None:
+    """The loader run's DataLoader rows as if they were the import of torch.utils.data
+    (<module> frames: start-up; a run beside DataLoader workers once read 32% 'inside the
+    DataLoader' that way), then beside a DataLoader whose workers do the loading (advising
+    workers to it is wrong): no data-loading finding either way."""
+    import dataclasses
+
+    def loading(report: Report) -> bool:
+        return "python.data-loading" in {f.rule for f in load_plugins().findings(report)}
+
+    report = load_report(RECORDED / "rules/loader.json.gz")
+    assert loading(report)
+    rows = report.layers[Layer.PYTHON]
+    data = [r for r in rows if "torch/utils/data/" in str(r.attrs.get("file", ""))]
+    importing = load_report(RECORDED / "rules/loader.json.gz")
+    importing.layers[Layer.PYTHON] = [
+        dataclasses.replace(r, attrs={**r.attrs, "function": "<module>"}) if r in data else r
+        for r in rows]
+    assert not loading(importing)
+    workers = load_report(RECORDED / "rules/loader.json.gz")
+    step = next(r for r in data if r.attrs.get("function") == "_BaseDataLoaderIter.__next__")
+    workers.layers[Layer.PYTHON].append(dataclasses.replace(
+        step, key="_MultiProcessingDataLoaderIter._next_data (x.py:1)",
+        attrs={**step.attrs, "function": "_MultiProcessingDataLoaderIter._next_data"}))
+    assert not loading(workers)
+
+
 def test_quiet_runs_raise_none_of_them() -> None:
     """The 60/40 workload is none of these things."""
     found = _rules_of("rules/quiet.json.gz")

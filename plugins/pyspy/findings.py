@@ -49,11 +49,18 @@ def data_loading(report: Report) -> list[Finding]:
     """Flag a run whose samples in the workload's own process, outside start-up, are mostly
     inside torch's data loading (DataLoader, datasets, collate): the batches are made where
     the step waits. A short run's imports do not hide it (the samples of a run are mostly
-    imports when its loop is short). Workers' samples (``--pyspy-subprocesses``) are the
-    children finding's."""
+    imports when its loop is short), nor pass for it (importing torch.utils.data is not
+    loading). A DataLoader that has workers already is not told to get them: what its workers
+    do is the children findings' to say."""
+    # Importing torch.utils.data is start-up, not loading (its modules' <module> frames).
     rows = [r for r in report.layers.get(Layer.PYTHON, [])
             if r.source == SOURCE and r.attrs.get("process") != "child"
-            and "torch/utils/data/" in str(r.attrs.get("file", ""))]
+            and "torch/utils/data/" in str(r.attrs.get("file", ""))
+            and r.attrs.get("function") != "<module>"
+            and float(r.attrs.get("import_share") or 0.0) < 50.0]
+    if any(str(r.attrs.get("function", "")).startswith("_MultiProcessingDataLoaderIter")
+           for r in rows):
+        return []  # it loads in workers already: where they spend it is the children's say
     share = max((float(r.values["total_share"].value or 0.0) for r in rows
                  if "total_share" in r.values), default=0.0)
     work = min(100.0, share * _outside_startup(report))
