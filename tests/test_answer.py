@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import perfstack
-from perfstack.analysis.budget import Node, drill_down
+from perfstack.analysis.drilldown import Node, drill_down
 from perfstack.analysis.view import View, build
 from perfstack.render.textgrid import cut
 from perfstack.render.words import (

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from perfstack.analysis.budget import drill_down
+from perfstack.analysis.drilldown import drill_down
 from perfstack.pluginmanager import load_plugins
 from perfstack.report import Finding, Layer, Report
 from perfstack.report.files import load_report, save_report

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perfstack.analysis.budget import MAIN_PARTS, Budget, Node, drill_down, hardware_beside
+from perfstack.analysis.budget import MAIN_PARTS, Budget, hardware_beside
 from perfstack.analysis.budget import time_budget as _time_budget
 from perfstack.analysis.deviceview import (
     DEVICE_METRICS,
@@ -28,6 +28,7 @@ from perfstack.analysis.deviceview import (
     device_time,
     rank_table,
 )
+from perfstack.analysis.drilldown import Node, drill_down
 from perfstack.analysis.kernels import KernelView, kernel_view
 from perfstack.analysis.layerview import LayerTable, as_metrics, layer_tables
 from perfstack.analysis.memview import METRICS as MEMORY_METRICS

@@ -9,7 +9,7 @@ workload (function and op names, paths, printed output) is escaped, so a name li
 
 from __future__ import annotations
 
-from perfstack.analysis.budget import Node
+from perfstack.analysis.drilldown import Node
 from perfstack.analysis.view import View, build
 from perfstack.pluginmanager import hookimpl
 from perfstack.render import Renderer, RenderOptions

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import re
 
-from perfstack.analysis.budget import Node
 from perfstack.analysis.deviceview import MANY_RANKS
+from perfstack.analysis.drilldown import Node
 from perfstack.analysis.layerview import LayerTable
 from perfstack.analysis.view import BackendLine, View, build
 from perfstack.pluginmanager import hookimpl

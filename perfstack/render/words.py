@@ -10,8 +10,8 @@ from __future__ import annotations
 import posixpath
 import re
 
-from perfstack.analysis.budget import Node
 from perfstack.analysis.deviceview import RankTable
+from perfstack.analysis.drilldown import Node
 from perfstack.analysis.view import Header, View
 from perfstack.render.devicewords import device_answer
 from perfstack.report import Metric

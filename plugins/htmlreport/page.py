@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from perfstack.analysis.budget import Node
 from perfstack.analysis.deviceview import RankTable
+from perfstack.analysis.drilldown import Node
 from perfstack.analysis.view import View
 from perfstack.render.devicewords import (
     DEVICE_WORDS,

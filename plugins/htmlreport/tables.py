@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfstack.analysis.budget import same_function
+from perfstack.analysis.drilldown import same_function
 from perfstack.analysis.layerview import display_name
 from perfstack.analysis.origin import origin, workload_dir
 from perfstack.report import Layer, Report, Row
