@@ -89,11 +89,12 @@ def _count_step(explicit: bool) -> None:
         _on_window()  # waits for the samplers to attach: before the step ends, so that
         # the wait belongs to the last warm-up step, in perfstack's step times and torch's
     if _artifact_dir is not None and len(_step_times) < 100_000:
+        if not _step_times:  # the step times begin: the children's CPU so far, read before
+            # the first mark so that reading /proc is in no step's time
+            _children_at_first = _children_cpu() + _live_children_cpu()
         _step_times.append(_perf_counter())
         if _statm is not None:
             _step_rss.append(_resident())
-        if len(_step_times) == 1:
-            _children_at_first = _children_cpu() + _live_children_cpu()
     for callback in _step_callbacks:
         callback()
     if _stop_after is not None and _steps >= _stop_after:
