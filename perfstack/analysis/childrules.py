@@ -13,6 +13,11 @@ CHILDREN_BUSY = 0.5
 MARGIN = 0.5
 
 
+def ranks_here(report: Report) -> int:
+    """How many of a job's ranks ran on this machine (each has its step time), else 1."""
+    return sum(1 for m in report.metrics if m.name.startswith("step_time[rank")) or 1
+
+
 def children_compete(report: Report) -> list[Finding]:
     """Torch's intra-op threads plus the CPUs the workload's child processes kept busy while
     its steps ran, beyond the usable CPUs: the OpenMP pool waits for CPUs the workers hold,
@@ -27,7 +32,7 @@ def children_compete(report: Report) -> list[Finding]:
             or child is None or not isinstance(child.value, (int, float))):
         return []
     # A job's ranks on this machine each keep torch's threads (their children are summed).
-    ranks = sum(1 for m in report.metrics if m.name.startswith("step_time[rank")) or 1
+    ranks = ranks_here(report)
     threads = intra * ranks
     busy = float(child.value)
     # One torch thread is one more runnable thread, no pool whose threads wait for each other

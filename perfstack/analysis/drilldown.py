@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from perfstack.analysis.origin import origin, workload_dir
+from perfstack.analysis.origin import origin, short_key, workload_dir
 from perfstack.analysis.primary import Primary
 from perfstack.report import Layer, Report, Row
 
@@ -36,6 +36,13 @@ class Node:
     #: own, "[2 child processes]" for its children's (their time beside the workload's)
     processes: str = ""
     children: list[Node] = field(default_factory=list)
+
+
+def child_words(processes: object) -> str:
+    """'1 child process', '2 child processes'; 'child processes' when the count is unknown."""
+    if not isinstance(processes, int) or isinstance(processes, bool):
+        return "child processes"
+    return f"{processes} child process" + ("" if processes == 1 else "es")
 
 
 def _value(row: Row, name: str) -> float | None:
@@ -126,18 +133,17 @@ def _run_wall(report: Report, source: str) -> float | None:
 
 def function_node(report: Report, row: Row, home: str | None) -> Node:
     """Return a Python function as a drill-down node, its share of its run's wall time."""
-    where = origin(str(row.attrs.get("file") or ""), home)
+    file = str(row.attrs.get("file") or "")
+    where = origin(file, home)
     function = str(row.attrs.get("function") or row.name.split(" (")[0])
     line = row.attrs.get("line")
-    label = f"{function} ({where.path}:{line})" if line else f"{function} ({where.path})"
+    label = short_key(function, file, line if isinstance(line, int) else None, home)
     wall = _run_wall(report, row.source)
     processes = ""
     if row.attrs.get("process") == "child":
         # Sampled in the workload's child processes (DataLoader workers, a pool): their time
         # runs beside the workload's, summed over them, and is no share of its wall time.
-        n = row.attrs.get("processes")
-        processes = (f"[{n} child process{'' if n == 1 else 'es'}]" if isinstance(n, int)
-                     else "[child processes]")
+        processes = f"[{child_words(row.attrs.get('processes'))}]"
         label, wall = f"{processes} {label}", None
     if isinstance(rank := row.attrs.get("rank"), int) and row.key.startswith(f"rank{rank}:"):
         label = f"[rank {rank}] {label}"  # one of a job's ranks

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from perfstack.analysis.childrules import children_compete
+from perfstack.analysis.childrules import children_compete, ranks_here
 from perfstack.analysis.stats import summarize
 from perfstack.analysis.timerules import share_of, time_rules
 from perfstack.machine import cpus
@@ -299,7 +299,7 @@ def _oversubscription(report: Report) -> list[Finding]:
     settings = report.environment.get("threads")
     if not isinstance(torch, dict):
         return []
-    ranks = sum(1 for m in report.metrics if m.name.startswith("step_time[rank")) or 1
+    ranks = ranks_here(report)
     found = cpus.oversubscription(settings if isinstance(settings, dict) else {}, torch,
                                   cpus.usable_cpus(report.environment), ranks)
     if found is None:

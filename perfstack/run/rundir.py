@@ -117,26 +117,31 @@ class RunFolder:
     def children_cpu(self, rank: int | None = None) -> float | None:
         """The CPU seconds of the child processes the workload waited for (saved at its
         exit), or None where it did not say."""
-        return self._number("children_cpu_s", rank)
+        return self._numbers(("children_cpu_s",), rank)[0]
 
     def children_busy_in_steps(self, rank: int | None = None) -> float | None:
         """The CPUs the workload's child processes kept busy on average from its first step
         to the end of its script (beside its steps, as DataLoader workers work; a compiler
         run before the first step, or workers' start-up, not), or None where it marked no
         step."""
-        total = self._number("children_cpu_s", rank)
-        first = self._number("children_cpu_at_first_step_s", rank)
-        window = self._number("first_step_to_end_s", rank)
+        total, first, window = self._numbers(
+            ("children_cpu_s", "children_cpu_at_first_step_s", "first_step_to_end_s"), rank)
         if total is None or first is None or not window:
             return None
         return max(0.0, total - first) / window
 
-    def _number(self, name: str, rank: int | None) -> float | None:
+    def _numbers(self, names: tuple[str, ...], rank: int | None) -> list[float | None]:
+        """Non-negative numbers the bootstrap saved at exit, one read of its file; None for
+        each one missing or malformed."""
         data = _read_json(self.rank(rank).path / STEPS_FILE)
-        value = data.get(name) if isinstance(data, dict) else None
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
-            return float(value)
-        return None
+        out: list[float | None] = []
+        for name in names:
+            value = data.get(name) if isinstance(data, dict) else None
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+                out.append(float(value))
+            else:
+                out.append(None)
+        return out
 
     def _steps(self) -> tuple[int | None, list[float]]:
         data = _read_json(self.path / STEPS_FILE)

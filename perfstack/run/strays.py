@@ -96,14 +96,18 @@ def end_group(pgid: int, grace_s: float = GROUP_GRACE_S) -> None:
     multiprocessing resource tracker exits once its parent has; SIGKILL would keep it from
     cleaning up), then SIGKILL the rest and wait until none runs, so that the sweep for
     processes that left the group does not find them dying and report them."""
-    for kill in (False, True):
-        if kill:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pgid, signal.SIGKILL)
-        deadline = time.monotonic() + grace_s
-        while _group_running(pgid):
-            if time.monotonic() >= deadline:
-                break
-            time.sleep(0.01)
-        else:
-            return
+    if _gone(pgid, grace_s):
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+    _gone(pgid, grace_s)
+
+
+def _gone(pgid: int, grace_s: float) -> bool:
+    """Wait up to ``grace_s`` for no process of the group to run; whether none does."""
+    deadline = time.monotonic() + grace_s
+    while _group_running(pgid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from perfstack import hookimpl
+from perfstack.analysis.drilldown import child_words
 from perfstack.backend import (
     Attachment,
     Availability,
@@ -133,7 +134,7 @@ class PySpyBackend(Backend):
             child_rows, _, _ = summarize(frames, child_profiles, gil_frames, gil_child_profiles,
                                          ctx.workload.home(), gil_scale * per_sample)
             rows[Layer.PYTHON] += processes.as_children(child_rows, children)
-            notes.append(f"{processes.child_words(children)} of the workload sampled: their "
+            notes.append(f"{child_words(children)} of the workload sampled: their "
                          "functions are listed apart (keys child:), their time beside the "
                          "workload's, never a share of its wall time")
         if gil_note:

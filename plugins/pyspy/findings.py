@@ -3,18 +3,20 @@ of its child processes (DataLoader workers, a multiprocessing pool), sampled or 
 
 from __future__ import annotations
 
-from perfstack.analysis.origin import origin, workload_dir
+from perfstack.analysis.drilldown import child_words
+from perfstack.analysis.origin import short_key, workload_dir
+from perfstack.analysis.timerules import CHILDREN_AT_WORK_S
 from perfstack.report import Finding, Layer, Report, Row
 from perfstack.report.units import fmt_seconds, pct
 
-from .processes import NAME_PREFIX, child_words
+from .processes import NAME_PREFIX
 from .speedscope import SOURCE
 
 #: Share of samples (%) under torch's data-loading code from which loading is the bottleneck.
 DATA_LOADING_SHARE = 20.0
-#: The children's CPU time from which a run that did not sample them says so: at least this
-#: many seconds and this share (%) of all the CPU time the workload's processes used.
-CHILD_CPU_S, CHILD_CPU_SHARE = 0.2, 10.0
+#: The share (%) of all the CPU time the workload's processes used from which a run that did
+#: not sample its children says so (and at least the core's CHILDREN_AT_WORK_S seconds).
+CHILD_CPU_SHARE = 10.0
 
 
 def _seconds(row: Row, name: str) -> float:
@@ -29,8 +31,7 @@ def _plain(row: Row, home: str | None) -> str:
     function = row.attrs.get("function")
     if not isinstance(file, str) or not isinstance(function, str):
         return row.name.removeprefix(NAME_PREFIX).strip()
-    where = origin(file, home).path
-    return f"{function} ({where}:{line})" if line else f"{function} ({where})"
+    return short_key(function, file, line if isinstance(line, int) else None, home)
 
 
 def _outside_startup(report: Report) -> float:
@@ -94,7 +95,7 @@ def children(report: Report) -> list[Finding]:
 
 def _sampled(report: Report, python: list[Row], threads: list[Row]) -> Finding:
     processes = threads[0].attrs.get("processes")
-    who = child_words(processes) if isinstance(processes, int) else "child processes"
+    who = child_words(processes)
     total = sum(_seconds(r, "time") for r in threads)
     own = sorted((r for r in python if r.attrs.get("process") == "child"
                   and _seconds(r, "own_time") > 0), key=lambda r: -_seconds(r, "own_time"))
@@ -129,7 +130,8 @@ def _unsampled(report: Report) -> list[Finding]:
         return []
     everything = float(user.value or 0.0) + float(system.value or 0.0 if system else 0.0)
     seconds = float(child.value)
-    if seconds < CHILD_CPU_S or not everything or 100 * seconds / everything < CHILD_CPU_SHARE:
+    if (seconds < CHILDREN_AT_WORK_S or not everything
+            or 100 * seconds / everything < CHILD_CPU_SHARE):
         return []
     return [Finding(
         rule="python.children-unsampled",

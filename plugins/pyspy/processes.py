@@ -34,12 +34,13 @@ def split(profiles: list[dict[str, Any]], main_pid: int | None) -> tuple[
 
     The workload's process is ``main_pid`` where py-spy sampled it, else the lowest pid (a
     parent starts before its children; only a wrap of the pid counter breaks that)."""
-    pids = {p for p in map(process_of, profiles) if p is not None}
+    of = [(process_of(p), p) for p in profiles]
+    pids = {pid for pid, _ in of if pid is not None}
     if not pids:
         return profiles, [], 0
     main = main_pid if main_pid in pids else min(pids)
-    own = [p for p in profiles if process_of(p) in (main, None)]
-    children = [p for p in profiles if process_of(p) not in (main, None)]
+    own = [p for pid, p in of if pid in (main, None)]
+    children = [p for pid, p in of if pid not in (main, None)]
     return own, children, len(pids - {main})
 
 
@@ -60,8 +61,3 @@ def as_children(rows: dict[Layer, list[Row]], processes: int) -> list[Row]:
             key, name = CHILD_PREFIX + row.key, f"{NAME_PREFIX} {row.name}"
         marked.append(Row(key, name, row.source, row.values, attrs, row.links))
     return marked
-
-
-def child_words(processes: int) -> str:
-    """'1 child process', '2 child processes'."""
-    return f"{processes} child process" + ("" if processes == 1 else "es")
