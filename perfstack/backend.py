@@ -305,6 +305,17 @@ class Backend:
         """Return how to change the workload's command, environment or process for this run."""
         return Launch()
 
+    def rider(self) -> InProcessHook | None:
+        """Return an in-process hook loaded in every run of the workload (the baseline's, the
+        warm-ups' and each backend's), or None (the default).
+
+        For what a library the workload uses records of itself anyway, read at the end at no
+        cost to the measured time (torch.compile's record of its compiles): the hook writes
+        it into each run's folder, and a backend with ``own_run = False`` reads it from the
+        baseline runs (``ctx.baseline``). A rider must not slow the workload down: it is in
+        the runs every overhead is measured against."""
+        return None
+
     def attach(self, ctx: RunContext, pid: int) -> Attachment | None:
         """Attach to the running workload (its Python pid) and return a handle, or None."""
         return None

@@ -32,6 +32,9 @@ SMALL = {
     "mem_leak.py": ["--steps", "2", "--width", "16"],
     "mem_activations.py": ["--steps", "1", "--batch-size", "8", "--depth", "2", "--width", "8"],
     "mem_temporaries.py": ["--steps", "1", "--samples", "2", "--features", "4"],
+    # dynamo alone (the "eager" backend): its graph break and recompile, no inductor build
+    "compiled.py": ["--steps", "2", "--batch-sizes", "4,6", "--width", "8", "--hidden", "8",
+                    "--backend", "eager"],
 }
 
 

@@ -19,6 +19,7 @@ from perfstack.report.units import fmt_seconds, fmt_value, pct, pct_fine
 
 LAYER_TITLES = {
     "python": "Python: functions, threads, the GIL",
+    "compile": "Compile: torch.compile's frames, graph breaks, recompiles",
     "module": "Modules: time by nn.Module, forward and backward",
     "framework": "Framework: torch ops, shapes, FLOPs, memory",
     "kernel": "Kernel: CPU/GPU kernels, hot native symbols",
@@ -29,6 +30,7 @@ LAYER_TITLES = {
 #: Groups of related figures (Metric.group), as the report introduces them.
 RELATED_TITLES = {
     "interpreter": "Python's share",
+    "compile": "torch.compile",
 }
 _COUNTS = {2: "two", 3: "three", 4: "four", 5: "five"}
 

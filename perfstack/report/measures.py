@@ -12,10 +12,13 @@ from typing import Any
 
 class Layer(str, Enum):
     """Where in the stack a number was measured, from the Python line down to the hardware;
-    ``module`` is the model's ``nn.Module`` tree, between the Python line and the op;
+    ``compile`` is what torch.compile made of the Python (compiled frames, graph breaks,
+    recompiles, compile time); ``module`` is the model's ``nn.Module`` tree, between the
+    Python line and the op;
     ``memory`` holds where the memory goes (by function, by torch's categories) beside them."""
 
     PYTHON = "python"
+    COMPILE = "compile"
     MODULE = "module"
     FRAMEWORK = "framework"
     KERNEL = "kernel"

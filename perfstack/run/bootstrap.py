@@ -30,6 +30,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import IO, Any
 
+from perfstack.run.afterimport import when_imported
 from perfstack.run.filenames import (
     FAULTHANDLER_FILE,
     HOOK_ERRORS_FILE,
@@ -151,35 +152,6 @@ def _start_hooks(hooks: list[dict[str, Any]], folder: str) -> list[tuple[str, Ca
     return finishers
 
 
-class _AfterImport:
-    """A one-shot import hook: calls ``then(module)`` right after ``name`` is first imported
-    (how the bootstrap counts optimizer steps without importing torch itself)."""
-
-    def __init__(self, name: str, then: Callable[[Any], None]) -> None:
-        self.name, self.then = name, then
-
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        """Find the module as the other finders would, and wrap its loader."""
-        if fullname != self.name:
-            return None
-        import importlib.util
-
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(fullname)
-        loader = getattr(spec, "loader", None)
-        if spec is None or loader is None or not hasattr(loader, "exec_module"):
-            return spec
-        original = loader.exec_module
-
-        def exec_module(module: Any) -> None:
-            original(module)
-            with contextlib.suppress(Exception):  # the workload runs even if it cannot be set
-                self.then(module)
-
-        loader.exec_module = exec_module
-        return spec
-
-
 def _count_optimizer_steps(module: Any) -> None:
     import perfstack
 
@@ -247,9 +219,7 @@ def main(argv: list[str]) -> None:
         perfstack._pid = os.getpid()
         with contextlib.suppress(OSError):  # Linux: the resident memory after each step
             perfstack._statm = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
-        if "torch.optim.optimizer" not in sys.modules:
-            sys.meta_path.insert(0, _AfterImport("torch.optim.optimizer",
-                                                 _count_optimizer_steps))
+        when_imported("torch.optim.optimizer", _count_optimizer_steps)
         if config.get("steps"):
             _bound_steps(config["steps"], folder)
     probes: dict[str, Any] = {}
@@ -302,7 +272,11 @@ def main(argv: list[str]) -> None:
                                0.0 if perfstack._started_at is not None
                                else perfstack._children_at_first),
                            "first_step_to_end_s": (time.perf_counter() - times[0]
-                                                   if times else None)}, fh)
+                                                   if times else None),
+                           # the first mark on the wall clock, so that events stamped
+                           # with it (a compile's start) can be placed in their step
+                           "first_mark_epoch_s": (time.time() - time.perf_counter() + times[0]
+                                                  if times else None)}, fh)
             # Best effort: without it the report lacks the live torch facts, nothing more.
             with contextlib.suppress(Exception):
                 _write_workload_env(folder)

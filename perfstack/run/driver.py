@@ -33,7 +33,7 @@ from perfstack.run import assembly
 from perfstack.run import baseline as baselines
 from perfstack.run.ceilingstep import run_ceilings
 from perfstack.run.options import AnsweringProgress, NoProgress, Progress, RunOptions
-from perfstack.run.phases import BackendTurn, run_count
+from perfstack.run.phases import BackendTurn, riders, run_count
 from perfstack.run.runner import Runner
 
 
@@ -67,7 +67,7 @@ class Session:
             run_count(e, options.backend_options.get(e.backend.name, {})) for e in selected
             if e.backend.own_run and availability(e.backend).ok)
         self.runner = Runner(workload, self.cwd, run_dir, report_dir, options,
-                             progress or NoProgress(), planned)
+                             progress or NoProgress(), planned, riders(selected))
         #: the first warm-up or baseline run that did not end cleanly, if any
         self.failed_unprofiled: Outcome | None = None
         self.results: list[BackendResult] = []

@@ -12,7 +12,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from perfstack.backend import Collected, Launch, Outcome, ReadyAttachment, RunContext, availability
+from perfstack.backend import (
+    Collected,
+    InProcessHook,
+    Launch,
+    Outcome,
+    ReadyAttachment,
+    RunContext,
+    availability,
+)
 from perfstack.pluginmanager import BackendEntry
 from perfstack.report import BackendResult, Status
 from perfstack.run import assembly, collecting, rundir
@@ -30,6 +38,18 @@ def run_count(entry: BackendEntry, options: dict[str, Any]) -> int:
     """How many runs of its own the backend asks for (one when its ``run_count`` raises)."""
     asked = call(lambda: int(entry.backend.run_count(options)))
     return max(1, min(asked.value, MAX_RUNS)) if asked.value is not None else 1
+
+
+def riders(entries: list[BackendEntry]) -> list[InProcessHook]:
+    """The in-process hooks the available backends among ``entries`` load into every run
+    (``Backend.rider``); a backend whose ``rider`` raises loads none."""
+    out = []
+    for entry in entries:
+        if availability(entry.backend).ok:
+            hook = call(entry.backend.rider).value
+            if isinstance(hook, InProcessHook):
+                out.append(hook)
+    return out
 
 
 class BackendTurn:

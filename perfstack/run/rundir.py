@@ -119,6 +119,11 @@ class RunFolder:
         exit), or None where it did not say."""
         return self._numbers(("children_cpu_s",), rank)[0]
 
+    def first_mark(self, rank: int | None = None) -> float | None:
+        """When the step times began (the first step's start) on the wall clock, in epoch
+        seconds, or None where the workload marked no step."""
+        return self._numbers(("first_mark_epoch_s",), rank)[0]
+
     def children_busy_in_steps(self, rank: int | None = None) -> float | None:
         """The CPUs the workload's child processes kept busy on average from its first step
         to the end of its script (beside its steps, as DataLoader workers work; a compiler

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
-from perfstack.backend import Launch, Outcome, Workload
+from perfstack.backend import InProcessHook, Launch, Outcome, Workload
 from perfstack.report import Quantity, RunRecord
 from perfstack.run import baseline as baselines
 from perfstack.run import launch as launching
@@ -30,7 +31,8 @@ class Runner:
     """The runs of one session, made one at a time."""
 
     def __init__(self, workload: Workload, cwd: str, run_dir: Path, report_dir: Path,
-                 options: RunOptions, progress: Progress, planned: int) -> None:
+                 options: RunOptions, progress: Progress, planned: int,
+                 riders: list[InProcessHook] | None = None) -> None:
         self.workload = workload
         self.cwd = cwd
         self.run_dir = run_dir
@@ -44,6 +46,8 @@ class Runner:
         self.baseline: list[Outcome] = []
         self.left_running: list[tuple[str, list[str]]] = []  # (run id, processes stopped)
         self.interrupted = False
+        #: in-process hooks loaded in every run (``Backend.rider``)
+        self.riders = list(riders or [])
 
     def run(self, label: str, role: str, backend: str | None, launch: Launch,
             on_started: OnStarted | None = None, python: str | None = None,
@@ -51,6 +55,8 @@ class Runner:
         """Make one run (a child of its own, through the bootstrap) and record it."""
         folder = rundir.run_subfolder(self.run_dir, label)
         options = self.options
+        if self.riders:
+            launch = replace(launch, inprocess=[*launch.inprocess, *self.riders])
         config = launching.write_config(folder, launch, role, options.steps)
         nproc = options.nproc_per_node
         argv = launching.child_argv(self.workload, launch, folder, python, nproc,
