@@ -103,3 +103,59 @@ def test_a_live_run_names_the_break_and_the_recompile(tmp_path: Path) -> None:
     rules = {f.rule for f in report.findings}
     assert {"compile.graph-breaks", "compile.recompiles"} <= rules
     assert report.metric("compile_time").value > 0
+
+
+def _speedscope(name: str) -> tuple[list, list]:
+    import gzip
+
+    data = json.loads(gzip.decompress((GPU_RUNS / "pyspy" / name).read_bytes()))
+    return data["shared"]["frames"], data["profiles"]
+
+
+def test_the_time_budget_tells_compiling_from_start_up_and_teardown_from_waiting() -> None:
+    """py-spy's run of the compile workload on the GPU: torch.compile's call imported the
+    compiler (4.8 s of imports inside it) and compiled (the rest); the process ran on 8.7 s
+    after the script returned (its teardown), unsampled but for its last 0.8 s."""
+    from perfstack_plugins.pyspy.speedscope import time_budget
+
+    frames, profiles = _speedscope("profile.speedscope.json.gz")
+    gil_frames, gil_profiles = _speedscope("gil.speedscope.json.gz")
+    steps = json.loads((GPU_RUNS / "pyspy" / "workload-steps.json").read_text("utf-8"))
+    started = json.loads((GPU_RUNS / "pyspy" / "workload.json").read_text("utf-8"))
+    wall = 21.575  # the run's record (report.json.gz, run "pyspy")
+    teardown = started["start_ns"] / 1e9 + wall - (steps["first_mark_epoch_s"]
+                                                   + steps["first_step_to_end_s"])
+    without, _ = time_budget(frames, profiles, gil_frames, gil_profiles, wall, 0.1)
+    shares = {m.name: m.value for m in without}
+    assert shares["budget.compile"] > 30  # was filed under start-up and imports
+    assert shares["budget.idle"] > 40  # the unsampled teardown, taken for waiting
+    told, _ = time_budget(frames, profiles, gil_frames, gil_profiles, wall, 0.1,
+                          teardown_s=teardown)
+    shares_told = {m.name: m.value for m in told}
+    assert shares_told["budget.idle"] < 10
+    assert shares_told["budget.startup"] == pytest.approx(
+        shares["budget.startup"] + shares["budget.idle"] - shares_told["budget.idle"])
+    assert sum(shares_told.values()) == pytest.approx(100, abs=0.5)
+
+
+def test_under_steps_what_ran_before_sampling_is_its_own_part_and_no_answer() -> None:
+    """--steps: py-spy starts after the warm-up steps; the seconds before it (imports, the
+    model's build, the warm-up steps) are 'before sampling', not imports, and the headline
+    speaks of the sampled part."""
+    from perfstack.analysis.view import build
+    from perfstack.report import Better, Metric, Report, RunInfo
+    from perfstack_plugins.pyspy.speedscope import time_budget
+
+    frames, profiles = _speedscope("profile.speedscope.json.gz")
+    gil_frames, gil_profiles = _speedscope("gil.speedscope.json.gz")
+    budget, _ = time_budget(frames, profiles, gil_frames, gil_profiles, 60.0, 40.0,
+                            windowed=True)
+    shares = {m.name: m.value for m in budget}
+    assert shares["budget.before_sampling"] == pytest.approx(100 * 40 / 60)
+    assert sum(shares.values()) == pytest.approx(100, abs=0.5)
+    report = Report(RunInfo(command=["python", "w.py"], cwd="/", started="", duration_s=60.0,
+                            perfstack_version="0", repeat=1, warmup=0, timeout_s=None,
+                            complete=True), {}, metrics=[
+        Metric("wall_time", 60.0, "s", "run", "baseline", Better.LOWER), *budget])
+    headline = build(report).headline
+    assert headline.bound not in (None, "before_sampling")

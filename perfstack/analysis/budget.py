@@ -4,10 +4,12 @@ perfstack.analysis.drilldown).
 Backends contribute by convention, so the core names none of them (docs/report-format.md):
 
 - ``budget.<part>`` metrics (unit ``%``): a share of the wall time of the run that backend
-  measured. ``startup``, ``interpreter``, ``native`` and ``idle`` partition the main thread's
-  wall time; ``gil_wait`` (a thread that wants the GIL waits) runs in parallel with it and
-  is shown beside. The device's own time over the profiled steps is not a share of the wall
-  time: it is the ``gpu_busy`` and ``gpu_time.*`` metrics, shown as a breakdown of its own.
+  measured. ``startup``, ``compile`` (torch.compile at work), ``interpreter``, ``native`` and
+  ``idle`` partition the main thread's wall time, with ``before_sampling`` (a sampler started
+  after the warm-up steps of ``--steps``: what ran before it, unsampled); ``gil_wait`` (a
+  thread that wants the GIL waits) runs in parallel with it and is shown beside. The device's
+  own time over the profiled steps is not a share of the wall time: it is the ``gpu_busy``
+  and ``gpu_time.*`` metrics, shown as a breakdown of its own.
 - ``split.<part>`` metrics (unit ``%``): how CPU time outside the interpreter divides among
   ``framework`` (dispatch, bookkeeping), ``kernels`` (compute loops, BLAS, oneDNN), ``openmp``
   (the thread pool spinning or waiting), ``os``, ``runtime`` (libc, libstdc++) and ``other``.
@@ -25,7 +27,9 @@ from perfstack.report import Better, Layer, Metric, Report
 
 #: part -> (title, layer), in the order the budget lists them.
 PARTS: dict[str, tuple[str, str]] = {
+    "before_sampling": ("before sampling: start-up and the warm-up steps", "run"),
     "startup": ("start-up and teardown: imports, interpreter", "python"),
+    "compile": ("torch.compile: its import, compiling, first kernel builds", "compile"),
     "interpreter": ("interpreter: Python code (GIL held)", "python"),
     "native": ("native code called from Python (GIL released)", "framework"),
     "framework": ("framework dispatch and bookkeeping", "framework"),
@@ -40,7 +44,10 @@ PARTS: dict[str, tuple[str, str]] = {
     "gpu_kernels": ("beside: GPU kernel time summed over the steps (older report)", "kernel"),
 }
 #: Parts that add up to the main thread's wall time.
-MAIN_PARTS = ("startup", "interpreter", "native", "idle")
+MAIN_PARTS = ("before_sampling", "startup", "compile", "interpreter", "native", "idle")
+#: Parts that say nothing of what bounds the workload: the headline names another (under
+#: --steps, what ran before the samplers started is start-up and warm-up steps, unsampled).
+UNSAMPLED_PARTS = ("before_sampling",)
 SPLIT_PARTS = ("framework", "kernels", "openmp", "os", "runtime", "other")
 
 

@@ -211,6 +211,8 @@ def _overheads(report: Report) -> list[Finding]:
 
 #: Share of the wall time (%) in start-up and imports from which it is a finding.
 STARTUP_SHARE = 100 / 3
+#: A teardown this share of the wall time (%) or more is named in the start-up finding.
+TEARDOWN_SHARE = 10.0
 
 
 def _slowest_imports(report: Report, top: int = 3) -> list[str]:
@@ -276,6 +278,12 @@ def _startup(report: Report) -> list[Finding]:
     seconds = (f" ({share[0] / 100 * float(wall.value):.2f} s of {float(wall.value):.2f} s)"
                if wall is not None and wall.value else "")
     late = _late_imports(report)
+    teardown = report.metric("teardown_time")
+    after = ([f"the process ran on {float(teardown.value):.2f} s after the script returned "
+              "(teardown: atexit handlers, threads and worker pools joined; teardown_time)"]
+             if teardown is not None and teardown.value is not None and wall is not None
+             and wall.value and float(teardown.value) >= TEARDOWN_SHARE / 100 * float(
+                 wall.value) else [])
     return [Finding(
         rule="time.startup",
         title=f"start-up and imports take {share[0]:.0f}% of the run{seconds}",
@@ -283,7 +291,8 @@ def _startup(report: Report) -> list[Finding]:
         # An import made inside the workload's own function is the most actionable: first.
         evidence=[*late, f"{share[0]:.1f}% of the main thread's wall time before the "
                   f"workload's own code ran or after it ended: imports, interpreter set-up and "
-                  f"teardown (budget.startup, from {share[1]})", *_slowest_imports(report)],
+                  f"teardown (budget.startup, from {share[1]})", *after,
+                  *_slowest_imports(report)],
         action=(("an import made inside your own function runs the first time that call is "
                  "made (a one-time cost of the process, not of each step); "
                  if late else "")

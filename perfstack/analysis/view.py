@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perfstack.analysis.budget import MAIN_PARTS, Budget, hardware_beside
+from perfstack.analysis.budget import MAIN_PARTS, UNSAMPLED_PARTS, Budget, hardware_beside
 from perfstack.analysis.budget import time_budget as _time_budget
 from perfstack.analysis.deviceview import (
     DEVICE_METRICS,
@@ -240,7 +240,8 @@ def environment_facts(env: dict[str, Any]) -> list[str]:
 
 
 def _headline(budget: Budget, tree: list[Node], findings: list[Finding]) -> Headline:
-    parts = [ln for ln in budget.lines if ln.part in MAIN_PARTS or ln.depth == 1]
+    parts = [ln for ln in budget.lines if (ln.part in MAIN_PARTS or ln.depth == 1)
+             and ln.part not in UNSAMPLED_PARTS]
     # The biggest part of the main thread's time; a split of the native part is more precise
     # than "native" itself when it is the larger piece of it.
     top = max(parts, key=lambda ln: ln.share, default=None)

@@ -56,6 +56,8 @@ STATUS_WORDS = {
 #: The budget part that bounds a workload, as the headline says it.
 BOUND_WORDS = {
     "startup": "Mostly start-up: imports and interpreter set-up and teardown take",
+    "compile": "Mostly compiling: torch.compile (importing the compiler, compiling, "
+               "building kernels) takes",
     "interpreter": "Python-bound: Python code (holding the GIL) takes",
     "native": "Native-bound: code outside the interpreter (torch ops and the like) takes",
     "framework": "Framework-bound: torch's dispatch and bookkeeping take",

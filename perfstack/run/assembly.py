@@ -80,6 +80,18 @@ def step_metric(runs: Sequence[Sequence[float]], warmup: int = 0,
                                "profiler), warm-up steps excluded")]
 
 
+def teardown_metric(teardowns: Sequence[float]) -> list[Metric]:
+    """The baseline runs' teardown: seconds from the script's return to the process's end,
+    one sample per run; nothing where no run said when its script returned."""
+    if not teardowns:
+        return []
+    return [Metric("teardown_time", statistics.median(teardowns), "s", "run", "baseline",
+                   Better.LOWER, samples=list(teardowns), detail=True,
+                   description="seconds from the workload's script returning to its process's "
+                   "end (atexit handlers, threads and worker pools joined, the interpreter's "
+                   "exit), the median of the baseline runs")]
+
+
 def resident_metric(per_step: Sequence[int]) -> list[Metric]:
     """The process's resident memory after each step of one baseline run (the median one),
     the last as the value; nothing when the kernel did not say."""

@@ -5,6 +5,7 @@ and what the workload process saw. Functions of the finished runs' records and f
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from perfstack.backend import Outcome, StepWindow
@@ -46,6 +47,21 @@ def resident_metric(baseline: Sequence[Outcome], distributed: bool) -> list[Metr
         return []
     return assembly.resident_metric(rundir.RunFolder(clean[len(clean) // 2].artifact_dir)
                                     .step_resident())
+
+
+def teardown_metric(baseline: Sequence[Outcome]) -> list[Metric]:
+    """How long each clean baseline run's process went on after its script returned."""
+    out = []
+    for o in baseline:
+        end = rundir.RunFolder(o.artifact_dir).script_end()
+        if not o.record.exit.clean or end is None or o.record.wall_s is None:
+            continue
+        try:
+            started = datetime.fromisoformat(o.record.started).timestamp()
+        except (TypeError, ValueError):
+            continue
+        out.append(max(0.0, started + o.record.wall_s - end))
+    return assembly.teardown_metric(out)
 
 
 def step_metric(baseline: Sequence[Outcome], steps: StepWindow | None,

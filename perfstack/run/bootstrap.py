@@ -243,6 +243,7 @@ def main(argv: list[str]) -> None:
         else:
             runpy.run_path(target, run_name="__main__")
     finally:
+        script_end = time.time()  # what follows (hooks, atexit, the interpreter) is teardown
         if probes:
             from perfstack.machine.probe import scheduler_times
 
@@ -276,7 +277,8 @@ def main(argv: list[str]) -> None:
                            # the first mark on the wall clock, so that events stamped
                            # with it (a compile's start) can be placed in their step
                            "first_mark_epoch_s": (time.time() - time.perf_counter() + times[0]
-                                                  if times else None)}, fh)
+                                                  if times else None),
+                           "script_end_epoch_s": script_end}, fh)
             # Best effort: without it the report lacks the live torch facts, nothing more.
             with contextlib.suppress(Exception):
                 _write_workload_env(folder)

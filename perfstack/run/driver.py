@@ -211,7 +211,8 @@ class Session:
                 *baselines.workload_metrics(self.baseline),
                 *baselines.step_metric(self.baseline, options.steps,
                                        bool(options.nproc_per_node)),
-                *baselines.resident_metric(self.baseline, bool(options.nproc_per_node))]
+                *baselines.resident_metric(self.baseline, bool(options.nproc_per_node)),
+                *baselines.teardown_metric(self.baseline)]
         across = None
         if options.nproc_per_node:
             from perfstack.analysis.distributed import cross_rank

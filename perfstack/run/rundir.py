@@ -124,6 +124,11 @@ class RunFolder:
         seconds, or None where the workload marked no step."""
         return self._numbers(("first_mark_epoch_s",), rank)[0]
 
+    def script_end(self, rank: int | None = None) -> float | None:
+        """When the workload's script returned (or raised) on the wall clock, in epoch
+        seconds: what the process did after it is teardown. None where not saved."""
+        return self._numbers(("script_end_epoch_s",), rank)[0]
+
     def children_busy_in_steps(self, rank: int | None = None) -> float | None:
         """The CPUs the workload's child processes kept busy on average from its first step
         to the end of its script (beside its steps, as DataLoader workers work; a compiler

@@ -38,6 +38,7 @@ from perfstack.backend import (
     RunContext,
 )
 from perfstack.report import Finding, Layer, Report
+from perfstack.run import rundir
 
 from . import findings, processes
 from .sampler import GIL_PROFILE_FILE, PROFILE_FILE, attach, availability, gil_rate, py_spy
@@ -151,11 +152,14 @@ class PySpyBackend(Backend):
         elif not gil_profiles:
             notes.append("no time budget without the GIL pass (--pyspy-no-gil)")
         elif wall:
+            windowed = ctx.steps is not None and ctx.steps.warmup > 0
             budget, error = time_budget(frames, profiles, gil_frames, gil_profiles, wall,
-                                        _unsampled_start(ctx.artifact_dir, outcome), gil_scale)
+                                        _unsampled_start(ctx.artifact_dir, outcome), gil_scale,
+                                        windowed, _teardown(ctx.artifact_dir, outcome))
             metrics += budget
-            notes.append("time budget: the time before py-spy started counts as start-up; "
-                         "its attach (~0.1-0.2 s) counts as waiting")
+            notes.append("time budget: the time before py-spy started counts as "
+                         + ("its own part (before sampling)" if windowed else "start-up")
+                         + "; its attach (~0.1-0.2 s) counts as waiting")
             notes.append(error)
         artifacts = {"speedscope": ctx.artifact_dir / PROFILE_FILE}
         if (ctx.artifact_dir / GIL_PROFILE_FILE).is_file():
@@ -168,6 +172,19 @@ def perfstack_findings(report: Report) -> list[Finding]:
     """Flag data loading in the workload's own process, and the work of its child
     processes (where py-spy sampled them, else how much CPU it did not see)."""
     return findings.data_loading(report) + findings.children(report)
+
+
+def _teardown(folder: Path, outcome: Outcome | None) -> float:
+    """Seconds from the workload's script returning to the process's end (its teardown:
+    atexit handlers, threads and pools joined, the interpreter's exit), or 0 where unknown."""
+    end = rundir.RunFolder(folder).script_end()
+    if outcome is None or end is None or outcome.record.wall_s is None:
+        return 0.0
+    try:
+        started = datetime.fromisoformat(outcome.record.started).timestamp()
+    except (TypeError, ValueError):
+        return 0.0
+    return max(0.0, started + outcome.record.wall_s - end)
 
 
 def _unsampled_start(folder: Path, outcome: Outcome | None) -> float:

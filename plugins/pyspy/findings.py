@@ -36,14 +36,18 @@ def _plain(row: Row, home: str | None) -> str:
 
 def _outside_startup(report: Report) -> float:
     """How many times its share of all samples a function's share of the samples outside
-    start-up is: (start-up + running) over running, from py-spy's own time budget (idle time
-    has no samples); 1 where the budget is unknown."""
-    parts = [report.metric(f"budget.{p}") for p in ("startup", "interpreter", "native")]
-    values = [float(m.value) for m in parts
-              if m is not None and m.source == SOURCE and isinstance(m.value, (int, float))]
-    if len(values) != 3 or values[1] + values[2] <= 0:
+    start-up (and torch.compile's work) is: (start-up + compiling + running) over running,
+    from py-spy's own time budget (idle time has no samples); 1 where the budget is
+    unknown."""
+    def share(part: str) -> float | None:
+        m = report.metric(f"budget.{part}")
+        return (float(m.value) if m is not None and m.source == SOURCE
+                and isinstance(m.value, (int, float)) else None)
+
+    startup, interpreter, native = share("startup"), share("interpreter"), share("native")
+    if startup is None or interpreter is None or native is None or interpreter + native <= 0:
         return 1.0
-    return (values[0] + values[1] + values[2]) / (values[1] + values[2])
+    return (startup + (share("compile") or 0.0) + interpreter + native) / (interpreter + native)
 
 
 def data_loading(report: Report) -> list[Finding]:

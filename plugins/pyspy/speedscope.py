@@ -11,6 +11,7 @@ from typing import Any
 from perfstack.report import Better, Layer, Metric, Quantity, Row
 
 from ..lateimports import LateImports, is_import
+from .compiling import is_compiler
 
 SOURCE = "pyspy"
 
@@ -77,18 +78,23 @@ def _main_profile(profiles: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def _main_leaves(frames: list[dict[str, Any]], profiles: list[dict[str, Any]]) -> tuple[
-        Counter[str], dict[str, float], float]:
-    """Main thread: samples and seconds per innermost Python function outside imports, and
-    the seconds of start-up and shutdown: importing (any importlib frame on the stack), and
-    the interpreter's own set-up and teardown (no frame of the workload on the stack)."""
+        Counter[str], dict[str, float], float, float]:
+    """Main thread: samples and seconds per innermost Python function outside imports and
+    the compiler, the seconds of start-up and shutdown: importing (any importlib frame on the
+    stack), and the interpreter's own set-up and teardown (no frame of the workload on the
+    stack); and the seconds torch.compile was at work (its imports included)."""
     counts: Counter[str] = Counter()
     seconds: dict[str, float] = defaultdict(float)
-    importing = 0.0
+    importing = compiling = 0.0
     profile = _main_profile(profiles)
     if profile is None:
-        return counts, seconds, importing
+        return counts, seconds, importing, compiling
+    compiler = [is_compiler(f) for f in frames]
     for stack, weight in zip(profile.get("samples", []), profile.get("weights", []),
                              strict=False):
+        if any(compiler[i] for i in stack):
+            compiling += weight
+            continue
         python = [i for i in stack if not _is_native(frames[i]) and not is_ours(frames[i])]
         if not python or any(is_import(frames[i]) for i in stack):
             # Importing, or no frame of the workload's yet (set-up) or any more (teardown).
@@ -97,18 +103,38 @@ def _main_leaves(frames: list[dict[str, Any]], profiles: list[dict[str, Any]]) -
         leaf = frame_key(frames[python[-1]])
         counts[leaf] += 1
         seconds[leaf] += weight
-    return counts, seconds, importing
+    return counts, seconds, importing, compiling
+
+
+def _trailing(frames: list[dict[str, Any]], profiles: list[dict[str, Any]]) -> float:
+    """Seconds of the main thread's last samples with no frame of the workload's: its
+    teardown, as far as py-spy sampled it."""
+    profile = _main_profile(profiles)
+    if profile is None:
+        return 0.0
+    seconds = 0.0
+    for stack, weight in zip(reversed(profile.get("samples", [])),
+                             reversed(profile.get("weights", [])), strict=False):
+        if any(not _is_native(frames[i]) and not is_ours(frames[i]) for i in stack):
+            break
+        seconds += weight
+    return seconds
 
 
 def time_budget(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
                 gil_frames: list[dict[str, Any]], gil_profiles: list[dict[str, Any]],
                 wall_s: float, unsampled_start_s: float = 0.0,
-                gil_scale: float = 1.0) -> tuple[list[Metric], str]:
+                gil_scale: float = 1.0, windowed: bool = False,
+                teardown_s: float = 0.0) -> tuple[list[Metric], str]:
     """Split the main thread's wall time: ``budget.startup`` (imports, the interpreter's set-up
-    and teardown), ``budget.interpreter``
+    and teardown), ``budget.compile`` (torch.compile at work: importing the compiler,
+    compiling frames and graphs, building and autotuning kernels at their first run; only
+    when it was), ``budget.interpreter``
     (Python code running with the GIL held), ``budget.native`` (the GIL released: torch ops
     and other native code called from Python) and ``budget.idle`` (not sampled: sleeping,
-    I/O, locks, the GIL wanted, and py-spy's attach), each as a share of ``wall_s``.
+    I/O, locks, the GIL wanted, and py-spy's attach), each as a share of ``wall_s``;
+    ``budget.before_sampling`` when ``windowed`` (``--steps``: py-spy was started after the
+    warm-up steps, and what ran before it, start-up and those steps, was not sampled).
 
     Whether the main thread held the GIL comes from the GIL pass, a second sampler (at half
     the rate by default) that keeps only GIL-holding samples: the interpreter's time is that
@@ -116,34 +142,49 @@ def time_budget(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
     had a run of its own (the main run's wall time over its run's), capped at the main pass's
     active time. The two samplers are independent, so per-function ratios of their counts would
     be noisy and, capped at 1, biased low; their totals are not.
-    ``unsampled_start_s`` (the workload ran before py-spy was started) counts as start-up;
-    py-spy's own attach after that (~0.1-0.2 s) cannot be told from waiting.
+    ``unsampled_start_s`` (the workload ran before py-spy was started) counts as start-up,
+    or under ``windowed`` as its own part; py-spy's own attach after that (~0.1-0.2 s) cannot
+    be told from waiting. ``teardown_s`` (the process ran on after its script returned:
+    atexit handlers, pools and threads joined) is teardown, start-up's part, sampled or not:
+    what of it py-spy did not sample (the samples after the workload's last frame tell how
+    much it did) is not the workload waiting.
 
     Also returns a note with the sampling error of the split: a count of n samples has a
     standard error of sqrt(n) samples, and ``native`` is the difference of two such counts.
     """
-    counts, seconds, importing = _main_leaves(frames, profiles)
-    gil_counts, gil_seconds, _ = _main_leaves(gil_frames, gil_profiles)
+    counts, seconds, importing, compiling = _main_leaves(frames, profiles)
+    gil_counts, gil_seconds, _, _ = _main_leaves(gil_frames, gil_profiles)
     active = sum(seconds.values())
     interpreter = min(active, sum(gil_seconds.values()) * gil_scale)
-    unsampled_start_s = max(0.0, min(unsampled_start_s, wall_s - importing - active))
-    importing += unsampled_start_s
-    idle = max(0.0, wall_s - importing - active)
+    sampled = importing + compiling + active
+    unsampled_start_s = max(0.0, min(unsampled_start_s, wall_s - sampled))
+    before = unsampled_start_s if windowed else 0.0
+    importing += unsampled_start_s - before
+    idle = max(0.0, wall_s - before - importing - compiling - active)
+    quiet_end = min(idle, max(0.0, teardown_s - _trailing(frames, profiles)))
+    importing, idle = importing + quiet_end, idle - quiet_end
     # Nonblocking sampling can sum a little past the wall time: scale to it, never beyond.
-    scale = min(1.0, wall_s / max(importing + active, 1e-9))
-    parts = (("startup", importing * scale, "python"),
+    scale = min(1.0, (wall_s - before) / max(importing + compiling + active, 1e-9))
+    parts = (("before_sampling", before, "run"),
+             ("startup", importing * scale, "python"),
+             ("compile", compiling * scale, "compile"),
              ("interpreter", interpreter * scale, "python"),
              ("native", (active - interpreter) * scale, "framework"),
              ("idle", idle, "run"))
     described = {  # short: the report prints each after its value, on one line
+        "before_sampling": "of wall time before py-spy started: start-up and the warm-up "
+                           "steps (--steps), not sampled",
         "startup": "of wall time in imports, set-up, teardown (main thread)",
+        "compile": "of wall time in torch.compile: its import, compiling, first kernel "
+                   "builds (main thread)",
         "interpreter": "of wall time in Python code, start-up excluded (main thread)",
         "native": "of wall time in native code that released the GIL (main thread)",
         "idle": "of wall time waiting: sleep, I/O, locks, device sync (main thread)"}
     metrics = [Metric(f"budget.{name}", 100 * value / wall_s, "%", layer, SOURCE,
                       Better.NEITHER, description=described[name],
                       group="interpreter" if name == "interpreter" else None)
-               for name, value, layer in parts]
+               for name, value, layer in parts
+               if name not in ("before_sampling", "compile") or value > 0]
     n_active, n_gil = sum(counts.values()), sum(gil_counts.values())
     per_sample = active / n_active if n_active else 0.0
     points = 100 * per_sample * scale / wall_s

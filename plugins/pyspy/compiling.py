@@ -1,0 +1,31 @@
+"""Whether a sampled stack is torch.compile at work: its call (which imports the compiler),
+dynamo compiling a frame, inductor compiling a graph (a backward one too, at its first
+backward call), or a generated kernel being built or autotuned at its first run. Running the
+compiled code is none of these: it goes through other files (``eval_frame``'s wrapper,
+inductor's ``output_code``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: (a file's ending, its functions that compile; None: every function but the module's own
+#: code, which runs when the file is imported).
+COMPILER_FRAMES: tuple[tuple[str, frozenset[str] | None], ...] = (
+    ("torch/__init__.py", frozenset({"compile"})),  # torch.compile(model): the compiler's import
+    ("torch/_dynamo/convert_frame.py", None),  # a frame's compile, the backend's included
+    ("torch/_inductor/compile_fx.py", None),  # a graph's, the lazy backward one's included
+    ("torch/_inductor/runtime/triton_heuristics.py",
+     frozenset({"precompile", "_precompile_config", "benchmark_all_configs",
+                "autotune_to_one_config", "_make_launchers"})),
+    ("triton/compiler/compiler.py", frozenset({"compile"})),
+)
+
+
+def is_compiler(frame: dict[str, Any]) -> bool:
+    """Whether a speedscope frame is one of the compiler's entry points."""
+    file = str(frame.get("file") or "").replace("\\", "/")
+    name = str(frame.get("name") or "")
+    for ending, functions in COMPILER_FRAMES:
+        if file.endswith(ending):
+            return name != "<module>" if functions is None else name in functions
+    return False
