@@ -142,9 +142,10 @@ def test_under_steps_what_ran_before_sampling_is_its_own_part_and_no_answer() ->
     """--steps: py-spy starts after the warm-up steps; the seconds before it (imports, the
     model's build, the warm-up steps) are 'before sampling', not imports, and the headline
     speaks of the sampled part."""
+    from perfstack_plugins.pyspy.speedscope import time_budget
+
     from perfstack.analysis.view import build
     from perfstack.report import Better, Metric, Report, RunInfo
-    from perfstack_plugins.pyspy.speedscope import time_budget
 
     frames, profiles = _speedscope("profile.speedscope.json.gz")
     gil_frames, gil_profiles = _speedscope("gil.speedscope.json.gz")
