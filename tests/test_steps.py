@@ -36,6 +36,11 @@ def test_a_long_job_ends_after_its_steps(perfstack: Callable[..., Result]) -> No
     assert "finally: 22 steps done" in (run_dir / "torch" / "stdout.log").read_text()
     step = next(m for m in report["metrics"] if m["name"] == "torch_step_time")
     assert len(step["samples"]) == 20
+    # Each a whole step, its optimizer step in it: the profiler warmed up in the last warm-up
+    # step, not in the first measured one (which left 19 and a sliver of the teardown).
+    [trace] = (run_dir / "torch").glob("*.pt.trace.json")
+    events = json.loads(trace.read_text("utf-8"))["traceEvents"]
+    assert sum(str(e.get("name", "")).startswith("Optimizer.step#") for e in events) == 20
     assert backend(report, "torch")["status"] == "ok", backend(report, "torch")
     assert "3 warm-up + 20 measured steps" in result.stdout
     assert "perfstack: run 1 of 1, torch: exit 0" in result.stderr

@@ -82,10 +82,14 @@ class Headline:
 
     bound: str | None  # the budget part that takes the most time ("startup", "kernels"...)
     bound_title: str | None
-    bound_share: float | None  # % of the wall time
+    bound_share: float | None  # % of ``scope``
     bound_source: str | None
     hottest: Node | None  # the workload's own hottest function
     finding: Finding | None  # the first finding
+    #: what ``bound_share`` is a share of: the wall time, or under --steps (a sampler that
+    #: started after the warm-up steps) the time it sampled, the process's start-up and
+    #: teardown left out: the answer is about the steps
+    scope: str = "the wall time"
 
 
 @dataclass
@@ -240,15 +244,24 @@ def environment_facts(env: dict[str, Any]) -> list[str]:
 
 
 def _headline(budget: Budget, tree: list[Node], findings: list[Finding]) -> Headline:
+    windowed = any(ln.part in UNSAMPLED_PARTS for ln in budget.lines)
+    # Under --steps the sampler saw the measured steps and the teardown: the answer is about
+    # the steps, so start-up (the teardown, here) does not compete with them.
+    skipped = (*UNSAMPLED_PARTS, "startup") if windowed else UNSAMPLED_PARTS
     parts = [ln for ln in budget.lines if (ln.part in MAIN_PARTS or ln.depth == 1)
-             and ln.part not in UNSAMPLED_PARTS]
+             and ln.part not in skipped]
     # The biggest part of the main thread's time; a split of the native part is more precise
     # than "native" itself when it is the larger piece of it.
     top = max(parts, key=lambda ln: ln.share, default=None)
     hottest = next((n for n in tree if n.ours), None)
-    return Headline(top.part if top else None, top.title if top else None,
-                    top.share if top else None, top.source if top else None, hottest,
-                    findings[0] if findings else None)
+    share, scope = (top.share if top else None), "the wall time"
+    if windowed and top is not None:
+        steps = sum(ln.share for ln in parts if ln.depth == 0)
+        share, scope = (100 * top.share / steps if steps else None,
+                        "the measured steps' sampled time")
+    return Headline(top.part if top else None, top.title if top else None, share,
+                    top.source if top else None, hottest,
+                    findings[0] if findings else None, scope)
 
 
 def _related(report: Report) -> dict[str, list[Metric]]:

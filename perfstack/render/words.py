@@ -169,7 +169,7 @@ def answer_lines(view: View) -> list[str]:
                 "not the workload's alone (run it again on a quiet machine)."]
     if h.bound is not None and h.bound_share is not None:
         words = BOUND_WORDS.get(h.bound, f"{h.bound_title}:")
-        out.append(f"{words} {pct(h.bound_share)} of the wall time ({h.bound_source}).")
+        out.append(f"{words} {pct(h.bound_share)} of {h.scope} ({h.bound_source}).")
     elif view.device is not None and view.device.busy is not None:
         out.append(device_answer(view.device))
     else:

@@ -79,8 +79,12 @@ class TorchBackend(Backend):
                     "warmup": o.get("warmup", 1), "active": o.get("active", 3),
                     "repeat": o.get("repeat", 1)}
         if ctx.steps is not None:  # --steps: record exactly the measured steps
+            # The in-process schedule asks for step j's action as step j-1 ends (x = j - 2
+            # in torch's schedule): the profiler warms up in the last warm-up step (K) and
+            # records K+1..K+N. (With K-1 skipped, it warmed up in step K+1 and a run ended
+            # at K+N held N-1 steps.) With one warm-up step the first is the prelude.
             k = ctx.steps.warmup
-            schedule = {"skip_first": max(k - 1, 0), "wait": 0, "warmup": min(k, 1),
+            schedule = {"skip_first": max(k - 2, 0), "wait": 0, "warmup": 1 if k >= 2 else 0,
                         "active": ctx.steps.measured, "repeat": 1}
         settings = {
             **schedule, "record_shapes": not o.get("no_shapes") or bool(o.get("memory")),
