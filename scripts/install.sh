@@ -42,8 +42,10 @@ if [ "$tests" = 1 ]; then
     trap 'kill "$ft" 2>/dev/null || true; rm -f "$ft_log"' EXIT
     scripts/install-chromium.sh >/dev/null
     scripts/install-postgresql.sh >/dev/null
-    # The tests start a Dask scheduler and workers on 127.0.0.1 (perfstack analyze --scheduler).
-    .venv/bin/python -c 'import distributed' 2>/dev/null || "${pip[@]}" install -e ".[dask]"
+    # The tests start a Dask scheduler and workers on 127.0.0.1 (perfstack analyze --scheduler),
+    # and profile real frameworks (transformers, lightning: pinned, torch already in place).
+    .venv/bin/python -c 'import distributed, transformers, lightning' 2>/dev/null \
+        || "${pip[@]}" install -e ".[dask,frameworks]"
     if ! wait "$ft"; then
         tail -n 20 "$ft_log" >&2
         echo "install.sh: the free-threaded CPython did not build (log above)" >&2

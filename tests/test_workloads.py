@@ -35,6 +35,10 @@ SMALL = {
     # dynamo alone (the "eager" backend): its graph break and recompile, no inductor build
     "compiled.py": ["--steps", "2", "--batch-sizes", "4,6", "--width", "8", "--hidden", "8",
                     "--backend", "eager"],
+    "gpt2_train.py": ["--steps", "1", "--batch-size", "2", "--seq-len", "16", "--layers", "1",
+                      "--width", "32", "--heads", "2", "--vocab", "256"],
+    "lightning_fit.py": ["--max-steps", "2", "--batch-size", "8", "--width", "8",
+                         "--hidden", "8"],
 }
 
 
