@@ -77,7 +77,7 @@ def test_data_loading_is_a_share_of_the_work_not_of_the_imports() -> None:
         row.values["total_share"] = Quantity(14.0, "%")
     found = {f.rule: f for f in load_plugins().findings(report)}
     assert found["python.data-loading"].title == (
-        "data loading: 75% of the samples outside start-up are inside torch's DataLoader")
+        "data loading: 75% of the main thread's running time is inside torch's DataLoader")
     assert "14.0% of the workload process's samples" in found["python.data-loading"].evidence[0]
     for m in report.metrics:  # all of it running: 14% of the work, no finding
         if m.name == "budget.startup":

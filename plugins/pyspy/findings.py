@@ -68,17 +68,24 @@ def data_loading(report: Report) -> list[Finding]:
         return []  # it loads in workers already: where they spend it is the children's say
     share = max((float(r.values["total_share"].value or 0.0) for r in rows
                  if "total_share" in r.values), default=0.0)
-    work = min(100.0, share * _outside_startup(report))
-    if work < DATA_LOADING_SHARE:
+    measured = report.metric("data_loading_share")
+    if measured is not None and measured.source == SOURCE and measured.value is not None:
+        # The main thread's own running samples, counted where they were taken (a share of
+        # every thread's samples scaled by the main thread's budget mixed the two).
+        work = float(measured.value)
+    else:  # a report of perfstack before data_loading_share
+        work = min(100.0, share * _outside_startup(report))
+    if work < DATA_LOADING_SHARE or not rows:
         return []
     top = max(rows, key=lambda r: float(r.values["total_share"].value or 0.0))
     return [Finding(
         rule="python.data-loading",
-        title=(f"data loading: {work:.0f}% of the samples outside start-up are inside "
+        title=(f"data loading: {work:.0f}% of the main thread's running time is inside "
                "torch's DataLoader"),
         layer="python", severity="warning",
         evidence=[f"{_plain(top, workload_dir(report))}: {share:.1f}% of the workload "
-                  f"process's samples (inclusive), {work:.0f}% of those outside start-up"],
+                  f"process's samples (inclusive); {work:.0f}% of the main thread's running "
+                  "time (data_loading_share)"],
         action=("load in worker processes (DataLoader(num_workers=N, pin_memory=True, "
                 "persistent_workers=True)), make __getitem__ cheaper, or prefetch"),
         source=SOURCE)]

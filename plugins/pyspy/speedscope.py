@@ -106,6 +106,37 @@ def _main_leaves(frames: list[dict[str, Any]], profiles: list[dict[str, Any]]) -
     return counts, seconds, importing, compiling
 
 
+#: The files of torch's data loading (DataLoader, its iterators, fetchers and collate).
+DATA_LOADING = "torch/utils/data/"
+
+
+def _data_loading(frames: list[dict[str, Any]], profiles: list[dict[str, Any]]) -> list[Metric]:
+    """The share of the main thread's running time (its samples outside imports, set-up,
+    teardown and torch.compile) with torch's data loading on the stack: the step waiting for
+    its batch. Nothing when the main thread ran nothing."""
+    profile = _main_profile(profiles)
+    if profile is None:
+        return []
+    loading = [DATA_LOADING in str(f.get("file") or "") and f.get("name") != "<module>"
+               for f in frames]
+    compiler = [is_compiler(f) for f in frames]
+    running = inside = 0.0
+    for stack, weight in zip(profile.get("samples", []), profile.get("weights", []),
+                             strict=False):
+        python = [i for i in stack if not _is_native(frames[i]) and not is_ours(frames[i])]
+        if not python or any(is_import(frames[i]) or compiler[i] for i in stack):
+            continue
+        running += weight
+        if any(loading[i] for i in python):
+            inside += weight
+    if running <= 0:
+        return []
+    return [Metric("data_loading_share", 100 * inside / running, "%", "python", SOURCE,
+                   Better.LOWER, detail=True,
+                   description="of the main thread's running time (start-up, teardown and "
+                   "torch.compile aside) with torch's DataLoader on the stack")]
+
+
 def _trailing(frames: list[dict[str, Any]], profiles: list[dict[str, Any]]) -> float:
     """Seconds of the main thread's last samples with no frame of the workload's: its
     teardown, as far as py-spy sampled it."""
@@ -298,7 +329,7 @@ def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
                   {"kind": "native-frame"}, {"python": [c for c, _ in native[k].most_common(5)]})
               for k, n in native_n.most_common(50)]
     metrics = [Metric("pyspy_samples", all_samples, "count", "python", SOURCE, Better.NEITHER,
-                      detail=True)]
+                      detail=True), *_data_loading(frames, profiles)]
     notes = [f"{all_samples} samples in {len(threads)} threads"]
     if gil_profiles and all_samples:
         share = 100 * min(sum(gil.values()) * gil_scale, all_samples) / all_samples

@@ -132,7 +132,10 @@ class OpGroups:
                     self.windows.append((start, stop))
                 continue
             p = parent[i]
-            if p >= 0 and name[p] in steps and self.stepped:
+            if self.stepped and (p < 0 or name[p] in steps):
+                # Under a step, or a root op that may cross one: an optimizer's step range
+                # outlasts the step range its post-step hook closed, and holds every op of a
+                # closure (Lightning, LBFGS: forward and backward inside optimizer.step).
                 phase = "data" if names[n].startswith(DATA_LOADING) else "ops"
                 self.step_children.append((start, stop, phase))
             g = self.group(tree, i)

@@ -30,7 +30,8 @@ GPU_PHASES = (("compute", "compute kernels"),
               ("idle", "no kernel, memcpy or memset on the device"),
               ("host_wait", "idle before the next launch call was made (within idle)"))
 CPU_PHASES = (("data", "the DataLoader yielding the batch (enumerate(DataLoader) ranges)"),
-              ("ops", "torch ops directly under the step, data loading apart"),
+              ("ops", "torch ops at the top of the step (an optimizer's step and the ops run "
+                      "in it included), data loading apart"),
               ("other", "the rest of the step: Python between the ops, and waiting"))
 
 
@@ -60,16 +61,22 @@ def gpu_steps(windows: Sequence[tuple[float, float]],
 
 def cpu_steps(windows: Sequence[tuple[float, float]],
               children: Sequence[tuple[float, float, str]]) -> list[Metric]:
-    """Each step's main-thread time by phase, in seconds."""
+    """Each step's main-thread time by phase, in seconds. ``children`` are the ops at the top
+    of the main thread (directly under a step range, or under none); each counts in the steps
+    it overlaps, for the part that overlaps (an optimizer's step range crosses the end of the
+    step range its hook closed)."""
     if not windows or not children:
         return []
     ordered = sorted(windows)
     per: dict[str, list[float]] = {part: [0.0] * len(ordered) for part, _ in CPU_PHASES}
     starts = [w[0] for w in ordered]
     for start, end, phase in children:
-        i = bisect.bisect_right(starts, start) - 1
-        if i >= 0 and end <= ordered[i][1] + 1:  # inside the step (1 µs of rounding)
-            per[phase][i] += (end - start) * US
+        i = max(bisect.bisect_right(starts, start) - 1, 0)
+        while i < len(ordered) and ordered[i][0] < end:
+            overlap = min(end, ordered[i][1]) - max(start, ordered[i][0])
+            if overlap > 0:
+                per[phase][i] += overlap * US
+            i += 1
     for i, (start, end) in enumerate(ordered):
         per["other"][i] = max((end - start) * US - per["data"][i] - per["ops"][i], 0.0)
     loads = any(per["data"])  # no DataLoader range in the trace: no data-loading phase
