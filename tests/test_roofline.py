@@ -275,3 +275,63 @@ def test_a_cache_bound_op_over_the_memory_roof_says_where_its_data_was() -> None
         "aten::add_ [[256, 256], [256, 256]]: 50%, 197% of the memory roof (its data fits in "
         "the cache)",
         "aten::add_ [[4096, 4096], [4096, 4096]]: 50%, 50% of its roof"]
+
+
+# --- Ceilings that an op runs above are wrong: said, measured again, the best kept ---------
+
+GPU_RESNET = ROOT / "tests" / "fixtures" / "gpu-runs" / "resnet" / "report.json.gz"
+
+
+def test_fp32_convolutions_on_a_gpu_are_held_to_the_tf32_peak() -> None:
+    """The H200 run: cuDNN ran resnet50's fp32 convolutions on the tensor cores (TF32,
+    torch's default for cuDNN), up to 3.5x the measured fp32 peak (49.7 TFLOP/s). Against
+    ceilings without a TF32 peak the report says the ceiling is too low (a share over 100%
+    never stands as a figure); with one, every convolution is under its roof."""
+    from perfstack.report.files import load_report
+
+    report = load_report(GPU_RESNET)
+    gpu = roofline.ceilings_of(report)["gpu"]
+    assert "tf32" not in gpu.peak_flops  # measured before the probe measured TF32
+    found = roofline.annotate(report)[1]
+    low = next(f for f in found if f.rule == "roofline.ceiling-low")
+    assert "fp32 peak" in low.title and "aten::conv2d" in low.evidence[0]
+    with_tf32 = Ceilings(gpu.device, gpu.source, {**gpu.peak_flops, "tf32": 494e12},
+                         gpu.bandwidth, gpu.dispatch_s, gpu.name, gpu.threads, gpu.how)
+    convs = [roofline.place(r, Layer.FRAMEWORK, {"gpu": with_tf32})
+             for r in report.layers[Layer.FRAMEWORK] if r.name.startswith("aten::conv2d")]
+    placed = [p for p in convs if p is not None and p.share is not None]
+    assert placed and all(p.peak_name == "tf32" for p in placed)
+    assert max(p.share for p in placed) <= roofline.DOUBT
+    # A workload that turned TF32 off for cuDNN is held to fp32 (its slower convs included).
+    off = roofline.tf32_allowed({"torch": {"cudnn_allow_tf32": False}})
+    assert "conv" not in off and roofline.tf32_allowed({}) == roofline.TF32_DEFAULT
+
+
+def test_the_cache_keeps_the_best_of_its_measurements() -> None:
+    """A ceiling measured under load reads low (fp32 55.6 GFLOP/s where torch's own sgemm
+    reached 117 on that machine): measured again, each figure keeps its best, and every
+    measurement is kept with the load it ran under."""
+    busy = Ceilings("cpu", "measured", {"fp32": 55.6e9, "bf16": 300e9}, 20e9, 3e-6,
+                    how={"measured": "a", "load": {"others_cpus": 1.4, "steal": 0.0}})
+    quiet = Ceilings("cpu", "measured", {"fp32": 117e9, "bf16": 280e9}, 18e9, 2e-6,
+                     how={"measured": "b", "load": {"others_cpus": 0.0, "steal": 0.0}})
+    best = ceilings.best_of(busy, quiet)
+    assert best.peak_flops == {"fp32": 117e9, "bf16": 300e9}
+    assert best.bandwidth == 20e9 and best.dispatch_s == 2e-6
+    assert [m["measured"] for m in best.how["measurements"]] == ["a", "b"]
+    assert best.how["measurements"][0]["load"]["others_cpus"] == 1.4
+
+
+def test_an_op_above_its_roof_or_a_ceiling_measured_under_load_is_doubted() -> None:
+    from perfstack.backend import Collected
+    from perfstack.run.ceilingstep import doubted
+
+    fast = _op("aten::mm [[512, 512], [512, 512]]", 1e-3, 200e6, 3e6, calls=1)  # 200 GFLOP/s
+    collected = [Collected(rows={Layer.FRAMEWORK: [fast]})]
+    assert "ran at 200% of the measured fp32 peak" in (doubted(CPU, collected, "cpu") or "")
+    roomy = Ceilings("cpu", "measured", {"fp32": 400e9}, 10e9, 2e-6,
+                     how={"load": {"others_cpus": 0.0}})
+    assert doubted(roomy, collected, "cpu") is None
+    loaded = Ceilings("cpu", "measured", {"fp32": 400e9}, 10e9, 2e-6,
+                      how={"load": {"others_cpus": 1.5}})
+    assert "other programs kept 1.5 CPUs busy" in (doubted(loaded, collected, "cpu") or "")

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from perfstack.machine.ceilings import Ceilings
+from perfstack.machine.load import DISTURBED_CPUS
 from perfstack.report import Better, Finding, Layer, Metric, Quantity, Report, Row
 from perfstack.report.units import fmt_seconds, fmt_si, pct_fine
 
@@ -46,6 +47,8 @@ FUSE_SHARE = 0.20
 SMALL = 64
 #: A type whose measured peak is this many times fp32's is worth moving compute to.
 FASTER_TYPE = 1.5
+#: A compute-bound op at this many times its roof means the roof is low, not the op fast.
+DOUBT = 1.05
 
 
 @dataclass
@@ -120,8 +123,38 @@ def _value(row: Row, name: str) -> float | None:
     return float(q.value)
 
 
-def place(row: Row, layer: Layer, ceilings: dict[str, Ceilings]) -> Placement | None:
-    """Put one row on its roofline, or None when it has no cost, no time or no ceilings."""
+#: What ran fp32 on a GPU's tensor cores (TF32) when the workload's torch did not say:
+#: torch's defaults, cuDNN's convolutions yes, matrix products no.
+TF32_DEFAULT = frozenset({"conv"})
+
+
+def tf32_allowed(environment: dict[str, Any]) -> frozenset[str]:
+    """Which fp32 GPU ops the workload let run in TF32 (``conv``, ``matmul``), from the
+    torch it ran with (its settings at its end; a report's environment), else torch's
+    defaults."""
+    torch = environment.get("torch")
+    facts = torch if isinstance(torch, dict) else {}
+    out = set(TF32_DEFAULT)
+    for kind, fact in (("conv", "cudnn_allow_tf32"), ("matmul", "matmul_allow_tf32")):
+        if isinstance(facts.get(fact), bool):
+            (out.add if facts[fact] else out.discard)(kind)
+    return frozenset(out)
+
+
+def _tf32_kind(name: str) -> str | None:
+    low = name.lower()
+    if "conv" in low:
+        return "conv"
+    if any(op in low for op in ("::mm", "addmm", "bmm", "matmul", "linear", "baddbmm")):
+        return "matmul"
+    return None
+
+
+def place(row: Row, layer: Layer, ceilings: dict[str, Ceilings],
+          tf32: frozenset[str] = TF32_DEFAULT) -> Placement | None:
+    """Put one row on its roofline, or None when it has no cost, no time or no ceilings.
+    ``tf32``: the fp32 GPU ops (``conv``, ``matmul``) the workload let run on the tensor
+    cores, measured against the TF32 peak where the ceilings have one."""
     flops, moved = _value(row, "flops"), _value(row, "bytes")
     if (flops is None and moved is None) or row.attrs.get("transfer"):
         return None  # no cost, or a copy between host and device (its roof is the link's)
@@ -137,7 +170,8 @@ def place(row: Row, layer: Layer, ceilings: dict[str, Ceilings]) -> Placement | 
     peak_name = dtype if dtype in ceiling.peak_flops else None
     peak = ceiling.peak_flops.get(peak_name) if peak_name else None
     tensor_cores = row.attrs.get("tensor_cores") or (
-        peak is not None and flops and flops / seconds > peak)  # faster than fp32 can run
+        peak is not None and flops and flops / seconds > peak) or (  # faster than fp32 runs
+        device == "gpu" and _tf32_kind(row.name) in tf32)
     if dtype == "fp32" and tensor_cores and "tf32" in ceiling.peak_flops:
         peak_name, peak = "tf32", ceiling.peak_flops["tf32"]  # tensor cores ran it in TF32
     calls = _value(row, "calls")
@@ -181,9 +215,10 @@ def placements(report: Report, ceilings: dict[str, Ceilings]) -> list[Placement]
     if not ceilings:
         return []
     out = []
+    tf32 = tf32_allowed(report.environment)
     for layer in (Layer.FRAMEWORK, Layer.KERNEL):
         for row in report.layers[layer]:
-            found = place(row, layer, ceilings)
+            found = place(row, layer, ceilings, tf32)
             if found is not None:
                 out.append(found)
     return out
@@ -280,7 +315,7 @@ def findings(ops: list[Placement], ceilings: dict[str, Ceilings]) -> list[Findin
             continue
         out.append(Finding(
             "roofline.far-below-roof",
-            f"{p.row.name[:60]} ran at {percent(p.share)} of what this machine can reach "
+            f"{_op_name(p.row)} ran at {percent(p.share)} of what this machine can reach "
             f"for it ({p.bound}-bound)", Layer.FRAMEWORK.value, "info",
             _evidence(p, total), _why(p), SOURCE))
         if len(out) == 3:
@@ -301,7 +336,46 @@ def findings(ops: list[Placement], ceilings: dict[str, Ceilings]) -> list[Findin
             out.append(Finding(rule, f"{100 * share:.0f}% {what}", Layer.FRAMEWORK.value, "info",
                                _heaviest(members, total), action, SOURCE))
     out.extend(_faster_type(timed, total, ceilings))
-    return out
+    return [*_ceiling_low(timed, ceilings), *out]
+
+
+def _op_name(row: Row) -> str:
+    """An op's name without its input shapes (the evidence gives them): a title cut inside
+    a shape list read '[[8, 4, 128, 64], [8, 4,  ran at'."""
+    name = row.attrs.get("op") if isinstance(row.attrs.get("op"), str) else None
+    return name or row.name.split(" [", 1)[0]
+
+
+def _ceiling_low(timed: list[Placement], ceilings: dict[str, Ceilings]) -> list[Finding]:
+    """Compute-bound ops above their roof: the ceiling is wrong (measured under load, or
+    the type's peak not measured), and every share of it with it. Said, never left
+    standing as a figure."""
+    above = sorted((p for p in timed if p.bound == "compute" and p.share is not None
+                    and p.share > DOUBT), key=lambda p: -(p.share or 0.0))
+    if not above:
+        return []
+    kind = above[0].device
+    ceiling = ceilings.get(kind)
+    how = ceiling.how if ceiling is not None else {}
+    measured = [m for m in how.get("measurements") or [how] if isinstance(m, dict)]
+    others = [float(m["load"].get("others_cpus") or 0.0) for m in measured
+              if isinstance(m.get("load"), dict)]
+    busy = [o for o in others if o > DISTURBED_CPUS]
+    when = (f"measured {len(measured)} time(s)" + (
+        f", {len(busy)} of them while other programs kept CPUs busy (up to "
+        f"{max(busy):.1f})" if busy else ""))
+    top = above[0]
+    return [Finding(
+        "roofline.ceiling-low",
+        f"{len(above)} op{'' if len(above) == 1 else 's'} ran above the measured "
+        f"{top.peak_name or 'compute'} peak (up to {percent(top.share or 0.0)}): the ceiling "
+        "is too low, and every share of it with it",
+        Layer.HARDWARE.value, "warning",
+        [f"{p.row.name}: {percent(p.share or 0.0)} of its roof" for p in above[:3]]
+        + [f"the {kind} ceilings were {when}"],
+        "measure them again alone: perfstack env --measure-ceilings (perfstack keeps the best "
+        "of its measurements); until then read the roofline's shares as relative, not "
+        "absolute", SOURCE)]
 
 
 def _heaviest(ops: list[Placement], total: float) -> list[str]:

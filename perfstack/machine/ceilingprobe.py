@@ -6,8 +6,11 @@ best, measured alone.
 
 - **Peak FLOP/s**: square matrix products (``torch.mm``) of growing sizes in each type the
   machine runs (fp32, fp64, bf16, fp16; int8 through ``torch._int_mm`` where torch has it
-  for the device), 2·n³ operations each; the median of a few calls at each size, the best
-  size kept. A type whose calls are too slow to time in the budget is left out, with why.
+  for the device; on a GPU also tf32, fp32 inputs on the tensor cores, as cuDNN runs fp32
+  convolutions by default), 2·n³ operations each; the fastest of a few calls at each size
+  (a peak is what the machine can reach: anything else running only slows a call down),
+  the best size kept. A type whose calls are too slow to time in the budget is left out,
+  with why.
 - **Bandwidth**: a copy (``b.copy_(a)``: one read, one write), a triad (``a = b + s·c``: two
   reads, one write) and an update in place (``a += s·b``: two reads, one write) of arrays
   twice the last-level cache (at least 64 MiB, at most 1 GiB each), counted as the bytes
@@ -26,12 +29,17 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
-#: The element types measured, by the name the report uses.
-DTYPES = ("fp32", "fp64", "bf16", "fp16", "int8")
+#: The element types measured, by the name the report uses (tf32 on a GPU only).
+DTYPES = ("fp32", "tf32", "fp64", "bf16", "fp16", "int8")
 SIZES = (256, 512, 1024, 2048, 4096)
+#: A GPU's tensor cores reach their peak only on larger products (an H200's bf16: 671
+#: TFLOP/s at 4096, about 790 at 8192).
+GPU_SIZES = (*SIZES, 8192)
 #: Calls timed at each size (the median kept), and the longest one call may take before
 #: larger sizes are skipped; sizes stop growing once the rate rises by less than PLATEAU.
 CALLS = 5
@@ -41,8 +49,8 @@ MIB = 1 << 20
 
 
 def _torch_dtype(torch: Any, name: str) -> Any:
-    return {"fp32": torch.float32, "fp64": torch.float64, "bf16": torch.bfloat16,
-            "fp16": torch.float16, "int8": torch.int8}[name]
+    return {"fp32": torch.float32, "tf32": torch.float32, "fp64": torch.float64,
+            "bf16": torch.bfloat16, "fp16": torch.float16, "int8": torch.int8}[name]
 
 
 def _sync(torch: Any, device: str) -> None:
@@ -50,8 +58,9 @@ def _sync(torch: Any, device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _timed(torch: Any, device: str, call: Any, calls: int) -> float:
-    """The median time of ``calls`` calls of ``call`` (after one untimed call)."""
+def _timed(torch: Any, device: str, call: Any, calls: int, best: bool = True) -> float:
+    """The fastest of ``calls`` calls of ``call`` (after one untimed call), or with
+    ``best`` False their median."""
     call()
     _sync(torch, device)
     times = []
@@ -60,7 +69,22 @@ def _timed(torch: Any, device: str, call: Any, calls: int) -> float:
         call()
         _sync(torch, device)
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return min(times) if best else statistics.median(times)
+
+
+@contextmanager
+def _tensor_cores(torch: Any, name: str) -> Iterator[None]:
+    """fp32 products on the tensor cores (TF32) while measuring ``tf32``; torch's own
+    setting otherwise, and after."""
+    if name != "tf32":
+        yield
+        return
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
 
 
 def peak_flops(torch: Any, name: str, device: str,
@@ -80,7 +104,8 @@ def peak_flops(torch: Any, name: str, device: str,
                 a = torch.randn(n, n, device=device).to(dtype)
                 b = torch.randn(n, n, device=device).to(dtype)
                 product = torch.mm
-            seconds = _timed(torch, device, partial(product, a, b), CALLS)
+            with _tensor_cores(torch, name):
+                seconds = _timed(torch, device, partial(product, a, b), CALLS)
         except (RuntimeError, AttributeError, TypeError, NotImplementedError) as exc:
             if best is None:
                 return None, {"why": f"torch cannot multiply {name} matrices on {device}: "
@@ -165,7 +190,11 @@ def measure(threads: int | None, device: str = "cpu", sizes: tuple[int, ...] = S
     started = time.perf_counter()
     peaks: dict[str, float] = {}
     how: dict[str, Any] = {}
+    if device != "cpu" and sizes == SIZES:
+        sizes = GPU_SIZES
     for name in DTYPES:
+        if name == "tf32" and device == "cpu":
+            continue
         rate, detail = peak_flops(torch, name, device, sizes)
         how[name] = detail
         if rate is not None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from perfstack.cachedir import cache_folder
-from perfstack.machine import environment
+from perfstack.machine import environment, load
 
 CEILINGS_ENV = "PERFSTACK_CEILINGS"
 #: The longest the measuring may take before it is given up (it takes about 5 s on a
@@ -123,12 +123,8 @@ def cached(threads: int | None, device: str = "cpu") -> Ceilings | None:
     chosen = os.environ.get(CEILINGS_ENV)
     if chosen == "off":
         return None
-    path = Path(chosen) if chosen else cache_file(machine_key(threads, device))
-    try:
-        found = Ceilings.from_dict(json.loads(path.read_text("utf-8")))
-    except (OSError, ValueError):
-        return None
-    return found if found.device == _kind(device) else None
+    found = _read(Path(chosen) if chosen else cache_file(machine_key(threads, device)))
+    return found if found is not None and found.device == _kind(device) else None
 
 
 def _kind(device: str) -> str:
@@ -145,6 +141,7 @@ def measure(threads: int | None, device: str = "cpu", python: str | None = None,
             "--device", device, *probe_args]
     if threads:
         argv += ["--threads", str(threads)]
+    before, started = load.snapshot(), time.monotonic()
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -169,6 +166,8 @@ def measure(threads: int | None, device: str = "cpu", python: str | None = None,
             how["datasheet"] = {"model": sheet.model, "peak_flops": sheet.peak_flops,
                                 "bandwidth": sheet.bandwidth, "source": sheet.source}
     how["measured"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    # What else ran meanwhile (a peak measured beside a busy program is low): kept with it.
+    how["load"] = load.between(before, load.snapshot(), time.monotonic() - started)
     how["seconds"] = found.get("seconds")
     how["copy_bandwidth"] = found.get("copy_bandwidth")
     how["torch"] = found.get("torch")
@@ -178,8 +177,49 @@ def measure(threads: int | None, device: str = "cpu", python: str | None = None,
                         name=environment.capture()["cpu"].get("model") if device == "cpu"
                         else str((props or {}).get("name") or device),
                         threads=found.get("threads"), how=how)
-    _store(cache_file(machine_key(threads, device)), ceilings)
+    path = cache_file(machine_key(threads, device))
+    if not probe_args:  # a quick check's figures are no peaks: never kept as the best
+        earlier = _read(path)
+        if earlier is not None and earlier.device == ceilings.device:
+            ceilings = best_of(earlier, ceilings)
+    _store(path, ceilings)
     return ceilings
+
+
+#: Measurements of one machine kept in its cache file, the newest last.
+KEPT = 5
+
+
+def _summary(c: Ceilings) -> dict[str, Any]:
+    return {"measured": c.how.get("measured"), "load": c.how.get("load"),
+            "peak_flops": dict(c.peak_flops), "bandwidth": c.bandwidth,
+            "dispatch_s": c.dispatch_s}
+
+
+def best_of(earlier: Ceilings, new: Ceilings) -> Ceilings:
+    """The best of two measurements of one machine, figure by figure: a peak is what the
+    machine can reach, and a measurement beside a busy program only reads it low. The
+    measurements themselves (each with its load) are kept in ``how["measurements"]``."""
+    kept = [m for m in earlier.how.get("measurements") or [_summary(earlier)]
+            if isinstance(m, dict)]
+    peaks = dict(earlier.peak_flops)
+    for name, value in new.peak_flops.items():
+        peaks[name] = max(value, peaks.get(name, 0.0))
+    bandwidths = [b for b in (earlier.bandwidth, new.bandwidth) if b]
+    floors = [d for d in (earlier.dispatch_s, new.dispatch_s) if d]
+    how = dict(new.how)
+    how["measurements"] = [*kept, _summary(new)][-KEPT:]
+    return Ceilings(device=new.device, source=new.source, peak_flops=peaks,
+                    bandwidth=max(bandwidths) if bandwidths else None,
+                    dispatch_s=min(floors) if floors else None, name=new.name,
+                    threads=new.threads, how=how)
+
+
+def _read(path: Path) -> Ceilings | None:
+    try:
+        return Ceilings.from_dict(json.loads(path.read_text("utf-8")))
+    except (OSError, ValueError):
+        return None
 
 
 def _store(path: Path, ceilings: Ceilings) -> None:

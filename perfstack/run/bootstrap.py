@@ -73,6 +73,10 @@ def torch_facts() -> dict[str, Any] | None:
         "openmp": lambda: bool(torch.backends.openmp.is_available()),
         "mkl": lambda: bool(torch.backends.mkl.is_available()),
         "cuda_available": lambda: bool(torch.cuda.is_available()),
+        # fp32 on a GPU's tensor cores (TF32): cuDNN's convolutions by default, matmuls when
+        # the workload allows it (the roofline measures them against the TF32 peak)
+        "cudnn_allow_tf32": lambda: bool(torch.backends.cudnn.allow_tf32),
+        "matmul_allow_tf32": lambda: bool(torch.backends.cuda.matmul.allow_tf32),
     }
     for key, read in readers.items():
         try:
