@@ -133,14 +133,17 @@ class ExtraRunner(Protocol):
     """Runs the workload once more for a backend that needs several runs (a sweep)."""
 
     def __call__(self, label: str, *, env: dict[str, str] | None = None,
-                 python: str | None = None) -> Outcome:
+                 python: str | None = None, args: Sequence[str] | None = None,
+                 inprocess: Sequence[InProcessHook] = ()) -> Outcome:
         """Run the workload plainly (no profiler) and return how it went.
 
         ``label`` names the run (unique within the backend; it becomes a folder under the
         backend's own), ``env`` is added to the workload's environment, and ``python`` is
         another interpreter to run it with (perfstack's bootstrap is made importable there;
-        the workload's own imports must be installed for that interpreter). The run is
-        recorded in the report with role ``extra``.
+        the workload's own imports must be installed for that interpreter). ``args`` replace
+        the workload's arguments for this run; ``inprocess`` hooks are loaded in it (light
+        ones: it is meant to be unprofiled). The run is recorded in the report with role
+        ``extra``.
         """
         ...
 

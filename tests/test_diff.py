@@ -96,7 +96,8 @@ def test_steps_of_one_run_are_judged_against_the_run_to_run_noise() -> None:
     assert step.verdict == "within noise" and step.samples_of == "steps", step
     result = diff(base, far)
     step = next(m for m in result.metrics if m.name == "torch_step_time")
-    assert step.verdict == "regression" and "one run per side" in step.reason, step
+    # beyond this noise, but one profiled run a side: changed, never called a regression
+    assert step.verdict == "changed" and "one run per side" in step.reason, step
     assert result.regressions(0.05) == []
     alone = _report_with([0.0200, 0.0201, 0.0199], [1.0])
     alone_too = _report_with([0.0300, 0.0301, 0.0299], [1.1])
@@ -340,3 +341,32 @@ def test_the_text_diff_fits_80_columns_with_its_verdicts(runs: dict[str, Path]) 
     table = lines.index(head)
     throughput = next(ln for ln in lines[table:] if ln.strip().startswith("throughput "))
     assert "REGRESSION" in throughput
+
+
+def _sampled(counts: dict[str, int], walls: list[float]) -> Report:
+    """A report whose py-spy rows have these own-sample counts (10 ms a sample)."""
+    from perfstack.report import Layer, Quantity, Row
+
+    report = _report_with([0.02, 0.02, 0.02], walls)
+    report.layers[Layer.PYTHON] = [
+        Row(f"{name} (/w/train.py:{i})", f"{name} (/w/train.py:{i})", "pyspy",
+            {"self": Quantity(n, "count"), "total": Quantity(n, "count"),
+             "self_time": Quantity(n / 100, "s")},
+            {"function": name, "file": "/w/train.py", "line": i})
+        for i, (name, n) in enumerate(counts.items(), 1)]
+    return report
+
+
+def test_a_sampled_row_that_moved_with_its_whole_run_is_no_culprit() -> None:
+    """One side ran on a machine a third slower: every function's samples grew by a third
+    (main +32 ms and its like, once named as culprits); its share of the run did not move.
+    A function that took a larger share is still named."""
+    walls = [1.00, 1.02, 0.99, 1.01, 1.03]
+    base = _sampled({"main": 1000, "step": 2000, "load": 1000}, walls)
+    slower = _sampled({"main": 1330, "step": 2660, "load": 1330}, walls)
+    rows = {r.name.split(" ")[0]: r for r in diff(base, slower).rows["python"]}
+    assert not any(r.beyond_noise for r in rows.values()), [
+        (r.name, r.change) for r in rows.values()]
+    heavier = _sampled({"main": 1000, "step": 4000, "load": 1000}, walls)
+    rows = {r.name.split(" ")[0]: r for r in diff(base, heavier).rows["python"]}
+    assert rows["step"].beyond_noise and not rows["main"].beyond_noise

@@ -146,3 +146,37 @@ def test_verdict_thresholds() -> None:
     scaling = Series("CPython 3.11", False, "throughput", {1: [100.0], 2: [190.0]},
                      {2: [0.1]})
     assert verdict(scaling, None, [1, 2], held_share=5).rule == "gil.io-bound"
+
+
+FIXED_POOL = ROOT / "tests" / "workloads" / "fixed_pool.py"
+
+
+def test_a_sweep_whose_threads_never_changed_says_so_and_the_argument_fixes_it(
+        perfstack: Callable[..., Result]) -> None:
+    """Workers counted by their own --threads (4) ignore PERFSTACK_THREADS: every run of
+    the sweep started 4 threads, and '1.1x' from it meant nothing. The sweep says so; given
+    --gil-thread-arg threads (or =--threads), it sets the argument and the counts follow."""
+    common = ("run", "--plugins", "gil", "--repeat", "0", "--warmup", "0", "-q",
+              "--gil-threads", "1,2", "--gil-repeat", "1", "--gil-no-free-threaded",
+              "--gil-no-pyspy")
+    ignored = perfstack(*common, str(FIXED_POOL), "--", "--items", "8", timeout=300)
+    assert ignored.code == 0, ignored.stderr
+    found = _verdict(ignored.report())
+    assert found["rule"] == "gil.threads-unchanged", found
+    assert "every run started 4 threads" in found["title"]
+    assert "--gil-thread-arg" in found["action"]
+    told = perfstack(*common, "--gil-thread-arg", "threads", str(FIXED_POOL), "--",
+                     "--threads", "4", "--items", "8", timeout=300)
+    assert told.code == 0, told.stderr
+    report = told.report()
+    assert _verdict(report)["rule"] != "gil.threads-unchanged"
+    notes = " ".join(backend(report, "gil")["notes"])
+    assert "threads started per count asked: 1 -> 1, 2 -> 2" in notes, notes
+
+
+def test_thread_arguments_are_set_where_given_and_added_where_not() -> None:
+    from perfstack_plugins.gil import with_thread_arg
+
+    assert with_thread_arg(["--threads", "4", "-v"], "--threads", 2) == ["--threads", "2", "-v"]
+    assert with_thread_arg(["--threads=4"], "--threads", 1) == ["--threads=1"]
+    assert with_thread_arg(["--items", "8"], "-j", 3) == ["--items", "8", "-j", "3"]

@@ -48,6 +48,8 @@ def parser(default_model: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--cudnn-benchmark", "--cudnn_benchmark", nargs="?", const=True, default=True,
                    type=_bool)
     p.add_argument("--image-size", type=int, default=64, help="resnet50 input size (real: 224)")
+    p.add_argument("--channels-last", action="store_true",
+                   help="resnet50 in the channels-last memory layout (NHWC)")
     p.add_argument("--hidden", type=int, default=256, help="bert/mlp width (BERT-base: 768)")
     p.add_argument("--layers", type=int, default=2, help="bert encoder layers (BERT-base: 12)")
     p.add_argument("--heads", type=int, default=4)

@@ -145,13 +145,17 @@ def cifar_cnn(classes: int = 100) -> nn.Module:
 
 def build(name: str, args: Any, device: torch.device, dtype: torch.dtype) -> Spec:
     """Return the Spec of the named model, on ``device`` in ``dtype``."""
+    layout = (torch.channels_last if getattr(args, "channels_last", False)
+              else torch.contiguous_format)
+
     def images(size: int, classes: int) -> Callable[[int], tuple[Any, Any]]:
-        return lambda n: (torch.randn(n, 3, size, size, device=device, dtype=dtype),
-                          torch.randint(0, classes, (n,), device=device))
+        return lambda n: (torch.randn(n, 3, size, size, device=device, dtype=dtype).to(
+            memory_format=layout), torch.randint(0, classes, (n,), device=device))
 
     if name == "resnet50":
         model: nn.Module = ResNet50()
-        return Spec(model.to(device, dtype), images(args.image_size, 1000), F.cross_entropy)
+        return Spec(model.to(device, dtype, memory_format=layout), images(args.image_size, 1000),
+                    F.cross_entropy)
     if name == "cifar100":
         return Spec(cifar_cnn().to(device, dtype), images(32, 100), F.cross_entropy)
     if name == "mlp":

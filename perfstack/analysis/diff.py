@@ -191,7 +191,14 @@ def _metric_change(a: Metric | None, b: Metric | None, judge: Judge) -> MetricCh
             change.reason = (f"{one_run} of one run per side: beyond noise only above "
                              f"{100 * limit:.1f}% (3x the wall time's run-to-run noise, at "
                              f"least {100 * MIN_EFFECT * 2.5:.0f}%) and by {result.test}; "
-                             f"not gated")
+                             f"changed at most, never a regression: one profiled run a side "
+                             f"(not gated)")
+            if significant and ref.better != Better.NEITHER:
+                # One run a side cannot tell a change from that run's conditions (a busy
+                # machine made torch's step +617% where the baseline runs said -7%): it is
+                # said, never counted as a regression or an improvement.
+                change.verdict = "changed"
+                return change
     elif not judge.paired and significant and change.change is not None:
         beyond, change.corrected_change, why = judge.beyond_sessions(
             change.change, drift_for(ref.layer, judge.machine), ref.unit)

@@ -135,6 +135,31 @@ def _sampling_noise(a: Row | None, b: Row | None) -> float | None:
 APPEARED_MIN_SAMPLES = 8
 
 
+def _sampled_totals(rows: list[Row]) -> dict[str, float]:
+    """Each sampler's samples in a layer: the sum of its rows' own counts (``self``: each
+    sample has one innermost frame), threads and other aggregates left out."""
+    out: dict[str, float] = {}
+    for row in rows:
+        q = row.values.get("self")
+        if (q is not None and q.unit == "count" and isinstance(q.value, (int, float))
+                and row.attrs.get("kind") not in AGGREGATE_KINDS):
+            out[row.source] = out.get(row.source, 0.0) + float(q.value)
+    return out
+
+
+def _share_change(a: Row, b: Row, totals_a: dict[str, float],
+                  totals_b: dict[str, float]) -> float | None:
+    """The relative change of a sampled row's share of its sampler's samples: a machine that
+    ran slower for one side (a busy machine, a drifting load) stretches every row alike and
+    leaves the shares where they were; a real change moves the row's share."""
+    ta, tb = totals_a.get(a.source), totals_b.get(b.source)
+    qa, qb = a.values.get("self"), b.values.get("self")
+    if not ta or not tb or qa is None or qb is None or not isinstance(qa.value, (int, float)) \
+            or not isinstance(qb.value, (int, float)) or qa.value <= 0:
+        return None
+    return float((qb.value / tb) / (qa.value / ta) - 1)
+
+
 def _appeared_beyond_noise(row: Row) -> bool:
     """Whether a row found on one side only is more than sampling noise: a row counted by a
     sampler needs ``APPEARED_MIN_SAMPLES``; a row measured exactly (an op's calls, a
@@ -179,6 +204,8 @@ def row_changes(base: Report, new: Report, judge: Judge,
     for layer in Layer:
         a = matched(base.layers.get(layer, []), scripts)
         b = matched(new.layers.get(layer, []), scripts)
+        totals_a = _sampled_totals(base.layers.get(layer, []))
+        totals_b = _sampled_totals(new.layers.get(layer, []))
         where = layer.value
         changes = []
         for key in dict.fromkeys([*a, *b]):
@@ -198,12 +225,18 @@ def row_changes(base: Report, new: Report, judge: Judge,
             drift = drifts.get(ref.source)
             fixed = corrected(rel, drift, unit) if rel is not None else None
             limit = threshold
+            sampled = None
             if limit is not None and ra is not None and rb is not None:
                 sampled = _sampling_noise(ra, rb)
                 if sampled is not None:
                     limit = max(limit, sampled)
             beyond = None if limit is None or rel is None or fixed is None else (
                 abs(rel) > limit and abs(fixed) > limit and (rel > 0) == (fixed > 0))
+            if beyond and sampled is not None and ra is not None and rb is not None:
+                share = _share_change(ra, rb, totals_a, totals_b)
+                if share is not None and rel is not None and limit is not None and (
+                        abs(share) <= limit or (share > 0) != (rel > 0)):
+                    beyond = False  # it moved with the whole run, not against it
             if status != "changed":
                 beyond = _appeared_beyond_noise(ref)
             counts = {}

@@ -9,7 +9,7 @@ run's command line and environment; ``perfstack.run.process`` supervises the chi
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -51,15 +51,17 @@ class Runner:
 
     def run(self, label: str, role: str, backend: str | None, launch: Launch,
             on_started: OnStarted | None = None, python: str | None = None,
-            on_rank_started: OnRankStarted | None = None, in_plan: bool = False) -> Outcome:
-        """Make one run (a child of its own, through the bootstrap) and record it."""
+            on_rank_started: OnRankStarted | None = None, in_plan: bool = False,
+            workload: Workload | None = None) -> Outcome:
+        """Make one run (a child of its own, through the bootstrap) and record it
+        (``workload``: the session's, or this run's own arguments of it)."""
         folder = rundir.run_subfolder(self.run_dir, label)
         options = self.options
         if self.riders:
             launch = replace(launch, inprocess=[*launch.inprocess, *self.riders])
         config = launching.write_config(folder, launch, role, options.steps)
         nproc = options.nproc_per_node
-        argv = launching.child_argv(self.workload, launch, folder, python, nproc,
+        argv = launching.child_argv(workload or self.workload, launch, folder, python, nproc,
                                     options.torchrun_args)
         env = launching.child_env(launch, config, python, self.run_dir)
         spec = ChildSpec(argv, env, self.cwd, folder, options.timeout_s, options.kill_grace_s,
@@ -101,11 +103,15 @@ class Runner:
     def extra_runner(self, backend: str) -> Callable[..., Outcome]:
         """The ``ctx.run_extra`` a backend gets: one more run of its own, recorded."""
         def run_extra(label: str, *, env: dict[str, str] | None = None,
-                      python: str | None = None) -> Outcome:
+                      python: str | None = None, args: Sequence[str] | None = None,
+                      inprocess: Sequence[InProcessHook] = ()) -> Outcome:
             if self.interrupted:
                 raise KeyboardInterrupt
-            return self.run(f"{backend}/{label}", "extra", backend, Launch(env=dict(env or {})),
-                            python=python)
+            launch = Launch(env=dict(env or {}), inprocess=list(inprocess))
+            workload = self.workload if args is None else replace(self.workload,
+                                                                 args=list(args))
+            return self.run(f"{backend}/{label}", "extra", backend, launch, python=python,
+                            workload=workload)
         return run_extra
 
     def ranks(self, folder: Path | None = None) -> list[int]:

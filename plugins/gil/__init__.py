@@ -39,6 +39,7 @@ from perfstack.report import Better, Layer, Metric, Quantity, Row
 from ..pyspy.sampler import GIL_PROFILE_FILE, PROFILE_FILE, availability
 from ..pyspy.sampler import attach as attach_pyspy
 from ..pyspy.speedscope import read_profile, summarize
+from . import threadcount
 from .probe import FILE as PROBE_FILE
 from .verdict import SOURCE, Series, verdict  # Series and verdict: also this package's API
 
@@ -103,10 +104,41 @@ def _failure(outcome: Outcome) -> str:
     return f"{outcome.record.exit.describe()}" + (f": {last[:200]}" if last else "")
 
 
+def with_thread_arg(args: list[str], flag: str, n: int) -> list[str]:
+    """The workload's arguments with ``flag`` set to ``n``: its value replaced where it is
+    given (``--threads 4``, ``--threads=4``), else appended."""
+    out, i = [], 0
+    found = False
+    while i < len(args):
+        a = args[i]
+        if a == flag and i + 1 < len(args):
+            out += [flag, str(n)]
+            i, found = i + 2, True
+            continue
+        if a.startswith(flag + "="):
+            out.append(f"{flag}={n}")
+            i, found = i + 1, True
+            continue
+        out.append(a)
+        i += 1
+    return out if found else [*out, flag, str(n)]
+
+
+def thread_flag(value: object) -> str:
+    """``--gil-thread-arg`` as the workload's flag: 'threads' is '--threads'; '' for none."""
+    text = str(value or "").strip()
+    return text if not text or text.startswith("-") else f"--{text}"
+
+
+COUNTER = InProcessHook(f"{__name__}.threadcount:start")
+
+
 def sweep(ctx: RunContext, counts: list[int], repeat: int,
           interpreters_: list[tuple[str | None, str, bool]]) -> list[Series]:
-    """Run the workload per interpreter and thread count, ``repeat`` times, interleaved."""
+    """Run the workload per interpreter and thread count, ``repeat`` times, interleaved;
+    ``--gil-thread-arg`` sets the count in the workload's arguments too."""
     assert ctx.run_extra is not None
+    flag = thread_flag(ctx.options.get("thread_arg"))
     series = [Series(label, ft, "") for _, label, ft in interpreters_]
     for r in range(1, repeat + 1):
         for (python, _, ft), s in zip(interpreters_, series, strict=True):
@@ -117,10 +149,15 @@ def sweep(ctx: RunContext, counts: list[int], repeat: int,
                 if ft:
                     env["PYTHON_GIL"] = "0"
                 tag = "free-threaded" if ft else "current"
-                outcome = ctx.run_extra(f"{tag}-t{n}-r{r}", env=env, python=python)
+                args = with_thread_arg(ctx.workload.args, flag, n) if flag else None
+                outcome = ctx.run_extra(f"{tag}-t{n}-r{r}", env=env, python=python, args=args,
+                                        inprocess=[COUNTER])
                 if not outcome.record.exit.clean:
                     s.failure = _failure(outcome)
                     break
+                alive = threadcount.read(outcome.artifact_dir)
+                if alive is not None:
+                    s.threads.setdefault(n, []).append(alive)
                 value, measure, cpu = _measure_of(outcome)
                 if value is None:
                     continue
@@ -219,6 +256,9 @@ class GilBackend(Backend):
                "python3.14t on PATH, or the one scripts/build-free-threaded.sh built)", ""),
         Option("no_free_threaded", "do not look for a free-threaded interpreter", flag=True),
         Option("no_pyspy", "do not sample GIL holding with py-spy", flag=True),
+        Option("thread_arg", "the workload's own argument that sets its thread count "
+               "(--gil-thread-arg=--threads, or the name alone: threads): the sweep sets it in "
+               "each run, beside PERFSTACK_THREADS", ""),
     )
 
     def check(self) -> Availability:
@@ -226,7 +266,9 @@ class GilBackend(Backend):
         return Availability.yes()
 
     def launch(self, ctx: RunContext) -> Launch:
-        """Its own run: the highest thread count, with the GIL probe inside the workload."""
+        """Its own run: the highest thread count, with the GIL probe inside the workload.
+        (With ``--gil-thread-arg`` the run's arguments are the workload's as given: the
+        count the user chose.)"""
         counts = parse_thread_counts(ctx.options.get("threads"))
         return Launch(env={THREADS_ENV: str(max(counts))},
                       inprocess=[InProcessHook(f"{__name__}.probe:start")])
@@ -309,7 +351,12 @@ class GilBackend(Backend):
             if one and ft_one:
                 metrics.append(Metric("free_threaded_single_thread_speed", ft_one / one, "x",
                                       "run", SOURCE, Better.HIGHER))
-        findings = [verdict(series[0], free_series, counts, held)]
+        findings = [verdict(series[0], free_series, counts, held,
+                            thread_flag(ctx.options.get("thread_arg")) or None)]
+        seen = {n: max(v) for n, v in series[0].threads.items() if v}
+        if seen:
+            notes.append("threads started per count asked: " + ", ".join(
+                f"{n} -> {seen[n]}" for n in sorted(seen)))
         notes.append(f"thread sweep {counts} x {repeat} runs per interpreter, interleaved; "
                      f"measure: {series[0].measure or 'none'}")
         return Collected(rows={Layer.PYTHON: rows}, metrics=metrics, findings=findings,

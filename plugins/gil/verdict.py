@@ -25,7 +25,15 @@ class Series:
     measure: str  # "throughput <unit>" or "wall time"
     values: dict[int, list[float]] = field(default_factory=dict)  # higher is better
     cpu: dict[int, list[float]] = field(default_factory=dict)  # CPUs busy per wall second
+    #: the threads each run started, per thread count asked for
+    threads: dict[int, list[int]] = field(default_factory=dict)
     failure: str | None = None
+
+    def unchanged(self) -> int | None:
+        """The one thread count every run had, whatever count was asked for (the workload
+        ignored it), or None where the counts followed (or were not seen)."""
+        seen = {max(v) for v in self.threads.values() if v}
+        return seen.pop() if len(seen) == 1 and len(self.threads) > 1 else None
 
     def median(self, n: int) -> float | None:
         """Return the median of the measure at ``n`` threads, or None when none ran."""
@@ -39,8 +47,23 @@ class Series:
 
 
 def verdict(current: Series, free: Series | None, counts: list[int],
-            held_share: float | None) -> Finding:
-    """Return the verdict finding from the sweeps (and the sampled GIL share, if any)."""
+            held_share: float | None, thread_arg: str | None = None) -> Finding:
+    """Return the verdict finding from the sweeps (and the sampled GIL share, if any); a
+    sweep whose runs all had the same threads measured nothing, and says so."""
+    same = current.unchanged()
+    if same is not None:
+        asked = ", ".join(str(n) for n in sorted(current.threads))
+        how = (f"{thread_arg} and PERFSTACK_THREADS" if thread_arg else "PERFSTACK_THREADS")
+        return Finding(
+            "gil.threads-unchanged",
+            f"the thread sweep measured nothing: every run started {same} thread"
+            f"{'' if same == 1 else 's'}, whatever {how} asked ({asked})",
+            "python", "warning",
+            [f"{current.label}: {same} threads started in every run (counted as they "
+             "started)", f"the sweep set {how} to {asked}"],
+            "name the argument that sets the workload's thread count: perfstack run --plugins "
+            "gil --gil-thread-arg=--threads ... (it is set in every run of the sweep), or read "
+            "PERFSTACK_THREADS in the workload", SOURCE)
     n = max(c for c in counts if current.values.get(c)) if current.values else 1
     gain = current.speedup(n)
     evidence = [f"{current.label}: {n} threads give {gain:.2f}x of 1 thread "
