@@ -251,6 +251,10 @@ class Backend:
     layers: ClassVar[tuple[Layer, ...]]
     description: ClassVar[str] = ""
     own_run: ClassVar[bool] = True
+    #: The top-level module the workload must import for this backend to see anything
+    #: (``"torch"`` for torch.profiler): when the baseline runs show it never did, the backend
+    #: is not run, and says why. None: it sees any workload.
+    needs_import: ClassVar[str | None] = None
     #: Opt-in analyses (heavy, or changing what they measure) run only when named in --plugins.
     opt_in: ClassVar[bool] = False
     #: one of the backends ``perfstack run --quick`` uses: cheap, and able to answer where the

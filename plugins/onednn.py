@@ -148,6 +148,7 @@ class OneDnnBackend(Backend):
     name = "onednn"
     per_rank = False  # sees the whole torchrun job at once
     layers = (Layer.KERNEL,)
+    needs_import = "torch"  # oneDNN runs inside torch
     description = "oneDNN primitives (MKLDNN_VERBOSE): implementation, ISA, shapes, time"
 
     def check(self) -> Availability:

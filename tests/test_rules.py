@@ -6,13 +6,14 @@ run tests (test_reliability.py, test_busy_machine.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from perfstack.analysis.budget import hardware_beside
 from perfstack.pluginmanager import load_plugins
 from perfstack.report import Better, Layer, Metric, Quantity, Report, Row
 from perfstack.report.files import load_report
-from tests.conftest import ROOT
+from tests.conftest import ROOT, Result, backend
 
 RECORDED = ROOT / "tests/fixtures/reports"
 
@@ -205,3 +206,35 @@ def test_small_ops_is_said_only_where_fusing_them_could_help() -> None:
         ("aten::mm [[64, 512], [512, 512]]", 24, 24 * 130e-6)]
     assert perfstack_findings(_ops_report(mixed)) == []
     assert perfstack_findings(_ops_report(small, busy=84.0)) == []
+
+
+def test_threads_that_take_turns_on_the_gil_are_the_answer_not_waiting() -> None:
+    """Four pure-Python threads, the main thread joining them: py-spy's main-thread budget
+    says it waits 89%, and the report once answered 'Waiting-bound' with DataLoader advice.
+    Its threads ran all along holding the GIL, the process used one CPU: GIL-bound."""
+    from perfstack.analysis.view import build
+
+    report = load_report(RECORDED / "rules/threads_gil.json.gz")
+    found = {f.rule: f for f in load_plugins().findings(report)}
+    assert "time.gil-bound" in found and "time.waiting" not in found
+    gil = found["time.gil-bound"]
+    assert gil.title.startswith("GIL-bound: 4 threads run Python")
+    assert "ProcessPoolExecutor" in gil.action
+    report.findings = list(found.values())
+    headline = build(report).headline
+    assert headline.bound == "gil"
+    assert headline.hottest is not None and headline.hottest.threads == 4
+
+
+def test_a_backend_for_a_library_the_workload_never_imports_is_not_run(
+        perfstack: Callable[..., Result]) -> None:
+    """torch's backend on a script without torch: its run would import torch only to see
+    nothing (5.9x 'slower' on a short script); the baseline said torch was never imported."""
+    result = perfstack("run", "--plugins", "torch,resources", "--repeat", "1", "--warmup", "0",
+                       "-q", str(ROOT / "tests" / "workloads" / "fixed_pool.py"), "--",
+                       "--items", "8")
+    assert result.code == 0, result.stderr
+    report = result.report()
+    torch = backend(report, "torch")
+    assert torch["status"] == "skipped" and "never imported torch" in torch["reason"], torch
+    assert [r["id"] for r in report["run"]["runs"]] == ["baseline-1"]

@@ -35,6 +35,9 @@ class Node:
     #: the processes a function was sampled in, as its label starts: "" for the workload's
     #: own, "[2 child processes]" for its children's (their time beside the workload's)
     processes: str = ""
+    #: the threads a function was sampled in: its share of the wall time is summed over them
+    #: (four threads in one function fill 400% of it)
+    threads: int = 1
     children: list[Node] = field(default_factory=list)
 
 
@@ -154,7 +157,12 @@ def function_node(report: Report, row: Row, home: str | None) -> Node:
                 100 * seconds / wall if seconds is not None and wall else None,
                 samples=int(samples) if samples is not None else None,
                 gil_share=_value(row, "gil_share"), ours=where.ours, library=where.library,
-                processes=processes)
+                processes=processes, threads=_threads(row))
+
+
+def _threads(row: Row) -> int:
+    found = row.attrs.get("threads")
+    return max(1, len(found)) if isinstance(found, list) else 1
 
 
 def _op_node(row: Row) -> Node:

@@ -5,7 +5,7 @@ that mostly waits, an idle device."""
 
 from __future__ import annotations
 
-from perfstack.report import Finding, Report
+from perfstack.report import Finding, Layer, Report
 from perfstack.report.units import fmt_seconds, pct
 
 #: Interpreter share of the wall time (%) from which a run is Python-bound.
@@ -61,6 +61,57 @@ def _device_idle(report: Report) -> list[Finding]:
         source="perfstack")]
 
 
+#: Worker threads that ran this share of the wall time (%), mostly holding the GIL, while
+#: the main thread waited: the workload is bound by the GIL, not by waiting.
+GIL_WORKERS_SHARE = 50.0
+GIL_HELD = 50.0
+GIL_RULE = "time.gil-bound"
+
+
+def gil_contention(report: Report) -> Finding | None:
+    """Threads of the workload's own process (a sampler's thread rows: ``attrs.kind``
+    ``thread`` with ``time`` and ``gil_share``) that ran Python most of the wall time while
+    the main thread waited for them: they take turns holding the GIL, so more of them add no
+    CPU. None when there are none, or they mostly ran native code that released it."""
+    wall = report.metric("wall_time")
+    rows = [r for r in report.layers.get(Layer.PYTHON, [])
+            if r.attrs.get("kind") == "thread" and r.attrs.get("process") != "child"
+            and "MainThread" not in r.name and "perfstack-" not in r.name]
+    timed = [(float(r.values["time"].value or 0.0), r.values.get("gil_share"))
+             for r in rows if "time" in r.values and r.values["time"].value]
+    busy = sum(t for t, _ in timed)
+    held = [(t, float(g.value)) for t, g in timed if g is not None and g.value is not None]
+    if not held or wall is None or not wall.value:
+        return None
+    share = 100 * busy / float(wall.value)
+    gil = sum(t * g for t, g in held) / sum(t for t, _ in held)
+    if share < GIL_WORKERS_SHARE or gil < GIL_HELD:
+        return None
+    source = rows[0].source
+    cpus = report.metric("cpu_utilisation")
+    idle = share_of(report, "budget.idle")
+    evidence = [f"{len(timed)} threads ran {fmt_seconds(busy)} of code, {share:.0f}% of the "
+                f"wall time summed, holding the GIL {gil:.0f}% of their samples (their thread "
+                f"rows, from {source})"]
+    if idle is not None:
+        evidence.append(f"meanwhile the main thread waited {idle[0]:.0f}% of the wall time "
+                        "(budget.idle): for them")
+    if cpus is not None and cpus.value is not None:
+        evidence.append(f"the process kept {float(cpus.value):.2f} CPUs busy "
+                        f"(cpu_utilisation, from {cpus.source}): one thread at a time")
+    return Finding(
+        rule=GIL_RULE,
+        title=(f"GIL-bound: {len(timed)} threads run Python and take turns holding the GIL "
+               "while the main thread waits for them"),
+        layer="python", severity="warning", evidence=evidence,
+        action=("more threads add no CPU while they hold the GIL: use processes "
+                "(concurrent.futures.ProcessPoolExecutor, multiprocessing), move the hot loop "
+                "into native code that releases the GIL (NumPy, torch), or run on a "
+                "free-threaded Python; perfstack run --plugins gil measures how the threads "
+                "scale"),
+        source="perfstack")
+
+
 def time_rules(report: Report) -> list[Finding]:
     """Where the time went, from the time budget's metrics: Python-bound, dispatch-bound, a
     main thread that mostly waits, an idle device."""
@@ -95,8 +146,12 @@ def time_rules(report: Report) -> list[Finding]:
     idle = share_of(report, "budget.idle")
     wall = report.metric("wall_time")
     idle_s = idle[0] / 100 * float(wall.value) if idle and wall and wall.value else None
+    contention = gil_contention(report) if idle is not None and idle[0] >= WAITING_LIMIT \
+        else None
+    if contention is not None:  # the main thread waits for its threads, which wait for the GIL
+        out.append(contention)
     # A sampler's own attach (~0.2 s) reads as waiting: short runs need more than a share.
-    if idle is not None and idle[0] >= WAITING_LIMIT and (idle_s is None or idle_s >= 0.5):
+    elif idle is not None and idle[0] >= WAITING_LIMIT and (idle_s is None or idle_s >= 0.5):
         evidence = [f"{idle[0]:.1f}% of the wall time with no sample of running code on the "
                     f"main thread (budget.idle, from {idle[1]}): sleep, I/O, locks, the GIL, "
                     "device synchronisation"]

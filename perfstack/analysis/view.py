@@ -39,6 +39,7 @@ from perfstack.analysis.roofview import RoofView, roof_view
 from perfstack.analysis.stats import Summary, summarize
 from perfstack.analysis.stepview import StepView, step_view
 from perfstack.analysis.streamview import PER_STREAM, StreamView, stream_view
+from perfstack.analysis.timerules import GIL_RULE
 from perfstack.report import (
     BackendResult,
     Finding,
@@ -255,11 +256,14 @@ def _headline(budget: Budget, tree: list[Node], findings: list[Finding]) -> Head
     top = max(parts, key=lambda ln: ln.share, default=None)
     hottest = next((n for n in tree if n.ours), None)
     share, scope = (top.share if top else None), "the wall time"
+    bound = top.part if top else None
+    if bound == "idle" and any(f.rule == GIL_RULE for f in findings):
+        bound = "gil"  # it waits for its own threads, and they for the GIL
     if windowed and top is not None:
         steps = sum(ln.share for ln in parts if ln.depth == 0)
         share, scope = (100 * top.share / steps if steps else None,
                         "the measured steps' sampled time")
-    return Headline(top.part if top else None, top.title if top else None, share,
+    return Headline(bound, top.title if top else None, share,
                     top.source if top else None, hottest,
                     findings[0] if findings else None, scope)
 

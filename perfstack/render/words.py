@@ -67,6 +67,8 @@ BOUND_WORDS = {
     "runtime": "Runtime-bound: the C/C++ runtime (malloc, memcpy) takes",
     "other": "Mostly other native code, which takes",
     "idle": "Waiting-bound: the main thread waits (sleep, I/O, locks, device sync)",
+    "gil": "GIL-bound: the main thread waits for its threads, which take turns holding the "
+           "GIL,",
 }
 
 
@@ -176,7 +178,9 @@ def answer_lines(view: View) -> list[str]:
         out.append("No time budget was measured" + by_whom(view.budget.measured_by) + ".")
     if h.hottest is not None:
         node = h.hottest
-        share = f", {pct(node.share)} of its run's wall time" if node.share is not None else ""
+        share = (f", {pct(node.share)} of its run's wall time" + (
+            f" summed over {node.threads} threads" if node.threads > 1 else "")
+            if node.share is not None else "")
         gil = (f", GIL held {pct(node.gil_share)} of its samples"
                if node.gil_share is not None and node.seconds_kind == "self" else "")
         seconds = fmt_seconds(node.seconds) if node.seconds is not None else "?"

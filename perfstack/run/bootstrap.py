@@ -87,7 +87,11 @@ def torch_facts() -> dict[str, Any] | None:
 
 
 def _write_workload_env(folder: str) -> None:
-    facts = {"torch": torch_facts()} if "torch" in sys.modules else {}
+    facts: dict[str, Any] = {"torch": torch_facts()} if "torch" in sys.modules else {}
+    # The top-level packages it imported (a backend for a library it never imported, run
+    # again for it, would see nothing).
+    facts["imported"] = sorted({name.partition(".")[0] for name in list(sys.modules)
+                                if not name.startswith("_")})
     if hasattr(sys, "_is_gil_enabled"):
         facts["gil_enabled"] = sys._is_gil_enabled()
     tmp = os.path.join(folder, WORKLOAD_ENV_FILE + ".tmp")

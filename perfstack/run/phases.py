@@ -52,6 +52,19 @@ def riders(entries: list[BackendEntry]) -> list[InProcessHook]:
     return out
 
 
+def never_imported(module: str | None, baseline: list[Outcome]) -> str | None:
+    """``module`` when every clean baseline run said what it imported and none imported it;
+    None when it did, or nobody can tell (no baseline, an older bootstrap)."""
+    if module is None:
+        return None
+    seen = [rundir.RunFolder(o.artifact_dir).workload_env() for o in baseline
+            if o.record.exit.clean]
+    imported = [facts.get("imported") for facts in seen if facts is not None]
+    if not seen or len(imported) != len(seen) or not all(isinstance(i, list) for i in imported):
+        return None
+    return module if all(module not in i for i in imported if isinstance(i, list)) else None
+
+
 class BackendTurn:
     """One backend's turn: :meth:`take` returns its result and what it collected."""
 
@@ -85,6 +98,12 @@ class BackendTurn:
         if not backend.own_run and self.options.repeat == 0:
             return self._result(Status.SKIPPED, reason=(
                 "not run: it reads the baseline runs, and --repeat 0 made none"))
+        unused = never_imported(backend.needs_import, runner.baseline)
+        if backend.own_run and unused is not None and not self.options.keep_going:
+            runner.planned -= runs
+            return self._result(Status.SKIPPED, reason=(
+                f"not run: the workload never imported {unused} (its baseline runs did not), "
+                f"so {backend.name} would see nothing; --keep-going runs it anyway"))
         failed = self.failed_unprofiled
         if backend.own_run and failed is not None and not self.options.keep_going:
             # It would fail again, and profile the failure, not the workload.

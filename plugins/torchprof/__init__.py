@@ -45,6 +45,7 @@ class TorchBackend(Backend):
 
     name = "torch"
     layers = (Layer.FRAMEWORK, Layer.KERNEL, Layer.PYTHON, Layer.MODULE, Layer.MEMORY)
+    needs_import = "torch"
     description = "torch.profiler: ops with shapes, FLOPs and memory; CUDA kernels; Perfetto trace"
     openers = ((".pt.trace.json", "ui.perfetto.dev or TensorBoard"),
                (".pt.trace.json.gz", "ui.perfetto.dev"))

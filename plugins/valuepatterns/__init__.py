@@ -43,6 +43,7 @@ class ValuePatternsBackend(Backend):
 
     name = "valuepatterns"
     layers = (Layer.FRAMEWORK,)
+    needs_import = "torch"
     description = "share of each op's outputs that are zeros or one repeated value (GVProf)"
     opt_in = True
     options = (Option("max_calls", "calls of one op to check before only counting", 2000, int,
