@@ -79,6 +79,17 @@ def test_a_live_lightning_fit(tmp_path: Path) -> None:
     _steps_hold_the_ops(report)
     step = report.metric("torch_step_time")
     assert step is not None and step.samples is not None and len(step.samples) == 4
+    # The module view without --torch-stack, each module named by the attribute that holds
+    # it (as self.net[0] reaches it), not by class and instance number (Linear_0); net is
+    # called from training_step, its owner's forward never runs.
+    from perfstack.analysis.moduleview import module_view
+    from perfstack.report import Layer
+
+    paths = {r.key for r in report.layers[Layer.MODULE]}
+    assert "net (Sequential)/0 (Linear)" in paths, sorted(paths)[:8]
+    view = module_view(report)
+    assert view is not None and view.largest is not None
+    assert view.largest.dotted.startswith("net.") and view.largest.dotted.endswith("(Linear)")
 
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

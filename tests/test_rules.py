@@ -238,3 +238,16 @@ def test_a_backend_for_a_library_the_workload_never_imports_is_not_run(
     torch = backend(report, "torch")
     assert torch["status"] == "skipped" and "never imported torch" in torch["reason"], torch
     assert [r["id"] for r in report["run"]["runs"]] == ["baseline-1"]
+
+
+def test_an_optimizer_that_updates_one_parameter_at_a_time_is_told_to_fuse() -> None:
+    """Adam over 96 small parameters, foreach off: its per-parameter loop is 53% of the main
+    thread's running time (by hand: 5.44 ms a step, 3.01 ms with fused=True)."""
+    report = load_report(RECORDED / "rules/optimizer_loop.json.gz")
+    found = {f.rule: f for f in load_plugins().findings(report)}
+    loop = found["python.optimizer-loop"]
+    assert loop.title.startswith("Adam updates its parameters one at a time: 53%")
+    assert "fused=True" in loop.action
+    assert any("_single_tensor_adam" in e for e in loop.evidence)
+    report.metrics = [m for m in report.metrics if m.name != "optimizer_loop_share"]
+    assert "python.optimizer-loop" not in {f.rule for f in load_plugins().findings(report)}

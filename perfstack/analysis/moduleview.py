@@ -35,6 +35,18 @@ class ModuleLine:
     share: float  # of the model's time, 0..100
     kept: float | None = None  # bytes a call left allocated (a memory profile)
 
+    @property
+    def dotted(self) -> str:
+        """The module as its code reaches it, from the model: ``transformer.h.0.attn (
+        GPT2Attention)`` for a path of attribute-named calls; the path itself for torch's
+        tracer's names (``ResNet_0/Sequential_1``)."""
+        parts = self.key.split(SEP)
+        named = [p.endswith(")") and " (" in p for p in parts]
+        if not all(named[1:]) or not any(named):
+            return self.key
+        attrs = [p[:p.rindex(" (")] for p, n in zip(parts, named, strict=True) if n]
+        return f"{'.'.join(attrs)}{parts[-1][parts[-1].rindex(' ('):]}"
+
 
 @dataclass
 class ModuleView:

@@ -30,7 +30,7 @@ def module_lines(v: ModuleView) -> list[str]:
     whose = f"rank {v.rank}'s (of {v.ranks} ranks) " if v.ranks > 1 else ""
     lines = [f"The model's {whose}modules take {fmt_seconds(v.model)} {over}: {parts}."]
     if v.largest is not None:
-        lines.append(f"The largest module with no modules inside: {v.largest.key}, "
+        lines.append(f"The largest module with no modules inside: {v.largest.dotted}, "
                      f"{pct(v.largest.share)} of the model's time.")
     if v.kinds:
         kinds = ", ".join(f"{kind} {pct(share)} ({n})" for kind, share, n in v.kinds[:KINDS])

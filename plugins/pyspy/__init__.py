@@ -171,7 +171,8 @@ class PySpyBackend(Backend):
 def perfstack_findings(report: Report) -> list[Finding]:
     """Flag data loading in the workload's own process, and the work of its child
     processes (where py-spy sampled them, else how much CPU it did not see)."""
-    return findings.data_loading(report) + findings.children(report)
+    return (findings.data_loading(report) + findings.optimizer_loop(report)
+            + findings.children(report))
 
 
 def _teardown(folder: Path, outcome: Outcome | None) -> float:

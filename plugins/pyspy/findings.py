@@ -91,6 +91,45 @@ def data_loading(report: Report) -> list[Finding]:
         source=SOURCE)]
 
 
+#: An optimizer's per-parameter loop from this share (%) of the main thread's running time.
+OPTIMIZER_LOOP_SHARE = 10.0
+
+
+def optimizer_loop(report: Report) -> list[Finding]:
+    """Flag a torch optimizer that updates its parameters one at a time (no ``foreach``, no
+    ``fused``) when that loop is a real part of the step: a tensor op per parameter and per
+    update term, where foreach runs one per term and fused one in all."""
+    share = report.metric("optimizer_loop_share")
+    if share is None or share.source != SOURCE or share.value is None \
+            or float(share.value) < OPTIMIZER_LOOP_SHARE:
+        return []
+    rows = [r for r in report.layers.get(Layer.PYTHON, []) if r.source == SOURCE
+            and str(r.attrs.get("function", "")).startswith("_single_tensor_")
+            and "torch/optim/" in str(r.attrs.get("file", ""))]
+    ops = report.layers.get(Layer.FRAMEWORK, [])
+    steps = sorted({r.name.split("#", 1)[1].removesuffix(".step") for r in ops
+                    if r.name.startswith("Optimizer.step#")})
+    name = steps[0] if len(steps) == 1 else "the optimizer"
+    evidence = [f"{float(share.value):.0f}% of the main thread's running time in its "
+                "per-parameter update (optimizer_loop_share, from pyspy)"]
+    if rows:
+        top = max(rows, key=lambda r: float(r.values["total_share"].value or 0.0))
+        evidence.append(f"{_plain(top, workload_dir(report))}: the loop over the parameters")
+    if ops and steps and not any(r.name.startswith(("aten::_foreach_", "aten::_fused_"))
+                                 for r in ops):
+        evidence.append(f"torch's ops of the step hold no _foreach_ or _fused_ op "
+                        f"(Optimizer.step#{steps[0]}.step, from torch)")
+    return [Finding(
+        rule="python.optimizer-loop",
+        title=f"{name} updates its parameters one at a time: {float(share.value):.0f}% of the "
+              "main thread's running time",
+        layer="python", severity="warning", evidence=evidence,
+        action=(f"build it with fused=True ({name}(params, ..., fused=True): one kernel for "
+                "the whole update) or foreach=True (one op per update term over all the "
+                "parameters); torch picks foreach by itself only on CUDA"),
+        source=SOURCE)]
+
+
 def children(report: Report) -> list[Finding]:
     """Where the workload's child processes did work: sampled (``--pyspy-subprocesses``),
     the functions they spent it in; not sampled, how much CPU py-spy did not see."""

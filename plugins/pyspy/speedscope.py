@@ -108,19 +108,26 @@ def _main_leaves(frames: list[dict[str, Any]], profiles: list[dict[str, Any]]) -
 
 #: The files of torch's data loading (DataLoader, its iterators, fetchers and collate).
 DATA_LOADING = "torch/utils/data/"
+#: torch's optimizers run their update one parameter at a time in these functions unless
+#: built with foreach=True or fused=True (_single_tensor_adam, _single_tensor_sgd, ...).
+OPTIMIZER_LOOP = ("torch/optim/", "_single_tensor_")
 
 
-def _data_loading(frames: list[dict[str, Any]], profiles: list[dict[str, Any]]) -> list[Metric]:
-    """The share of the main thread's running time (its samples outside imports, set-up,
-    teardown and torch.compile) with torch's data loading on the stack: the step waiting for
-    its batch. Nothing when the main thread ran nothing."""
+def _running_shares(frames: list[dict[str, Any]],
+                    profiles: list[dict[str, Any]]) -> list[Metric]:
+    """Shares of the main thread's running time (its samples outside imports, set-up,
+    teardown and torch.compile) with some code on the stack: torch's data loading (the step
+    waiting for its batch), an optimizer's per-parameter loop. Nothing when the main thread
+    ran nothing."""
     profile = _main_profile(profiles)
     if profile is None:
         return []
     loading = [DATA_LOADING in str(f.get("file") or "") and f.get("name") != "<module>"
                for f in frames]
+    looping = [OPTIMIZER_LOOP[0] in str(f.get("file") or "")
+               and str(f.get("name") or "").startswith(OPTIMIZER_LOOP[1]) for f in frames]
     compiler = [is_compiler(f) for f in frames]
-    running = inside = 0.0
+    running = in_loading = in_loop = 0.0
     for stack, weight in zip(profile.get("samples", []), profile.get("weights", []),
                              strict=False):
         python = [i for i in stack if not _is_native(frames[i]) and not is_ours(frames[i])]
@@ -128,13 +135,22 @@ def _data_loading(frames: list[dict[str, Any]], profiles: list[dict[str, Any]]) 
             continue
         running += weight
         if any(loading[i] for i in python):
-            inside += weight
+            in_loading += weight
+        if any(looping[i] for i in python):
+            in_loop += weight
     if running <= 0:
         return []
-    return [Metric("data_loading_share", 100 * inside / running, "%", "python", SOURCE,
-                   Better.LOWER, detail=True,
-                   description="of the main thread's running time (start-up, teardown and "
-                   "torch.compile aside) with torch's DataLoader on the stack")]
+    out = [Metric("data_loading_share", 100 * in_loading / running, "%", "python", SOURCE,
+                  Better.LOWER, detail=True,
+                  description="of the main thread's running time (start-up, teardown and "
+                  "torch.compile aside) with torch's DataLoader on the stack")]
+    if in_loop:
+        out.append(Metric("optimizer_loop_share", 100 * in_loop / running, "%", "python",
+                          SOURCE, Better.LOWER, detail=True,
+                          description="of the main thread's running time in a torch "
+                          "optimizer's per-parameter update (_single_tensor_*: no foreach, "
+                          "no fused)"))
+    return out
 
 
 def _trailing(frames: list[dict[str, Any]], profiles: list[dict[str, Any]]) -> float:
@@ -329,7 +345,7 @@ def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
                   {"kind": "native-frame"}, {"python": [c for c, _ in native[k].most_common(5)]})
               for k, n in native_n.most_common(50)]
     metrics = [Metric("pyspy_samples", all_samples, "count", "python", SOURCE, Better.NEITHER,
-                      detail=True), *_data_loading(frames, profiles)]
+                      detail=True), *_running_shares(frames, profiles)]
     notes = [f"{all_samples} samples in {len(threads)} threads"]
     if gil_profiles and all_samples:
         share = 100 * min(sum(gil.values()) * gil_scale, all_samples) / all_samples

@@ -121,6 +121,17 @@ def _inductor_unasked(torch: Any, with_stack: bool) -> Iterator[None]:
         torch.__getattr__ = lazy
 
 
+def _module_ranges(torch: Any) -> Callable[[], None] | None:
+    """Each module call as a profiler range named by its attribute (moduleranges), or None
+    where torch's hooks are missing."""
+    from .moduleranges import start as ranges
+
+    try:
+        return ranges(torch)
+    except (AttributeError, ImportError):
+        return None
+
+
 def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
     """Start torch.profiler in this process; return the function that stops it and saves."""
     if not _rank_selected(str(options.get("ranks", "0"))):
@@ -172,6 +183,8 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
             prof.step()
 
     perfstack._step_callbacks.append(on_step)
+    # Without Python stacks, the module view comes from ranges named by attribute.
+    modules_off = None if prof.with_stack else _module_ranges(torch)
     cuda_history = bool(options.get("profile_memory")) and torch.cuda.is_available()
     if cuda_history:  # the caching allocator's own record, for its snapshot at the end
         torch.cuda.memory._record_memory_history(max_entries=100_000)
@@ -180,6 +193,8 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
 
     def finish() -> None:
         perfstack._step_callbacks.remove(on_step)
+        if modules_off is not None:
+            modules_off()
         prof.stop()
         if cuda_history:
             _save_cuda_snapshot(torch, folder)

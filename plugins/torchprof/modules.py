@@ -1,8 +1,10 @@
 """Where in the model the time goes: torch.profiler's ``nn.Module`` calls as rows by path.
 
-With Python stacks (``--torch-stack``) torch's tracer records every module's forward call
-as ``nn.Module: Linear_1`` (the class and its instance number). Calls nest on their thread,
-so each call has a path (``Sequential_0/Linear_1``); a row per path sums its calls:
+The torch backend names every module's forward call by the attribute that holds it
+(``nn.Module: lm_head (Linear)``, ranges of its own: moduleranges.py); with Python stacks
+(``--torch-stack``) torch's tracer records them instead, as ``nn.Module: Linear_1`` (the class
+and its instance number). Calls nest on their thread, so each call has a path
+(``GPT2LMHeadModel/transformer (GPT2Model)/h.0 (GPT2Block)``); a row per path sums its calls:
 ``forward`` (host time, nested modules included), ``self`` (without them), and, where the
 trace links forward ops to the backward ops autograd ran for them (``fwdbwd`` flows, every
 training step), ``backward``: the host time of the distinct backward ops that the module's
@@ -29,6 +31,14 @@ from .trace import TraceAggregate
 
 #: The separator of a module path's parts (``ResNet_0/Sequential_1/Bottleneck_0``).
 SEP = "/"
+
+
+def module_type(name: str) -> str:
+    """A module call's class: 'lm_head (Linear)' (perfstack's ranges, by attribute) ->
+    'Linear'; 'Linear_1' (torch's tracer, by instance number) -> 'Linear'."""
+    if name.endswith(")") and " (" in name:
+        return name[name.rindex(" (") + 2:-1]
+    return name.rpartition("_")[0] or name
 
 
 @dataclass
@@ -174,7 +184,7 @@ def module_rows(agg: TraceAggregate, trees: dict[str, Tree]) -> list[Row]:
             values["allocated"] = q(e.allocated, "B")
             values["kept"] = q(e.kept / e.calls, "B")
         parent, _, name = path.rpartition(SEP)
-        attrs: dict[str, Any] = {"module": name.rpartition("_")[0] or name,
+        attrs: dict[str, Any] = {"module": module_type(name),
                                  "depth": path.count(SEP), "first": e.first}
         if parent:
             attrs["parent"] = parent

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .busbytes import bus_bytes
+from .moduleranges import MODULE_PREFIX
 from .optree import ThreadFrames, ThreadOps, Tree
 from .reader import Args, Event, TraceReader, trace_header, without_gc
 
@@ -29,8 +30,6 @@ OP_CATEGORIES = ("cpu_op", "user_annotation")
 KERNEL_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 RUNTIME_CATEGORIES = ("cuda_runtime", "cuda_driver", "runtime")
 STEP_PREFIX = "ProfilerStep#"
-#: torch's Python tracer names each nn.Module call it records ``nn.Module: Linear_1``.
-MODULE_PREFIX = "nn.Module: "
 
 
 @dataclass
@@ -172,6 +171,11 @@ class TraceAggregate:
         if cat in OP_CATEGORIES and ev.ph == "X" and ev.ts is not None:
             args = ev.args or _NO_ARGS
             name = str(ev.name if ev.name is not None else "?")
+            if cat == "user_annotation" and name.startswith(MODULE_PREFIX):
+                # perfstack's own module ranges (moduleranges.py): calls, not ops
+                _add_call(self.modules, self._module_ids, self.module_names,
+                          name[len(MODULE_PREFIX):], ev)
+                return
             tid = str(ev.tid)
             ops = self.ops.get(tid)
             if ops is None:
