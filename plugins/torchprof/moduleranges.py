@@ -7,9 +7,9 @@ Global forward hooks (``torch.nn.modules.module.register_module_forward_pre_hook
 each call. A module's name is the path from the module that called it to it
 (``parent.named_modules()``, found once per module and kept); a module called with none
 around it is named from the module whose method called it (``self.net(x)`` in a Lightning
-``training_step``: ``net``), else by its class. Only torch and the standard library: this runs in the
-workload. With Python stacks torch's own tracer records the calls (``Linear_1``), and these
-ranges are not made.
+``training_step``: ``net``), else by its class. Only torch and the standard library: this
+runs in the workload. With Python stacks torch's own tracer records the calls
+(``Linear_1``), and these ranges are not made.
 """
 
 from __future__ import annotations
