@@ -12,6 +12,9 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from perfstack.analysis import rules
 from perfstack.analysis.view import build
@@ -154,3 +157,30 @@ def test_openmp_spinning_is_measured_beside_the_busy_machine() -> None:
     [plain] = [f for f in rules.perfstack_findings(_with_load({r.id for r in RECORDED.run.runs}))
                if f.rule == "run.busy-machine"]
     assert not any("OpenMP" in e for e in plain.evidence)
+
+
+def _outcome(tmp: Path, label: str, wall: float, others: float) -> Any:
+    from perfstack.backend import Outcome
+    from perfstack.report import ExitInfo, RunRecord
+
+    record = RunRecord(label, "baseline" if label.startswith("baseline") else "backend",
+                       None, ["python", "w.py"], "", wall, ExitInfo("exited", 0),
+                       machine_load={"others_cpus": others, "steal": 0.0, "cpus": 2})
+    return Outcome(record, tmp, None, None)
+
+
+def test_an_overhead_the_load_explains_is_unknown(tmp_path: Path) -> None:
+    """A drifting load: the baseline ran while other programs kept 1.5 CPUs busy, a
+    backend's run on a quiet machine: '0.36x' was printed as the profiler's overhead. It is
+    unknown, and says why; a run faster than a profiler can make it is unknown too."""
+    from perfstack.run.baseline import overhead
+
+    busy = [_outcome(tmp_path, f"baseline-{i}", 10.0 + i / 10, 1.5) for i in range(3)]
+    quiet = _outcome(tmp_path, "torch", 3.6, 0.0)
+    found, why = overhead(quiet, busy, 3, None)
+    assert found is None and why is not None and why.startswith("unknown (the load changed)")
+    steady = [_outcome(tmp_path, f"baseline-{i}", 10.0 + i / 10, 0.0) for i in range(3)]
+    found, why = overhead(quiet, steady, 3, None)
+    assert found is None and why is not None and "faster than a profiler can make it" in why
+    found, why = overhead(_outcome(tmp_path, "torch", 13.0, 0.1), steady, 3, None)
+    assert found is not None and why is None and found.ratio == pytest.approx(1.3, abs=0.02)

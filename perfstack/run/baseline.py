@@ -4,11 +4,13 @@ and what the workload process saw. Functions of the finished runs' records and f
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from perfstack.backend import Outcome, StepWindow
+from perfstack.machine.load import DISTURBED_CPUS
 from perfstack.report import Metric, Overhead
 from perfstack.run import assembly, rundir
 
@@ -91,12 +93,52 @@ def workload_environment(baseline: Sequence[Outcome]) -> dict[str, Any]:
     return {}
 
 
+#: A backend's run this much faster than the baseline's (a ratio under 1 - this) says the
+#: baseline ran slower, not that a profiler sped the workload up.
+FASTER = 0.10
+
+
+def _unsteady(outcome: Outcome, baseline: Sequence[Outcome]) -> str | None:
+    """Why a backend's run cannot be held against the baseline's: other programs' load was
+    not the same during them (a drifting load made torch '0.36x', a profiler 'speeding the
+    workload up'), or None."""
+    runs = [o.record for o in baseline if o.record.exit.clean]
+    mine = (outcome.record.machine_load or {}).get("others_cpus")
+    theirs = [r.machine_load["others_cpus"] for r in runs if r.machine_load
+              and isinstance(r.machine_load.get("others_cpus"), (int, float))]
+    if not isinstance(mine, (int, float)) or not theirs:
+        return None
+    base = statistics.median(theirs)
+    if abs(mine - base) > DISTURBED_CPUS and max(mine, base) > DISTURBED_CPUS:
+        return (f"unknown (the load changed): other programs kept {base:.1f} CPUs busy "
+                f"during the baseline runs, {mine:.1f} during this one")
+    return None
+
+
 def overhead(outcome: Outcome, baseline: Sequence[Outcome], repeat: int,
              steps: StepWindow | None) -> tuple[Overhead | None, str | None]:
     """A backend's run against the baseline (its measured steps under --steps), or why
-    there is no overhead figure."""
+    there is no overhead figure: none under a load that changed between them, nor where the
+    run was faster than the baseline beyond its noise (no profiler speeds a workload up)."""
     if repeat == 0:
         return None, NO_BASELINE
+    found, why = _overhead(outcome, baseline, steps)
+    if found is None:
+        return found, why
+    changed = _unsteady(outcome, baseline)
+    if changed is not None:
+        return None, changed
+    noise = (found.baseline_stdev_s or 0.0) / found.baseline_median_s
+    if found.ratio < 1 - max(FASTER, 3 * noise):
+        return None, (f"unknown: this run was {found.ratio:.2f}x the baseline's time, faster "
+                      "than a profiler can make it: the machine's load or speed moved between "
+                      "them")
+    return found, None
+
+
+def _overhead(outcome: Outcome, baseline: Sequence[Outcome],
+              steps: StepWindow | None) -> tuple[Overhead | None, str | None]:
+    """The ratio itself (run or measured steps), or why there is none."""
     if steps is not None:
         base = [rundir.RunFolder(o.artifact_dir).step_times()
                 for o in baseline if o.record.exit.clean]
