@@ -98,6 +98,8 @@ def test_drill_down_links_functions_ops_and_kernels(perfstack):
     parts = [m.value for m in report.metrics if m.name in (
         "budget.startup", "budget.interpreter", "budget.native", "budget.idle")]
     assert len(parts) == 4 and abs(sum(float(p or 0) for p in parts) - 100) < 0.5, parts
+    # the option it ran with is the report's (history keeps such runs apart)
+    assert report.backend("torch").options == {"stack": True}  # type: ignore[union-attr]
     nodes, notes = drill_down(report, top=3, depth=3)
     # Nothing is missing; py-spy's functions hold torch's ops, which the one note says.
     assert [n for n in notes if "two runs" not in n] == [] and len(notes) == 1, notes

@@ -411,3 +411,28 @@ def test_a_database_server_that_never_answers_does_not_hold_a_signal(tmp_path: P
     assert proc.returncode == 143 and time.monotonic() - sent < 5, (proc.returncode, err)
     assert "not added to the history" in err and "SIGTERM came while waiting" in err
     assert load_report(tmp_path / "r.json").run.complete
+
+
+def test_a_run_measured_otherwise_is_a_series_of_its_own_and_torch_is_not_the_machine(
+        ) -> None:
+    """One script, run whole, with --steps 3, and with --steps 2 --torch-stack, once sat in
+    one series (101.6 -> 71.4 -> 23.1 s); and a torch workload and a plain one on one machine
+    had two machine ids."""
+    from perfstack.history.identity import fingerprint, machine_facts, workload_of
+
+    whole = load_report(FIXTURE)
+    steps = copy.deepcopy(whole)
+    steps.run.steps = {"warmup": 2, "measured": 3}
+    stacked = copy.deepcopy(steps)
+    stacked.run.steps = {"warmup": 2, "measured": 2}
+    stacked.backends[0].options = {"stack": True}
+    keys = {workload_of(r)[1] for r in (whole, steps, stacked)}
+    assert len(keys) == 3
+    assert workload_of(whole)[0] == list(whole.run.command)  # a plain run keeps its key
+    shown = workload_of(stacked)[0][-1]
+    assert shown.startswith("(measured with --steps 2 --warmup-steps 2 --") and "-stack" in shown
+    with_torch = copy.deepcopy(whole)
+    with_torch.environment["torch"] = {"version": "2.13.0+cpu", "git_version": "abc"}
+    plain = copy.deepcopy(whole)
+    plain.environment.pop("torch", None)
+    assert fingerprint(machine_facts(with_torch)) == fingerprint(machine_facts(plain))

@@ -66,13 +66,13 @@ def repository_of(folder: Path, script: Path | None = None) -> dict[str, Any] | 
 
 def machine_facts(report: Report) -> dict[str, Any]:
     """Return what identifies the machine a report ran on: runs on other machines are never
-    compared in a series."""
+    compared in a series. The machine only: the torch a workload imported is the workload's
+    (a torch and a plain-Python workload on one machine once had two machine ids), and a
+    change of it is a change of the series', as a commit's is."""
     env = report.environment
-    cpu, torch, python = (env.get(k) or {} for k in ("cpu", "torch", "python"))
+    cpu, python = (env.get(k) or {} for k in ("cpu", "python"))
     return {"cpu_model": cpu.get("model"), "isa": sorted(cpu.get("isa") or []),
-            "usable_cpus": cpus.usable_cpus(env),
-            "torch": torch.get("version"), "torch_git": torch.get("git_version"),
-            "torch_cuda": torch.get("cuda"), "python": python.get("version")}
+            "usable_cpus": cpus.usable_cpus(env), "python": python.get("version")}
 
 
 def fingerprint(facts: dict[str, Any]) -> str:
@@ -85,14 +85,35 @@ def workload_key(command: Sequence[str]) -> str:
     return hashlib.sha256(json.dumps(list(command)).encode()).hexdigest()[:12]
 
 
+def configuration(report: Report) -> list[str]:
+    """How a run measured its workload, beyond its command: ``--steps`` (runs ended after K+N
+    steps measure other things than whole runs) and the backends' options set to other than
+    their defaults (``--torch-stack``): words of a command line, in a stable order; [] for a
+    plain run."""
+    out = []
+    if report.run.steps:
+        out += [f"--steps {report.run.steps.get('measured')}",
+                f"--warmup-steps {report.run.steps.get('warmup')}"]
+    for b in sorted(report.backends, key=lambda b: b.name):
+        for name, value in sorted(b.options.items()):
+            flag = f"--{b.name}-{name.replace('_', '-')}"
+            out.append(flag if value is True else f"{flag} {value}")
+    return out
+
+
 def workload_of(report: Report) -> tuple[list[str], str]:
     """Return what a report's series are keyed by: the workload's command (the script or
-    module and its arguments) and its short key. A report of traces (``perfstack analyze``)
-    is its traces, resolved, and the GPUs that recorded them: two unrelated analyses are two
-    series, one folder analyzed again is one."""
+    module and its arguments) and its short key, which also holds how it was measured
+    (``configuration``: a full run and a --steps 3 run of one script are two series). A
+    report of traces (``perfstack analyze``) is its traces, resolved, and the GPUs that
+    recorded them: two unrelated analyses are two series, one folder analyzed again is one."""
     command = list(report.run.command)
     if command or not report.run.analyzed:
-        return command, workload_key(command)
+        config = configuration(report)
+        if not config:
+            return command, workload_key(command)
+        shown = [*command, f"(measured with {' '.join(config)})"]
+        return shown, workload_key([*command, "perfstack:", *config])
     paths = sorted({os.path.realpath(a.get("path", "")) for a in report.run.analyzed})
     recorded = report.environment.get("recorded")
     names = sorted({str(d) for rank in (recorded or {}).values() if isinstance(rank, dict)

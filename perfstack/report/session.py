@@ -167,6 +167,9 @@ class BackendResult:
     primary: dict[str, str] = field(default_factory=dict)
     #: seconds perfstack spent reading this backend's output into records (its collect)
     collect_s: float | None = None
+    #: its options set to other than their defaults for this run (what it measured depends
+    #: on them: history keeps such runs in series of their own)
+    options: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form."""
@@ -189,6 +192,8 @@ class BackendResult:
             out["primary"] = self.primary
         if self.collect_s is not None:
             out["collect_s"] = self.collect_s
+        if self.options:
+            out["options"] = self.options
         return out
 
     @classmethod
@@ -200,6 +205,7 @@ class BackendResult:
         fields["artifacts"] = dict(data.get("artifacts") or {})
         fields["notes"] = list(data.get("notes") or [])
         fields["primary"] = dict(data.get("primary") or {})
+        fields["options"] = dict(data.get("options") or {})
         return cls(**fields)
 
 

@@ -82,7 +82,12 @@ class BackendTurn:
         self.collected: Collected | None = None
 
     def _result(self, status: Status, **kw: Any) -> BackendResult:
-        return assembly.result_of(self.entry, status, **kw)
+        given = self.options.backend_options.get(self.backend.name, {})
+        defaults = {o.name: o.default for o in self.backend.options}
+        changed = {k: v for k, v in given.items()
+                   if k in defaults and v != defaults[k] and not (v in (None, "", False)
+                                                                  and not defaults[k])}
+        return assembly.result_of(self.entry, status, options=changed, **kw)
 
     def take(self) -> BackendResult:
         """Check, launch, run and collect; return the backend's result."""
