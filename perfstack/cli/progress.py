@@ -7,7 +7,9 @@ one plain line per finished run, so a log shows progress as it happens, not only
 
 from __future__ import annotations
 
+import shutil
 import sys
+import textwrap
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
@@ -136,7 +138,12 @@ class PlainProgress:
         lines = [] if self.side else early_answer(report)
         if lines:
             stream = self.stream or sys.stderr
-            print(f"perfstack: so far ({after} in, {done} of {total} backends; the report "
-                  "refines it): " + " ".join(lines), file=stream, flush=True)
+            width = max(60, shutil.get_terminal_size((100, 24)).columns)
+            out = [f"perfstack: so far ({after} in, {done} of {total} backends; the report "
+                   "refines it):"]
+            for line in lines:  # one sentence a line, wrapped: a log is read at a terminal too
+                out += textwrap.wrap(line, width, initial_indent="perfstack:   ",
+                                     subsequent_indent="perfstack:     ")
+            print("\n".join(out), file=stream, flush=True)
         return bool(lines)
 
