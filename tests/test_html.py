@@ -184,8 +184,29 @@ def test_top_ops_rank_as_the_table_and_keep_their_names(tiny_report: Path) -> No
            for name, _ in shown]
     assert own == sorted(own, reverse=True)  # largest first, by what the bars show
     spec = layer_tables(report, Layer.FRAMEWORK)["framework-torch"]
-    assert spec["columns"][spec["sort"]]["title"] == "self"  # the table ranks alike
+    assert spec["columns"][spec["sort"]]["name"] == "self"  # the table ranks alike
     long = "aten::addmm [[512], [64, 512], [512, 512], [], []] with more shapes after it"
     assert short_label(long).startswith("aten::addmm [[512]") and short_label(long).endswith("…")
     assert short_label("step (" + "/deep" * 20 + "/train.py:42)").startswith("step (…")
     assert short_label("step (" + "/deep" * 20 + "/train.py:42)").endswith("/train.py:42)")
+
+
+def test_functions_and_threads_are_tables_of_their_own_in_words() -> None:
+    """py-spy's functions table once had every value of every row kind as a column, named as
+    the JSON names them (self_time, self, own_time, own, samples, time): half of it empty.
+    Threads get their own table; the headers are words, the JSON's name a tooltip."""
+    from perfstack_plugins.htmlreport.tables import layer_tables
+
+    from perfstack.report import Layer
+    from perfstack.report.files import load_report
+    from tests.conftest import ROOT
+
+    report = load_report(ROOT / "tests/fixtures/reports/rules/threads_gil.json.gz")
+    tables = layer_tables(report, Layer.PYTHON)
+    functions, threads = tables["python-pyspy"], tables["python-pyspy-thread"]
+    names = [c.get("name") for c in functions["columns"]]
+    assert "time" not in names and "samples" not in names, names
+    assert [c["title"] for c in functions["columns"][:4]] == ["name", "code", "own time", "own %"]
+    assert threads["title"] == "threads from pyspy"
+    assert {c.get("name") for c in threads["columns"]} >= {"time", "samples", "gil_share"}
+    assert all(len(r["c"]) == len(threads["columns"]) for r in threads["rows"])

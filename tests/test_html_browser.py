@@ -140,11 +140,11 @@ def test_tiny_mlp_sorts_searches_zooms_and_links(browser: WebDriver, tiny_report
     _open(browser, page)
     # Ops: sort by self time, both ways, and read the order off the page.
     ops = _pane(browser, "ops")
-    table = _sort(ops, "framework-torch", "self", descending=True)
-    values = [_seconds(c) for c in _column(table, "self")[1] if c]
+    table = _sort(ops, "framework-torch", "own", descending=True)
+    values = [_seconds(c) for c in _column(table, "own")[1] if c]
     assert len(values) > 5 and values == sorted(values, reverse=True), values[:10]
-    table = _sort(ops, "framework-torch", "self", descending=False)
-    values = [_seconds(c) for c in _column(table, "self")[1] if c]
+    table = _sort(ops, "framework-torch", "own", descending=False)
+    values = [_seconds(c) for c in _column(table, "own")[1] if c]
     assert values == sorted(values), values[:10]
     # Group by op name: fewer rows, each summing its shapes.
     group = ops.find_element(By.CSS_SELECTOR, '[data-role="group"]')
@@ -210,8 +210,8 @@ def test_twenty_thousand_rows_open_and_sort(browser: WebDriver, tiny_report: Pat
     ops = _pane(browser, "ops")
     count = ops.find_element(By.CSS_SELECTOR, ".count").text
     assert count == "100 of 20000 rows", count
-    table = _sort(ops, "framework-torch", "self", descending=True)
-    values = [_seconds(c) for c in _column(table, "self")[1]]
+    table = _sort(ops, "framework-torch", "own", descending=True)
+    values = [_seconds(c) for c in _column(table, "own")[1]]
     assert values[0] == pytest.approx(996e-6) and values == sorted(values, reverse=True)
     ops.find_element(By.CSS_SELECTOR, '[data-role="search"]').send_keys("aten::op499 ")
     assert "matching" in ops.find_element(By.CSS_SELECTOR, ".count").text
@@ -276,8 +276,8 @@ def test_gpu_traces_of_two_ranks(browser: WebDriver, tmp_path: Path, shots: Path
     assert "waiting for the host to launch" in device.text
     kernels = _pane(browser, "kernels")
     assert f"busy {round(metrics['gpu_busy'])}%" in kernels.find_element(By.ID, "device-k").text
-    table = _sort(kernels, "kernel-torch", "device", descending=True)
-    values = [_seconds(c) for c in _column(table, "device")[1]]
+    table = _sort(kernels, "kernel-torch", "device time", descending=True)
+    values = [_seconds(c) for c in _column(table, "device time")[1]]
     assert values == sorted(values, reverse=True) and values[0] > 0.04
     ranks = _pane(browser, "distributed")
     assert "rank 1 is the slowest, 25% slower" in ranks.text and "collective_wait" in ranks.text

@@ -27,6 +27,25 @@ LAYER_TITLES = {
     "memory": "Memory: what holds it, by function and by torch's categories",
 }
 
+#: The table columns of row values, as a reader says them (the raw name is the JSON's, and
+#: every format shows it beside: a header's tooltip, the text's --full).
+VALUE_TITLES = {
+    "self_time": "own time", "self_share": "own %", "total_share": "total %",
+    "own_time": "time incl. library calls", "own": "incl. library calls", "self": "own",
+    "total": "total", "gil_share": "GIL held", "time": "time", "samples": "samples",
+    "calls": "calls", "device": "device time", "flops": "FLOPs", "bytes": "bytes",
+    "roof": "of roof", "share": "share", "allocated": "allocated", "compile_time":
+    "compile time", "compiles": "compiles", "recompiles": "recompiles", "met": "met",
+}
+
+
+def value_title(name: str, unit: str = "") -> str:
+    """A row value's column header (a sampler's counts say they are samples)."""
+    title = VALUE_TITLES.get(name, name.replace("_", " "))
+    return f"{title} samples" if unit == "count" and name in ("self", "total", "own") \
+        else title
+
+
 #: Groups of related figures (Metric.group), as the report introduces them.
 RELATED_TITLES = {
     "interpreter": "Python's share",

@@ -150,7 +150,9 @@
     spec.columns.forEach(function (col, i) {
       var th = el('th', col.num ? {'class': 'num'} : {});
       if (i === self.sortCol) { th.setAttribute('aria-sort', self.desc ? 'descending' : 'ascending'); }
-      var b = el('button', {type: 'button', 'data-col': String(i)}, col.title);
+      var attrs = {type: 'button', 'data-col': String(i)};
+      if (col.name && col.name !== col.title) { attrs.title = col.name + ' in the JSON report'; }
+      var b = el('button', attrs, col.title);
       b.addEventListener('click', function () {
         if (self.sortCol === i) { self.desc = !self.desc; } else { self.sortCol = i; self.desc = !!col.num; }
         self.render();

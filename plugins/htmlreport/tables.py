@@ -13,6 +13,7 @@ from typing import Any
 from perfstack.analysis.drilldown import same_function
 from perfstack.analysis.layerview import display_name
 from perfstack.analysis.origin import origin, workload_dir
+from perfstack.render.words import value_title
 from perfstack.report import Layer, Report, Row
 from perfstack.report.units import fmt_value
 
@@ -27,6 +28,10 @@ ADDITIVE = ("s", "count", "flop", "B", "bytes")
 SORT_FIRST = "self"
 #: The unit of a column whose rows carry different units.
 MIXED = "mixed"
+
+
+#: Kinds of rows shown in a table of their own, and what they are called there.
+APART_KINDS = {"thread": "threads", "native-frame": "native frames"}
 
 
 def table_id(layer: str, source: str) -> str:
@@ -135,9 +140,18 @@ def layer_tables(report: Report, layer: Layer) -> dict[str, dict[str, Any]]:
     by_source: dict[str, list[Row]] = {}
     for row in report.layers.get(layer, []):
         by_source.setdefault(row.source, []).append(row)
+    # Rows of another kind (a sampler's threads, native frames) have values of their own: a
+    # table of their own, not half-empty columns in the functions' table.
+    groups: dict[tuple[str, str], list[Row]] = {}
+    for source, rows in by_source.items():
+        for row in rows:
+            kind = row.attrs.get("kind")
+            groups.setdefault((source, kind if isinstance(kind, str) and kind in
+                               APART_KINDS else ""), []).append(row)
     out: dict[str, dict[str, Any]] = {}
     # the backend with the most rows first: py-spy's every function before torch's callers
-    for source, rows in sorted(by_source.items(), key=lambda kv: -len(kv[1])):
+    for (source, kind), rows in sorted(groups.items(), key=lambda kv: (kv[0][1] != "",
+                                                                        -len(kv[1]))):
         values = _value_columns(rows)
         columns: list[dict[str, Any]] = [{"title": "name"}]
         extra: list[str] = []
@@ -154,8 +168,8 @@ def layer_tables(report: Report, layer: Layer) -> dict[str, dict[str, Any]]:
             if layer is Layer.KERNEL and any(attr in r.attrs for r in rows):
                 columns.append({"title": title})
                 extra.append(attr)
-        columns += [{"title": name, "num": True, "unit": unit, "sum": unit in ADDITIVE}
-                    for name, unit in values]
+        columns += [{"title": value_title(name, unit), "name": name, "num": True, "unit": unit,
+                     "sum": unit in ADDITIVE} for name, unit in values]
         reasons: list[str] = []
         body = []
         for row in rows:
@@ -195,10 +209,12 @@ def layer_tables(report: Report, layer: Layer) -> dict[str, dict[str, Any]]:
         # Sorted at first as the text and the Top ops chart rank: by own time ("self")
         # where the rows have it, else by the first time column.
         first_time = next((i for i, c in enumerate(columns) if c.get("unit") == "s"
-                           and c.get("title") == SORT_FIRST),
+                           and c.get("name") == SORT_FIRST),
                           next((i for i, c in enumerate(columns) if c.get("unit") == "s"), -1))
-        spec: dict[str, Any] = {"id": table_id(layer.value, source),
-                                "title": f"{layer.value} rows from {source}",
+        spec: dict[str, Any] = {"id": table_id(layer.value, f"{source}-{kind}" if kind
+                                               else source),
+                                "title": (f"{APART_KINDS[kind]} from {source}" if kind else
+                                          f"{layer.value} rows from {source}"),
                                 "columns": columns, "rows": body, "sort": first_time,
                                 "notes": reasons, "source": source}
         if layer is Layer.FRAMEWORK:
