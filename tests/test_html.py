@@ -210,3 +210,19 @@ def test_functions_and_threads_are_tables_of_their_own_in_words() -> None:
     assert threads["title"] == "threads from pyspy"
     assert {c.get("name") for c in threads["columns"]} >= {"time", "samples", "gil_share"}
     assert all(len(r["c"]) == len(threads["columns"]) for r in threads["rows"])
+
+
+def test_a_memory_axis_reads_apart_at_its_ends_and_never_in_exponents() -> None:
+    """The resident memory of a steady run, 347.2 to 347.9 MiB: both ends of the chart's axis
+    read '347 MiB'; and 1,020 MiB was written '1.02e+03 MiB'."""
+    from perfstack_plugins.htmlreport.memchart import _chart
+
+    from perfstack.report import Better, Metric
+    from perfstack.report.units import fmt_bytes
+
+    mib = 2 ** 20
+    steady = Metric("step_resident", 347.9 * mib, "B", "run", "baseline", Better.LOWER,
+                    samples=[347.2 * mib, 347.5 * mib, 347.9 * mib], samples_of="steps")
+    ends = re.findall(r'text-anchor="end">([^<]*MiB)</text>', _chart(steady, "#000", "x", "c"))
+    assert len(ends) == 2 and ends[0] != ends[1], ends
+    assert fmt_bytes(1020 * mib) == "1,020 MiB" and "e+" not in fmt_bytes(1023.9 * mib)

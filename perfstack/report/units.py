@@ -21,12 +21,26 @@ def fmt_seconds(value: float) -> str:
     return f"{value * 1e6:.3g} µs"
 
 
-def fmt_bytes(value: float) -> str:
-    """Return a size in B, KiB, MiB or GiB."""
+def fmt_bytes(value: float, digits: int = 3) -> str:
+    """Return a size in B, KiB, MiB or GiB, to ``digits`` significant digits (never in
+    exponent form: 1,020 MiB, not 1.02e+03 MiB)."""
     for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if abs(value) >= scale:
-            return f"{value / scale:.3g} {unit}"
+            scaled = value / scale
+            if abs(scaled) >= 10 ** digits:
+                return f"{scaled:,.0f} {unit}"
+            return f"{scaled:.{digits}g} {unit}"
     return f"{value:.0f} B"
+
+
+def fmt_bytes_apart(low: float, high: float) -> tuple[str, str]:
+    """Two sizes written with just enough digits to read apart (an axis from 347.2 MiB to
+    347.9 MiB read '347 MiB' at both ends)."""
+    for digits in range(3, 8):
+        a, b = fmt_bytes(low, digits), fmt_bytes(high, digits)
+        if a != b or low == high:
+            return a, b
+    return a, b
 
 
 #: Units written with a decimal prefix (a rate of work or of bytes, as datasheets write them).

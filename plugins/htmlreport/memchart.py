@@ -13,7 +13,7 @@ from perfstack.render.memorywords import (
     relation_line,
 )
 from perfstack.report import Metric
-from perfstack.report.units import fmt_value
+from perfstack.report.units import fmt_bytes_apart
 
 from .charts import esc
 from .page import _table
@@ -28,6 +28,7 @@ def _chart(metric: Metric, colour: str, label: str, chart_id: str) -> str:
     values = metric.samples or []
     width, height, left = 1000, 110, 90
     low, high = min(values), max(values)
+    low_text, high_text = fmt_bytes_apart(low, high)
     span_v = (high - low) or 1.0
     # The heap's low points start at the second step (the first holds the set-up).
     first = 2 if metric.name == "step_heap" else 1
@@ -39,9 +40,8 @@ def _chart(metric: Metric, colour: str, label: str, chart_id: str) -> str:
     return (f'<svg class="chart" id="{chart_id}" viewBox="0 0 {width} {height}" '
             f'width="{width}" height="{height}" role="img" aria-label="{esc(label)}">'
             f'<text x="{left}" y="10" fill="{colour}">{esc(label)}</text>'
-            f'<text x="{left - 6}" y="18" text-anchor="end">{esc(fmt_value(high, "B"))}</text>'
-            f'<text x="{left - 6}" y="{height - 22}" text-anchor="end">'
-            f'{esc(fmt_value(low, "B"))}</text>'
+            f'<text x="{left - 6}" y="18" text-anchor="end">{esc(high_text)}</text>'
+            f'<text x="{left - 6}" y="{height - 22}" text-anchor="end">{esc(low_text)}</text>'
             f'<polyline class="memory-series" data-metric="{esc(metric.name)}" '
             f'points="{points}" fill="none" stroke="{colour}" stroke-width="1.5"/>'
             f'<text x="{left}" y="{height - 4}">step {first}</text>'
