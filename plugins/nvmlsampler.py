@@ -32,6 +32,7 @@ from perfstack.backend import (
     RunContext,
 )
 from perfstack.report import Better, Finding, Layer, Metric, Quantity, Report, Row
+from perfstack.run import rundir
 
 SOURCE = "nvml"
 MIN_PERIOD = 0.02
@@ -68,9 +69,33 @@ def energy(samples: list[dict[str, Any]]) -> tuple[float | None, str]:
     return None, "too few samples"
 
 
+def energy_between(samples: list[dict[str, Any]], t0: float, t1: float) -> float | None:
+    """The energy counter's joules between two moments of the timeline (seconds from its
+    start), each read between the samples around it; None where the counter does not cover
+    them."""
+    counter = [(float(s["t"]), float(s["energy_j"])) for s in samples
+               if s.get("energy_j") is not None]
+    if len(counter) < 2 or t0 < counter[0][0] or t1 > counter[-1][0] or t1 <= t0:
+        return None
+
+    def at(t: float) -> float:
+        for (ta, ea), (tb, eb) in itertools.pairwise(counter):
+            if ta <= t <= tb:
+                return ea + (eb - ea) * (t - ta) / (tb - ta) if tb > ta else ea
+        return counter[-1][1]
+
+    return at(t1) - at(t0)
+
+
+#: The steps on the timeline's clock: (start s, end s, how many steps).
+StepSpan = tuple[float, float, int]
+
+
 def summarize(header: dict[str, Any], samples: list[dict[str, Any]],
-              steps: int | None) -> tuple[list[Row], list[Metric], list[str]]:
-    """Return hardware rows (mean, max, p95 per GPU and field), metrics, and notes."""
+              steps: StepSpan | None) -> tuple[list[Row], list[Metric], list[str]]:
+    """Return hardware rows (mean, max, p95 per GPU and field), metrics, and notes; the
+    energy per step from the counter across ``steps``, the steps' span on the timeline (the
+    sampler ran on into the teardown: its whole energy over the steps counted the exit)."""
     rows: list[Row] = []
     metrics: list[Metric] = []
     notes: list[str] = []
@@ -101,8 +126,15 @@ def summarize(header: dict[str, Any], samples: list[dict[str, Any]],
             rows.append(Row(f"gpu{idx}.energy", f"GPU {idx} energy ({how})", SOURCE,
                             {"total": Quantity(joules, "J")}, {"gpu": gpu, "method": how}))
             if steps:
-                metrics.append(Metric(f"gpu{idx}_joules_per_step", joules / steps, "J/step",
-                                      "hardware", SOURCE, Better.LOWER))
+                spent = energy_between(mine, steps[0], steps[1])
+                metrics.append(Metric(
+                    f"gpu{idx}_joules_per_step", spent / steps[2] if spent is not None
+                    else None, "J/step", "hardware", SOURCE, Better.LOWER,
+                    reason=None if spent is not None else
+                    "the energy counter does not cover the steps' span",
+                    description=f"the energy counter across the {steps[2]} steps' span "
+                    f"({(steps[1] - steps[0]) * 1e3:.0f} ms), read between samples "
+                    f"{header.get('period_s', 0):g} s apart, over the steps"))
             if how == "integrated":
                 notes.append(f"GPU {idx}: no energy counter; energy integrated from power samples")
     if samples:
@@ -138,9 +170,10 @@ class _Sampler(threading.Thread):
                              "driver": str(nv.nvmlSystemGetDriverVersion()), "unsupported": {}})
                 with contextlib.suppress(Exception):  # not every board reports its limit
                     gpus[-1]["power_limit_w"] = nv.nvmlDeviceGetPowerManagementLimit(h) / 1e3
-            start = time.monotonic()
+            start, epoch = time.monotonic(), time.time()
+            head = {"period_s": self.period, "gpus": gpus, "start_epoch_s": epoch}
             with open(self.path, "w", encoding="utf-8") as out:
-                out.write(json.dumps({"period_s": self.period, "gpus": gpus}) + "\n")
+                out.write(json.dumps(head) + "\n")
                 while not self.halt.is_set():
                     now = time.monotonic() - start
                     for gpu, h in zip(gpus, handles, strict=True):
@@ -149,7 +182,7 @@ class _Sampler(threading.Thread):
                     self.halt.wait(self.period)
             # The header's list of unsupported fields is complete only now: rewrite it.
             lines = self.path.read_text("utf-8").splitlines()
-            lines[0] = json.dumps({"period_s": self.period, "gpus": gpus})
+            lines[0] = json.dumps(head)
             self.path.write_text("\n".join(lines) + "\n", "utf-8")
         except Exception as exc:
             self.error = f"{type(exc).__name__}: {exc}"
@@ -260,12 +293,24 @@ class NvmlBackend(Backend):
         if not header:
             return Collected(notes=["the sampler's timeline has no readable header: it was "
                                     "stopped before it wrote one"])
-        steps = outcome.steps if outcome is not None else None
-        if ctx.steps is not None and ctx.steps.warmup:
-            steps = ctx.steps.measured  # attached when the measured steps began
-        rows, metrics, notes = summarize(header, samples, steps or None)
+        rows, metrics, notes = summarize(header, samples, _steps_on_timeline(ctx, header))
         return Collected(rows={Layer.HARDWARE: rows}, metrics=metrics, notes=notes,
                          artifacts={"timeline": path})
+
+
+def _steps_on_timeline(ctx: RunContext, header: dict[str, Any]) -> StepSpan | None:
+    """The run's steps (under --steps the measured ones) on the timeline's clock, or None.
+    The timeline's start is in its header; a timeline of an older perfstack has none, and
+    its sampler started when the measured window opened (--steps), which stands for it."""
+    folder = rundir.RunFolder(ctx.artifact_dir)
+    span = folder.steps_window(ctx.steps.warmup if ctx.steps else None,
+                               ctx.steps.measured if ctx.steps else None)
+    start = header.get("start_epoch_s")
+    if not isinstance(start, (int, float)):
+        start = folder.window_opened() if ctx.steps is not None else None
+    if span is None or start is None:
+        return None
+    return span[0] - start, span[1] - start, span[2]
 
 
 #: Mean GPU utilisation (%) below which the device is starved.

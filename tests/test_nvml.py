@@ -32,7 +32,7 @@ def test_energy_from_the_counter_and_by_integration():
 
 def test_rows_metrics_and_unsupported_fields():
     header, samples = _load()
-    rows, metrics, _notes = summarize(header, samples, steps=8)
+    rows, metrics, _notes = summarize(header, samples, steps=(0.0, 0.9, 8))
     by_key = {r.key: r for r in rows}
     power = by_key["gpu0.power_w"].values
     assert power["max"].value == 661.0 and power["p95"].value == 661.0
@@ -42,6 +42,7 @@ def test_rows_metrics_and_unsupported_fields():
     assert "Insufficient Permissions" in by_key["gpu0.proc_mem_b"].values["mean"].reason
     m = {x.name: x for x in metrics}
     assert m["gpu0_energy"].unit == "J"
+    # the steps span the whole timeline here: the counter across it, over the steps
     assert m["gpu0_joules_per_step"].value == pytest.approx(m["gpu0_energy"].value / 8)
     assert m["gpu0_util_gpu_mean"].better.value == "higher"
     _rows2, metrics2, notes2 = summarize(
@@ -73,3 +74,48 @@ def test_the_workload_step_count_reaches_backends(perfstack, tmp_path):
                        str(WORKLOADS / "reports_metric.py"))
     assert result.code == 0, result.stderr
     assert RunFolder(tmp_path / ".perfstack/runs/latest/baseline-1").steps() == 5
+
+
+GPU_RUN = Path(__file__).parent / "fixtures" / "gpu-runs" / "resnet" / "nvml"
+
+
+def test_energy_per_step_is_the_steps_energy_on_a_real_h200_timeline():
+    """NVML on an H200 (tests/fixtures/gpu-runs): resnet50, --steps 5, the sampler attached
+    when the measured steps began and ran on through the exit (1.16 s, 171 J by the counter).
+    Its joules per step once divided all of it by the steps: 34 J a step for steps of 20 ms.
+    Now the counter across the steps' own span (103 ms), over the steps."""
+    from perfstack.backend import RunContext, StepWindow, Workload
+    from perfstack_plugins.nvmlsampler import _steps_on_timeline, energy_between, read_timeline
+
+    header, samples = read_timeline(GPU_RUN / "nvml-timeline.jsonl")
+    assert header["gpus"][0]["name"] == "NVIDIA H200" and len(samples) == 12
+    ctx = RunContext("nvml", Workload("resnet50.py"), GPU_RUN, {}, None,
+                     steps=StepWindow(2, 5))
+    span = _steps_on_timeline(ctx, header)
+    assert span is not None and span[2] == 5
+    assert span[1] - span[0] == pytest.approx(0.1032, abs=1e-3)  # 5 steps of ~20.6 ms
+    rows, metrics, _ = summarize(header, samples, span)
+    m = {x.name: x for x in metrics}
+    assert m["gpu0_energy"].value == pytest.approx(170.83)  # the counter, start to end
+    per_step = m["gpu0_joules_per_step"].value
+    assert per_step == pytest.approx(energy_between(samples, *span[:2]) / 5)
+    assert 1 < per_step < 10  # joules a 20 ms step can hold at 100-500 W; not 34
+    power = {r.key: r for r in rows}["gpu0.power_w"].values
+    assert 150 < power["mean"].value < 200 and power["max"].value == pytest.approx(189.184)
+    assert energy_between(samples, 2.0, 3.0) is None  # past the timeline: unknown
+
+
+def test_the_html_draws_the_gpu_over_time_only_where_nvml_ran():
+    """The H200 run's report draws power and utilisation over time from its timeline; a run
+    on a machine with no GPU says nothing of it (it once said 'no NVML samples')."""
+    from perfstack.pluginmanager import load_plugins
+    from perfstack.render import RenderOptions
+    from perfstack.report.files import load_report
+
+    html = load_plugins().renderers()["html"]
+    gpu = load_report(GPU_RUN.parent / "report.json.gz")
+    page = html.render(gpu, RenderOptions(report_dir=GPU_RUN.parent))
+    assert 'id="timeseries"' in page and "timeseries-empty" not in page
+    assert "GPU 0 power_w (W)" in page
+    cpu = load_report(Path(__file__).parent / "fixtures/reports/rules/threads_gil.json.gz")
+    assert 'id="timeseries"' not in html.render(cpu, RenderOptions())

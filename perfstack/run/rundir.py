@@ -173,6 +173,31 @@ class RunFolder:
         except (KeyError, TypeError, ValueError):
             return None
 
+    def window_opened(self, rank: int | None = None) -> float | None:
+        """When the measured window of ``--steps`` opened (the end of the warm-up steps), on
+        the wall clock in epoch seconds, or None."""
+        try:
+            return int(_read_json(self.file(WINDOW_FILE, rank))["ns"]) / 1e9
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def steps_window(self, warmup: int | None = None,
+                     measured: int | None = None) -> tuple[float, float, int] | None:
+        """The steps on the wall clock: (start, end, how many) in epoch seconds; under
+        ``--steps`` (``warmup``, ``measured``) the measured ones, else every step between
+        the first mark and the last. None where the workload marked none."""
+        first, times = self.first_mark(), self.step_times()
+        if first is None or not times:
+            return None
+        if warmup is None or measured is None:
+            return first, first + sum(times), len(times)
+        # under --steps the first mark is the script's start: step 1 runs from it
+        chosen = times[warmup:warmup + measured]
+        if not chosen:
+            return None
+        start = first + sum(times[:warmup])
+        return start, start + sum(chosen), len(chosen)
+
     def window_go(self, rank: int | None = None) -> None:
         """Tell a workload waiting at the start of its measured window to go on."""
         with contextlib.suppress(OSError):

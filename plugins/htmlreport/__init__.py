@@ -78,6 +78,13 @@ def _tables_html(specs: dict[str, dict[str, Any]], empty: str) -> str:
     return "".join(out)
 
 
+def _sampled_gpus(report: Report) -> bool:
+    """Whether NVML ran in this session (a machine without a GPU shows no empty GPU
+    chart: the backends table says why it did not run)."""
+    nvml = report.backend("nvml")
+    return nvml is not None and nvml.run is not None
+
+
 def _top_ops(view: View) -> str:
     """The ops as bars by their own time ("self", as the table below and the text rank them;
     the first time column where a backend has none), largest first."""
@@ -148,7 +155,7 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
                                              "perftop)"))
     hardware = ("<h2>Hardware</h2>" + _tables_html(tables[Layer.HARDWARE],
                                                     "no hardware rows (--plugins perf, nvml)")
-                + (timeseries(report, options.report_dir) if report.backend("nvml") else ""))
+                + (timeseries(report, options.report_dir) if _sampled_gpus(report) else ""))
     panes = {"pane-overview": overview, "pane-python": python}
     if view.modules is not None:
         panes["pane-modules"] = (module_section(view) + "<h2>Every module</h2>"
