@@ -84,8 +84,9 @@ def test_energy_per_step_is_the_steps_energy_on_a_real_h200_timeline():
     when the measured steps began and ran on through the exit (1.16 s, 171 J by the counter).
     Its joules per step once divided all of it by the steps: 34 J a step for steps of 20 ms.
     Now the counter across the steps' own span (103 ms), over the steps."""
-    from perfstack.backend import RunContext, StepWindow, Workload
     from perfstack_plugins.nvmlsampler import _steps_on_timeline, energy_between, read_timeline
+
+    from perfstack.backend import RunContext, StepWindow, Workload
 
     header, samples = read_timeline(GPU_RUN / "nvml-timeline.jsonl")
     assert header["gpus"][0]["name"] == "NVIDIA H200" and len(samples) == 12
