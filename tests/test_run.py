@@ -245,3 +245,21 @@ def test_the_answer_comes_as_soon_as_a_sampler_is_in(perfstack):
     _said_within(result.stderr[said:], 100)
     order = perfstack("run", "--dry-run", str(WORKLOADS / "busy.py")).stdout
     assert order.index("pyspy") < order.index("torch"), order
+
+
+def test_a_printed_throughput_is_the_workload_s_figure(perfstack, tmp_path):
+    """A benchmark that prints 'throughput: 1,234.5 items/s' and never calls perfstack: its
+    figure is the run's throughput (once the diff fell back to the wall time), and diff leads
+    with it."""
+    script = str(WORKLOADS / "prints_throughput.py")
+    for out in ("a.json", "b.json"):
+        run = perfstack("run", "--plugins", "resources", "--repeat", "2", "--warmup", "0",
+                        "-q", "-o", str(tmp_path / out), script)
+        assert run.code == 0, run.stderr
+    report = json.loads((tmp_path / "a.json").read_text())
+    found = next(m for m in report["metrics"] if m["name"] == "throughput")
+    assert found["unit"] == "items/s" and found["better"] == "higher" and found["value"] > 0
+    assert len(found["samples"]) == 2 and "as the workload printed it" in found["description"]
+    compared = perfstack("diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"),
+                         "--format", "json")
+    assert json.loads(compared.stdout)["lead"]["figure"] == "throughput", compared.stdout[:500]

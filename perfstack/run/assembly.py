@@ -120,9 +120,12 @@ def workload_metrics(runs: Sequence[Sequence[dict[str, Any]]]) -> list[Metric]:
     for name, entries in series.items():
         values = [e["value"] for e in entries]
         better = entries[-1]["better"]
+        printed = entries[-1].get("printed")
         metrics.append(Metric(name, statistics.median(values), entries[-1]["unit"], "run",
                               "workload", Better(better) if better in ("higher", "lower")
-                              else Better.NEITHER, samples=values))
+                              else Better.NEITHER, samples=values,
+                              description=f"as the workload printed it ('{printed}')"
+                              if isinstance(printed, str) else None))
     return metrics
 
 

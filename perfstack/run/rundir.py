@@ -16,6 +16,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ from perfstack.run.filenames import (
     PROBE_FILE,
     RANK_PREFIX,
     STARTED_FILE,
+    STDOUT_FILE,
     STEPS_FILE,
     WINDOW_FILE,
     WINDOW_GO_FILE,
@@ -217,6 +219,31 @@ class RunFolder:
                 out[part] = {k: float(values[k]) for k in names}
         return out if "start" in out or "end" in out else None
 
+    def printed_throughput(self) -> dict[str, Any] | None:
+        """The last 'throughput: 38.75 samples/s' line the workload printed, as an entry like
+        report_metric's (better higher), or None. Benchmarks print their figure far more
+        often than they call perfstack: the figure is theirs either way."""
+        path = self.path / STDOUT_FILE  # the whole run's (every rank's) output
+        try:
+            with open(path, "rb") as fh:  # its end: a long log's figure comes last
+                fh.seek(max(0, path.stat().st_size - 65536))
+                text = fh.read().decode("utf-8", errors="replace")
+        except OSError:
+            return None
+        found = None
+        for match in PRINTED_THROUGHPUT.finditer(text):
+            found = match
+        if found is None:
+            return None
+        try:
+            value = float(found.group(1).replace(",", ""))
+        except ValueError:
+            return None
+        if not math.isfinite(value) or value <= 0:
+            return None
+        return {"name": "throughput", "value": value, "unit": (found.group(2) or "").strip(),
+                "better": "higher", "printed": found.group(0).strip()}
+
     def workload_metrics(self) -> list[dict[str, Any]]:
         """The well-formed entries the workload wrote with perfstack.report_metric."""
         path = self.file(METRICS_FILE)
@@ -244,6 +271,12 @@ class RunFolder:
         """The in-process hooks' error logs here and in the given ranks' folders."""
         places = [self.path, *(self.rank(r).path for r in ranks)]
         return [p / HOOK_ERRORS_FILE for p in places if (p / HOOK_ERRORS_FILE).is_file()]
+
+
+#: A line a benchmark prints its figure on: 'throughput: 1,234.5 samples/s'.
+PRINTED_THROUGHPUT = re.compile(
+    r"(?im)^[ \t]*throughput[ \t]*[:=][ \t]*([0-9][0-9,]*(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)"
+    r"[ \t]*([A-Za-z%][\w/%.-]*(?:[ \t]*/[ \t]*[A-Za-z]+)?)?[ \t]*$")
 
 
 def _read_json(path: Path) -> Any:
