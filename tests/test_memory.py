@@ -344,3 +344,50 @@ def test_diff_and_the_history_follow_the_memory(leak: tuple[Path, dict[str, Any]
     trend = perfstack_in(tmp_path, "trend", "--db", str(db), "--format", "json")
     assert trend.code == 0, trend.stderr
     assert "peak_heap" in trend.stdout
+
+
+def test_a_hook_that_keeps_outputs_is_named_beside_the_code_that_allocated_them() -> None:
+    """mem_leak.py --via-hook: a forward hook appends the last layer's output to a list.
+    memray charges the 256 KiB a step to the line that called the model (it allocated the
+    output); the finding once named only that. The memray run notes every hook the workload
+    registers, and the finding names the workload's own beside. The series of what that
+    line held after each step wobbles by a few kilobytes (its temporaries): still steady."""
+    import torch
+    from perfstack_plugins.memray.capture import Capture, Site
+    from perfstack_plugins.memray.inproc import HookLog
+    from perfstack_plugins.memray.summary import _findings, steady
+    from torch.nn.modules import module as modules
+
+    log = HookLog()
+    saved = {m: getattr(modules.Module, m) for m in ("register_forward_hook",
+                                                     "register_forward_pre_hook")}
+    try:
+        log.watch(modules)
+
+        def keep_output(mod: object, inputs: object, output: object) -> None:
+            pass
+
+        torch.nn.Linear(2, 2).register_forward_hook(keep_output)
+    finally:
+        for name, method in saved.items():
+            setattr(modules.Module, name, method)
+    [hook] = log.hooks()
+    assert hook["kind"] == "forward" and hook["function"].endswith("keep_output")
+    assert hook["classes"] == ["Linear"] and hook["file"] == __file__
+    # what the line calling the model held after each step (a real run's first steps)
+    held = [23588707, 24115739, 24113235, 24111491, 24375027, 24636019, 25427059, 25689323,
+            25422811, 25949083] + [25949083 + 262264 * i for i in range(1, 30)]
+    assert steady(held)
+    assert not steady([5, 4, 3, 2, 1, 0] * 5)
+    site = Site("train (w.py:37)", "train", str(ROOT / "workloads/w.py"), 37, True,
+                at_steps=held, at_exit=held[-1])
+    capture = Capture(peak_heap=held[-1], peak_at_s=1.0, duration_s=2.0, allocations=1,
+                      allocated=held[-1], temporary=0, at_exit=held[-1], peak_rss=None,
+                      native=False, sites={site.key: site},
+                      heap_at_steps=held, rss_at_steps=[])
+    hook["file"] = str(ROOT / "workloads/w.py")
+    [grows] = [f for f in _findings(capture, str(ROOT / "workloads"), len(held) + 2, [hook])
+               if f.rule == "memory.grows"]
+    assert grows.title.endswith("train (w.py:37) allocates it")
+    assert "forward hook" in grows.evidence[-1] and "keep_output" in grows.evidence[-1]
+    assert grows.action.startswith("look at the hooks above first")

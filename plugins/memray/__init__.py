@@ -33,7 +33,7 @@ from perfstack.report import Layer
 
 from .capture import read
 from .inproc import CAPTURE, SIDECAR
-from .summary import step_ends, summarize
+from .summary import module_hooks, step_ends, summarize
 
 INPROC = "perfstack_plugins.memray.inproc:start"
 #: memray's flame graph of the capture (``--memray-flamegraph``), and how long it may take.
@@ -88,7 +88,8 @@ class MemrayBackend(Backend):
         capture = read(path, ctx.workload.home(), ends,
                        threshold=int(ctx.options.get("temporary_threshold") or 1))
         collected = summarize(capture, len(ends), explicit, ctx.workload.home(),
-                              int(ctx.options.get("interval_ms") or 2))
+                              int(ctx.options.get("interval_ms") or 2),
+                              module_hooks(ctx.artifact_dir / SIDECAR))
         collected.artifacts["capture"] = path
         if ctx.options.get("flamegraph"):
             graph, why = _flamegraph(path)
