@@ -92,7 +92,6 @@ class TorchBackend(Backend):
             # torch's memory categories need shapes and stacks beside the allocations.
             "profile_memory": bool(o.get("memory")),
             "with_stack": bool(o.get("stack") or o.get("memory")),
-            "with_flops": not o.get("no_flops") and not o.get("no_shapes"),
             "ranks": o.get("ranks", "0"),
         }
         return Launch(inprocess=[InProcessHook(INPROC, settings)])

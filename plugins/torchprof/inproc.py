@@ -174,7 +174,11 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
                    record_shapes=bool(options.get("record_shapes", True)),
                    profile_memory=bool(options.get("profile_memory", False)),
                    with_stack=bool(options.get("with_stack", False)),
-                   with_flops=bool(options.get("with_flops", True)))
+                   # perfstack counts each op's FLOPs and bytes from its shapes (opcost.py);
+                   # torch's own count, with shapes recorded, made GPT-2's steps 3-4x slower
+                   # from the third recorded step on (357, 331, 339, 1059, 1138 ms; 270 ms
+                   # with either alone), so it is never asked for
+                   with_flops=False)
 
     def on_step() -> None:
         # perfstack counts the steps (perfstack.step(), else optimizer steps): one call each.
