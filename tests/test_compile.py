@@ -160,3 +160,51 @@ def test_under_steps_what_ran_before_sampling_is_its_own_part_and_no_answer() ->
         Metric("wall_time", 60.0, "s", "run", "baseline", Better.LOWER), *budget])
     headline = build(report).headline
     assert headline.bound not in (None, "before_sampling")
+
+
+def test_the_recompile_limit_is_said_loudly(tmp_path: Path) -> None:
+    """A Python number that changes every call: a recompile each time until dynamo's limit
+    (8), then it runs the function eagerly, silently; its record of that compile names no
+    frame. The frame is found by its compile id, and a critical finding says so."""
+    out = tmp_path / "report.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "perfstack", "run", "-q", "--plugins", "dynamo", "--repeat",
+         "1", "--warmup", "0", "-o", str(out), "--out-dir", str(tmp_path / "run"),
+         str(ROOT / "tests" / "workloads" / "recompile_limit.py")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={**__import__("os").environ, "PERFSTACK_HISTORY": "off"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    from perfstack import load
+
+    report = load(out)
+    [frame] = [r for r in report.layers[Layer.COMPILE] if r.attrs.get("kind") == "frame"]
+    assert frame.name == "scale" and frame.values["compiles"].value == 9
+    assert any("recompile limit" in str(f) for f in frame.attrs["failed"])
+    found = {f.rule: f for f in report.findings}
+    fallback = found["compile.fallback"]
+    assert fallback.severity == "critical" and "recompile limit" in fallback.title
+    recompiles = found["compile.recompiles"]
+    assert "k == 0" in recompiles.evidence[0]
+    assert "Python value" in recompiles.action  # not a shape: mark_dynamic would not help
+
+
+def test_the_torch_backend_changes_nothing_torch_compile_does(tmp_path: Path) -> None:
+    """The torch backend's module ranges are global forward hooks: dynamo traced them into
+    the compiled model (and failed on them), then compiled them as frames of their own. Its
+    run now compiles what the baseline's does, frame for frame."""
+    out = tmp_path / "report.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "perfstack", "run", "-q", "--plugins", "torch,dynamo",
+         "--repeat", "1", "--warmup", "0", "-o", str(out), "--out-dir", str(tmp_path / "run"),
+         str(WORKLOAD), "--", "--steps", "6", "--batch-sizes", "4,6", "--width", "8",
+         "--hidden", "8", "--backend", "eager"],
+        capture_output=True, text=True, timeout=180, cwd=tmp_path,
+        env={**__import__("os").environ, "PERFSTACK_HISTORY": "off"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    def compiled(run: str) -> list[tuple[str, str]]:
+        data = json.loads((tmp_path / "run" / run / "compile.json").read_text("utf-8"))
+        return [(r["compile_id"], r["co_name"]) for r in data["records"] if r.get("co_name")]
+
+    assert compiled("torch") == compiled("baseline-1")
+    assert [name for _, name in compiled("torch")].count("forward") == 2

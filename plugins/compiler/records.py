@@ -169,6 +169,12 @@ def read(data: dict[str, Any]) -> CompileRun:
     by_id: dict[str, Compile] = {}
     backward: list[dict[str, Any]] = []
     fallbacks: list[str] = []
+    # A compile that failed may name no frame (the recompile limit's: compile id 0/8, no
+    # co_name): its frame is the one whose other compiles share its frame id (the 0 of 0/8).
+    named = {str(r.get("compile_id", "")).split("/")[0]: (r["co_name"], r["co_filename"],
+                                                           r.get("co_firstlineno"))
+             for r in records if isinstance(r, dict) and isinstance(r.get("co_name"), str)
+             and isinstance(r.get("co_filename"), str)}
     for rec in records:
         if not isinstance(rec, dict):
             continue
@@ -176,6 +182,11 @@ def read(data: dict[str, Any]) -> CompileRun:
             backward.append(rec)
             continue
         name, file = rec.get("co_name"), rec.get("co_filename")
+        if (not isinstance(name, str) or not isinstance(file, str)) and rec.get("fail_type"):
+            frame_id = str(rec.get("compile_id", "")).split("/")[0]
+            if frame_id in named:
+                name, file, line = named[frame_id]
+                rec = {**rec, "co_name": name, "co_filename": file, "co_firstlineno": line}
         if not isinstance(name, str) or not isinstance(file, str):
             continue
         whole = _num(rec.get("entire_frame_compile_time_s"))

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
+from perfstack.run.afterimport import when_imported
+
 #: The prefix torch's Python tracer gives module calls, and so these ranges.
 MODULE_PREFIX = "nn.Module: "
 
@@ -42,6 +44,21 @@ def _caller_module(torch: Any, module: Any) -> Any:
     return None
 
 
+def _skip(frames: Any, functions: tuple[Callable[..., Any], ...]) -> None:
+    """Tell dynamo to run these functions and all they call as they are, never compiling a
+    frame of them (its frame strategy SKIP, recursive SKIP; where this torch has no such
+    strategy, the frames themselves)."""
+    import importlib
+
+    types: Any = importlib.import_module("torch._dynamo.types")  # torch's, not typed here
+    for fn in functions:
+        try:
+            both = types.FrameExecStrategy(types.FrameAction.SKIP, types.FrameAction.SKIP)
+            frames.set_code_exec_strategy(fn.__code__, both)
+        except (AttributeError, TypeError):
+            frames.skip_code(fn.__code__)
+
+
 def start(torch: Any) -> Callable[[], None]:
     """Install the hooks; return the function that removes them (and closes open ranges)."""
     from torch.nn.modules import module as modules
@@ -62,12 +79,22 @@ def start(torch: Any) -> Callable[[], None]:
             names[module] = found
         return found
 
+    # Under torch.compile dynamo traces global hooks into the graph it builds: they must be
+    # nothing there (its tracer failed on the names' dictionary, and a hook it cannot trace
+    # would break the workload's graphs), so they return at once while it traces.
+    compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (
+        lambda: False)
+
     def pre(module: Any, args: Any) -> None:
+        if compiling():
+            return
         span = record(MODULE_PREFIX + name_of(module))
         span.__enter__()
         stack.append((module, span))
 
     def post(module: Any, args: Any, output: Any) -> None:
+        if compiling():
+            return
         # A module that raised left its range open (its post hook never ran): close those.
         while stack:
             held, span = stack.pop()
@@ -75,6 +102,10 @@ def start(torch: Any) -> Callable[[], None]:
             if held is module:
                 break
 
+    # ... and dynamo must not compile them either, nor what they call, as frames of their own
+    # (a compiled model's call enters them under its frame hook): skipped, with every frame
+    # under them, once dynamo is imported.
+    when_imported("torch._dynamo.eval_frame", lambda frames: _skip(frames, (pre, post)))
     before = modules.register_module_forward_pre_hook(pre)
     try:
         after = modules.register_module_forward_hook(post, always_call=True)
