@@ -208,3 +208,37 @@ def test_the_torch_backend_changes_nothing_torch_compile_does(tmp_path: Path) ->
 
     assert compiled("torch") == compiled("baseline-1")
     assert [name for _, name in compiled("torch")].count("forward") == 2
+
+
+def test_how_much_of_a_step_ran_compiled_on_the_gpu(tmp_path: Path) -> None:
+    """The H200 run's torch trace: the compiled graphs' regions and backwards hold 69% of the
+    profiled steps' host time (the rest: the eager optimizer step and the loss), and
+    inductor's Triton kernels 17% of the device time (the matrix products are cuBLAS's)."""
+    import shutil
+
+    from perfstack_plugins.torchprof.rows import summarize
+    from perfstack_plugins.torchprof.trace import TraceAggregate
+
+    trace = tmp_path / "rank.pt.trace.json.gz"
+    shutil.copy(GPU_RUNS / "torch" / "vm_1207.0.pt.trace.json.gz", trace)
+    agg = TraceAggregate()
+    agg.add_file(trace)
+    rows, metrics, _ = summarize(agg, with_flops=True, stepped=True)
+    found = {m.name: m for m in metrics}
+    assert found["compiled_share"].value == pytest.approx(69.2, abs=0.5)
+    assert found["generated_kernels_share"].value == pytest.approx(16.9, abs=0.5)
+    triton = [r for r in rows[Layer.KERNEL] if r.name.startswith("triton_")]
+    assert len(triton) == 7
+
+
+def test_a_step_that_compiled_says_so() -> None:
+    """dynamo's timed ranges inside an op of the step (the compiled model's call) are the
+    step's compile phase, out of the op's time: the recompiling step is named for it."""
+    from perfstack_plugins.torchprof.steps import cpu_steps
+
+    windows = [(0.0, 3000.0), (3000.0, 600000.0), (600000.0, 603000.0)]
+    children = [(100.0, 2900.0, "ops"), (3100.0, 599000.0, "ops"),
+                (3200.0, 560000.0, "compile_in"), (600100.0, 602900.0, "ops")]
+    phases = {m.name: m.samples for m in cpu_steps(windows, children)}
+    assert phases["cpu_step.compile"] == pytest.approx([0.0, 0.5568, 0.0])
+    assert phases["cpu_step.ops"] == pytest.approx([0.0028, 0.0391, 0.0028])

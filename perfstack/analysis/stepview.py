@@ -2,7 +2,7 @@
 
 Read from metrics whose samples are the steps and whose names share a prefix
 (``gpu_step.*``: compute, communication, memory, idle and, within idle, host_wait;
-``cpu_step.*``: data, ops, other), as the torch backend gives them. The phases add up to the
+``cpu_step.*``: data, compile, ops, other), as the torch backend gives them. The phases add up to the
 step (host_wait is part of idle and is shown under it). A step is an outlier when it took
 ``OUTLIER`` times the median step or more; it is named with the phase that grew the most.
 """
@@ -18,7 +18,7 @@ from perfstack.report import Metric, Report
 #: add up to the step, phases within another). A phase a backend left out (no DataLoader in
 #: the trace: no data loading) is not shown; the last, the rest of the step, must be there.
 FAMILIES = (("gpu_step.", ("compute", "communication", "memory", "idle"), ("host_wait",)),
-            ("cpu_step.", ("data", "ops", "other"), ()))
+            ("cpu_step.", ("data", "compile", "ops", "other"), ()))
 #: A step this many times the median step is an outlier.
 OUTLIER = 1.5
 

@@ -24,6 +24,8 @@ from .trace import TraceAggregate
 SOURCE = "torch"
 #: The range torch's DataLoader opens around each batch it yields.
 DATA_LOADING = "enumerate(DataLoader)"
+#: dynamo names the ranges it times while compiling "_compile.compile_inner (dynamo_timed)".
+COMPILING = "(dynamo_timed)"
 US = 1e-6  # the trace's unit is the microsecond
 MAX_LINKS = 5
 
@@ -92,6 +94,16 @@ class OpGroups:
         self._costs: dict[tuple[int, int], Cost] = {}
         self._native: dict[int, dict[str, Any]] = {}
 
+    @staticmethod
+    def _under_compile(tree: Tree, i: int, compiling: list[bool]) -> bool:
+        """Whether op ``i`` runs inside one of dynamo's timed compile ranges."""
+        p = tree.parent[i]
+        while p >= 0:
+            if compiling[tree.name[p]]:
+                return True
+            p = tree.parent[p]
+        return False
+
     def group(self, tree: Tree, i: int) -> Group:
         """Return the group of op ``i``, made on first use."""
         ids = (tree.name[i], tree.dims[i])
@@ -110,6 +122,7 @@ class OpGroups:
         names, frame_keys = self.agg.names, self.agg.frame_keys
         steps = tree.step_names
         native_of = ["::" in name for name in names]
+        compiling = [name.endswith(COMPILING) for name in names]
         ts, end, name, parent = tree.ts, tree.end, tree.name, tree.parent
         removed, frame, alloc, inputs = tree.removed, tree.frame, tree.alloc, tree.inputs
         first, last = self.first, self.last
@@ -136,8 +149,13 @@ class OpGroups:
                 # Under a step, or a root op that may cross one: an optimizer's step range
                 # outlasts the step range its post-step hook closed, and holds every op of a
                 # closure (Lightning, LBFGS: forward and backward inside optimizer.step).
-                phase = "data" if names[n].startswith(DATA_LOADING) else "ops"
+                phase = ("data" if names[n].startswith(DATA_LOADING) else "compile"
+                         if names[n].endswith(COMPILING) else "ops")
                 self.step_children.append((start, stop, phase))
+            elif self.stepped and compiling[n] and not self._under_compile(tree, i, compiling):
+                # dynamo compiling inside an op (the compiled model's call): its own phase,
+                # taken out of the op's
+                self.step_children.append((start, stop, "compile_in"))
             g = self.group(tree, i)
             dur = stop - start
             own = tree.own(i)

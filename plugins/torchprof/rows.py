@@ -108,12 +108,47 @@ def _summarize(agg: TraceAggregate, with_flops: bool, stepped: bool) -> tuple[
     if steps:
         metrics.insert(0, Metric("torch_step_time", statistics.median(steps), "s", "framework",
                                  SOURCE, Better.LOWER, samples=steps, samples_of="steps"))
+    metrics += compiled_metrics(groups, steps, kernel_rows if agg.kernels else [])
     if agg.truncated:
         notes.append(f"trace cut short (the run ended while writing it): {agg.truncated}")
     if agg.repaired:
         notes.append(f"{agg.repaired} event(s) of the trace were invalid JSON (a quote in a "
                      "name, which Kineto writes unescaped): read with the quote escaped")
     return rows, metrics, notes
+
+
+#: torch.compile's ranges in a trace: a compiled graph's call (forward) and its backward.
+COMPILED_REGION = "Torch-Compiled Region"
+COMPILED_BACKWARD = "CompiledFunctionBackward"
+#: inductor's generated kernels are named for the fused ops (triton_poi_fused_mul_0).
+GENERATED = ("triton_", "cpp_fused_")
+
+
+def compiled_metrics(groups: dict[str, Any], steps: list[float],
+                     kernels: list[Row]) -> list[Metric]:
+    """How much of the profiled steps ran inside torch.compile's graphs: the compiled
+    regions' calls (forward) and compiled backwards, inclusive, over the steps' time; on a
+    GPU, the generated (Triton) kernels' share of the device time. Nothing without them."""
+    inside = sum(g.total for g in groups.values()
+                 if g.name.startswith(COMPILED_REGION) or g.name == COMPILED_BACKWARD)
+    out = []
+    if inside and steps:
+        out.append(Metric(
+            "compiled_share", min(100.0, 100 * inside * US / sum(steps)), "%", "compile",
+            SOURCE, Better.NEITHER,
+            description="of the profiled steps' time inside torch.compile's graphs (their "
+            "'Torch-Compiled Region' calls and compiled backwards, inclusive); the rest ran "
+            "eagerly"))
+    device = [(r.name, r.values.get("device")) for r in kernels]
+    total = sum(float(q.value or 0.0) for _, q in device if q is not None)
+    made = sum(float(q.value or 0.0) for name, q in device
+               if q is not None and name.startswith(GENERATED))
+    if made and total:
+        out.append(Metric(
+            "generated_kernels_share", 100 * made / total, "%", "compile", SOURCE,
+            Better.NEITHER, description="of the device time in kernels inductor generated "
+            "(triton_*), the rest in library kernels (cuBLAS, cuDNN) and eager ops"))
+    return out
 
 
 #: A last step range this much shorter than the median of the others is the profiler's own

@@ -30,6 +30,8 @@ GPU_PHASES = (("compute", "compute kernels"),
               ("idle", "no kernel, memcpy or memset on the device"),
               ("host_wait", "idle before the next launch call was made (within idle)"))
 CPU_PHASES = (("data", "the DataLoader yielding the batch (enumerate(DataLoader) ranges)"),
+              ("compile", "torch.compile compiling in the step (dynamo's timed ranges): a "
+                          "first call or a recompile"),
               ("ops", "torch ops at the top of the step (an optimizer's step and the ops run "
                       "in it included), data loading apart"),
               ("other", "the rest of the step: Python between the ops, and waiting"))
@@ -64,7 +66,8 @@ def cpu_steps(windows: Sequence[tuple[float, float]],
     """Each step's main-thread time by phase, in seconds. ``children`` are the ops at the top
     of the main thread (directly under a step range, or under none); each counts in the steps
     it overlaps, for the part that overlaps (an optimizer's step range crosses the end of the
-    step range its hook closed)."""
+    step range its hook closed). Phase ``compile_in`` is dynamo compiling inside one of those
+    ops: compile time, taken out of the op's."""
     if not windows or not children:
         return []
     ordered = sorted(windows)
@@ -75,13 +78,19 @@ def cpu_steps(windows: Sequence[tuple[float, float]],
         while i < len(ordered) and ordered[i][0] < end:
             overlap = min(end, ordered[i][1]) - max(start, ordered[i][0])
             if overlap > 0:
-                per[phase][i] += overlap * US
+                if phase == "compile_in":  # compiling inside an op: out of the op's time
+                    per["compile"][i] += overlap * US
+                    per["ops"][i] -= overlap * US
+                else:
+                    per[phase][i] += overlap * US
             i += 1
     for i, (start, end) in enumerate(ordered):
-        per["other"][i] = max((end - start) * US - per["data"][i] - per["ops"][i], 0.0)
-    loads = any(per["data"])  # no DataLoader range in the trace: no data-loading phase
+        per["ops"][i] = max(per["ops"][i], 0.0)
+        per["other"][i] = max((end - start) * US - per["data"][i] - per["compile"][i]
+                              - per["ops"][i], 0.0)
+    # a phase no step had (no DataLoader range, no compile in the trace) is not shown
     return [_metric(f"cpu_step.{part}", per[part], what) for part, what in CPU_PHASES
-            if part != "data" or loads]
+            if part not in ("data", "compile") or any(per[part])]
 
 
 #: Each stream's idle causes, as metric names and what they count.
