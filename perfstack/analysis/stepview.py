@@ -3,8 +3,9 @@
 Read from metrics whose samples are the steps and whose names share a prefix
 (``gpu_step.*``: compute, communication, memory, idle and, within idle, host_wait;
 ``cpu_step.*``: data, compile, ops, other), as the torch backend gives them. The phases
-add up to the step (host_wait is part of idle and is shown under it). A step is an outlier when it took
-``OUTLIER`` times the median step or more; it is named with the phase that grew the most.
+add up to the step (host_wait is part of idle and is shown under it). A step is an outlier
+when it took ``OUTLIER`` times the median step or more; it is named with the phase that grew
+the most.
 """
 
 from __future__ import annotations
