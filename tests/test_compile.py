@@ -242,3 +242,62 @@ def test_a_step_that_compiled_says_so() -> None:
     phases = {m.name: m.samples for m in cpu_steps(windows, children)}
     assert phases["cpu_step.compile"] == pytest.approx([0.0, 0.5568, 0.0])
     assert phases["cpu_step.ops"] == pytest.approx([0.0028, 0.0391, 0.0028])
+
+
+RECORDED = ROOT / "tests" / "fixtures" / "reports" / "compile"
+
+
+def test_a_compiled_run_reads_as_compiling_in_every_format() -> None:
+    """workloads/compiled.py on 2 CPUs, inductor's caches warm: the answer is the compiler
+    (was 'Mostly start-up'), the compile section says what it compiled, why it compiled
+    again and where the graph broke, and the HTML has a Compile pane."""
+    from perfstack.pluginmanager import load_plugins
+    from perfstack.render import RenderOptions
+    from perfstack.report.files import load_report
+
+    report = load_report(RECORDED / "compiled.json.gz")
+    renderers = load_plugins().renderers()
+    text = renderers["text"].render(report, RenderOptions(width=80))
+    assert "Mostly compiling: torch.compile" in text
+    section = text[text.index("torch.compile: what it compiled"):]
+    assert "Compiling took " in section and "(the median of 3 baseline runs)" in section
+    assert f"Graph break at compiled.py:{RECORDED_BREAK_LINE} in forward" in section
+    assert "compiled again: tensor 'x' size mismatch at index 0" in section
+    assert "ran inside compiled graphs" in section
+    assert all(len(line) <= 80 for line in text.splitlines())
+    markdown = renderers["markdown"].render(report, RenderOptions())
+    assert "### torch.compile: what it compiled" in markdown and "| frame |" in markdown
+    html = renderers["html"].render(report, RenderOptions())
+    assert 'id="pane-compile"' in html and 'id="compile"' in html
+
+
+def test_a_diff_that_removed_a_graph_break_leads_with_it() -> None:
+    from perfstack.analysis.diff import diff
+    from perfstack.report.files import load_report
+
+    d = diff(load_report(RECORDED / "compiled.json.gz"),
+             load_report(RECORDED / "compiled_nobreak.json.gz"))
+    assert d.lead is not None
+    first = d.lead.explain[0]
+    assert (first.layer, first.kind, first.status) == ("compile", "graph-break", "vanished")
+
+
+def test_compiling_is_weighed_against_what_it_saves_a_step() -> None:
+    from perfstack.analysis.lead import payback
+    from perfstack.report import Better, Metric, Report, RunInfo
+
+    def side(compile_s: float | None, step_s: float) -> Report:
+        run = RunInfo(command=["python", "t.py"], cwd="/", started="", duration_s=1.0,
+                      perfstack_version="0", repeat=3, warmup=1, timeout_s=None,
+                      complete=True)
+        metrics = [Metric("step_time", step_s, "s", "run", "baseline", Better.LOWER)]
+        if compile_s is not None:
+            metrics.append(Metric("compile_time", compile_s, "s", "compile", "dynamo",
+                                  Better.LOWER))
+        return Report(run, {}, metrics=metrics)
+
+    said = payback(side(None, 0.0121), side(34.0, 0.0100))
+    assert said == "compiling took 34 s more a run; at 2.1 ms saved a step it pays back " \
+                   "after 16,191 steps"
+    assert "never pays back" in (payback(side(None, 0.010), side(5.0, 0.011)) or "")
+    assert payback(side(2.0, 0.010), side(2.0, 0.009)) is None  # no more compiling

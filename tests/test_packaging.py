@@ -55,6 +55,7 @@ TORCH_THE_LIBRARY = {
     "perfstack/analysis/childrules.py",
     "perfstack/analysis/diff.py",
     "perfstack/analysis/origin.py",
+    "perfstack/analysis/roofline.py",
     "perfstack/analysis/rules.py",
     "perfstack/analysis/timerules.py",
     "perfstack/analysis/view.py",

@@ -216,13 +216,13 @@ def test_threads_that_take_turns_on_the_gil_are_the_answer_not_waiting() -> None
 
     report = load_report(RECORDED / "rules/threads_gil.json.gz")
     found = {f.rule: f for f in load_plugins().findings(report)}
-    assert "time.gil-bound" in found and "time.waiting" not in found
-    gil = found["time.gil-bound"]
+    assert "time.threads-contend" in found and "time.waiting" not in found
+    gil = found["time.threads-contend"]
     assert gil.title.startswith("GIL-bound: 4 threads run Python")
     assert "ProcessPoolExecutor" in gil.action
     report.findings = list(found.values())
     headline = build(report).headline
-    assert headline.bound == "gil"
+    assert headline.bound == "contended"
     assert headline.hottest is not None and headline.hottest.threads == 4
 
 

@@ -40,6 +40,11 @@ def children_compete(report: Report) -> list[Finding]:
     # slower than 1 thread did, and the step 2x slower).
     if intra < 2 or busy < CHILDREN_BUSY or threads + busy <= usable + MARGIN:
         return []
+    recompiled = report.metric("compile_in_steps")
+    if recompiled is not None and recompiled.value:
+        # torch.compile compiled again inside the steps: its compile workers were the child
+        # processes then, no workers that compete step after step
+        return []
     keep = max(1, (usable - round(busy)) // ranks)
     return [Finding(
         rule="threads.children-compete",

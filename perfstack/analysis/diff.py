@@ -35,6 +35,7 @@ from perfstack.analysis.lead import (
     busy,
     explaining,
     figure,
+    payback,
     per_sample,
     what_changed,
     workload_identity,
@@ -341,7 +342,7 @@ def diff(base: Report, new: Report, base_name: str = "base", new_name: str = "ne
     explain, folded, folded_s = explaining(rows)
     lead = Lead(next((m for m in metrics if m.name == lead_name), None),
                 sample[2] if sample else None, what_changed(base, new, environment),
-                explain, folded, folded_s, different, busy(base, new))
+                explain, folded, folded_s, different, busy(base, new), payback(base, new))
     return Diff(base_name, new_name, environment, metrics, rows, noise, why, machine, lead)
 
 

@@ -92,7 +92,10 @@ def display_name(row: Row, home: str | None) -> str:
     function, file = row.attrs.get("function"), row.attrs.get("file")
     if isinstance(function, str) and isinstance(file, str):
         line = row.attrs.get("line")
-        return short_key(function, file, line if isinstance(line, int) else None, home)
+        where = short_key(function, file, line if isinstance(line, int) else None, home)
+        if row.attrs.get("kind") == "graph-break":  # a place in a function, not the function
+            return f"graph break in {where}: {row.attrs.get('reason') or row.name}"
+        return where
     return row.name
 
 

@@ -16,6 +16,7 @@ Every format (text, markdown, HTML, JSON) shows these first, in this order:
 from __future__ import annotations
 
 import difflib
+import math
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from typing import Any
 from perfstack.analysis.changes import EnvChange, MetricChange
 from perfstack.analysis.rowdiff import RowChange
 from perfstack.report import Better, Metric, Report
+from perfstack.report.units import fmt_seconds
 
 #: Argument names that set the batch size, as the workloads people bring spell them.
 BATCH_FLAGS = ("--batch-size", "--batch_size", "--batchsize", "--bs")
@@ -51,6 +53,9 @@ class Lead:
     different_work: bool = False
     #: other programs kept the machine busy during the sides' runs: one phrase, or None
     busy: str | None = None
+    #: when one side compiles more (torch.compile), whether its steps' saving pays the
+    #: compile time back, and after how many steps: one phrase, or None
+    payback: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form (the rows by layer and key; the rows themselves are listed
@@ -62,7 +67,8 @@ class Lead:
                 "explain": [{"layer": r.layer, "key": r.key, "status": r.status}
                             for r in self.explain],
                 "folded": self.folded, "folded_s": self.folded_s,
-                "different_work": self.different_work, "busy": self.busy}
+                "different_work": self.different_work, "busy": self.busy,
+                "payback": self.payback}
 
 
 def workload_identity(report: Report) -> tuple[str, tuple[str, ...]]:
@@ -132,6 +138,27 @@ def _commit(repo: dict[str, Any]) -> str:
     return commit + (" (uncommitted changes)" if repo.get("dirty") else "")
 
 
+def payback(base: Report, new: Report) -> str | None:
+    """'compiling took 34 s more a run; at 2.1 ms saved a step it pays back after 16,000
+    steps' where the new side compiles more than the base (torch.compile against eager, or a
+    change that recompiles), from each side's compile time and baseline step time; where
+    its steps are no faster, that it never pays back."""
+    def value(report: Report, name: str) -> float | None:
+        m = report.metric(name)
+        return float(m.value) if m is not None and m.value is not None else None
+
+    extra = (value(new, "compile_time") or 0.0) - (value(base, "compile_time") or 0.0)
+    a, b = value(base, "step_time"), value(new, "step_time")
+    if extra <= 0.1 or a is None or b is None:
+        return None
+    spent = f"compiling took {fmt_seconds(extra)} more a run"
+    if b >= a:
+        return f"{spent}, and the steps are no faster ({fmt_seconds(b)} vs {fmt_seconds(a)}): "\
+               "it never pays back"
+    return (f"{spent}; at {fmt_seconds(a - b)} saved a step it pays back after "
+            f"{math.ceil(extra / (a - b)):,} steps")
+
+
 def busy(base: Report, new: Report) -> str | None:
     """Say how busy other programs kept the machine during the two sides' runs, when they
     disturbed any (``perfstack.machine.load``), or None."""
@@ -199,8 +226,11 @@ def explaining(rows: dict[str, list[RowChange]]) -> tuple[list[RowChange], int, 
     # Appeared and vanished first, by their seconds; then each layer's rows that moved most
     # (layers measure different windows: a sampler's whole run, a profiler's few steps, so
     # their seconds are ranked within a layer, not against each other).
+    # A graph break that came or went explains a compiled model's change before anything
+    # else: the time it cost is spread over the ops either side of it.
     once = sorted((r for r in kept if r.status != "changed"),
-                  key=lambda r: (r.unit != "s", -seconds(r)))[:LEAD_ROWS // 2]
+                  key=lambda r: (r.kind != "graph-break", r.layer != "compile", r.unit != "s",
+                                 -seconds(r)))[:LEAD_ROWS // 2]
     moved: list[RowChange] = []
     per_layer = [sorted((r for r in kept if r.status == "changed" and r.layer == layer),
                         key=lambda r: (r.unit != "s", -seconds(r))) for layer in rows]

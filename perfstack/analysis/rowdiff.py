@@ -106,6 +106,8 @@ class RowChange:
     #: start-up work (a function that ran mostly inside imports, the import system's own):
     #: it moves between any two processes and is folded away from what explains a change
     startup: bool = False
+    #: the row's kind (``attrs["kind"]``: a thread, a graph break, ...), "" for none
+    kind: str = ""
 
 
 #: Row values that count a sampler's samples: their Poisson noise bounds what a change means.
@@ -257,7 +259,8 @@ def row_changes(base: Report, new: Report, judge: Judge,
                                      unit, va, vb, delta, rel, status, beyond,
                                      ref.attrs.get("kind") in AGGREGATE_KINDS,
                                      fixed if drift is not None else None, ref.links, counts,
-                                     display_name(ref, home), by_metric, is_startup(ref)))
+                                     display_name(ref, home), by_metric, is_startup(ref),
+                                     str(ref.attrs.get("kind") or "")))
         changes.sort(key=lambda c: (
             c.aggregate, c.startup, c.unit != "s",
             -abs(c.delta if c.delta is not None else (c.new or c.base or 0.0))

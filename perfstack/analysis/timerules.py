@@ -65,7 +65,7 @@ def _device_idle(report: Report) -> list[Finding]:
 #: the main thread waited: the workload is bound by the GIL, not by waiting.
 GIL_WORKERS_SHARE = 50.0
 GIL_HELD = 50.0
-GIL_RULE = "time.gil-bound"
+GIL_RULE = "time.threads-contend"
 
 
 def gil_contention(report: Report) -> Finding | None:
@@ -107,8 +107,8 @@ def gil_contention(report: Report) -> Finding | None:
         action=("more threads add no CPU while they hold the GIL: use processes "
                 "(concurrent.futures.ProcessPoolExecutor, multiprocessing), move the hot loop "
                 "into native code that releases the GIL (NumPy, torch), or run on a "
-                "free-threaded Python; perfstack run --plugins gil measures how the threads "
-                "scale"),
+                "free-threaded Python; a thread sweep (perfstack plugins lists the backend "
+                "that makes one) measures how they scale"),
         source="perfstack")
 
 
@@ -159,7 +159,18 @@ def time_rules(report: Report) -> list[Finding]:
                   "num_workers, pin_memory, prefetch); a sampler that records idle frames "
                   "shows where it blocks")
         children = report.metric("child_cpu_time")
-        if (children is not None and isinstance(children.value, (int, float))
+        compiling = report.metric("compile_time")
+        if compiling is not None and compiling.value:
+            # torch.compile's inductor builds its kernels in a pool of worker processes, and
+            # its caches and the pool's start and end are waits of the main thread
+            evidence.append(f"torch.compile compiled {fmt_seconds(float(compiling.value))} "
+                            f"a run (compile_time, from {compiling.source}); its compiler "
+                            "works in worker processes the main thread waits for")
+            action = ("part of it is torch.compile's: its workers build kernels while the "
+                      "main thread waits (the compile layer says what it compiled and why); "
+                      "a warm cache and fewer recompiles shorten it; else a sampler that "
+                      "records idle frames shows where it blocks")
+        elif (children is not None and isinstance(children.value, (int, float))
                 and children.value >= CHILDREN_AT_WORK_S):
             # Workers already do the work: loading in workers is not the advice, they are.
             evidence.append(f"meanwhile its child processes used {fmt_seconds(children.value)}"

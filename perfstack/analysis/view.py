@@ -20,6 +20,7 @@ from typing import Any
 
 from perfstack.analysis.budget import MAIN_PARTS, UNSAMPLED_PARTS, Budget, hardware_beside
 from perfstack.analysis.budget import time_budget as _time_budget
+from perfstack.analysis.compileview import CompileView, compile_view
 from perfstack.analysis.deviceview import (
     DEVICE_METRICS,
     RANKED,
@@ -148,6 +149,7 @@ class View:
     #: show the same figures (resources), with their row counts: measured, not missing
     as_metrics: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     modules: ModuleView | None = None  # where in the model the time goes, by nn.Module
+    compiled: CompileView | None = None  # what torch.compile compiled, broke and cost
 
 
 def _opener(path: str, openers: Sequence[tuple[str, str]]) -> str | None:
@@ -258,7 +260,7 @@ def _headline(budget: Budget, tree: list[Node], findings: list[Finding]) -> Head
     share, scope = (top.share if top else None), "the wall time"
     bound = top.part if top else None
     if bound == "idle" and any(f.rule == GIL_RULE for f in findings):
-        bound = "gil"  # it waits for its own threads, and they for the GIL
+        bound = "contended"  # it waits for its own threads, and they for the GIL
     if windowed and top is not None:
         steps = sum(ln.share for ln in parts if ln.depth == 0)
         share, scope = (100 * top.share / steps if steps else None,
@@ -377,6 +379,7 @@ def build(report: Report, top: int = 10, depth: int = 3, full: bool = False,
         streams=streams,
         memory=memory,
         modules=module_view(report, full=full),
+        compiled=compile_view(report),
         ranks=ranks,
         related=related,
         tree=tree,

@@ -73,6 +73,12 @@ def busy_line(d: Diff) -> str | None:
     return d.lead.busy if d.lead and d.lead.busy else None
 
 
+def payback_line(d: Diff) -> str | None:
+    """Whether the new side's extra compiling pays back in its steps, when it compiles
+    more."""
+    return d.lead.payback if d.lead and d.lead.payback else None
+
+
 def explain_rows(d: Diff) -> list[RowChange]:
     """The rows that explain the change, as the lead ranks them."""
     return d.lead.explain if d.lead else []
@@ -166,6 +172,8 @@ def render_text(d: Diff, top: int = 10, threshold: float | None = None,
     out += _wrapped(changed_line(d), width)
     if busy_line(d):
         out += _wrapped(str(busy_line(d)), width)
+    if payback_line(d):
+        out += _wrapped(str(payback_line(d)), width)
     lead = explain_rows(d)
     if lead:
         out += ["", "Explained by (appeared and vanished first, then moved beyond noise)"]
@@ -223,6 +231,8 @@ def render_markdown(d: Diff, top: int = 10, threshold: float | None = None) -> s
            f"**{escape(headline(d, threshold))}**", "", escape(changed_line(d)), ""]
     if busy_line(d):
         out += [f"**{escape(str(busy_line(d)))}**", ""]
+    if payback_line(d):
+        out += [escape(str(payback_line(d))), ""]
     lead = explain_rows(d)
     if lead:
         out += ["Explained by (appeared and vanished first, then moved beyond noise):", ""]

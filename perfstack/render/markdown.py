@@ -14,6 +14,12 @@ from perfstack.analysis.view import View, build
 from perfstack.pluginmanager import hookimpl
 from perfstack.render import Renderer, RenderOptions
 from perfstack.render import markdown_escape as escape
+from perfstack.render.compilewords import (
+    COMPILE_COLUMNS,
+    COMPILE_TITLE,
+    compile_cells,
+    compile_lines,
+)
 from perfstack.render.devicewords import (
     DEVICE_WORDS,
     STREAM_COLUMNS,
@@ -154,6 +160,7 @@ def render_view(view: View) -> str:
     elif d is None:
         out.append("_no backend measured a time budget"
                    + escape(by_whom(view.budget.measured_by)) + "_")
+    out += _compiled(view)
     out += _modules(view)
     out += _memory(view)
     for group, metrics in view.related.items():
@@ -192,6 +199,17 @@ def render_view(view: View) -> str:
             + (f" — {escape(a.opener)}" if a.opener else "") for a in view.artifacts])
     return "\n".join(out).rstrip() + "\n"
 
+
+
+def _compiled(view: View) -> list[str]:
+    """What torch.compile did: its cost and breaks in sentences, its frames as a table."""
+    v = view.compiled
+    if v is None:
+        return []
+    out = ["", f"### {escape(COMPILE_TITLE)}", ""]
+    out += [f"- {escape(line)}" for line in compile_lines(v)]
+    rows = [[escape(c) for c in cells] for cells in compile_cells(v)]
+    return [*out, "", *_table(["frame", *COMPILE_COLUMNS], rows)] if rows else out
 
 
 def _modules(view: View) -> list[str]:

@@ -17,7 +17,14 @@ from perfstack.analysis.drilldown import Node
 from perfstack.analysis.layerview import LayerTable
 from perfstack.analysis.view import BackendLine, View, build
 from perfstack.pluginmanager import hookimpl
-from perfstack.render import Renderer, RenderOptions, textdevice, textmemory, textmodules
+from perfstack.render import (
+    Renderer,
+    RenderOptions,
+    textcompile,
+    textdevice,
+    textmemory,
+    textmodules,
+)
 from perfstack.render.textgrid import Column, Page, bar, cut, table, wrap
 from perfstack.render.words import (
     LAYER_TITLES,
@@ -335,6 +342,7 @@ def render_view(view: View, width: int = 100, color: bool = False,
     _answer(page, view)
     _findings(page, view)
     _budget(page, view)
+    textcompile.compiled(page, view)
     textmodules.modules(page, view)
     textmemory.memory(page, view)
     textdevice.device(page, view)

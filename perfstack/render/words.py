@@ -35,7 +35,7 @@ VALUE_TITLES = {
     "total": "total", "gil_share": "GIL held", "time": "time", "samples": "samples",
     "calls": "calls", "device": "device time", "flops": "FLOPs", "bytes": "bytes",
     "roof": "of roof", "share": "share", "allocated": "allocated", "compile_time":
-    "compile time", "compiles": "compiles", "recompiles": "recompiles", "met": "met",
+    "compile time", "compiles": "compiles", "recompiles": "recompiles", "met": "met compiling",
 }
 
 
@@ -86,8 +86,8 @@ BOUND_WORDS = {
     "runtime": "Runtime-bound: the C/C++ runtime (malloc, memcpy) takes",
     "other": "Mostly other native code, which takes",
     "idle": "Waiting-bound: the main thread waits (sleep, I/O, locks, device sync)",
-    "gil": "GIL-bound: the main thread waits for its threads, which take turns holding the "
-           "GIL,",
+    "contended": "GIL-bound: the main thread waits for its threads, which take turns holding "
+                 "the GIL,",
 }
 
 

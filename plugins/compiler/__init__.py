@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import ClassVar
 
 from perfstack import hookimpl
 from perfstack.backend import (
@@ -59,6 +60,8 @@ class CompileBackend(Backend):
     own_run = False
     quick = True  # reads the baseline runs: no cost of its own
     publishes = ("compile_",)
+    #: a frame's compile time, a graph break's count: what diff compares and tables rank by
+    primary: ClassVar[dict[str, str]] = {"frame": "compile_time", "graph-break": "met"}
 
     def check(self) -> Availability:
         """Available wherever torch can be found (it is not imported here)."""

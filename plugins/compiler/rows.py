@@ -73,7 +73,7 @@ def _metric(name: str, value: float | int | None, unit: str, description: str,
             samples: list[float] | None = None, better: Better = Better.LOWER,
             detail: bool = False) -> Metric:
     return Metric(name, value, unit, Layer.COMPILE, SOURCE, better, samples=samples,
-                  description=description, detail=detail, group="compile")
+                  description=description, detail=detail)
 
 
 def collected(runs: list[CompileRun], run: CompileRun, torch_seconds: float | None,

@@ -28,6 +28,7 @@ from perfstack.report.units import fmt_seconds
 
 from . import page
 from .charts import LAYER_COLOURS, bar_chart, esc, timeseries
+from .compilechart import compile_section
 from .diffpage import diff_panes
 from .flame import flame_tree
 from .memchart import memory_section
@@ -38,7 +39,7 @@ from .stepchart import steps_section
 from .tables import SORT_FIRST, layer_tables
 
 PANE_TITLES = {"pane-overview": "Overview", "pane-python": "Python",
-               "pane-modules": "Modules", "pane-ops": "Ops",
+               "pane-compile": "Compile", "pane-modules": "Modules", "pane-ops": "Ops",
                "pane-kernels": "Kernels", "pane-hardware": "Hardware",
                "pane-memory": "Memory",
                "pane-distributed": "Distributed"}
@@ -157,6 +158,9 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
                                                     "no hardware rows (--plugins perf, nvml)")
                 + (timeseries(report, options.report_dir) if _sampled_gpus(report) else ""))
     panes = {"pane-overview": overview, "pane-python": python}
+    if view.compiled is not None:
+        panes["pane-compile"] = (compile_section(view) + "<h2>Every frame and graph break</h2>"
+                                 + _tables_html(tables[Layer.COMPILE], "no compile rows"))
     if view.modules is not None:
         panes["pane-modules"] = (module_section(view) + "<h2>Every module</h2>"
                                  + _tables_html(tables[Layer.MODULE], "no module rows"))

@@ -22,6 +22,7 @@ from perfstack.render.diff import (
     fmt_change,
     folded_line,
     headline,
+    payback_line,
     row_verdict,
 )
 from perfstack.report.units import fmt_value
@@ -58,6 +59,8 @@ def _lead(d: Diff) -> str:
     out = f"<p>{esc(changed_line(d))}</p>"
     if busy_line(d):
         out += f'<p class="answer">{esc(str(busy_line(d)))}</p>'
+    if payback_line(d):
+        out += f'<p class="answer">{esc(str(payback_line(d)))}</p>'
     rows = explain_rows(d)
     if rows:
         out += ('<h3>Explained by</h3><p class="muted">appeared and vanished first, then moved '

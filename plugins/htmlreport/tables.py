@@ -31,7 +31,8 @@ MIXED = "mixed"
 
 
 #: Kinds of rows shown in a table of their own, and what they are called there.
-APART_KINDS = {"thread": "threads", "native-frame": "native frames"}
+APART_KINDS = {"thread": "threads", "native-frame": "native frames",
+               "graph-break": "graph breaks"}
 
 
 def table_id(layer: str, source: str) -> str:

@@ -183,14 +183,18 @@ def _unsampled(report: Report) -> list[Finding]:
     if (seconds < CHILDREN_AT_WORK_S or not everything
             or 100 * seconds / everything < CHILD_CPU_SHARE):
         return []
+    compiled = report.metric("compile_time")
+    who = ("torch.compile's compile workers (inductor builds kernels in a pool of processes), "
+           "DataLoader workers, a multiprocessing pool" if compiled is not None
+           and compiled.value else "DataLoader workers, a multiprocessing pool, compilers")
     return [Finding(
         rule="python.children-unsampled",
         title=(f"the workload's child processes used {fmt_seconds(seconds)} of CPU "
                f"({pct(100 * seconds / everything)} of all), which py-spy did not sample"),
-        layer="python", severity="warning",
+        layer="python", severity="info" if compiled is not None and compiled.value
+        else "warning",
         evidence=[f"child_cpu_time {fmt_seconds(seconds)} of {fmt_seconds(everything)} user "
-                  f"and system CPU time ({child.source}): DataLoader workers, a "
-                  "multiprocessing pool, compilers"],
+                  f"and system CPU time ({child.source}): {who}"],
         action=("sample the Python ones too: perfstack run --plugins pyspy "
                 "--pyspy-subprocesses ... (listed apart, as [child processes]; a compiler "
                 "has no Python to sample)"),

@@ -1,0 +1,118 @@
+"""What torch.compile did, as one view: its compiled frames with their compiles and time by
+phase, its graph breaks at the user's lines, and how much of the steps ran compiled.
+
+Read from the compile layer's rows (``attrs["kind"]``: ``frame``, ``graph-break``) and the
+metrics the backends give by convention (``compile_time``, ``compile_in_steps``,
+``compiled_share``, ``generated_kernels_share``), so the core names no backend. Numbers only:
+the renderers word them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from perfstack.analysis.origin import origin, short_key, workload_dir
+from perfstack.report import Layer, Report, Row
+
+#: Frames and breaks listed (the JSON holds them all).
+SHOWN = 8
+
+
+@dataclass
+class FrameLine:
+    """One compiled frame."""
+
+    label: str  # 'forward (compiled.py:48)'; a resume function says whose break it follows
+    compiles: int
+    seconds: float | None  # every compile of it, backward graphs included
+    dynamo_s: float | None  # dynamo's own tracing
+    backend_s: float | None  # the backend compiler (AOTAutograd, inductor) on the forward
+    backward_s: float | None  # the backward graph's compile, at its first backward
+    again: str | None  # the first guard that failed (why it compiled again), or None
+    failed: bool  # a compile of it failed: it runs eagerly
+
+
+@dataclass
+class BreakLine:
+    """One graph break at the user's line."""
+
+    where: str  # 'compiled.py:51 in forward'
+    reason: str  # the first line of torch's reason
+    hint: str | None  # torch's own first hint
+
+
+@dataclass
+class CompileView:
+    """torch.compile's part of the report."""
+
+    source: str
+    seconds: float | None  # compile_time: a run's compiling, the baseline's median
+    runs: int  # the baseline runs it is the median of
+    in_steps: float | None  # compile seconds that began inside the measured steps
+    compiled_share: float | None  # % of the profiled steps' time inside compiled graphs
+    generated_share: float | None  # % of the device time in inductor's kernels
+    frames: list[FrameLine] = field(default_factory=list)
+    breaks: list[BreakLine] = field(default_factory=list)
+    more_frames: int = 0
+    more_breaks: int = 0
+
+    @property
+    def compiles(self) -> int:
+        """Every compile of every listed frame."""
+        return sum(f.compiles for f in self.frames)
+
+
+def _value(row: Row, name: str) -> float | None:
+    q = row.values.get(name)
+    return float(q.value) if q is not None and q.value is not None else None
+
+
+def _where(row: Row, home: str | None) -> str:
+    file, line = str(row.attrs.get("file") or "?"), row.attrs.get("line")
+    path = origin(file, home).path if os.path.isabs(file) else file
+    return f"{path}:{line}" if isinstance(line, int) else path
+
+
+def _frame(row: Row, home: str | None) -> FrameLine:
+    function, file, line = (str(row.attrs.get("function") or row.name),
+                            str(row.attrs.get("file") or "?"), row.attrs.get("line"))
+    resumes = row.attrs.get("resumes")
+    label = (f"after the break in {resumes} ({_where(row, home)})" if isinstance(resumes, str)
+             else short_key(function, file, line if isinstance(line, int) else None, home))
+    reasons = [str(r) for r in row.attrs.get("recompile_reasons") or []]
+    return FrameLine(label, int(_value(row, "compiles") or 0), _value(row, "compile_time"),
+                     _value(row, "dynamo_time"), _value(row, "backend_time"),
+                     _value(row, "backward_time"),
+                     reasons[0].split(": ", 1)[-1] if reasons else None,
+                     bool(row.attrs.get("failed")))
+
+
+def _metric(report: Report, name: str) -> tuple[float | None, int]:
+    m = report.metric(name)
+    if m is None or m.value is None:
+        return None, 0
+    return float(m.value), len(m.samples or [])
+
+
+def compile_view(report: Report, top: int = SHOWN) -> CompileView | None:
+    """The view of what torch.compile did, or None where the report holds nothing of it."""
+    rows = report.layers.get(Layer.COMPILE, [])
+    frames = [r for r in rows if r.attrs.get("kind") == "frame"]
+    breaks = [r for r in rows if r.attrs.get("kind") == "graph-break"]
+    seconds, runs = _metric(report, "compile_time")
+    share, _ = _metric(report, "compiled_share")
+    if not frames and share is None:
+        return None
+    home = workload_dir(report)
+    frames.sort(key=lambda r: -(_value(r, "compile_time") or 0.0))
+    hints = [[str(h) for h in r.attrs.get("hints") or []] for r in breaks]
+    return CompileView(
+        source=frames[0].source if frames else "", seconds=seconds, runs=runs,
+        in_steps=_metric(report, "compile_in_steps")[0], compiled_share=share,
+        generated_share=_metric(report, "generated_kernels_share")[0],
+        frames=[_frame(r, home) for r in frames[:top]],
+        breaks=[BreakLine(f"{_where(r, home)} in {r.attrs.get('function')}",
+                          str(r.attrs.get("reason") or r.name), h[0] if h else None)
+                for r, h in list(zip(breaks, hints, strict=True))[:top]],
+        more_frames=max(0, len(frames) - top), more_breaks=max(0, len(breaks) - top))

@@ -1,0 +1,49 @@
+"""The HTML report's Compile pane: what torch.compile did, each frame's compile time by phase
+as a bar (dynamo's tracing, the backend compiler, the backward graph's compile)."""
+
+from __future__ import annotations
+
+from perfstack.analysis.view import View
+from perfstack.render.compilewords import (
+    COMPILE_COLUMNS,
+    COMPILE_TITLE,
+    compile_cells,
+    compile_lines,
+)
+
+from .charts import esc
+from .page import _table
+
+#: Each compile phase's colour in the bars.
+PHASES = (("dynamo_s", "#4e79a7", "dynamo's tracing"), ("backend_s", "#f28e2b",
+                                                         "the backend compiler"),
+          ("backward_s", "#e15759", "the backward graph"))
+
+
+def _bar(frame: object, longest: float) -> str:
+    width, x, parts = 160.0, 0.0, []
+    for attr, colour, what in PHASES:
+        seconds = getattr(frame, attr) or 0.0
+        w = width * seconds / longest if longest > 0 else 0.0
+        if w > 0:
+            parts.append(f'<rect x="{x:.1f}" y="2" width="{w:.1f}" height="10" '
+                         f'fill="{colour}"><title>{esc(what)}: {seconds:.3g} s</title></rect>')
+        x += w
+    return f'<svg width="{width:.0f}" height="14">{"".join(parts)}</svg>'
+
+
+def compile_section(view: View) -> str:
+    """The section (empty when torch.compile was not used)."""
+    v = view.compiled
+    if v is None:
+        return ""
+    lines = "".join(f"<li>{esc(line)}</li>" for line in compile_lines(v))
+    longest = max((f.seconds or 0.0 for f in v.frames), default=0.0)
+    rows = [[esc(cells[0]), *map(esc, cells[1:]), _bar(frame, longest)]
+            for frame, cells in zip(v.frames, compile_cells(v), strict=True)]
+    legend = "".join(f'<span style="color:{c}">■ {esc(w)}</span> ' for _, c, w in PHASES)
+    table = (f'<p class="muted">bar: each frame\'s compile time, {legend}</p>'
+             + _table(["frame", *COMPILE_COLUMNS, ""], rows,
+                      numeric=set(range(1, len(COMPILE_COLUMNS) + 1)))) if rows else ""
+    return (f'<section id="compile"><h2>{esc(COMPILE_TITLE)}</h2><ul>{lines}</ul>{table}'
+            "</section>")
