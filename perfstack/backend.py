@@ -180,6 +180,9 @@ class RunContext:
     steps: StepWindow | None = None
     #: Which of the backend's runs this is (0: the first; see ``Backend.run_count``).
     run_index: int = 0
+    #: The warm-up runs before the baseline (``--warmup``): unmeasured, but what a first run
+    #: pays (a cold compile cache) is in them.
+    warmups: list[Outcome] = field(default_factory=list)
 
 
 @dataclass

@@ -40,6 +40,9 @@ class BreakLine:
     where: str  # 'compiled.py:51 in forward'
     reason: str  # the first line of torch's reason
     hint: str | None  # torch's own first hint
+    #: how often the profiled steps crossed it (the compiled code after it ran: its resume
+    #: function's compiled regions in the torch trace), or None where no trace says
+    crossed: int | None = None
 
 
 @dataclass
@@ -52,6 +55,7 @@ class CompileView:
     in_steps: float | None  # compile seconds that began inside the measured steps
     compiled_share: float | None  # % of the profiled steps' time inside compiled graphs
     generated_share: float | None  # % of the device time in inductor's kernels
+    cold: float | None = None  # the session's first run's compile, its caches cold
     frames: list[FrameLine] = field(default_factory=list)
     breaks: list[BreakLine] = field(default_factory=list)
     more_frames: int = 0
@@ -88,6 +92,22 @@ def _frame(row: Row, home: str | None) -> FrameLine:
                      bool(row.attrs.get("failed")))
 
 
+#: torch names the call of a compiled graph 'Torch-Compiled Region: 1/1' (its compile id).
+REGION = "Torch-Compiled Region: "
+
+
+def _crossed(report: Report, frames: list[Row], row: Row) -> int | None:
+    """Calls, in the profiled steps, of the compiled code that resumes after a graph break:
+    the break was crossed as often."""
+    regions = {r.name[len(REGION):]: int(_value(r, "calls") or 0)
+               for r in report.layers.get(Layer.FRAMEWORK, []) if r.name.startswith(REGION)}
+    resume = next((f for f in frames if f.attrs.get("resumes") == row.attrs.get("function")
+                   and f.attrs.get("line") == row.attrs.get("line")), None)
+    if not regions or resume is None:
+        return None
+    return sum(regions.get(str(cid), 0) for cid in resume.attrs.get("compile_ids") or [])
+
+
 def _metric(report: Report, name: str) -> tuple[float | None, int]:
     m = report.metric(name)
     if m is None or m.value is None:
@@ -111,8 +131,10 @@ def compile_view(report: Report, top: int = SHOWN) -> CompileView | None:
         source=frames[0].source if frames else "", seconds=seconds, runs=runs,
         in_steps=_metric(report, "compile_in_steps")[0], compiled_share=share,
         generated_share=_metric(report, "generated_kernels_share")[0],
+        cold=_metric(report, "compile_time_cold")[0],
         frames=[_frame(r, home) for r in frames[:top]],
         breaks=[BreakLine(f"{_where(r, home)} in {r.attrs.get('function')}",
-                          str(r.attrs.get("reason") or r.name), h[0] if h else None)
+                          str(r.attrs.get("reason") or r.name), h[0] if h else None,
+                          _crossed(report, frames, r))
                 for r, h in list(zip(breaks, hints, strict=True))[:top]],
         more_frames=max(0, len(frames) - top), more_breaks=max(0, len(breaks) - top))

@@ -27,6 +27,9 @@ def compile_lines(v: CompileView) -> list[str]:
         lines.append(f"Compiling took {fmt_seconds(v.seconds)} a run{over}: "
                      f"{len(v.frames) + v.more_frames} frame(s), {v.compiles} compile(s)"
                      f"{inside}.")
+    if v.cold is not None:
+        lines.append(f"The first run, inductor's caches cold, compiled for "
+                     f"{fmt_seconds(v.cold)}: what a first run on a new machine pays.")
     if v.compiled_share is not None:
         device = (f"; inductor's kernels {pct(v.generated_share)} of the device time"
                   if v.generated_share is not None else "")
@@ -38,7 +41,9 @@ def compile_lines(v: CompileView) -> list[str]:
         if f.failed:
             lines.append(f"{f.label}: a compile failed, and it runs eagerly.")
     for b in v.breaks:
-        lines.append(f"Graph break at {b.where}: {b.reason}"
+        crossed = (f", crossed {b.crossed} time{'' if b.crossed == 1 else 's'} in the "
+                   "profiled steps" if b.crossed else "")
+        lines.append(f"Graph break at {b.where}{crossed}: {b.reason}"
                      + (f" (torch: {b.hint})" if b.hint else "") + ".")
     if v.more_breaks:
         lines.append(f"{v.more_breaks} more graph break(s) in the compile layer (--full).")

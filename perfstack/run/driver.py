@@ -134,6 +134,8 @@ class Session:
             return False
         if role == "baseline":
             self.baseline.append(outcome)
+        else:
+            self.runner.warmups.append(outcome)
         if not outcome.record.exit.clean and self.failed_unprofiled is None:
             self.failed_unprofiled = outcome
         steps = self.options.steps

@@ -119,7 +119,7 @@ class BackendTurn:
         folder = rundir.run_subfolder(runner.run_dir, backend.name)
         ctx = RunContext(backend.name, runner.workload, folder, own, self.options.timeout_s,
                          list(runner.baseline), run_extra=runner.extra_runner(backend.name),
-                         steps=self.options.steps)
+                         steps=self.options.steps, warmups=list(runner.warmups))
         if not backend.own_run:
             return self._collect(ctx, None)
         launched = call(lambda: backend.launch(ctx))

@@ -44,6 +44,7 @@ class Runner:
         self.done = 0
         self.records: list[RunRecord] = []
         self.baseline: list[Outcome] = []
+        self.warmups: list[Outcome] = []  # the warm-up runs before the baseline
         self.left_running: list[tuple[str, list[str]]] = []  # (run id, processes stopped)
         self.interrupted = False
         #: in-process hooks loaded in every run (``Backend.rider``)

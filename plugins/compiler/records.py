@@ -104,6 +104,9 @@ class CompileRun:
     truncated: bool = False
     #: compiles that fell back to running eagerly, and why (the recompile limit among them)
     fallbacks: list[str] = field(default_factory=list)
+    #: inductor's FX graph cache in this run: graphs found in it, and compiled afresh
+    cache_hits: int = 0
+    cache_misses: int = 0
 
     @property
     def seconds(self) -> float:
@@ -227,14 +230,18 @@ def read(data: dict[str, Any]) -> CompileRun:
             extra = _num(rec.get(field_name))
             if extra is not None:
                 setattr(owner, attr, (getattr(owner, attr) or 0.0) + extra * scale)
-    stats = (data.get("counters") or {}).get("stats") or {}
+    counters = data.get("counters") or {}
+    stats = counters.get("stats") or {}
+    inductor = counters.get("inductor") or {}
     limit = data.get("records_limit")
     return CompileRun(
         frames=list(frames.values()), breaks=_breaks(data),
         torch=data.get("torch") if isinstance(data.get("torch"), str) else None,
         unique_graphs=stats.get("unique_graphs") if isinstance(stats.get("unique_graphs"),
                                                                int) else None,
-        truncated=isinstance(limit, int) and len(records) >= limit, fallbacks=fallbacks)
+        truncated=isinstance(limit, int) and len(records) >= limit, fallbacks=fallbacks,
+        cache_hits=int(inductor.get("fxgraph_cache_hit") or 0),
+        cache_misses=int(inductor.get("fxgraph_cache_miss") or 0))
 
 
 def torch_total(data: dict[str, Any]) -> float | None:

@@ -78,7 +78,7 @@ def _metric(name: str, value: float | int | None, unit: str, description: str,
 
 def collected(runs: list[CompileRun], run: CompileRun, torch_seconds: float | None,
               first_mark: float | None, step_times: list[float],
-              steps: StepWindow | None) -> Collected:
+              steps: StepWindow | None, first: CompileRun | None = None) -> Collected:
     """The compile layer of a session: rows of ``run`` (the baseline's median run by compile
     time), metrics over ``runs`` (every baseline run's compile records)."""
     rows = [frame_row(f) for f in sorted(run.frames, key=lambda f: -f.seconds)]
@@ -120,4 +120,18 @@ def collected(runs: list[CompileRun], run: CompileRun, torch_seconds: float | No
                          + (" ..." if len(compiled_steps) > 12 else ""))
     if run.truncated:
         notes.append("torch kept only its last compile records: earlier compiles are missing")
+    graphs = run.cache_hits + run.cache_misses
+    if graphs:
+        notes.append(f"inductor's FX graph cache: {run.cache_hits} of {graphs} graphs found in "
+                     "it in the median baseline run" + (" (a warm cache: a first run compiles "
+                     "more)" if run.cache_hits else ""))
+    if first is not None and first.cache_misses and first.seconds > statistics.median(totals):
+        metrics.append(_metric(
+            "compile_time_cold", first.seconds, "s",
+            "seconds the session's first run spent compiling, most graphs compiled afresh "
+            "(inductor's caches cold for them): what a first run on a new machine pays",
+            detail=True))
+        notes.append(f"the first run compiled {first.cache_misses} graph(s) afresh: "
+                     f"{first.seconds:.2f} s (compile_time_cold); the baseline runs after it "
+                     "found them in inductor's cache")
     return Collected(rows={Layer.COMPILE: rows}, metrics=metrics, notes=notes)
