@@ -48,7 +48,8 @@ class TorchBackend(Backend):
     needs_import = "torch"
     description = "torch.profiler: ops with shapes, FLOPs and memory; CUDA kernels; Perfetto trace"
     openers = ((".pt.trace.json", "ui.perfetto.dev or TensorBoard"),
-               (".pt.trace.json.gz", "ui.perfetto.dev"))
+               (".pt.trace.json.gz", "ui.perfetto.dev"),
+               (".pickle", "pytorch.org/memory_viz (torch's CUDA memory viewer)"))
     options = (
         Option("skip_first", "steps to skip before the schedule starts", 1, int, minimum=0),
         Option("wait", "idle steps in each cycle of the schedule", 0, int, minimum=0),
@@ -149,7 +150,11 @@ class TorchBackend(Backend):
             ("trace" if i == 0 else f"trace-{i}"): p for i, p in enumerate(traces)}
         findings: list[Finding] = []
         if ctx.options.get("memory"):
+            from .inproc import CUDA_SNAPSHOT
             from .memrows import memory_categories
+
+            if (folder / CUDA_SNAPSHOT).is_file():
+                artifacts["cuda memory snapshot"] = folder / CUDA_SNAPSHOT
 
             mem_rows, mem_metrics, findings, mem_notes = memory_categories(folder)
             if mem_rows:

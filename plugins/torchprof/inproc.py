@@ -79,14 +79,23 @@ def _save_categories(prof: Any, folder: str, cycle: int) -> None:
         lambda saved, why: saved["cycles"].append({"cycle": cycle, "error": why}))
 
 
+#: The CUDA caching allocator's whole snapshot, as torch's own memory viewer reads it.
+CUDA_SNAPSHOT = "cuda-memory.pickle"
+
+
 def _save_cuda_snapshot(torch: Any, folder: str) -> None:
-    """Summarise the CUDA caching allocator's snapshot into the memory sidecar (untested on a
-    GPU: no session has had one)."""
+    """Summarise the CUDA caching allocator's snapshot into the memory sidecar, and keep the
+    snapshot itself beside it (``pytorch.org/memory_viz`` opens it)."""
+    import pickle
+
     from .cudasnap import summarize
 
     def add(saved: dict[str, Any]) -> None:
-        saved["cuda"] = summarize(torch.cuda.memory._snapshot())
+        snapshot = torch.cuda.memory._snapshot()
         torch.cuda.memory._record_memory_history(enabled=None)
+        with open(os.path.join(folder, CUDA_SNAPSHOT), "wb") as fh:
+            pickle.dump(snapshot, fh)
+        saved["cuda"] = summarize(snapshot)
 
     _update_memory_sidecar(folder, add, lambda saved, why: saved.update(cuda_error=why))
 
