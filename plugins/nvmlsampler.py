@@ -89,6 +89,26 @@ def energy_between(samples: list[dict[str, Any]], t0: float, t1: float) -> float
 
 #: The steps on the timeline's clock: (start s, end s, how many steps).
 StepSpan = tuple[float, float, int]
+#: The shortest span of steps whose energy the counter can tell. It moves in steps of its own
+#: (NVML updates it about as often as it is read at our period), so over a span of one or two
+#: sample periods one of its steps is most of the figure: an H200 run of five 20 ms steps
+#: (103 ms) read 6 J a step in one session and 12 J in the next.
+MIN_SPAN_S = 0.5
+
+
+def per_step_energy(samples: list[dict[str, Any]], steps: StepSpan,
+                    period: float) -> tuple[float | None, str | None]:
+    """(joules a step, None) from the counter across the steps' span, or (None, why)."""
+    start, end, count = steps
+    span = end - start
+    if span < max(MIN_SPAN_S, 5 * period):
+        return None, (f"the {count} measured steps lasted {span * 1e3:.0f} ms, too short for "
+                      f"the energy counter (at least {max(MIN_SPAN_S, 5 * period):g} s): "
+                      "measure more steps (--steps N)")
+    spent = energy_between(samples, start, end)
+    if spent is None:
+        return None, "the energy counter does not cover the steps' span"
+    return spent / count, None
 
 
 def summarize(header: dict[str, Any], samples: list[dict[str, Any]],
@@ -126,12 +146,10 @@ def summarize(header: dict[str, Any], samples: list[dict[str, Any]],
             rows.append(Row(f"gpu{idx}.energy", f"GPU {idx} energy ({how})", SOURCE,
                             {"total": Quantity(joules, "J")}, {"gpu": gpu, "method": how}))
             if steps:
-                spent = energy_between(mine, steps[0], steps[1])
+                per_step, why = per_step_energy(mine, steps, float(header.get("period_s", 0)))
                 metrics.append(Metric(
-                    f"gpu{idx}_joules_per_step", spent / steps[2] if spent is not None
-                    else None, "J/step", "hardware", SOURCE, Better.LOWER,
-                    reason=None if spent is not None else
-                    "the energy counter does not cover the steps' span",
+                    f"gpu{idx}_joules_per_step", per_step, "J/step", "hardware", SOURCE,
+                    Better.LOWER, reason=why,
                     description=f"the energy counter across the {steps[2]} steps' span "
                     f"({(steps[1] - steps[0]) * 1e3:.0f} ms), read between samples "
                     f"{header.get('period_s', 0):g} s apart, over the steps"))
