@@ -290,3 +290,19 @@ def test_two_shapes_of_one_op_stay_apart_when_cut() -> None:
     assert cut("aten::mm [[512, 64], [64, 512]]", 26) == "aten::mm [[512…,[64,512]]"
     # In a drill-down's narrow room the start keeps four characters, not a third.
     assert cut("aten::mm [[64, 512], [512, 512]]", 19) == "aten::mm [[64…12]]"
+
+
+def test_a_graph_break_keeps_its_line_when_cut() -> None:
+    """A graph break's row names a place inside a function and then torch's reason: cut at
+    80 columns, the diff's table once showed 'graph break in forward (compiled.py:5…', the
+    line lost. The line stays; then the path loses its start, and the reason goes first."""
+    text = ("graph break in forward (workloads/compiled.py:51): Unsupported Tensor.item() "
+            "call with capture_scalar_outputs=False")
+    assert cut(text, 38) == "graph break in forward (…piled.py:51)…"
+    assert cut(text, 60) == "graph break in forward (workloads/compiled.py:51): Unsuppor…"
+    for width in range(34, 100):  # narrower, the function name goes before the line
+        shown = cut(text, width)
+        assert len(shown) <= width and ":51)" in shown, (width, shown)
+    assert cut(text, 200) == text
+    frame = "after the break in forward (workloads/compiled.py:51)"
+    assert cut(frame, 38) == "after the break in forward (…ed.py:51)"

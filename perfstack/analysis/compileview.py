@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from perfstack.analysis.origin import origin, short_key, workload_dir
+from perfstack.analysis.layerview import display_name
+from perfstack.analysis.origin import origin, workload_dir
 from perfstack.report import Layer, Report, Row
 
 #: Frames and breaks listed (the JSON holds them all).
@@ -79,11 +80,7 @@ def _where(row: Row, home: str | None) -> str:
 
 
 def _frame(row: Row, home: str | None) -> FrameLine:
-    function, file, line = (str(row.attrs.get("function") or row.name),
-                            str(row.attrs.get("file") or "?"), row.attrs.get("line"))
-    resumes = row.attrs.get("resumes")
-    label = (f"after the break in {resumes} ({_where(row, home)})" if isinstance(resumes, str)
-             else short_key(function, file, line if isinstance(line, int) else None, home))
+    label = display_name(row, home)
     reasons = [str(r) for r in row.attrs.get("recompile_reasons") or []]
     return FrameLine(label, int(_value(row, "compiles") or 0), _value(row, "compile_time"),
                      _value(row, "dynamo_time"), _value(row, "backend_time"),

@@ -92,6 +92,9 @@ def display_name(row: Row, home: str | None) -> str:
     function, file = row.attrs.get("function"), row.attrs.get("file")
     if isinstance(function, str) and isinstance(file, str):
         line = row.attrs.get("line")
+        resumes = row.attrs.get("resumes")  # dynamo's resume function after a graph break
+        if isinstance(resumes, str):
+            function = f"after the break in {resumes}"
         where = short_key(function, file, line if isinstance(line, int) else None, home)
         if row.attrs.get("kind") == "graph-break":  # a place in a function, not the function
             return f"graph break in {where}: {row.attrs.get('reason') or row.name}"

@@ -22,6 +22,8 @@ GAP = 2
 #: 'function (path/to/file.py:12)': a name without spaces, then its location in parentheses.
 _LOCATION = re.compile(r"^(?P<func>\S+) \((?P<path>[^()\s]+?)(?P<line>:\d+)?\)$")
 _SHAPES = re.compile(r"^(?P<name>\S+) (?P<shapes>\[.*\])$")
+#: 'graph break in forward (model.py:51): reason': a location inside the text, then more.
+_INSIDE = re.compile(r"^(?P<head>.*?\S )\((?P<path>[^()\s]+?)(?P<line>:\d+)\)(?P<tail>.*)$")
 
 
 def cut(text: str, width: int) -> str:
@@ -40,6 +42,15 @@ def cut(text: str, width: int) -> str:
         room = width - len(func) - len(line) - 4  # " (" + "…" + ")"
         if room >= 4:
             return f"{func} (…{path[-room:]}{line})"
+    inside = _INSIDE.match(text)
+    if inside:  # the line before the rest of the text, the path's start before the line
+        head, path, line = inside["head"], inside["path"], inside["line"]
+        whole, more = f"{head}({path}{line})", "…" if inside["tail"] else ""
+        if len(whole) < width:
+            return whole + inside["tail"][: width - len(whole) - 1] + "…"
+        room = width - len(head) - len(line) - 3 - len(more)  # "(" + "…" + ")"
+        if room >= 4:
+            return f"{head}(…{path[-room:]}{line}){more}"
     shaped = _SHAPES.match(text)
     if shaped:
         shapes = shaped["shapes"].replace(" ", "")
