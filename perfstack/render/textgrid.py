@@ -49,7 +49,7 @@ def cut(text: str, width: int) -> str:
         if len(whole) < width:
             return whole + inside["tail"][: width - len(whole) - 1] + "…"
         room = width - len(head) - len(line) - 3 - len(more)  # "(" + "…" + ")"
-        if room >= 4:
+        if room >= 2:  # '(…py:51)': the line is what tells two places apart
             return f"{head}(…{path[-room:]}{line}){more}"
     shaped = _SHAPES.match(text)
     if shaped:
