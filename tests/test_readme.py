@@ -19,12 +19,13 @@ import pytest
 
 from tests.conftest import ROOT, WORKLOADS, Result, perfstack_env, perfstack_in
 
-#: The README's example commands: indented lines that start with 'perfstack ' and are not the
-#: synopsis (which has [optional] parts).
+#: The README's example commands: indented lines that start with 'perfstack ' and a command
+#: (not a report's 'perfstack 0.1.0', wrapped onto a line of its own) and are not the synopsis
+#: (which has [optional] parts).
 EXAMPLES = [
     line.strip().split("  #")[0].strip()
     for line in (ROOT / "README.md").read_text().splitlines()
-    if line.startswith("    perfstack ") and not re.search(r"[\[(]|\.\.\.", line)
+    if re.match(r"    perfstack [a-z-]", line) and not re.search(r"[\[(]|\.\.\.", line)
     and line.strip() != "perfstack --version"
 ]
 DRY = ("run", "ab", "sweep")
