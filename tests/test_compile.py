@@ -79,32 +79,6 @@ def test_each_compile_is_placed_in_the_step_it_began_in() -> None:
     assert not any(per_step[1:])
 
 
-def test_a_live_run_names_the_break_and_the_recompile(tmp_path: Path) -> None:
-    out = tmp_path / "report.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "perfstack", "run", "-q", "--plugins", "dynamo", "--repeat",
-         "1", "--warmup", "0", "-o", str(out), "--out-dir", str(tmp_path / "run"),
-         str(WORKLOAD), "--", "--steps", "4", "--batch-sizes", "4,6", "--width", "8",
-         "--hidden", "8", "--backend", "eager"],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
-        env={**__import__("os").environ, "PERFSTACK_HISTORY": "off"})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    from perfstack import load
-
-    report = load(out)
-    rows = report.layers[Layer.COMPILE]
-    breaks = [r for r in rows if r.attrs.get("kind") == "graph-break"]
-    assert [(Path(r.attrs["file"]).name, r.attrs["line"]) for r in breaks] == [
-        ("compiled.py", BREAK_LINE)]
-    forward = next(r for r in rows if r.name == "forward")
-    assert forward.values["compiles"].value == 2
-    assert "size mismatch at index 0. expected 4, actual 6" in forward.attrs[
-        "recompile_reasons"][0]
-    rules = {f.rule for f in report.findings}
-    assert {"compile.graph-breaks", "compile.recompiles"} <= rules
-    assert report.metric("compile_time").value > 0
-
-
 def _speedscope(name: str) -> tuple[list, list]:
     import gzip
 
@@ -188,10 +162,13 @@ def test_the_recompile_limit_is_said_loudly(tmp_path: Path) -> None:
     assert "Python value" in recompiles.action  # not a shape: mark_dynamic would not help
 
 
-def test_the_torch_backend_changes_nothing_torch_compile_does(tmp_path: Path) -> None:
-    """The torch backend's module ranges are global forward hooks: dynamo traced them into
-    the compiled model (and failed on them), then compiled them as frames of their own. Its
-    run now compiles what the baseline's does, frame for frame."""
+def test_a_live_run_names_the_break_and_the_recompile_and_torch_changes_neither(
+        tmp_path: Path) -> None:
+    """One live run of the workload (small, eager backend): the report names the break at
+    its line and the recompile with its guard. The torch backend's module ranges are global
+    forward hooks: dynamo once traced them into the compiled model (and failed on them), then
+    compiled them as frames of their own; its run compiles what the baseline's does, frame
+    for frame."""
     out = tmp_path / "report.json"
     proc = subprocess.run(
         [sys.executable, "-m", "perfstack", "run", "-q", "--plugins", "torch,dynamo",
@@ -201,6 +178,20 @@ def test_the_torch_backend_changes_nothing_torch_compile_does(tmp_path: Path) ->
         capture_output=True, text=True, timeout=180, cwd=tmp_path,
         env={**__import__("os").environ, "PERFSTACK_HISTORY": "off"})
     assert proc.returncode == 0, proc.stderr[-3000:]
+    from perfstack import load
+
+    report = load(out)
+    rows = report.layers[Layer.COMPILE]
+    breaks = [r for r in rows if r.attrs.get("kind") == "graph-break"]
+    assert [(Path(r.attrs["file"]).name, r.attrs["line"]) for r in breaks] == [
+        ("compiled.py", BREAK_LINE)]
+    forward = next(r for r in rows if r.name == "forward")
+    assert forward.values["compiles"].value == 2
+    assert "size mismatch at index 0. expected 4, actual 6" in forward.attrs[
+        "recompile_reasons"][0]
+    rules = {f.rule for f in report.findings}
+    assert {"compile.graph-breaks", "compile.recompiles"} <= rules
+    assert report.metric("compile_time").value > 0
 
     def compiled(run: str) -> list[tuple[str, str]]:
         data = json.loads((tmp_path / "run" / run / "compile.json").read_text("utf-8"))
