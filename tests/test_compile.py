@@ -309,3 +309,18 @@ def test_the_first_run_s_cold_compile_is_told_apart_from_the_warm_runs() -> None
     assert found["compile_time_cold"].value == pytest.approx(cold.seconds)
     assert found["compile_time"].value < found["compile_time_cold"].value / 3
     assert any("8 of 8 graphs found in it" in n for n in got.notes)
+
+
+def test_a_compile_served_from_the_cache_says_so_where_inductor_s_time_is_missing() -> None:
+    """A warm run on the H200 found every graph in inductor's cache: inductor recorded no
+    time of its own, and the frame's row once said 'the backend compiler is not inductor'."""
+    from perfstack_plugins.compiler.rows import frame_row
+
+    warm = read(_recorded("baseline-2"))
+    forward = next(f for f in warm.frames if f.name == "forward")
+    assert all(c.cached for c in forward.compiles)
+    reason = frame_row(forward).values["inductor_time"].reason or ""
+    assert "cache" in reason and "not inductor" not in reason
+    cold = read(_recorded("baseline-1"))  # compiled afresh: inductor's own time recorded
+    first = next(f for f in cold.frames if f.name == "forward")
+    assert frame_row(first).values["inductor_time"].value

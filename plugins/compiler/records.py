@@ -25,6 +25,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+#: A compile record's counts of graphs found in a cache (inductor's FX graph cache,
+#: AOTAutograd's), local or remote: such a compile built nothing, and records no inductor time.
+CACHE_HITS = ("inductor_fx_local_cache_hit_count", "inductor_fx_remote_cache_hit_count",
+              "aotautograd_local_cache_hit_count", "aotautograd_remote_cache_hit_count")
 #: A resume function dynamo makes after a graph break: ``torch_dynamo_resume_in_<fn>_at_<line>``.
 RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$")
 
@@ -46,6 +50,7 @@ class Compile:
     graph_ops: int | None
     failed: str | None  # the compile failed and the frame ran eagerly: why
     installed: bool  # dynamo installed compiled code (False: it decided to run it eagerly)
+    cached: bool = False  # inductor or AOTAutograd found the graph in a cache: nothing built
 
 
 @dataclass
@@ -208,7 +213,8 @@ def read(data: dict[str, Any]) -> CompileRun:
             graph_ops=rec.get("graph_op_count") if isinstance(rec.get("graph_op_count"), int)
             else None,
             failed=str(failed) if failed else None,
-            installed=bool(rec.get("has_guarded_code", True)))
+            installed=bool(rec.get("has_guarded_code", True)),
+            cached=any(int(rec.get(f) or 0) > 0 for f in CACHE_HITS))
         if one.failed:
             fallbacks.append(f"{name} ({file}:{rec.get('co_firstlineno')}): "
                              f"{_first_line(one.failed)}")

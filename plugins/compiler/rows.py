@@ -32,7 +32,9 @@ def frame_key(function: str, file: str, line: int) -> str:
 def frame_row(frame: Frame) -> Row:
     """One compiled frame: its compiles, their time by phase, why it compiled again."""
     c = frame.compiles
-    not_inductor = "not measured: the backend compiler is not inductor"
+    not_inductor = ("not recorded: inductor found its graphs in its cache, and built none"
+                    if any(x.cached for x in c) else
+                    "not measured: the backend compiler is not inductor")
     values = {
         "compile_time": Quantity(frame.seconds, "s"),
         "compiles": Quantity(len(c), "count"),
