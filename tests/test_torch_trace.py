@@ -233,3 +233,24 @@ def test_cpu_steps_split_into_data_loading_ops_and_the_rest(tmp_path, loader):
     for i, step in enumerate(steps):
         assert sum(p[i] for p in parts) == pytest.approx(step, abs=2e-6)
     assert all(v > 0 for p in parts[:2] for v in p)
+
+
+def test_a_nan_or_infinite_time_is_that_event_s_problem(profiled, tmp_path):
+    """One op of a real trace with "dur": NaN and one with "ts": Infinity (JSON that Python
+    and torch write): the reader once failed whole ('records that do not fit the schema',
+    no rows). The two events are left out and counted, the rest is read."""
+    path, _ = profiled
+    data = json.loads(path.read_text())
+    ops = [e for e in data["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
+    ops[len(ops) // 2]["dur"] = float("nan")
+    ops[len(ops) // 3]["ts"] = float("inf")
+    bad = tmp_path / "bad.pt.trace.json"
+    bad.write_text(json.dumps(data))  # NaN and Infinity, as json.dumps writes them
+    agg = TraceAggregate()
+    agg.add_file(bad)
+    assert agg.nonfinite == 2
+    rows, _metrics, notes = summarize(agg)
+    assert rows[Layer.FRAMEWORK] and all(
+        q.value is None or q.value == q.value for r in rows[Layer.FRAMEWORK]
+        for q in r.values.values())
+    assert any("2 event(s)" in n and "not a number" in n for n in notes)

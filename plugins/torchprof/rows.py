@@ -111,6 +111,9 @@ def _summarize(agg: TraceAggregate, with_flops: bool, stepped: bool) -> tuple[
     metrics += compiled_metrics(groups, steps, kernel_rows if agg.kernels else [])
     if agg.truncated:
         notes.append(f"trace cut short (the run ended while writing it): {agg.truncated}")
+    if agg.nonfinite:
+        notes.append(f"{agg.nonfinite} event(s) of the trace had a time or duration that is not "
+                     "a number (NaN or Infinity): left out, the rest read")
     if agg.repaired:
         notes.append(f"{agg.repaired} event(s) of the trace were invalid JSON (a quote in a "
                      "name, which Kineto writes unescaped): read with the quote escaped")

@@ -32,6 +32,11 @@ RUNTIME_CATEGORIES = ("cuda_runtime", "cuda_driver", "runtime")
 STEP_PREFIX = "ProfilerStep#"
 
 
+def _bad_time(value: Any) -> bool:
+    """A time that is NaN or infinite (``x - x`` is 0 for every finite number, NaN else)."""
+    return type(value) is float and value - value != 0.0
+
+
 @dataclass
 class Kernel:
     """A device kernel (or memcpy/memset) and the ids that lead to the op that launched it.
@@ -92,6 +97,8 @@ class TraceAggregate:
     truncated: list[str] = field(default_factory=list)
     #: events read only once the quotes in their names were escaped (see repair.py)
     repaired: int = 0
+    #: events whose time or duration is NaN or infinite (left out, counted)
+    nonfinite: int = 0
     #: each file's header (``distributedInfo``, ``deviceProperties``), in the order read
     headers: list[dict[str, Any]] = field(default_factory=list)
     #: op names by id (0: the empty name), the input shapes' key forms by id (0: none), the
@@ -117,6 +124,9 @@ class TraceAggregate:
         self._file = len(self.headers)
         with without_gc():
             for event in reader:
+                if _bad_time(event.ts) or _bad_time(event.dur):
+                    self.nonfinite += 1  # that event's problem, not the trace's
+                    continue
                 self.add(event)
         self.headers.append(reader.header)
         if reader.truncated:
