@@ -160,6 +160,29 @@ def test_a_fifo_named_like_a_trace_is_refused_before_it_is_opened(perfstack, tmp
         assert "not a regular file" in result.stderr
 
 
+def test_dangling_links_and_link_loops_in_a_folder_are_passed_over(perfstack, tmp_path):
+    """A link to nothing and a loop of two links beside a real trace: analyze once stopped
+    at them (exit 3, or an internal error on the loop). It reads the trace; a broken link
+    named like the job's traces is said to be left out."""
+    import os
+    import shutil
+
+    job = tmp_path / "job"
+    job.mkdir()
+    shutil.copy(ROOT / "tests/fixtures/gpu-traces/mi250_rocm/rank-0.json.gz",
+                job / "rank-0.json.gz")
+    os.symlink("gone.txt", job / "notes.txt")
+    os.symlink("loop-b", job / "loop-a")
+    os.symlink("loop-a", job / "loop-b")
+    result = perfstack("analyze", "job", "-o", "report.json", timeout=120)
+    assert result.code == 0, result.stderr
+    assert json.loads((tmp_path / "report.json").read_text())["run"]["analyzed"]
+    os.symlink("gone.json.gz", job / "rank-1.json.gz")
+    result = perfstack("analyze", "job", "-o", "again.json", timeout=120)
+    assert "rank-1.json.gz" in result.stderr and "not read" in result.stderr
+    assert (tmp_path / "again.json").is_file()
+
+
 def test_merge_refuses_a_report_twice_and_other_workloads_unless_forced(perfstack, tmp_path):
     """A node report given twice (by one path or a copy) would count its ranks twice; reports
     of different workloads are not one job unless --force says so."""

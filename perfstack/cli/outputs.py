@@ -18,7 +18,7 @@ def same_file(a: Path, b: Path) -> bool:
     """Return whether two paths name one file (after links), existing or not."""
     try:
         return a.resolve() == b.resolve() or (a.exists() and b.exists() and a.samefile(b))
-    except OSError:
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop (pathlib before 3.13)
         return False
 
 

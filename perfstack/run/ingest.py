@@ -53,6 +53,8 @@ def expand(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
         else:
             raise errors.InputNotFound(f"{path}: no such file or folder")
     for path in found:
+        if path.is_symlink() and not path.exists():
+            continue  # a dangling link or a loop: no reader claims it (said if named like one)
         _refuse_special(path)
     return named, found
 
