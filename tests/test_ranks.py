@@ -294,6 +294,60 @@ def test_a_dask_cluster_reads_the_ranks(tmp_path: Path, dask_cluster: Path,
     assert_one_line_error(both, 2)
 
 
+def test_a_scheduler_file_that_is_not_dask_s_and_a_port_that_never_answers(
+        tmp_path: Path) -> None:
+    """Issue 57: a --scheduler-file of random bytes, nothing, '{}', a list, a numeric
+    address, deep nesting or a FIFO was an internal error (exit 70); a scheduler port that
+    accepts and never answers held analyze for as long as the port stayed open. One line
+    each: exit 4 for the file, exit 13 within Dask's connect timeout (and as much again)."""
+    import contextlib
+    import os
+    import threading
+    import time
+
+    job = _job(tmp_path / "small", 2)
+    bad = tmp_path / "scheduler.json"
+    for content in (os.urandom(200), b"", b"{}", b"[1, 2]", b'{"address": 12345}',
+                    b"[" * 100_000 + b"]" * 100_000):
+        bad.write_bytes(content)
+        result = perfstack_in(tmp_path, "analyze", str(job), "--scheduler-file", str(bad),
+                              "-q", "-o", "x.json")
+        assert_one_line_error(result, 4)
+        assert "not a Dask scheduler file" in result.stderr, content[:20]
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    result = perfstack_in(tmp_path, "analyze", str(job), "--scheduler-file", str(fifo), "-q")
+    assert_one_line_error(result, 4)
+    with socket.socket() as server:  # accepts, then says nothing
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        held: list[socket.socket] = []
+        stop = threading.Event()
+
+        def accept() -> None:
+            server.settimeout(0.2)
+            while not stop.is_set():
+                with contextlib.suppress(OSError):
+                    held.append(server.accept()[0])
+
+        thread = threading.Thread(target=accept, daemon=True)
+        thread.start()
+        start = time.monotonic()
+        proc = subprocess.run(
+            [sys.executable, "-m", "perfstack", "analyze", str(job), "--scheduler",
+             f"tcp://127.0.0.1:{server.getsockname()[1]}", "-q", "-o", "none.json"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=120,
+            env=perfstack_env({"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "1s"}))
+        took = time.monotonic() - start
+        stop.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+    silent = Result(proc.returncode, proc.stdout, proc.stderr, tmp_path)
+    assert_one_line_error(silent, 13)
+    assert "did not answer" in silent.stderr and took < 60
+
+
 def test_a_dask_worker_lets_go_of_each_ranks_records(dask_cluster: Path,
                                                     job64: tuple[Path, dict[str, Any]]) -> None:
     """A rank's records leave the Dask workers' memory as soon as they are back here, so that

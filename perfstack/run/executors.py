@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import json
 import logging
 import multiprocessing
 import os
 import signal
+import stat
 import sys
 import threading
 from collections.abc import Iterator, Sequence
@@ -169,6 +171,79 @@ def stop_children() -> None:
             child.kill()
 
 
+#: The most of a scheduler file read: Dask's is a few hundred bytes.
+SCHEDULER_FILE_BYTES = 1 << 20
+
+
+def scheduler_file_address(path: Path) -> str:
+    """The scheduler's address from the file ``dask scheduler --scheduler-file`` wrote; one
+    clear error for anything else (a FIFO, a huge, empty, binary or deeply nested file, JSON
+    that is not an object with an ``address`` string)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        raise errors.InputNotFound(f"{path}: no such scheduler file") from None
+    if not stat.S_ISREG(mode):
+        raise errors.NotAReport(f"{path}: not a regular file; --scheduler-file names the file "
+                                "that 'dask scheduler --scheduler-file' wrote")
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(SCHEDULER_FILE_BYTES + 1)
+        data = json.loads(raw) if len(raw) <= SCHEDULER_FILE_BYTES else None
+    except OSError as exc:
+        raise errors.InputNotFound(f"{path}: cannot be read ({exc.strerror})") from None
+    except (ValueError, RecursionError):
+        data = None
+    address = data.get("address") if isinstance(data, dict) else None
+    if not isinstance(address, str) or "://" not in address:
+        raise errors.NotAReport(f"{path}: not a Dask scheduler file (a JSON object whose "
+                                "'address' is like tcp://host:port)")
+    return address
+
+
+def connect_timeout() -> float:
+    """How long to wait for the scheduler to answer: Dask's own connect timeout (its config,
+    DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT; 30 s unless set). The client is given it, so a
+    port that accepts and never answers is waited on no longer either."""
+    try:
+        config: Any = importlib.import_module("dask.config")
+        from dask.utils import parse_timedelta
+
+        return float(parse_timedelta(config.get("distributed.comm.timeouts.connect"), "s"))
+    except Exception:
+        return 30.0
+
+
+#: Beyond the connect timeout, how long the client may take to give up by itself (at most
+#: the timeout again).
+GRACE_S = 5.0
+
+
+def _connect(client_class: Any, address: str, timeout: float, where: str) -> Any:
+    """A Dask client of the scheduler at ``address``, within ``timeout`` (and a grace): a port
+    that accepts and never answers holds Dask's own client past its timeout, so it is made in
+    a thread that this one waits for, interruptibly, no longer than that."""
+    box: dict[str, Any] = {}
+
+    def connect() -> None:
+        try:
+            box["client"] = client_class(address, timeout=timeout)
+        except BaseException as exc:  # handed to the waiting thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=connect, name="perfstack-dask-connect", daemon=True)
+    thread.start()
+    limit = timeout + min(GRACE_S, timeout)
+    thread.join(limit)
+    if thread.is_alive():
+        raise errors.ClusterUnavailable(
+            f"the Dask scheduler at {where} did not answer within {limit:g} s "
+            "(Dask's connect timeout, DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT, and a grace)")
+    if "error" in box:
+        raise box["error"]
+    return box["client"]
+
+
 @contextlib.contextmanager
 def _dask(cluster: str | Path) -> Iterator[tuple[Executor, int]]:
     try:  # untyped: read as Any
@@ -178,16 +253,14 @@ def _dask(cluster: str | Path) -> Iterator[tuple[Executor, int]]:
             "reading on a Dask cluster needs Dask's distributed package: pip install "
             "'perfstack[dask]'") from None
     where = f"the scheduler file {cluster}" if isinstance(cluster, Path) else str(cluster)
-    if isinstance(cluster, Path) and not cluster.is_file():
-        raise errors.InputNotFound(f"{cluster}: no such scheduler file")
+    address = scheduler_file_address(cluster) if isinstance(cluster, Path) else cluster
     quiet = logging.getLogger("distributed")  # its retries would print over our one line
     level = quiet.level
     quiet.setLevel(logging.CRITICAL)
     try:
         # How long to wait for the scheduler is Dask's own setting (its connect timeout:
         # DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT, 30 s unless set).
-        client = (client_class(scheduler_file=str(cluster)) if isinstance(cluster, Path)
-                  else client_class(cluster))
+        client = _connect(client_class, address, connect_timeout(), where)
     except (OSError, TimeoutError, ValueError) as exc:
         raise errors.ClusterUnavailable(
             f"the Dask scheduler at {where} cannot be reached: "
