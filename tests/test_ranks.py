@@ -571,3 +571,34 @@ def test_the_local_pool_forks_cleanly(tmp_path: Path) -> None:
     finally:
         done.set()
         helper.join()
+
+
+def test_ctrl_c_while_a_dask_cluster_reads_leaves_the_report_of_the_ranks_read(
+        tmp_path: Path, dask_cluster: Path) -> None:
+    """Issue 57: a signal while Dask's workers read was an internal error (Dask's executor
+    has no 'cancel_futures'): exit 70, no report. Now as with the local pool: exit 130, the
+    report of the ranks read, marked partial. (Last of the module's cluster tests: its two
+    workers go on sleeping in the slow ranks.)"""
+    job = _rank_files(tmp_path / "job", {3: "sleep", 4: "sleep"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "perfstack", "-p", RANKFILES, "analyze", str(job),
+         "--scheduler-file", str(dask_cluster), "-q", "-o", "r.json"], cwd=tmp_path,
+        env=perfstack_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=ctrl_c_reaches)
+    try:
+        deadline = time.monotonic() + 60
+        started = [job / "r3.rank.started", job / "r4.rank.started"]
+        while not all(p.exists() for p in started) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert all(p.exists() for p in started), proc.poll()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "internal error" not in err
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["run"]["complete"] is False
+    read = {m["name"] for m in report["metrics"] if m["name"].startswith("rank_step_time[")}
+    # the scheduler hands out ranks in no fixed order: the slow two may start before rank 2
+    assert read and read <= {f"rank_step_time[rank{r}]" for r in (0, 1, 2)}, read

@@ -113,11 +113,21 @@ def reduce_units(units: Sequence[Unit], backends: dict[str, Backend], ex: Execut
     except KeyboardInterrupt:
         out.interrupted = True
         if ex is not None:
-            ex.shutdown(wait=False, cancel_futures=True)
+            cancel_now(ex)
             stop_children()
     out.results = [results[i] for i in sorted(results)]
     out.wall_s = time.perf_counter() - begin
     return out
+
+
+def cancel_now(ex: Executor) -> None:
+    """Stop an executor without waiting, its work not started cancelled: a local pool takes
+    ``cancel_futures``; Dask's executor has no such argument and cancels its futures when
+    not told to wait."""
+    try:
+        ex.shutdown(wait=False, cancel_futures=True)
+    except TypeError:
+        ex.shutdown(wait=False)
 
 
 def _alone(fresh_pool: Callable[[int], Executor], i: int, unit: Unit,
