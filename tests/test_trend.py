@@ -207,6 +207,15 @@ def test_the_gate_fails_on_a_regression_beyond_noise_and_threshold(
     assert text.code == 1 and text.stdout.startswith("REGRESSION: 1 of")
     # Above the threshold only: a 15% step does not fail a 20% gate.
     assert perfstack("gate", "--db", str(db), "--threshold", "20%").code == 0
+    # One unit, a percentage, monotonic: '20' is 20%, '10' and '1' fail the 15% step; a bare
+    # number under 1 ('0.5': 0.5% or 50%?) is refused, where it once meant 50% and passed.
+    assert perfstack("gate", "--db", str(db), "--threshold", "20").code == 0
+    assert perfstack("gate", "--db", str(db), "--threshold", "10").code == 1
+    assert perfstack("gate", "--db", str(db), "--threshold", "1").code == 1
+    assert perfstack("gate", "--db", str(db), "--threshold", "0.5%").code == 1
+    refused = perfstack("gate", "--db", str(db), "--threshold", "0.5")
+    assert_one_line_error(refused, 2)
+    assert "0.5% or 50%" in refused.stderr
     # A 3% slower run: beyond nothing.
     db2 = tmp_path / "h2.sqlite"
     folder = tmp_path / "small"

@@ -15,15 +15,19 @@ from perfstack.render import terminal_safe
 
 
 def _percent(text: str) -> float:
-    """'5%', '5' or '0.05' -> 0.05."""
+    """'5%' or '5' -> 0.05: a percentage, always. A bare number under 1 ('0.5') is refused:
+    half a percent or a fraction meaning 50%, it cannot be told, and reading it either way
+    made the threshold jump (1 was 1%, 0.99 was 99%)."""
     try:
-        value = float(text.rstrip("%"))
+        value = float(text.strip().rstrip("%"))
     except ValueError:
         raise errors.UsageError(f"not a percentage: {text!r} (give e.g. 5%)") from None
-    value = value / 100 if text.endswith("%") or value >= 1 else value
-    if not 0 <= value < 10:
-        raise errors.UsageError(f"percentage out of range: {text!r}")
-    return value
+    if not text.strip().endswith("%") and 0 < value < 1:
+        raise errors.UsageError(f"--threshold {text}: a percentage is meant; write "
+                                f"{value:g}% or {value * 100:g}%")
+    if not 0 <= value < 1000:
+        raise errors.UsageError(f"percentage out of range: {text!r} (0% to 1000%)")
+    return value / 100
 
 
 def _filters(parser: Parser) -> None:
@@ -129,7 +133,8 @@ def cmd_gate(argv: list[str]) -> int:
                     "accepts the new level sooner.")
     _filters(parser)
     parser.add_argument("--threshold", default="5%", metavar="PCT",
-                        help="a change smaller than this never fails (default: 5%%)")
+                        help="a change smaller than this never fails, in percent: 5%% or 5 (a "
+                        "bare number under 1 is refused as ambiguous; default: 5%%)")
     parser.add_argument("--alpha", type=float, default=gate.GATE_ALPHA, metavar="P",
                         help=f"significance, shared among the series gated (default: "
                         f"{gate.GATE_ALPHA})")
