@@ -8,7 +8,6 @@ a report moved without its run folder still renders, without those parts.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,13 +78,3 @@ def walk_tree(stacks: Stacks) -> dict[str, Any]:
                                                            "children": {}})
                 here["value"] += seconds
     return root
-
-
-def iter_tree(node: dict[str, Any], depth: int = 0, start: float = 0.0) -> Iterator[
-        tuple[dict[str, Any], int, float]]:
-    """Yield (node, depth, start) in drawing order, children widest first."""
-    yield node, depth, start
-    offset = start
-    for child in sorted(node["children"].values(), key=lambda c: -c["value"]):
-        yield from iter_tree(child, depth + 1, offset)
-        offset += child["value"]

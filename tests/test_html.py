@@ -226,3 +226,46 @@ def test_a_memory_axis_reads_apart_at_its_ends_and_never_in_exponents() -> None:
     ends = re.findall(r'text-anchor="end">([^<]*MiB)</text>', _chart(steady, "#000", "x", "c"))
     assert len(ends) == 2 and ends[0] != ends[1], ends
     assert fmt_bytes(1020 * mib) == "1,020 MiB" and "e+" not in fmt_bytes(1023.9 * mib)
+
+
+def test_a_stack_thousands_of_frames_deep_draws_cut_and_marked(tmp_path: Path) -> None:
+    """Issue 57: a workload recursing 3,000 deep (here a py-spy profile with one stack of
+    5,000 frames) made `show --format html` an internal error (RecursionError in the flame
+    graph's conversion). The flame is built without recursion and cut at MAX_DEPTH frames,
+    the rest one frame that says how many more there were."""
+    import gzip
+    import sys
+
+    from perfstack_plugins.htmlreport.flame import MAX_DEPTH, flame_tree
+
+    from perfstack.report.files import load_report
+
+    folder = tmp_path / "run"
+    (folder / "pyspy").mkdir(parents=True)
+    frames = [{"name": "down", "file": str(tmp_path / "deep.py"), "line": 3}] * 5000
+    profile = {"$schema": "https://www.speedscope.app/file-format-schema.json",
+               "shared": {"frames": [dict(f, line=i + 1) for i, f in enumerate(frames)]},
+               "profiles": [{"type": "sampled", "name": 'Thread 1 "MainThread"',
+                             "unit": "seconds", "startValue": 0, "endValue": 1,
+                             "samples": [list(range(5000))] * 4, "weights": [0.01] * 4}]}
+    (folder / "pyspy" / "profile.speedscope.json").write_text(json.dumps(profile))
+    with gzip.open(Path(__file__).parent / "fixtures/reports/split_60_40.json.gz", "rt") as fh:
+        data = json.load(fh)
+    for entry in data["backends"]:
+        if entry["name"] == "pyspy":
+            entry["artifacts"] = {"speedscope": "pyspy/profile.speedscope.json"}
+    (folder / "report.json").write_text(json.dumps(data))
+    tree, why = flame_tree(load_report(folder / "report.json"), folder)
+    assert tree is not None, why
+    depth, node = 0, tree
+    while node["c"]:
+        node, depth = node["c"][0], depth + 1
+    assert depth == MAX_DEPTH + 2  # below all threads: the thread, MAX_DEPTH frames, the cut
+    assert node["n"].startswith("… ") and "cut at" in node["n"]
+    assert node["v"] == pytest.approx(0.04)
+    out = tmp_path / "deep.html"
+    shown = subprocess.run([sys.executable, "-m", "perfstack", "show",
+                            str(folder / "report.json"), "--format", "html", "-o", str(out)],
+                           capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert "the flame is cut at" in out.read_text()

@@ -18,6 +18,8 @@ from ..artifacts import artifact, read_speedscope, walk_tree
 
 #: Frames below this share of all samples are not drawn (nor sent).
 MIN_SHARE = 0.0005
+#: Frames deeper than this are drawn as one marked frame: the page's nesting stays bounded.
+MAX_DEPTH = 200
 
 
 def _label(key: str, home: str | None) -> tuple[str, bool]:
@@ -40,6 +42,16 @@ def _gil_tree(report: Report, base: Path | None) -> dict[str, Any] | None:
         return None
 
 
+def _depth(node: dict[str, Any]) -> int:
+    """How many frames lie below a node, down its deepest path (iteratively)."""
+    deepest, todo = 0, [(node, 0)]
+    while todo:
+        here, depth = todo.pop()
+        deepest = max(deepest, depth)
+        todo.extend((child, depth + 1) for child in here["children"].values())
+    return deepest
+
+
 def flame_tree(report: Report, base: Path | None) -> tuple[dict[str, Any] | None, str | None]:
     """Return the flame graph's tree, or None and why there is none."""
     path = artifact(report, base, "pyspy", "speedscope")
@@ -53,18 +65,32 @@ def flame_tree(report: Report, base: Path | None) -> tuple[dict[str, Any] | None
     home = workload_dir(report)
     total = float(tree["value"]) or 1.0
 
-    def convert(node: dict[str, Any], held: dict[str, Any] | None, top: bool) -> dict[str, Any]:
-        name, ours = (str(node["name"]), False) if top else _label(str(node["name"]), home)
-        children = [convert(child, (held or {}).get("children", {}).get(key), False)
-                    for key, child in node["children"].items()
-                    if child["value"] / total >= MIN_SHARE]
+    root: dict[str, Any] = {}
+    # Iterative, and cut at MAX_DEPTH: a recursion thousands of frames deep once ended the
+    # page (RecursionError); a flame that deep is a sliver no one can read past.
+    todo: list[tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any], int]] = [
+        (tree, gil, root, 0)]
+    while todo:
+        node, held, out, depth = todo.pop()
+        name, ours = (str(node["name"]), False) if depth == 0 else _label(str(node["name"]),
+                                                                          home)
         value = float(node["value"])
         # Two samplers, two sample counts: the GIL-held time is capped at the frame's own.
-        return {"n": name, "v": round(value, 6),
-                "g": round(min(value, float(held["value"])), 6) if held else 0.0, "o": ours,
-                "c": children}
-
-    root = convert(tree, gil, True)
+        out.update({"n": name, "v": round(value, 6),
+                    "g": round(min(value, float(held["value"])), 6) if held else 0.0,
+                    "o": ours, "c": []})
+        kept = [(key, child) for key, child in node["children"].items()
+                if child["value"] / total >= MIN_SHARE]
+        if depth > MAX_DEPTH and kept:  # depth 0: all threads, 1: a thread, then frames
+            below = sum(float(child["value"]) for _, child in kept)
+            out["c"].append({"n": f"… {_depth(node)} more frames (the flame is cut at "
+                                  f"{MAX_DEPTH} frames deep)", "v": round(below, 6),
+                             "g": 0.0, "o": False, "c": []})
+            continue
+        for key, child in kept:
+            mine: dict[str, Any] = {}
+            out["c"].append(mine)
+            todo.append((child, (held or {}).get("children", {}).get(key), mine, depth + 1))
     root["n"] = "all threads"
     for thread in root["c"]:  # thread names are not code
         thread["o"] = False
