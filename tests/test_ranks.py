@@ -443,8 +443,17 @@ def test_the_local_pool_fits_the_memory_available(tmp_path: Path,
     assert executors.local_workers(None, big[:1]).workers == 1  # one rank: one worker
     small = executors.local_workers(None, [[TRACES / "mi250_rocm" / "rank-0.json.gz"]] * 4)
     assert small.kind == "this process" and small.why is not None
-    assert executors.local_workers(3, big) == executors.Plan("local", 3)
     assert executors.local_workers(1, big) == executors.Plan("this process", 1)
+    # --jobs past the work, the CPUs or the memory is cut to them, and says so: --jobs 1000
+    # on 4 ranks once forked 311 workers, --jobs 100000 2,800 processes and 8 GB.
+    assert executors.local_workers(3, big).workers == 2  # the memory holds two readers
+    monkeypatch.setattr(executors, "memory_available", lambda: 64 << 30)
+    assert executors.local_workers(3, big) == executors.Plan("local", 3)
+    for asked in (1000, 100_000):
+        plan = executors.local_workers(asked, big[:4])
+        assert plan.workers == 4 and f"--jobs {asked}" in str(plan.why)
+    plan = executors.local_workers(1000, big)
+    assert plan.workers == 4 and "one per usable CPU" in str(plan.why)
 
 
 def _job_of_steps(folder: Path, ranks: int, steps: int, slow: int) -> Path:

@@ -81,25 +81,32 @@ def json_bytes(path: Path) -> int:
 
 def local_workers(requested: int | None, units: Sequence[Sequence[Path]]) -> Plan:
     """The local pool for ``units`` (lists of files read together): ``requested`` workers,
-    else one per usable CPU, fewer when the memory available would not hold that many
-    readers of the largest unit; never more than there are units."""
-    if requested is not None:
-        return Plan("this process" if requested <= 1 else "local", max(1, requested))
-    workers = min(usable_cpus(), max(len(units), 1))
-    why = None
+    else one per usable CPU; never more than there are units, nor than usable CPUs, nor than
+    the memory available holds readers of the largest unit (a request past them is cut to
+    them, and the plan says so)."""
     sizes = [sum(json_bytes(p) for p in unit) for unit in units]
-    largest = max(sizes, default=0)
-    if workers > 1 and sum(sizes) < POOL_FROM_BYTES:
+    if requested is None and min(usable_cpus(), len(units)) > 1 \
+            and sum(sizes) < POOL_FROM_BYTES:
         return Plan("this process", 1, f"{sum(sizes) / 2**20:.0f} MB of traces: read here, "
                     "sooner than workers start (--jobs N starts them)")
+    cpus = usable_cpus()
+    workers = min(requested if requested is not None else cpus, max(len(units), 1))
+    why = None
+    if requested is not None and workers < requested:
+        why = f"--jobs {requested}: {workers} worker(s), one per rank to read"
+    if requested is not None and workers > cpus:
+        why = f"--jobs {requested}: {cpus} worker(s), one per usable CPU"
+        workers = cpus
+    largest = max(sizes, default=0)
     free = memory_available()
     if free is not None and largest > 0:
         fit = max(1, int(free // (WORKER_BYTES + PEAK_PER_BYTE * largest)))
         if fit < workers:
-            why = (f"{fit} of {workers} CPUs: the memory available ({free / 2**30:.1f} GiB) "
+            asked = "workers" if requested is not None else "CPUs"
+            why = (f"{fit} of {workers} {asked}: the memory available ({free / 2**30:.1f} GiB) "
                    f"holds {fit} reader(s) of the largest rank ({largest / 2**20:.0f} MB)")
             workers = fit
-    return Plan("this process" if workers <= 1 else "local", workers, why)
+    return Plan("this process" if workers <= 1 else "local", max(1, workers), why)
 
 
 def _worker_start() -> None:
