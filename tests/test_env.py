@@ -6,6 +6,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import WORKLOADS, Result
 
 
@@ -97,3 +99,33 @@ def test_env_text_fits_80_columns_between_words() -> None:
     assert "nothing for this backend to measure)" in " ".join(words)  # no word cut
     advice = next(i for i, ln in enumerate(lines) if ln.startswith("  - no isolated"))
     assert lines[advice + 1].startswith("    ") and lines[advice + 1][4] != " "
+
+
+def test_ceilings_named_by_a_fifo_or_a_device_are_not_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 57: PERFSTACK_CEILINGS naming a FIFO blocked `perfstack env` for ever, and
+    /dev/zero was read until MemoryError (exit 70). Neither is a ceilings file: not read, and
+    `env` says what the variable names."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import perfstack_env
+
+    fifo = tmp_path / "ceilings.fifo"
+    os.mkfifo(fifo)
+    huge = tmp_path / "huge.json"
+    huge.write_bytes(b"[" * 2_000_000)
+    check = ("from perfstack.machine import ceilings, envinfo; "
+             "assert ceilings.cached(None) is None; "
+             "print(envinfo.ceilings.cached(None))")
+    for named in (fifo, Path("/dev/zero"), huge):
+        proc = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
+                              timeout=60, env=perfstack_env({"PERFSTACK_CEILINGS": str(named)}))
+        assert proc.returncode == 0 and proc.stdout.strip() == "None", (named, proc.stderr)
+    from perfstack.machine import envinfo
+    from perfstack.pluginmanager import load_plugins
+
+    monkeypatch.setenv("PERFSTACK_CEILINGS", "/dev/zero")
+    said = envinfo.gather(load_plugins(), with_torch=False, with_system=False)["ceilings"]
+    assert "PERFSTACK_CEILINGS=/dev/zero is not a ceilings file" in said["unknown"]

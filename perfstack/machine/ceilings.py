@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -215,10 +216,22 @@ def best_of(earlier: Ceilings, new: Ceilings) -> Ceilings:
                     threads=new.threads, how=how)
 
 
+#: The most of a ceilings file read (one is a few kB).
+MAX_FILE_BYTES = 1 << 20
+
+
 def _read(path: Path) -> Ceilings | None:
+    """The ceilings in a file, or None: not there, not a regular file (a FIFO would block the
+    read, /dev/zero never end it), too large, or not a ceilings file."""
     try:
-        return Ceilings.from_dict(json.loads(path.read_text("utf-8")))
-    except (OSError, ValueError):
+        if not stat.S_ISREG(path.stat().st_mode):
+            return None
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
+        if len(raw) > MAX_FILE_BYTES:
+            return None
+        return Ceilings.from_dict(json.loads(raw))
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
         return None
 
 

@@ -9,6 +9,7 @@ interpreters found, and pyperf's system-state checks with advice on reducing noi
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from typing import Any
@@ -117,10 +118,14 @@ def gather(plugins: Plugins, with_torch: bool = True, with_system: bool = True,
             env["ceilings"] = {"unknown": str(exc)}
     else:
         found = ceilings.cached(threads)
+        named = os.environ.get(ceilings.CEILINGS_ENV)
         env["ceilings"] = found.as_dict() if found is not None else {
-            "unknown": "not measured yet: perfstack env --measure-ceilings measures them "
-                       "(a few seconds, alone on the machine); perfstack run does on its "
-                       "first run of costed ops"}
+            "unknown": f"{ceilings.CEILINGS_ENV}={named} is not a ceilings file (a regular "
+                       "file, as perfstack env --measure-ceilings writes one)"
+            if named and named != "off" else
+            "not measured yet: perfstack env --measure-ceilings measures them "
+            "(a few seconds, alone on the machine); perfstack run does on its "
+            "first run of costed ops"}
     backends = {}
     for name, entry in sorted(plugins.backends()[0].items()):
         available = availability(entry.backend)
