@@ -83,6 +83,21 @@ def test_old_reports_are_added_once(perfstack: Callable[..., Result], tmp_path: 
     assert_one_line_error(perfstack("history", "--metric", "a", "--row", "b"), 2)
 
 
+def test_a_history_path_beginning_file_colon_is_a_file(perfstack: Callable[..., Result],
+                                                      tmp_path: Path) -> None:
+    """Issue 57: 'file:h.sqlite?mode=memory' was taken as an SQLite URI (an in-memory
+    database): every entry vanished without a word, and `history --db` of the same name
+    said 'no history yet'. It is a file of that name in this folder."""
+    copy_of = tmp_path / "old.json"
+    copy_of.write_bytes(FIXTURE.read_bytes())
+    name = "file:h.sqlite?mode=memory"
+    added = perfstack("history", "add", str(copy_of), "--db", name)
+    assert added.code == 0 and "added 1 of 1" in added.stderr, added.stderr
+    assert (tmp_path / name).is_file()
+    listed = perfstack("history", "--db", name, "--format", "json")
+    assert listed.code == 0 and len(json.loads(listed.stdout)) == 1, listed.stderr
+
+
 def test_no_history_yet_is_one_line(perfstack: Callable[..., Result]) -> None:
     assert_one_line_error(perfstack("history"), 3)
     off = perfstack("history", env={history.HISTORY_ENV: "off"})

@@ -244,7 +244,10 @@ def connect(location: str | Path, read_only: bool = False) -> Iterator[Database]
         finally:
             con.close()
         return
-    path = Path(location)
+    # Absolute, always: an SQLite built with URI filenames on (as Python's often is) takes a
+    # name beginning 'file:' as a URI ('file:h.sqlite?mode=memory': an in-memory database,
+    # every entry gone without a word), whatever the connect call says.
+    path = Path(location).absolute()
     if read_only and path.is_file() and not _writable(path):
         with closing(_open_readonly(path)) as lite:
             yield Database(lite, postgres=False, readonly=True)
