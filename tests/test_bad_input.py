@@ -183,6 +183,29 @@ def test_dangling_links_and_link_loops_in_a_folder_are_passed_over(perfstack, tm
     assert (tmp_path / "again.json").is_file()
 
 
+def test_a_trace_named_twice_is_read_once(perfstack, tmp_path):
+    """Issue 57: 'analyze DIR DIR/rank-0.json.gz' read rank 0 as two profiling cycles (its
+    device time doubled, a straggler of itself). Named by its folder, by name and through a
+    link, it is one file, read once: the report is the folder's alone."""
+    import os
+    import shutil
+
+    job = tmp_path / "job"
+    job.mkdir()
+    shutil.copy(ROOT / "tests/fixtures/gpu-traces/mi250_rocm/rank-0.json.gz",
+                job / "rank-0.json.gz")
+    alone = perfstack("analyze", "job", "-o", "alone.json", timeout=120)
+    assert alone.code == 0, alone.stderr
+    os.symlink(job / "rank-0.json.gz", tmp_path / "link.json.gz")
+    twice = perfstack("analyze", "job", "job/rank-0.json.gz", "link.json.gz", "-o",
+                      "twice.json", timeout=120)
+    assert twice.code == 0, twice.stderr
+    one, two = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("alone", "twice"))
+    assert len(two["run"]["analyzed"]) == 1
+    figures = {m["name"]: m["value"] for m in one["metrics"]}
+    assert figures and {m["name"]: m["value"] for m in two["metrics"]} == figures
+
+
 def test_merge_refuses_a_report_twice_and_other_workloads_unless_forced(perfstack, tmp_path):
     """A node report given twice (by one path or a copy) would count its ranks twice; reports
     of different workloads are not one job unless --force says so."""

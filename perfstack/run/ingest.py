@@ -56,7 +56,24 @@ def expand(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
         if path.is_symlink() and not path.exists():
             continue  # a dangling link or a loop: no reader claims it (said if named like one)
         _refuse_special(path)
-    return named, found
+    seen: set[object] = set()
+    return _once(named, seen), _once(found, seen)
+
+
+def _once(paths: list[Path], seen: set[object]) -> list[Path]:
+    """``paths`` without a file already in ``seen`` (by device and inode: one file named
+    twice, by its folder and by name, or through a link, is one rank, not two cycles)."""
+    out = []
+    for path in paths:
+        try:
+            info = path.stat()
+            key: object = (info.st_dev, info.st_ino)
+        except OSError:
+            key = str(path.absolute())
+        if key not in seen:
+            seen.add(key)
+            out.append(path)
+    return out
 
 
 def _refuse_special(path: Path) -> None:
