@@ -271,8 +271,11 @@ def test_a_dask_cluster_reads_the_ranks(tmp_path: Path, dask_cluster: Path,
     assert report["environment"]["reading"]["where"] == "a Dask cluster"
     assert report["environment"]["reading"]["workers"] == 2
     address = json.loads(dask_cluster.read_text())["address"]
+    # A path relative to this folder, which is not the workers' (issue 57: sent as given,
+    # the workers could not find it, and the trace was blamed).
     by_env = subprocess.run(
-        [sys.executable, "-m", "perfstack", "analyze", str(job), "-q", "-o", "env.json"],
+        [sys.executable, "-m", "perfstack", "analyze", str(job.relative_to(tmp_path)), "-q",
+         "-o", "env.json"],
         cwd=tmp_path, env=perfstack_env({"DASK_SCHEDULER_ADDRESS": address}),
         capture_output=True, text=True, timeout=120)
     assert by_env.returncode == 0, by_env.stderr

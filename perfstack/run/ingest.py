@@ -190,6 +190,8 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None,
             f"{', '.join(str(p) for p in paths)}: no file here that an installed backend reads")
     results: list[BackendResult] = []
     units = _units(claimed, backends, results)
+    if cluster is not None:  # Dask's workers run in folders of their own: absolute paths
+        units = [Unit(u.backend, tuple(p.absolute() for p in u.files)) for u in units]
     plan = (executors.local_workers(jobs, [u.files for u in units]) if cluster is None
             else executors.Plan("a Dask cluster", 0))
     with executors.executor(plan, cluster) as (ex, workers):
