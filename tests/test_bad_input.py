@@ -384,6 +384,33 @@ def test_a_fifo_output_is_written_when_read_and_refused_when_never_read(tmp_path
     assert stat.S_ISCHR(Path("/dev/null").stat().st_mode)
 
 
+def test_a_signal_while_waiting_for_a_fifo_reader_ends_the_wait(tmp_path):
+    """Issue 57: `run -o FIFO` with no reader, SIGTERM while the report waits for one: the
+    signal was postponed (nothing half-written) and then lost: exit 7 after the whole wait,
+    'a FIFO that nothing reads'. It ends the wait and the run exits as signalled, 143."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import perfstack_env
+
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    script = tmp_path / "w.py"
+    script.write_text("print('hello')\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "perfstack", "run", "-q", "--repeat", "1", "--warmup", "0",
+         "--plugins", "resources", "-o", str(fifo), str(script)], cwd=tmp_path,
+        env=perfstack_env({"PERFSTACK_HISTORY": "off"}), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)  # by then it waits for a reader (had it not, the signal ends it anyway)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "nothing reads" not in err
+
+
 @pytest.mark.parametrize(("sig", "code"), [("SIGTERM", 143), ("SIGHUP", 129)])
 def test_a_signal_during_analyze_stops_it(tmp_path, sig, code):
     """SIGTERM or SIGHUP while analyze reads a job's traces: it stops at once with the signal's

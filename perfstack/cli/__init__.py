@@ -36,6 +36,7 @@ from typing import NoReturn
 
 import perfstack
 from perfstack import errors
+from perfstack.report import files as reportfile
 from perfstack.run import signals
 
 EXIT_OK = 0
@@ -128,11 +129,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the perfstack command line; return its exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     signals.install()  # SIGTERM and SIGHUP stop a session as Ctrl-C does
+    reportfile.stop_waiting = lambda: signals.pending() is not None
     try:
         code = _dispatch(args)
         sys.stdout.flush()  # a full disk shows here, while it can still be reported
         return code
     except errors.PerfstackError as exc:
+        if signals.pending() is not None:  # it ended a wait a signal cut short: the signal
+            print(f"perfstack: interrupted ({exc})", file=sys.stderr)
+            return signals.exit_code()
         print(f"perfstack: error: {exc}", file=sys.stderr)
         return EXIT_CODES.get(type(exc), EXIT_USAGE)
     except KeyboardInterrupt:

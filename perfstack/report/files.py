@@ -15,6 +15,7 @@ import os
 import stat
 import tempfile
 import zlib
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -279,6 +280,15 @@ def write_atomic(path: Path, data: bytes) -> None:
 FIFO_WAIT_S = 5.0
 
 
+def _no_signal() -> bool:
+    return False
+
+
+#: Whether a signal postponed while the report is written asks the FIFO wait to stop now;
+#: set by the command line (perfstack.run.signals.pending), which this layer does not import.
+stop_waiting: Callable[[], bool] = _no_signal
+
+
 def _open_fifo(path: Path) -> int:
     """Open a FIFO for writing once something reads it: a plain open() would block for ever,
     deaf to Ctrl-C, when nothing ever does."""
@@ -292,6 +302,9 @@ def _open_fifo(path: Path) -> int:
         except OSError as exc:
             if exc.errno != errno.ENXIO:  # ENXIO: no reader yet
                 raise
+            if stop_waiting():
+                raise OutputError(f"{path}: a signal came while waiting for the FIFO's "
+                                  "reader") from None
             if time.monotonic() > deadline:
                 raise OutputError(f"{path}: a FIFO that nothing reads (waited "
                                   f"{FIFO_WAIT_S:.0f} s for a reader)") from None
