@@ -249,6 +249,16 @@ def backend(report: dict[str, Any], name: str) -> dict[str, Any]:
     return found[0]
 
 
+def overhead_of(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """A backend entry's overhead, or None where the report says it is unknown because other
+    programs' load moved between the runs (a suite run beside other work): a test's verdict
+    on an overhead must not depend on the machine's load."""
+    found = entry.get("overhead")
+    if found is None:
+        assert str(entry.get("overhead_note")).startswith("unknown"), entry
+    return found if isinstance(found, dict) else None
+
+
 def two_rank_job(folder: Path, edit: Callable[[dict[str, Any]], None],
                  name: str = "rank-1.json.gz") -> Path:
     """A job folder of two ranks from the recorded A100 trace (tests/fixtures/gpu-traces/

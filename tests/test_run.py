@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import WORKLOADS, Result, backend, perfstack_env
+from tests.conftest import WORKLOADS, Result, backend, overhead_of, perfstack_env
 
 FAST = ("--repeat", "2", "--warmup", "0", "--plugins", "resources")
 
@@ -105,7 +105,8 @@ def test_every_backend_runs_in_isolation_with_its_overhead(perfstack):
     probe = backend(report, "probe")
     assert probe["status"] == "ok", probe
     assert probe["run"] == "probe" and probe["notes"] == ["probe note"]
-    assert probe["overhead"]["baseline_n"] == 2 and probe["overhead"]["ratio"] > 0
+    overhead = overhead_of(probe)  # None only where the load moved between the runs
+    assert overhead is None or (overhead["baseline_n"] == 2 and overhead["ratio"] > 0)
     assert probe["artifacts"]["inprocess"] == "probe/inprocess.json"
     row = report["layers"]["python"][0]
     # Wrapper, environment, in-process hook and attachment all reached the same process.
@@ -208,7 +209,8 @@ def test_quick_is_one_baseline_and_the_quick_backends(perfstack):
     said = result.stderr.index("so far (pyspy in, 1 of ")
     assert said < result.stderr.index("run 2 of 2, baseline-1")
     _said_within(result.stderr[said:], 80)
-    assert backend(report, "pyspy")["overhead"] is not None  # against the later baseline
+    # against the later baseline (unknown, and said, only where the load moved meanwhile)
+    overhead_of(backend(report, "pyspy"))
     assert "Hardware   resources 12 rows, shown as metrics" in result.stdout
     assert "not measured (--plugins nvml, perf, resources)" not in result.stdout
     again = perfstack("run", "--quick", "--repeat", "2", "--dry-run", str(WORKLOADS / "busy.py"))

@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.conftest import WORKLOADS, Result, assert_one_line_error, backend
+from tests.conftest import WORKLOADS, Result, assert_one_line_error, backend, overhead_of
 
 
 def _steps_of(folder: Path) -> dict[str, object]:
@@ -100,10 +100,13 @@ def test_every_rank_stops_at_the_same_step(ddp_job: Result) -> None:
         # The baseline's own: its 4 measured steps, not the warm-up ones nor the imports.
         plain = next(m for m in report["metrics"] if m["name"] == f"step_time[rank{rank}]")
         assert len(plain["samples"]) == 4 and max(plain["samples"]) < 1.0, plain
-    # Each profiler's overhead compares measured steps with the baseline's measured steps.
+    # Each profiler's overhead compares measured steps with the baseline's measured steps;
+    # where other programs' load moved between the runs there is none, and the note says so
+    # (the suite beside other work: the verdict is the code's, not the machine's).
     for name in ("torch", "pyspy"):
-        overhead = backend(report, name)["overhead"]
-        assert overhead["basis"] == "step" and overhead["baseline_n"] == 4, (name, overhead)
+        overhead = overhead_of(backend(report, name))
+        if overhead is not None:
+            assert overhead["basis"] == "step" and overhead["baseline_n"] == 4, (name, overhead)
 
 
 def test_only_the_main_threads_steps_count(perfstack: Callable[..., Result]) -> None:
