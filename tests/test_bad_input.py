@@ -206,6 +206,35 @@ def test_a_trace_named_twice_is_read_once(perfstack, tmp_path):
     assert figures and {m["name"]: m["value"] for m in two["metrics"]} == figures
 
 
+def test_names_that_are_not_utf8_are_written_escaped(tmp_path):
+    """Issue 57: a script whose file name is not UTF-8, reporting a metric whose name is not
+    either, made the HTML writer and the history write internal errors (exit 70), and so did
+    `history --workload $'\\xff'`. The byte is written as \\xff; the run is found by it."""
+    import subprocess
+    import sys
+
+    from tests.conftest import perfstack_env
+
+    name = os.fsdecode(b"odd\xff.py")
+    (tmp_path / name).write_text(
+        "import os\nimport perfstack\n"
+        "perfstack.report_metric(os.fsdecode(b'rate\\xff'), 1.0, 'x/s')\n")
+    env = perfstack_env({"PERFSTACK_HISTORY": str(tmp_path / "h.sqlite")})
+    run = subprocess.run(
+        [sys.executable, "-m", "perfstack", "run", "-q", "--repeat", "1", "--warmup", "0",
+         "--plugins", "resources", "--html", "page.html", "-o", "r.json", name],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    page = (tmp_path / "page.html").read_bytes()
+    page.decode("utf-8")  # valid UTF-8 throughout
+    assert b"odd\\xff.py" in page
+    found = subprocess.run(
+        [sys.executable, "-m", "perfstack", "history", "--workload", os.fsdecode(b"\xff"),
+         "--format", "json"], cwd=tmp_path, env=env, capture_output=True, timeout=60)
+    assert found.returncode == 0, found.stderr
+    assert len(json.loads(found.stdout)) == 1
+
+
 def test_merge_refuses_a_report_twice_and_other_workloads_unless_forced(perfstack, tmp_path):
     """A node report given twice (by one path or a copy) would count its ranks twice; reports
     of different workloads are not one job unless --force says so."""

@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import ParseResult, parse_qs, quote, unquote, urlparse
 
 from perfstack.errors import UsageError
+from perfstack.report.files import utf8_safe
 from perfstack.run import signals
 
 #: Seconds a writer waits for another to finish before giving up.
@@ -136,9 +137,10 @@ class Database:
                 .replace(" REAL", " DOUBLE PRECISION"))
 
     def execute(self, text: str, params: Sequence[Any] = ()) -> Any:
-        """Run one statement; return a cursor."""
+        """Run one statement; return a cursor. Text that UTF-8 cannot hold (an undecodable
+        byte of a file name or an argument) is stored escaped (``utf8_safe``)."""
         cur = self.con.cursor()
-        self._retrying(cur.execute, self.sql(text), tuple(params))
+        self._retrying(cur.execute, self.sql(text), _storable(params))
         return cur
 
     def executemany(self, text: str, rows: Sequence[Sequence[Any]]) -> None:
@@ -146,8 +148,9 @@ class Database:
         if not rows:
             return
         cur = self.con.cursor()
+        rows = [_storable(r) for r in rows]
         if not self.postgres:
-            self._retrying(cur.executemany, text, [tuple(r) for r in rows])
+            self._retrying(cur.executemany, text, rows)
             return
         # pg8000 sends one statement per row (a round trip each: 20,000 rows took 5 s);
         # many rows per statement instead, within PostgreSQL's 65,535 parameters.
@@ -182,6 +185,11 @@ class Database:
         """Within a transaction: wait until no other writer is creating the schema."""
         if self.postgres:  # concurrent CREATE TABLE IF NOT EXISTS can collide in PostgreSQL
             self.execute("SELECT pg_advisory_xact_lock(7468307)")
+
+
+def _storable(params: Sequence[Any]) -> tuple[Any, ...]:
+    """Statement parameters, each text one as UTF-8 can hold it."""
+    return tuple(utf8_safe(v) if isinstance(v, str) else v for v in params)
 
 
 def _pg_connect(url: str) -> Any:

@@ -71,8 +71,10 @@ def _where(workload: str | None, branch: str | None, machine: str | None,
            since: str | None) -> tuple[str, list[Any]]:
     clauses, params = [], []
     if workload:
-        clauses.append("(r.workload LIKE ? OR r.workload_key = ?)")
-        params += [f"%{workload}%", workload]
+        # the command is stored as JSON: an undecodable byte of it (\udcff) as JSON escapes it
+        escaped = json.dumps(workload)[1:-1]
+        clauses.append("(r.workload LIKE ? OR r.workload LIKE ? OR r.workload_key = ?)")
+        params += [f"%{workload}%", f"%{escaped}%", workload]
     if branch:
         clauses.append("r.branch = ?")
         params.append(branch)

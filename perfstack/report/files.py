@@ -348,9 +348,24 @@ def _json_bytes(data: Any) -> bytes:
     return json.dumps(data, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 
+def utf8_safe(text: str) -> str:
+    """``text`` as UTF-8 can hold it: the undecodable bytes Python keeps from a file name or an
+    argument (``\udcff`` for a byte 0xff) written as ``\xff``, any other lone surrogate
+    escaped; text without them is returned as it is."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically."""
-    write_atomic(path, text.encode("utf-8"))
+    """Write ``text`` to ``path`` atomically, as UTF-8 (``utf8_safe``)."""
+    write_atomic(path, utf8_safe(text).encode("utf-8"))
 
 
 def report_json(report: Report) -> str:
