@@ -433,7 +433,7 @@ def test_a_signal_while_waiting_for_a_fifo_reader_ends_the_wait(tmp_path):
          "--plugins", "resources", "-o", str(fifo), str(script)], cwd=tmp_path,
         env=perfstack_env({"PERFSTACK_HISTORY": "off"}), stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True)
-    time.sleep(2.0)  # by then it waits for a reader (had it not, the signal ends it anyway)
+    time.sleep(1.2)  # by then it waits for a reader (had it not, the signal ends it anyway)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 143, err

@@ -136,25 +136,32 @@ def test_under_steps_what_ran_before_sampling_is_its_own_part_and_no_answer() ->
     assert headline.bound not in (None, "before_sampling")
 
 
-def test_the_recompile_limit_is_said_loudly(tmp_path: Path) -> None:
-    """A Python number that changes every call: a recompile each time until dynamo's limit
-    (8), then it runs the function eagerly, silently; its record of that compile names no
-    frame. The frame is found by its compile id, and a critical finding says so."""
-    out = tmp_path / "report.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "perfstack", "run", "-q", "--plugins", "dynamo", "--repeat",
-         "1", "--warmup", "0", "-o", str(out), "--out-dir", str(tmp_path / "run"),
-         str(ROOT / "tests" / "workloads" / "recompile_limit.py")],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
-        env={**__import__("os").environ, "PERFSTACK_HISTORY": "off"})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    from perfstack import load
+def test_the_recompile_limit_is_said_loudly() -> None:
+    """A Python number that changes every call (tests/workloads/recompile_limit.py): a
+    recompile each time until dynamo's limit (8), then it runs the function eagerly,
+    silently; its record of that compile names no frame. The frame is found by its compile
+    id, and a critical finding says so. (The records of one run of it, recorded here:
+    `perfstack run --plugins dynamo --repeat 1 --warmup 0 tests/workloads/recompile_limit.py`,
+    its baseline-1/compile.json.)"""
+    import gzip
 
-    report = load(out)
+    from perfstack_plugins.compiler.findings import findings
+    from perfstack_plugins.compiler.rows import collected
+
+    from perfstack.report import Report, RunInfo
+
+    recorded = ROOT / "tests/fixtures/reports/compile/recompile_limit.compile.json.gz"
+    with gzip.open(recorded, "rt", encoding="utf-8") as fh:
+        run = read(json.load(fh))
+    layer = collected([run], run, None, None, [], None)
+    report = Report(RunInfo(command=["python", str(ROOT / "tests/workloads/recompile_limit.py")],
+                            cwd=str(ROOT), started="", duration_s=1.0, perfstack_version="0",
+                            repeat=1, warmup=0, timeout_s=None, complete=True),
+                    {}, layers=layer.rows, metrics=layer.metrics)
     [frame] = [r for r in report.layers[Layer.COMPILE] if r.attrs.get("kind") == "frame"]
     assert frame.name == "scale" and frame.values["compiles"].value == 9
     assert any("recompile limit" in str(f) for f in frame.attrs["failed"])
-    found = {f.rule: f for f in report.findings}
+    found = {f.rule: f for f in findings(report)}
     fallback = found["compile.fallback"]
     assert fallback.severity == "critical" and "recompile limit" in fallback.title
     recompiles = found["compile.recompiles"]

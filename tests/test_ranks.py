@@ -344,7 +344,7 @@ def test_a_scheduler_file_that_is_not_dask_s_and_a_port_that_never_answers(
             [sys.executable, "-m", "perfstack", "analyze", str(job), "--scheduler",
              f"tcp://127.0.0.1:{server.getsockname()[1]}", "-q", "-o", "none.json"],
             cwd=tmp_path, capture_output=True, text=True, timeout=120,
-            env=perfstack_env({"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "1s"}))
+            env=perfstack_env({"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "0.5s"}))
         took = time.monotonic() - start
         stop.set()
         thread.join()
