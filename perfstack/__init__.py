@@ -38,8 +38,17 @@ _started_at: float | None = None
 #: Set by the bootstrap: the step at which the measured window opens, and what to call then.
 _window_at: int | None = None
 _on_window: Any = None
-#: Set by the bootstrap: the workload's own process; steps count in its main thread only.
+#: Set by the bootstrap: the workload's own process; steps count there, not in forked workers.
 _pid: int | None = None
+#: The thread whose steps count (``threading.get_ident()``): the first to mark a step of the
+#: kind that counts. A training loop run in a worker thread is counted there; a second thread
+#: stepping beside it is not counted twice.
+_stepper: int | None = None
+#: Set by the bootstrap under ``--steps``: the signal that ends the main thread when the step
+#: limit is reached in another thread (the main thread may be waiting on that thread).
+_end_signal: int | None = None
+#: Whether ``--steps`` ended the workload: its leftover threads then get a bounded wait.
+_limit_reached = False
 #: The CPU seconds of the child processes the workload had waited for when the step times
 #: began (its first step): what they use later ran beside its steps (DataLoader workers), what
 #: they used before did not (a compiler run at the first call).
@@ -59,9 +68,11 @@ def step() -> None:
     ``perfstack run --steps N`` ends the run after its steps. Training loops with a torch
     optimizer need not call it: optimizer steps are counted automatically.
 
-    Only the workload's main thread, in its own process, counts steps: a call from another
-    thread or from a forked worker (``multiprocessing``) is ignored, since ending the run there
-    would stop that thread or worker and leave the main thread waiting for it.
+    Steps count in the workload's own process, in the first thread that marks one (a
+    training loop may run in a worker thread while the main thread waits on it): calls from
+    other threads, and from forked workers (``multiprocessing``), are ignored. When the limit
+    is reached in a thread other than the main one, that thread ends and the main thread is
+    ended too, wherever it waits; threads still running then get a few seconds to end.
     """
     _count_step(explicit=True)
 
@@ -72,18 +83,22 @@ def _optimizer_step(*_: Any) -> None:
 
 
 def _count_step(explicit: bool) -> None:
-    global _steps, _explicit, _children_at_first
-    if _pid is not None and (os.getpid() != _pid
-                             or threading.current_thread() is not threading.main_thread()):
+    global _steps, _explicit, _children_at_first, _stepper
+    if _pid is not None and os.getpid() != _pid:
         return
+    me = threading.get_ident()
     if explicit and not _explicit:
-        _explicit = True
+        _explicit, _stepper = True, me
         # The optimizer steps counted so far were the same batches the workload now marks
         # itself: counted once, not twice (a first batch of two "steps").
         _steps = 0
         _step_times[:] = [] if _started_at is None else [_started_at]
     elif not explicit and _explicit:
         return  # the workload marks its own steps: optimizer steps no longer count
+    elif _stepper is None:
+        _stepper = me
+    if me != _stepper:
+        return  # one thread's steps are the run's steps
     _steps += 1
     if _steps == _window_at and _on_window is not None:
         _on_window()  # waits for the samplers to attach: before the step ends, so that
@@ -98,7 +113,20 @@ def _count_step(explicit: bool) -> None:
     for callback in _step_callbacks:
         callback()
     if _stop_after is not None and _steps >= _stop_after:
+        _end_main_thread()
         raise StepLimitReached(0)
+
+
+def _end_main_thread() -> None:
+    """The step limit was reached: when in another thread than the main one, interrupt the
+    main thread (the bootstrap's handler raises StepLimitReached there)."""
+    global _limit_reached
+    _limit_reached = True
+    main = threading.main_thread()
+    if _end_signal is not None and threading.current_thread() is not main and main.ident:
+        import signal
+
+        signal.pthread_kill(main.ident, _end_signal)
 
 
 def _children_cpu() -> float:

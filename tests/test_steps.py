@@ -109,15 +109,21 @@ def test_every_rank_stops_at_the_same_step(ddp_job: Result) -> None:
             assert overhead["basis"] == "step" and overhead["baseline_n"] == 4, (name, overhead)
 
 
-def test_only_the_main_threads_steps_count(perfstack: Callable[..., Result]) -> None:
-    """A worker thread's perfstack.step() calls do not count (ending the run there left the
-    main thread waiting on its queue for ever): the workload runs to its end, and --steps is
-    told it marked no steps, at once."""
-    result = perfstack("run", "--steps", "5", "--plugins", "resources", "--repeat", "1",
-                       "--warmup", "0", "-q", "--timeout", "60",
+def test_a_training_thread_s_steps_end_the_run(perfstack: Callable[..., Result]) -> None:
+    """A loop that steps in a worker thread while the main thread joins it (it never ended
+    before: its steps were ignored, the main thread waited): its steps count, the main thread
+    is ended where it waits, and a thread blocked for ever gets a bounded wait and a line."""
+    result = perfstack("run", "--steps", "3", "--warmup-steps", "1", "--plugins", "resources",
+                       "--repeat", "1", "--warmup", "0", "-q", "--timeout", "60",
                        str(WORKLOADS / "thread_steps.py"), timeout=120)
-    assert result.code == 2, result.stderr
-    assert "marked no steps" in result.stderr
+    assert result.code == 0, result.stderr
+    folder = result.cwd / ".perfstack" / "runs" / "latest" / "baseline-1"
+    steps = _steps_of(folder)
+    assert steps["steps"] == 4 and len(steps["step_times_s"]) == 4, steps
+    assert "trained" not in (folder / "stdout.log").read_text()  # the join was ended
+    stderr = (folder / "stderr.log").read_text()
+    assert "Traceback" not in stderr  # the thread the limit ended ends quietly
+    assert "1 of its threads still ran" in stderr and "feeder" in stderr, stderr
 
 
 def test_a_batch_with_an_optimizer_step_and_perfstack_step_is_one_step(

@@ -45,6 +45,12 @@ from perfstack.run.filenames import (
 
 CONFIG_ENV = "PERFSTACK_BOOTSTRAP"
 STACK_SIGNAL = signal.SIGUSR1
+#: Under ``--steps``: the signal with which a thread that reached the step limit ends the main
+#: thread (a real-time one, which workloads and launchers leave alone; SIGUSR1/2 are SLURM's).
+END_SIGNAL = signal.SIGRTMAX - 1
+#: After the step limit ended the workload, threads it left running get this long to end
+#: before the process exits without them (a producer blocked on a full queue never would).
+LEFTOVER_WAIT_S = 5.0
 #: The workload waits at the start of its measured window for the driver's answer (the
 #: samplers attached) at most this long, so no measured step goes unsampled.
 WINDOW_WAIT_S = 15.0
@@ -188,6 +194,60 @@ def _bound_steps(steps: dict[str, int], folder: str) -> None:
 
     if warmup > 0:
         perfstack._window_at, perfstack._on_window = warmup, opened
+    if signal.getsignal(END_SIGNAL) in (signal.SIG_DFL, None):
+        signal.signal(END_SIGNAL, _on_end_signal)
+        perfstack._end_signal = END_SIGNAL
+    _quiet_thread_ends()
+
+
+def _quiet_thread_ends() -> None:
+    """A thread that the step limit ended ends as quietly as the main thread (threading's own
+    hook is quiet about SystemExit itself only, not about a subclass)."""
+    import threading
+
+    import perfstack
+
+    before = threading.excepthook
+
+    def hook(args: Any) -> None:
+        if args.exc_type is not None and issubclass(args.exc_type, perfstack.StepLimitReached):
+            return
+        before(args)
+
+    threading.excepthook = hook
+
+
+def _on_end_signal(signum: int, frame: FrameType | None) -> None:
+    """The step limit was reached in another thread: end the script in the main thread,
+    unless it has ended already (the bootstrap is writing its files)."""
+    import perfstack
+
+    if perfstack._end_signal is not None:
+        raise perfstack.StepLimitReached(0)
+
+
+def _end_leftover_threads() -> None:
+    """The step limit ended the script: threads it started that still run get a bounded wait,
+    then the process exits without them (the workload's atexit handlers run first)."""
+    import atexit
+    import threading
+
+    deadline = time.monotonic() + LEFTOVER_WAIT_S
+    for thread in threading.enumerate():
+        if thread is threading.current_thread() or thread.daemon:
+            continue
+        thread.join(max(0.0, deadline - time.monotonic()))
+    left = [t.name for t in threading.enumerate()
+            if t.is_alive() and not t.daemon and t is not threading.current_thread()]
+    if left:
+        print(f"perfstack: --steps ended the workload; {len(left)} of its threads still ran "
+              f"{LEFTOVER_WAIT_S:.0f} s later ({', '.join(left[:3])}): exiting without them",
+              file=sys.stderr)
+        atexit._run_exitfuncs()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(0)
 
 
 def _parse(argv: list[str]) -> tuple[str, list[str], bool]:
@@ -252,6 +312,10 @@ def main(argv: list[str]) -> None:
             runpy.run_path(target, run_name="__main__")
     finally:
         script_end = time.time()  # what follows (hooks, atexit, the interpreter) is teardown
+        if folder:
+            import perfstack
+
+            perfstack._end_signal = None  # the script has ended: a late signal ends nothing
         if probes:
             from perfstack.machine.probe import scheduler_times
 
@@ -292,6 +356,8 @@ def main(argv: list[str]) -> None:
                 _write_workload_env(folder)
         if log is not None:
             log.flush()
+        if folder and perfstack._limit_reached:
+            _end_leftover_threads()
 
 
 if __name__ == "__main__":

@@ -1,23 +1,34 @@
-"""A worker thread marks the steps while the main thread waits on a queue for its results
-(50 items): under ``--steps`` only the main thread's steps may count, or the worker would be
-ended mid-way and the main thread would wait for ever."""
+"""A training loop run in a worker thread while the main thread waits for it, beside a feeder
+thread that blocks for ever on a full queue: under ``--steps`` the worker's steps count, the
+run ends at its limit (the main thread is ended where it waits), and the blocked feeder gets a
+bounded wait. Without ``--steps`` the loop runs its 10,000 steps (about 10 s or more)."""
 
 import queue
 import threading
+import time
 
 import perfstack
 
-ITEMS = 50
+STEPS = 10_000
 
 
-def worker(out: "queue.Queue[int]") -> None:
-    for i in range(ITEMS):
-        out.put(i * i)
+def train(results: "queue.Queue[int]") -> None:
+    for i in range(STEPS):
+        time.sleep(0.001)
+        results.put(i)
         perfstack.step()
 
 
+def feeder() -> None:
+    full: queue.Queue[int] = queue.Queue(maxsize=1)
+    while True:
+        full.put(1)  # blocks for ever once the queue is full: a thread that never ends
+
+
 if __name__ == "__main__":
+    threading.Thread(target=feeder, name="feeder").start()
     results: "queue.Queue[int]" = queue.Queue()
-    threading.Thread(target=worker, args=(results,), daemon=True).start()
-    total = sum(results.get(timeout=30) for _ in range(ITEMS))
-    print(f"got {ITEMS} items, total {total}")
+    trainer = threading.Thread(target=train, args=(results,), name="trainer")
+    trainer.start()
+    trainer.join()
+    print(f"trained {results.qsize()} steps")
