@@ -4,13 +4,16 @@ tests/test_distributed.py)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from perfstack.run.nodes import first_host, node_rank, slurm_rendezvous
-from tests.conftest import WORKLOADS, Result, assert_one_line_error
+from tests.conftest import WORKLOADS, Result, assert_one_line_error, perfstack_env
 
 
 @pytest.mark.parametrize(("nodelist", "first"), [
@@ -102,3 +105,42 @@ def test_nodes_that_measured_different_steps_are_not_joined(perfstack: Callable[
     only = perfstack("merge", str(tmp_path / "other" / "node0" / "report.json"),
                      str(tmp_path / "other" / "node2" / "report.json"), "-o", "x.json", "-q")
     assert "every step, no --steps" in only.stderr and only.code == 2
+
+
+
+_CLAIM = """
+import os, sys, time
+from pathlib import Path
+from perfstack.errors import OutputError
+from perfstack.run.rundir import claim_empty_folder
+go = Path(sys.argv[2])
+while not go.exists():
+    time.sleep(0.0005)
+try:
+    claim_empty_folder(Path(sys.argv[1]), "taken")
+except OutputError:
+    print("refused")
+else:
+    print("won")
+    time.sleep(1.0)  # held while the others try
+"""
+
+
+def test_one_of_several_sessions_started_together_takes_a_folder(tmp_path: Path) -> None:
+    """Two sessions of one node given one --job-dir (or one --out-dir), started together:
+    the check-then-write let both pass and one report replaced the other. Six processes
+    released at once: exactly one takes the folder, its hold ends with it, and once the
+    folder holds a report a later session is refused too."""
+    folder, go = tmp_path / "job" / "node0", tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", _CLAIM, str(folder), str(go)],
+                              stdout=subprocess.PIPE, text=True, env=perfstack_env())
+             for _ in range(6)]
+    time.sleep(1.5)  # every one started and waiting
+    go.touch()
+    verdicts = sorted(proc.communicate(timeout=60)[0].strip() for proc in procs)
+    assert verdicts == ["refused"] * 5 + ["won"], verdicts
+    assert [p.name for p in folder.iterdir()] == []  # the hold ended with its process
+    (folder / "report.json").write_text("{}")
+    later = subprocess.run([sys.executable, "-c", _CLAIM, str(folder), str(go)],
+                           capture_output=True, text=True, env=perfstack_env(), timeout=60)
+    assert later.stdout.strip() == "refused"

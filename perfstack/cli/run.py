@@ -203,9 +203,15 @@ def use_job_dir(ns: argparse.Namespace, torchrun_args: list[str]) -> None:
         raise errors.UsageError("--job-dir: which node of the job is this? give --node-rank "
                                 "in --torchrun-args, or run under SLURM (srun)")
     folder = ns.job_dir / f"node{node}"
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        raise errors.OutputError(f"{folder}: node {node} of a job already wrote there; give "
-                                 "each job its own --job-dir")
+    refusal = (f"{folder}: node {node} of a job already wrote there (or writes there now); "
+               "give each job its own --job-dir")
+    if ns.dry_run:  # writes nothing: the check alone
+        if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+            raise errors.OutputError(refusal)
+    else:  # taken atomically: two sessions of one node started together cannot both write
+        from perfstack.run import rundir
+
+        rundir.claim_empty_folder(folder, refusal)
     ns.output, ns.out_dir = folder / REPORT_FILE, folder / "run"
 
 

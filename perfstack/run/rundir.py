@@ -12,6 +12,7 @@ output; under torchrun one ``rank-N/`` folder per rank. The names are
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import math
@@ -317,15 +318,45 @@ def new_run_dir(base: Path) -> Path:
     raise OutputError(f"{base}: too many run folders named {stamp}")
 
 
-def use_out_dir(path: Path) -> Path:
-    """Return ``path`` as the run folder; it must be new or empty, so nothing is overwritten."""
-    if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise OutputError(f"{path}: exists and is not an empty folder; choose a new --out-dir")
+#: The file by which one perfstack session holds a folder it writes (--out-dir, --job-dir's
+#: node folder) while it runs: created exclusively, so two sessions started together cannot
+#: both take it; removed when the session ends.
+CLAIM_FILE = ".perfstack-writing"
+
+
+def claim_empty_folder(path: Path, refusal: str) -> Path:
+    """Take ``path`` (created if missing) for this session, atomically: it must be empty and
+    held by no other session, else OutputError(``refusal``). The hold ends with the process."""
+    if path.exists() and not path.is_dir():
+        raise OutputError(refusal)
     try:
         path.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path / CLAIM_FILE, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        raise OutputError(refusal) from None
     except OSError as exc:
-        raise OutputError(f"{path}: cannot create ({exc.strerror})") from None
+        raise OutputError(f"{path}: cannot write there ({exc.strerror})") from None
+    with contextlib.suppress(OSError):
+        os.write(fd, f"{os.getpid()}\n".encode())
+    os.close(fd)
+    claim = path / CLAIM_FILE
+    if any(p.name != CLAIM_FILE for p in path.iterdir()):
+        claim.unlink(missing_ok=True)
+        raise OutputError(refusal)
+    atexit.register(_release, claim)
     return path
+
+
+def _release(claim: Path) -> None:
+    with contextlib.suppress(OSError):
+        claim.unlink()
+
+
+def use_out_dir(path: Path) -> Path:
+    """Return ``path`` as the run folder; it must be new or empty, so nothing is overwritten
+    (taken atomically: two sessions given one --out-dir cannot both write there)."""
+    return claim_empty_folder(path, f"{path}: exists and is not an empty folder (or another "
+                                    "session writes there); choose a new --out-dir")
 
 
 def check_writable(report_path: Path) -> None:
