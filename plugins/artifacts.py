@@ -8,6 +8,7 @@ a report moved without its run folder still renders, without those parts.
 
 from __future__ import annotations
 
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,16 +17,39 @@ from perfstack.report import Report
 
 from .pyspy.speedscope import frame_key, is_ours, read_profile
 
+#: The most of one artifact the page and the merged trace read (its bytes, decompressed for
+#: a .gz): a report is a file people pass around, and its artifacts are read whole into
+#: memory (a 3 GiB one ended ``show`` in MemoryError). Perfstack's own are far below it (the
+#: largest shared GPU trace decompresses to 25 MiB); Perfetto's UI loads about 2 GB at most.
+ARTIFACT_MAX_BYTES = 512 << 20
 
-def artifact(report: Report, base: Path | None, backend: str, label: str) -> Path | None:
-    """Return the path of a backend's artifact when it still exists."""
+
+def locate(report: Report, base: Path | None, backend: str,
+           label: str) -> tuple[Path | None, str | None]:
+    """Return (path, None) for a backend's artifact that can be read, (None, why) for one the
+    report names that cannot (gone, not a regular file, over ARTIFACT_MAX_BYTES), (None, None)
+    when the report names none."""
     entry = next((b for b in report.backends if b.name == backend), None)
     if entry is None or label not in entry.artifacts:
-        return None
+        return None, None
     path = Path(entry.artifacts[label])
     if not path.is_absolute():
         path = (base or Path.cwd()) / path
-    return path if path.is_file() else None
+    try:
+        info = path.stat()
+    except OSError:
+        return None, f"{path}: gone (the report was moved without its run folder?)"
+    if not stat.S_ISREG(info.st_mode):  # a FIFO would block, a device never end
+        return None, f"{path}: not a regular file; not read"
+    if info.st_size > ARTIFACT_MAX_BYTES:
+        return None, (f"{path}: {info.st_size >> 20} MiB, over the {ARTIFACT_MAX_BYTES >> 20} "
+                      "MiB read for a page or a trace; not read")
+    return path, None
+
+
+def artifact(report: Report, base: Path | None, backend: str, label: str) -> Path | None:
+    """Return the path of a backend's artifact when it still exists and can be read."""
+    return locate(report, base, backend, label)[0]
 
 
 @dataclass

@@ -26,7 +26,7 @@ from perfstack.render import Renderer, RenderOptions
 from perfstack.report import Layer, Report
 from perfstack.run.rundir import RunFolder
 
-from .artifacts import artifact, read_nvml, read_speedscope
+from .artifacts import ARTIFACT_MAX_BYTES, locate, read_nvml, read_speedscope
 from .torchprof.gunzip import TraceError, gunzip
 from .torchprof.repair import loads_trace
 
@@ -51,8 +51,12 @@ def _read_trace(path: Path) -> Any:
     """A Chrome trace's JSON (a ``.gz`` one decompressed within the bound torch's reader
     keeps; a name Kineto wrote with a bare quote read with it escaped)."""
     if path.name.endswith(".gz"):
-        with gunzip(path, text=True) as fh:
-            return loads_trace(fh.read())
+        with gunzip(path) as fh:
+            data = fh.read(ARTIFACT_MAX_BYTES + 1)
+        if len(data) > ARTIFACT_MAX_BYTES:
+            raise ValueError(f"{path}: decompresses to over {ARTIFACT_MAX_BYTES >> 20} MiB; "
+                             "not read")
+        return loads_trace(data.decode("utf-8", errors="replace"))
     return loads_trace(path.read_text("utf-8", errors="replace"))
 
 
@@ -144,10 +148,11 @@ _LABEL = re.compile(
     r"(?:node(?P<node>\d+):)?(?P<label>[a-z]+)(?:-(?P<cycle>\d+))?(?:\.rank(?P<rank>\d+))?")
 
 
-def _artifacts(report: Report, base: Path | None, backend: str,
-               label: str) -> list[tuple[str, Path]]:
-    """Each of a backend's artifacts of this label that still exists, with what tells it from
-    the others (", rank 1", ", cycle 2"), in rank then cycle order."""
+def _artifacts(report: Report, base: Path | None, backend: str, label: str,
+               left_out: list[str]) -> list[tuple[str, Path]]:
+    """Each of a backend's artifacts of this label that can be read, with what tells it from
+    the others (", rank 1", ", cycle 2"), in rank then cycle order; why each other one cannot
+    is added to ``left_out``."""
     entry = next((b for b in report.backends if b.name == backend), None)
     if entry is None:
         return []
@@ -156,8 +161,10 @@ def _artifacts(report: Report, base: Path | None, backend: str,
         m = _LABEL.fullmatch(key)
         if m is None or m["label"] != label:
             continue
-        path = artifact(report, base, backend, key)
+        path, why = locate(report, base, backend, key)
         if path is None:
+            if why:
+                left_out.append(why)
             continue
         node, rank, cycle = int(m["node"] or 0), int(m["rank"] or -1), int(m["cycle"] or 0)
         what = ((f", rank {rank}" if rank >= 0 else f", node {node}" if node else "")
@@ -168,15 +175,17 @@ def _artifacts(report: Report, base: Path | None, backend: str,
 
 def merged_trace(report: Report, base: Path | None) -> dict[str, Any]:
     """Return the merged Chrome trace of every backend run this report's artifacts hold: one
-    process per backend run, and per rank and profiling cycle where there are several."""
+    process per backend run, and per rank and profiling cycle where there are several. Its
+    metadata's ``left_out`` says which artifacts could not be read, and why."""
     events: list[dict[str, Any]] = []
     included = []
+    left_out: list[str] = []
     sources = (("torch", "trace", "torch.profiler: ops and kernels"),
                ("pyspy", "speedscope", "py-spy: sampled Python stacks (samples end to end)"),
                ("nvml", "timeline", "NVML: GPU counters"))
     unanchored: list[list[dict[str, Any]]] = []  # traces recorded elsewhere: one clock
     for sort, (backend, label, title) in enumerate(sources):
-        for i, (what, path) in enumerate(_artifacts(report, base, backend, label)):
+        for i, (what, path) in enumerate(_artifacts(report, base, backend, label, left_out)):
             pid = PIDS[backend] * 1000 + i
             try:
                 if backend == "torch":
@@ -187,7 +196,8 @@ def merged_trace(report: Report, base: Path | None) -> dict[str, Any]:
                     got = pyspy_events(path, pid)
                 else:
                     got = nvml_events(path, pid)
-            except (OSError, ValueError, KeyError, TraceError):
+            except (OSError, ValueError, KeyError, TraceError) as exc:
+                left_out.append(f"{path}: {exc}" if str(path) not in str(exc) else str(exc))
                 continue
             events += _meta(pid, f"{backend} run{what}: {title}", sort * 1000 + i)
             events += got
@@ -206,6 +216,7 @@ def merged_trace(report: Report, base: Path | None) -> dict[str, Any]:
             "backends": included,
             "perf_stat_totals": {k: (q.value if q is not None else None)
                                  for k, q in counters.items()},
+            "left_out": left_out,
         },
     }
 
@@ -218,8 +229,18 @@ class PerfettoRenderer(Renderer):
     output_file_extension = ".json"
 
     def render(self, report: Report, options: RenderOptions) -> str:
-        """Return the merged trace as JSON text."""
-        return json.dumps(merged_trace(report, options.report_dir), separators=(",", ":")) + "\n"
+        """Return the merged trace as JSON text; what it left out, and an empty trace, are
+        said in ``options.notices``."""
+        trace = merged_trace(report, options.report_dir)
+        left_out = trace["metadata"]["left_out"]
+        options.notices.extend(f"left out of the trace: {why}" for why in left_out)
+        if not trace["traceEvents"]:
+            options.notices.append(
+                "the trace holds no events: " + ("none of its artifacts could be read"
+                                                 if left_out else
+                                                 "the report names no torch, py-spy or NVML "
+                                                 "artifact (run with --plugins torch or pyspy)"))
+        return json.dumps(trace, separators=(",", ":")) + "\n"
 
 
 @hookimpl

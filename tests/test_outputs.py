@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from perfstack.report.files import schema_errors
-from tests.conftest import ROOT, WORKLOADS, Result, two_rank_job
+from tests.conftest import ROOT, WORKLOADS, Result, perfstack_in, two_rank_job
 
 TRACE = ROOT / "tests" / "fixtures" / "gpu-traces" / "a100_nccl" / "rank-0.json.gz"
 
@@ -97,3 +99,50 @@ def test_a_run_with_dash_o_dash_prints_json_and_keeps_its_folder(
     printed = json.loads(result.stdout)
     assert printed == result.report()  # the run folder's report.json, the same report
     assert not (tmp_path / "-").exists()
+
+
+def test_an_analysed_report_read_from_another_folder_keeps_its_trace(tmp_path: Path) -> None:
+    """``analyze`` given a path relative to where it ran, its report read from another folder:
+    the Perfetto export was an empty trace, exit 0, no word (the artifact named the trace
+    relative to the folder analyze ran in, and was read against the report's)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copy(TRACE, work / "rank-0.json.gz")
+    made = perfstack_in(work, "analyze", "rank-0.json.gz", "-o", str(tmp_path / "out" / "r.json"),
+                        "-q")
+    assert made.code == 0, made.stderr
+    shown = perfstack_in(tmp_path, "show", "out/r.json", "--format", "perfetto", "-o", "t.json")
+    assert shown.code == 0, shown.stderr
+    trace = json.loads((tmp_path / "t.json").read_text())
+    assert sum(1 for e in trace["traceEvents"] if e.get("cat") == "kernel") == _kernels(TRACE)
+    assert trace["metadata"]["left_out"] == [] and "left out" not in shown.stderr
+
+
+def test_artifacts_that_cannot_be_read_are_said_and_never_block(tmp_path: Path) -> None:
+    """A report's artifacts are read whole: one naming /dev/zero was read until MemoryError, a
+    FIFO blocked for ever, a 3 GiB file took 3.1 GB. Only regular files within the bound are
+    read; each one left out is said on stderr, an empty trace too, and the page still renders
+    (saying why it has no flame graph)."""
+    made = perfstack_in(tmp_path, "analyze", str(TRACE), "-o", "r.json", "-q")
+    assert made.code == 0, made.stderr
+    os.mkfifo(tmp_path / "fifo")
+    with open(tmp_path / "huge.json", "wb") as fh:  # sparse: no disk, 600 MiB to a reader
+        fh.truncate(600 << 20)
+    report = json.loads((tmp_path / "r.json").read_text())
+    report["backends"][0]["artifacts"] = {"trace": "/dev/zero", "trace.rank1": "fifo",
+                                          "trace.rank2": "huge.json", "trace.rank3": "gone"}
+    report["backends"].append({**report["backends"][0], "name": "pyspy",
+                               "artifacts": {"speedscope": "huge.json"}})
+    (tmp_path / "hostile.json").write_text(json.dumps(report))
+    shown = perfstack_in(tmp_path, "show", "hostile.json", "--format", "perfetto", "-o", "t.json",
+                         timeout=60)
+    assert shown.code == 0, shown.stderr
+    assert json.loads((tmp_path / "t.json").read_text())["traceEvents"] == []
+    said = shown.stderr
+    assert "/dev/zero: not a regular file" in said and "fifo: not a regular file" in said
+    assert "huge.json: 600 MiB, over the 512 MiB" in said and "gone: gone" in said
+    assert "the trace holds no events: none of its artifacts could be read" in said
+    page = perfstack_in(tmp_path, "show", "hostile.json", "--format", "html", "-o", "p.html",
+                        timeout=60)
+    assert page.code == 0, page.stderr
+    assert "600 MiB, over the 512 MiB read for a page" in (tmp_path / "p.html").read_text()

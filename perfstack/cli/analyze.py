@@ -48,12 +48,15 @@ def _output(plugins: Plugins, report: Report, ns: argparse.Namespace, what: str)
     elif not ns.quiet:  # another format, printed as `perfstack show --format` prints it
         from perfstack.render import RenderOptions, terminal_safe
 
-        text = plugins.renderers()[ns.format].render(report, RenderOptions(
+        options = RenderOptions(
             top=ns.top, depth=ns.depth, width=output_width(), full=ns.full,
             all_frames=ns.all_frames, report_dir=output.parent.resolve(),
             layer_providers=plugins.layer_providers(),
             metric_providers=plugins.metric_providers(),
-            artifact_openers=plugins.artifact_openers()))
+            artifact_openers=plugins.artifact_openers())
+        text = plugins.renderers()[ns.format].render(report, options)
+        for notice in options.notices:
+            print(f"perfstack: {terminal_safe(notice)}", file=sys.stderr)
         sys.stdout.write(terminal_safe(text) if ns.format == "markdown" else text)
     print(f"report: {output}  ({what})", file=sys.stderr)
     html = ns.html

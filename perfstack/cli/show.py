@@ -104,12 +104,15 @@ def cmd_show(plugins: Plugins, argv: list[str]) -> int:
     if renderer is None:  # argparse offered it: a plugin that no longer gives it
         raise errors.UsageError(f"--format {ns.format}: no installed plugin draws it now")
     to_terminal = ns.output is None and sys.stdout.isatty()
-    text = renderer.render(report, RenderOptions(
+    options = RenderOptions(
         top=ns.top, depth=ns.depth, width=output_width(), color=to_terminal,
         report_dir=path.parent.resolve(), layer_providers=plugins.layer_providers(),
         metric_providers=plugins.metric_providers(),
         artifact_openers=plugins.artifact_openers(), full=ns.full, all_frames=ns.all_frames,
-        output_dir=ns.output.parent.resolve() if ns.output is not None else None))
+        output_dir=ns.output.parent.resolve() if ns.output is not None else None)
+    text = renderer.render(report, options)
+    for notice in options.notices:
+        print(f"perfstack: {terminal_safe(notice)}", file=sys.stderr)
     if ns.output is None or ns.format in ("text", "markdown"):
         text = terminal_safe(text)  # a workload's escape sequences cannot drive a terminal
     if ns.output is not None:

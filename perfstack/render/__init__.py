@@ -40,6 +40,8 @@ class RenderOptions:
     #: the folder the output is written to, when it is a file: links to artifacts are made
     #: relative to it
     output_dir: Path | None = None
+    #: lines a format asks the command to say on stderr: what it left out, and why
+    notices: list[str] = field(default_factory=list)
 
 
 class Renderer:

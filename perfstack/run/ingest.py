@@ -242,7 +242,9 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None,
         results.append(assembly.result_of(
             entry, Status.OK if has_rows else Status.EMPTY,
             reason=None if has_rows else "the files held nothing to report",
-            artifacts={label: str(path) for label, path in out.artifacts.items()},
+            # absolute: the files stay where they were when the report is read from another
+            # folder (a path relative to where analyze ran was read against the report's)
+            artifacts={label: os.path.abspath(path) for label, path in out.artifacts.items()},
             notes=out.notes))
     roofs = recorded_ceilings(environment["recorded"])
     if roofs:

@@ -14,7 +14,7 @@ from typing import Any
 from perfstack.analysis.origin import origin, workload_dir
 from perfstack.report import Report
 
-from ..artifacts import artifact, read_speedscope, walk_tree
+from ..artifacts import artifact, locate, read_speedscope, walk_tree
 
 #: Frames below this share of all samples are not drawn (nor sent).
 MIN_SHARE = 0.0005
@@ -54,9 +54,9 @@ def _depth(node: dict[str, Any]) -> int:
 
 def flame_tree(report: Report, base: Path | None) -> tuple[dict[str, Any] | None, str | None]:
     """Return the flame graph's tree, or None and why there is none."""
-    path = artifact(report, base, "pyspy", "speedscope")
+    path, why = locate(report, base, "pyspy", "speedscope")
     if path is None:
-        return None, "no py-spy profile beside this report (run with --plugins pyspy)"
+        return None, why or "no py-spy profile beside this report (run with --plugins pyspy)"
     try:
         tree = walk_tree(read_speedscope(path))
     except (OSError, ValueError, KeyError) as exc:
