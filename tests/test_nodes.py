@@ -66,16 +66,19 @@ def test_job_dir_is_checked_before_anything_runs(perfstack: Callable[..., Result
     assert not (tmp_path / ".perfstack").exists()  # nothing ran
 
 
-def _node_report(folder: Path, rank: int, steps: dict[str, int] | None) -> Path:
+def _node_report(folder: Path, rank: int, steps: dict[str, int] | None,
+                 job: str | None = None, started: str | None = None) -> Path:
     """A node's report of one rank of train.py whose runs measured ``steps``."""
     from perfstack.report import Better, Metric, Report, RunInfo
     from perfstack.report.files import save_report
 
     folder.mkdir(parents=True)
     report = Report(run=RunInfo(command=["python", "train.py"], cwd=str(folder),
-                                started=f"2026-11-24T10:00:0{rank}", duration_s=1.0,
-                                perfstack_version="0", repeat=1, warmup=0, timeout_s=None,
-                                complete=True, steps=steps), environment={})
+                                started=started or f"2026-11-24T10:00:0{rank}",
+                                duration_s=1.0, perfstack_version="0", repeat=1, warmup=0,
+                                timeout_s=None, complete=True, steps=steps),
+                    environment={"distributed": {"profiled_ranks": [rank], "node": rank,
+                                                 "job": {"slurm": job}}} if job else {})
     report.metrics.append(Metric(f"step_time[rank{rank}]", 0.1, "s", "framework", "baseline",
                                  Better.LOWER, samples=[0.1] * 4, samples_of="steps"))
     save_report(report, folder / "report.json")
@@ -106,6 +109,38 @@ def test_nodes_that_measured_different_steps_are_not_joined(perfstack: Callable[
                      str(tmp_path / "other" / "node2" / "report.json"), "-o", "x.json", "-q")
     assert "every step, no --steps" in only.stderr and only.code == 2
 
+
+
+def test_node_0_of_two_jobs_is_not_a_job(perfstack: Callable[..., Result],
+                                        tmp_path: Path) -> None:
+    """Node 0 of two runs of one workload were joined as nodes 0 and 1 without a word: two
+    reports holding the same global rank are refused, as are nodes of two SLURM jobs; the
+    two nodes of one job join."""
+    _node_report(tmp_path / "a" / "node0", 0, None, started="2026-11-24T10:00:00")
+    _node_report(tmp_path / "b" / "node0", 0, None, started="2026-11-24T11:00:00")
+    twice = perfstack("merge", str(tmp_path / "a" / "node0" / "report.json"),
+                      str(tmp_path / "b" / "node0" / "report.json"), "-o", "m.json", "-q")
+    assert_one_line_error(twice, 2)
+    assert "both hold rank 0: they are not two nodes of one job" in twice.stderr
+    _node_report(tmp_path / "c" / "node0", 0, None, job="41")
+    _node_report(tmp_path / "c" / "node1", 1, None, job="42")
+    other = perfstack("merge", str(tmp_path / "c"), "-o", "m.json", "-q")
+    assert_one_line_error(other, 2)
+    assert "are nodes of different jobs (slurm 41 vs 42)" in other.stderr
+    _node_report(tmp_path / "d" / "node0", 0, None, job="41")
+    _node_report(tmp_path / "d" / "node1", 1, None, job="41")
+    assert perfstack("merge", str(tmp_path / "d"), "-o", "m.json", "-q").code == 0
+
+
+def test_a_job_is_named_by_slurm_or_its_rendezvous() -> None:
+    from perfstack.run.nodes import job_identity
+
+    assert job_identity([], {"SLURM_JOB_ID": "7"}) == {"slurm": "7"}
+    assert job_identity(["--rdzv-id", "x1", "--rdzv-endpoint", "h:5"], {}) == {
+        "rendezvous": "x1@h:5"}
+    assert job_identity(["--nnodes", "2", "--master-addr", "10.0.0.1"],
+                        {"SLURM_JOB_ID": "7"}) == {"slurm": "7", "rendezvous": "10.0.0.1:29500"}
+    assert job_identity(["--standalone"], {}) == {}
 
 
 _CLAIM = """

@@ -44,9 +44,10 @@ def unmergeable(reports: Sequence[Report], names: Sequence[str],
                 force: bool = False) -> str | None:
     """Return why these reports are not the nodes of one job, or None: one report given twice
     (its ranks would count twice), or, unless ``force``, reports of different workloads
-    (another script or other arguments) or of different steps (``--steps`` and
-    ``--warmup-steps``): a job's step times are matched across ranks by step number, and
-    the i-th step time of each node must be the same step of the job."""
+    (another script or other arguments), of different jobs (the same global rank twice, or
+    another job id) or of different steps (``--steps`` and ``--warmup-steps``): a job's
+    step times are matched across ranks by step number, and the i-th step time of each node
+    must be the same step of the job."""
     from perfstack.analysis.lead import workload_identity
 
     seen: dict[str, str] = {}
@@ -58,6 +59,9 @@ def unmergeable(reports: Sequence[Report], names: Sequence[str],
         seen[key] = name
     if force:
         return None
+    why = _not_one_job(reports, names)
+    if why is not None:
+        return why
     first = workload_identity(reports[0])
     for name, report in zip(names[1:], reports[1:], strict=True):
         other = workload_identity(report)
@@ -72,6 +76,39 @@ def unmergeable(reports: Sequence[Report], names: Sequence[str],
                     f"{_window(report)}): their step times cannot be matched by step number; "
                     "run every node with the same --steps and --warmup-steps (--force joins "
                     "them anyway)")
+    return None
+
+
+def ranks_of(report: Report) -> set[int]:
+    """The global ranks a node's report holds: its profiled ranks, its ``[rankN]`` metrics
+    and its rows' ranks."""
+    distributed = report.environment.get("distributed") or {}
+    ranks = {r for r in distributed.get("profiled_ranks") or [] if isinstance(r, int)}
+    ranks |= {int(m[1]) for m in (_RANKED.search(x.name) for x in report.metrics) if m}
+    ranks |= {row.attrs["rank"] for rows in report.layers.values() for row in rows
+              if isinstance(row.attrs.get("rank"), int)}
+    return ranks
+
+
+def _not_one_job(reports: Sequence[Report], names: Sequence[str]) -> str | None:
+    """Why these reports cannot be the nodes of one job, or None: two of them hold the same
+    global rank (node 0 of two jobs, run again with the same arguments), or they say they
+    belong to different jobs (SLURM's job id, torchrun's rendezvous)."""
+    held: dict[int, str] = {}
+    for name, report in zip(names, reports, strict=True):
+        for rank in sorted(ranks_of(report)):
+            if rank in held:
+                return (f"{held[rank]} and {name} both hold rank {rank}: they are not two "
+                        "nodes of one job (node 0 of two jobs?); --force joins them anyway")
+            held[rank] = name
+    jobs = [(name, (report.environment.get("distributed") or {}).get("job") or {})
+            for name, report in zip(names, reports, strict=True)]
+    for i, (first, mine) in enumerate(jobs):
+        for other, theirs in jobs[i + 1:]:
+            for key in sorted(set(mine) & set(theirs)):  # what both say
+                if mine[key] != theirs[key]:
+                    return (f"{first} and {other} are nodes of different jobs ({key} "
+                            f"{mine[key]} vs {theirs[key]}); --force joins them anyway")
     return None
 
 

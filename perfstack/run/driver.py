@@ -29,7 +29,7 @@ from perfstack.report import (
     RunRecord,
     Status,
 )
-from perfstack.run import assembly
+from perfstack.run import assembly, nodes
 from perfstack.run import baseline as baselines
 from perfstack.run.ceilingstep import run_ceilings
 from perfstack.run.options import AnsweringProgress, NoProgress, Progress, RunOptions
@@ -191,9 +191,12 @@ class Session:
         run_ceilings(env, self.collected.values(), NoProgress() if preview else runner.progress,
                      may_measure=not self.interrupted and not preview)
         if options.nproc_per_node:
+            torchrun_args = options.torchrun_args or ["--standalone"]
             env["distributed"] = {"nproc_per_node": options.nproc_per_node,
                                   "profiled_ranks": runner.ranks(),
-                                  "torchrun_args": options.torchrun_args or ["--standalone"]}
+                                  "torchrun_args": torchrun_args,
+                                  "node": nodes.node_rank(torchrun_args, os.environ),
+                                  "job": nodes.job_identity(torchrun_args, os.environ)}
         for failure in self.plugin_failures:
             results.append(BackendResult(
                 name=failure.plugin, status=Status.FAILED, layers=[],

@@ -70,3 +70,22 @@ def node_rank(torchrun_args: Sequence[str], env: Mapping[str, str]) -> int | Non
     if "--standalone" in torchrun_args or not torchrun_args or nodes in ("1", "1:1"):
         return 0
     return None
+
+
+def job_identity(torchrun_args: Sequence[str], env: Mapping[str, str]) -> dict[str, str]:
+    """What names the job a node belongs to, the same on each of its nodes: SLURM's job id
+    (``slurm``) and torchrun's rendezvous (``rendezvous``: its id and endpoint, or the master
+    address and port), those that are known; empty for a job of one node."""
+    out = {}
+    if env.get("SLURM_JOB_ID"):
+        out["slurm"] = env["SLURM_JOB_ID"]
+    rdzv = _option(torchrun_args, "rdzv-id") or env.get("TORCHELASTIC_RUN_ID")
+    endpoint = _option(torchrun_args, "rdzv-endpoint")
+    if endpoint is None and _option(torchrun_args, "master-addr") is not None:
+        endpoint = (f"{_option(torchrun_args, 'master-addr')}:"
+                    f"{_option(torchrun_args, 'master-port') or DEFAULT_PORT}")
+    if rdzv and rdzv != "none":
+        out["rendezvous"] = f"{rdzv}@{endpoint}" if endpoint else rdzv
+    elif endpoint:
+        out["rendezvous"] = endpoint
+    return out
