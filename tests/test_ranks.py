@@ -618,3 +618,109 @@ def test_ctrl_c_while_a_dask_cluster_reads_leaves_the_report_of_the_ranks_read(
     read = {m["name"] for m in report["metrics"] if m["name"].startswith("rank_step_time[")}
     # the scheduler hands out ranks in no fixed order: the slow two may start before rank 2
     assert read and read <= {f"rank_step_time[rank{r}]" for r in (0, 1, 2)}, read
+
+
+def test_a_stopped_local_worker_is_replaced_and_its_rank_read(tmp_path: Path) -> None:
+    """Issue 57: one --jobs 2 worker stopped with SIGSTOP: "read 4 of 5 ranks", then a wait
+    for ever. A worker found stopped twice is ended; its pool is replaced and its rank read
+    again: every rank is in the report."""
+    job = _rank_files(tmp_path / "job", {3: "stop"})
+    result = subprocess.run(
+        [sys.executable, "-m", "perfstack", "-p", RANKFILES, "analyze", str(job), "--jobs", "2",
+         "-q", "-o", "r.json"], cwd=tmp_path, env=perfstack_env(), capture_output=True,
+        text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    names = {m["name"] for m in report["metrics"]}
+    assert {f"rank_step_time[rank{r}]" for r in range(5)} <= names
+    assert report["environment"]["reading"]["retried"] >= 1
+    assert (job / "r3.rank.stopped").exists()
+
+
+class _Cluster:
+    """A Dask scheduler of its own (and workers, on request) on 127.0.0.1, to be broken."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir()
+        self.folder, self.file = folder, folder / "scheduler.json"
+        self.scheduler = self._start("distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                                     "--port", "0", "--scheduler-file", str(self.file))
+        self.workers: list[subprocess.Popen[bytes]] = []
+        deadline = time.monotonic() + 60
+        while not self.file.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def _start(self, module: str, *args: str) -> subprocess.Popen[bytes]:
+        return subprocess.Popen([sys.executable, "-m", module, "--no-dashboard", *args],
+                                cwd=self.folder, env=perfstack_env(), start_new_session=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def add_worker(self) -> None:
+        from distributed import Client
+
+        self.workers.append(self._start(
+            "distributed.cli.dask_worker", "--scheduler-file", str(self.file), "--nworkers",
+            "1", "--nthreads", "1", "--host", "127.0.0.1"))
+        with Client(scheduler_file=str(self.file), timeout=60) as client:
+            client.wait_for_workers(1, timeout=60)
+
+    def analyze(self, job: Path) -> subprocess.Popen[str]:
+        """perfstack analyze of ``job`` on this cluster, Dask's connect timeout at 3 s."""
+        return subprocess.Popen(
+            [sys.executable, "-m", "perfstack", "-p", RANKFILES, "analyze", str(job),
+             "--scheduler-file", str(self.file), "-q", "-o", str(job.parent / "r.json")],
+            cwd=self.folder, env=perfstack_env({"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT":
+                                                "3s"}),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def stop(self) -> None:
+        for proc in [*self.workers, self.scheduler]:
+            with _suppress():
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
+def _when_started(job: Path, proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 60
+    while not (job / "r3.rank.started").exists() and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+
+
+def test_a_cluster_without_workers_or_losing_them_or_its_scheduler_ends(tmp_path: Path) -> None:
+    """Issue 57: a scheduler with no workers, every worker killed mid-run, the scheduler dying
+    mid-run: the first two waited for ever, the last was "the worker reading it died
+    (CancelledError)" and Dask's 35-line traceback. Now: one line each, within Dask's connect
+    timeout (3 s here) and a few checks, the report of the ranks read, no traceback."""
+    pytest.importorskip("distributed")
+    cluster = _Cluster(tmp_path / "dask")
+    try:
+        lonely = cluster.analyze(_rank_files(tmp_path / "a" / "job", {}))
+        _, err = lonely.communicate(timeout=60)
+        assert lonely.returncode == 13, err
+        assert "has no workers (waited 3 s" in err and err.count("\n") == 1, err
+
+        cluster.add_worker()
+        job = _rank_files(tmp_path / "b" / "job", {3: "sleep"})
+        reading = cluster.analyze(job)
+        _when_started(job, reading)
+        for worker in cluster.workers:
+            os.killpg(worker.pid, signal.SIGKILL)
+        _, err = reading.communicate(timeout=60)
+        assert reading.returncode == 9, err
+        assert "has had no worker for 3 s (every worker ended)" in err and "Traceback" not in err
+        assert (job.parent / "r.json").exists()
+
+        cluster.add_worker()
+        job = _rank_files(tmp_path / "c" / "job", {3: "sleep"})
+        reading = cluster.analyze(job)
+        _when_started(job, reading)
+        os.killpg(cluster.scheduler.pid, signal.SIGKILL)
+        _, err = reading.communicate(timeout=60)
+        assert reading.returncode == 9, err
+        assert "scheduler.json went away" in err and "Traceback" not in err, err
+        report = json.loads((job.parent / "r.json").read_text())
+        [unread] = [f for f in report["findings"] if f["rule"] == "analyze.ranks-unread"]
+        assert any("went away" in line for line in unread["evidence"]), unread
+    finally:
+        cluster.stop()

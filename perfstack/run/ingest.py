@@ -196,7 +196,7 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None,
             else executors.Plan("a Dask cluster", 0))
     with executors.executor(plan, cluster) as (ex, workers):
         reduced = reduce_units(units, {n: e.backend for n, e in backends.items()}, ex,
-                               progress, workers, fresh_pool=executors.local_pool
+                               progress, workers, fresh_pool=executors.watched_pool
                                if ex is not None and cluster is None else None)
     recorded: dict[str, list[Recorded]] = {}
     for result in reduced.results:

@@ -137,22 +137,41 @@ def _alone(fresh_pool: Callable[[int], Executor], i: int, unit: Unit,
         return bool(_through(alone, [(i, unit)], backends, done))
 
 
+#: While no result comes, how often the executor's workers are looked at (``health``).
+CHECK_S = 2.0
+
+
 def _through(ex: Executor, todo: list[tuple[int, Unit]], backends: dict[str, Backend],
              done: Callable[[int, UnitResult], None]) -> list[tuple[int, Unit]]:
-    """Read ``todo`` through ``ex``; return the units a broken local pool did not finish."""
+    """Read ``todo`` through ``ex``; return the units a broken local pool did not finish.
+    Every wait is bounded: while no result comes, the executor's ``health()`` (where it has
+    one) is asked every CHECK_S whether its workers can still finish; when it says why not,
+    the units left are marked with that and given up."""
     futures: dict[Future[UnitResult], tuple[int, Unit]] = {
         ex.submit(read_unit, backends[unit.backend], unit): (i, unit) for i, unit in todo}
+    health: Callable[[], str | None] | None = getattr(ex, "health", None)
     broken: list[tuple[int, Unit]] = []
-    for future in as_completed(futures):
-        # Let go of each future as its result comes: a Dask worker keeps a result in its
-        # memory for as long as a future of it is held, so that holding them all would grow
-        # every worker with the number of ranks instead of one rank's records.
-        i, unit = futures.pop(future)
+    while futures:
         try:
-            done(i, future.result())
-        except BrokenProcessPool:
-            broken.append((i, unit))
-        except Exception as exc:  # a Dask worker that died (KilledWorker), a lost connection
-            done(i, _lost(unit, exc))
-        del future
+            for future in as_completed(list(futures), timeout=CHECK_S):
+                # Let go of each future as its result comes: a Dask worker keeps a result in
+                # its memory for as long as a future of it is held, so that holding them all
+                # would grow every worker with the number of ranks instead of one rank's.
+                i, unit = futures.pop(future)
+                try:
+                    done(i, future.result())
+                except BrokenProcessPool:
+                    broken.append((i, unit))
+                except Exception as exc:  # a Dask worker that died (KilledWorker), a lost
+                    # connection: the scheduler gone is said as that, once per unit
+                    why = health() if health is not None else None
+                    done(i, UnitResult(unit, error=why) if why else _lost(unit, exc))
+                del future
+        except TimeoutError:
+            why = health() if health is not None else None
+            if why is not None:
+                for future, (i, unit) in list(futures.items()):
+                    future.cancel()
+                    done(i, UnitResult(unit, error=why))
+                futures.clear()
     return sorted(broken, key=lambda t: t[0])

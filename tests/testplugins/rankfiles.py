@@ -1,7 +1,9 @@
 """A reader of made-up per-rank files (``*.rank``: one JSON object, ``{"rank": N, "step": S}``)
 that misbehaves on request, for ``perfstack analyze``'s workers: a file whose ``"then"`` is
 ``"die"`` kills the process reading it (as the out-of-memory killer would), ``"sleep"``
-writes ``<file>.started`` beside itself and sleeps a minute (a slow rank, for Ctrl-C)."""
+writes ``<file>.started`` beside itself and sleeps a minute (a slow rank, for Ctrl-C),
+``"stop"`` stops the process reading it with SIGSTOP the first time (``<file>.stopped``
+marks that it did), as a worker stopped from outside would be."""
 
 from __future__ import annotations
 
@@ -35,6 +37,10 @@ class RankFiles(Backend):
             data = json.loads(path.read_text())
             if data.get("then") == "die":
                 os.kill(os.getpid(), signal.SIGKILL)
+            stopped = path.with_name(path.name + ".stopped")
+            if data.get("then") == "stop" and not stopped.exists():
+                stopped.write_text(str(os.getpid()))
+                os.kill(os.getpid(), signal.SIGSTOP)
             if data.get("then") == "sleep":
                 path.with_name(path.name + ".started").write_text(str(os.getpid()))
                 time.sleep(60)
