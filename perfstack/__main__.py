@@ -1,7 +1,5 @@
 """``python -m perfstack``: the same as the ``perfstack`` command."""
 
-import sys
+from perfstack.cli import console
 
-from perfstack.cli import main
-
-sys.exit(main())
+console()

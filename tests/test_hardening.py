@@ -342,3 +342,38 @@ def test_report_files_that_cannot_be_read_are_exit_4(perfstack: Callable[..., Re
         result = perfstack(command, str(path))
         assert_one_line_error(result, 4)
         assert why in result.stderr
+
+
+_TWICE = """
+import os, signal, time
+from perfstack.run.signals import exit_with
+
+
+def run() -> int:
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)
+    except KeyboardInterrupt:
+        os.kill(os.getpid(), signal.SIGINT)  # a second Ctrl-C while the first is handled
+        time.sleep(0.5)
+        return 130
+    return 0
+
+
+exit_with(run)
+"""
+
+
+def test_a_second_ctrl_c_while_the_first_is_handled_keeps_its_exit_code() -> None:
+    """Issue 57: a second Ctrl-C that came while perfstack handled the first (or as the
+    interpreter ended, its handlers put back to the default) killed the process by SIGINT:
+    exit -2, not 130. The command line's entry point (``exit_with``) keeps the first one's."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ctrl_c_reaches, perfstack_env
+
+    done = subprocess.run([sys.executable, "-c", _TWICE], env=perfstack_env(),
+                          capture_output=True, text=True, timeout=60, preexec_fn=ctrl_c_reaches)
+    assert done.returncode == 130, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr

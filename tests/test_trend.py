@@ -301,18 +301,26 @@ def test_machines_are_never_mixed(perfstack: Callable[..., Result], tmp_path: Pa
 
 
 SEARCH = """
-import random, sys
+import random
 from perfstack.history import trend
+from perfstack.run.signals import exit_with
 rng = random.Random(5)
 # 60 series of 3,000 runs whose level moves every 250 runs: about 15 s of search on 2 CPUs
 # (each move is a change point to test), where the test's Ctrl-C comes within a second.
 presents = [[rng.gauss(10 + 3 * (i // 250 % 2), 1) for i in range(3_000)] for _ in range(60)]
 print("searching", flush=True)
-try:
-    trend._detect_all(presents, 0.05, [0.01] * len(presents))
-except KeyboardInterrupt:
-    print("interrupted", flush=True)
-    sys.exit(130)
+
+
+def search() -> int:  # as perfstack's command line ends: exit_with
+    try:
+        trend._detect_all(presents, 0.05, [0.01] * len(presents))
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+        return 130
+    return 0
+
+
+exit_with(search)
 """
 
 

@@ -125,6 +125,12 @@ def _plugin_flags(flags: Sequence[str]) -> tuple[list[str], list[str]]:
     return load, disable
 
 
+def console() -> None:
+    """The ``perfstack`` command (and ``python -m perfstack``): ``main()``, then exit with its
+    code, a late Ctrl-C unable to change it (``signals.exit_with``)."""
+    signals.exit_with(main)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the perfstack command line; return its exit code."""
     args = list(sys.argv[1:] if argv is None else argv)

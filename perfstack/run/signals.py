@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import NoReturn
 
 #: The signals that stop a session, besides SIGINT (which Python raises as KeyboardInterrupt).
 STOPPING = (signal.SIGTERM, signal.SIGHUP)
@@ -123,3 +125,21 @@ def deferred() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def exit_with(run: Callable[[], int]) -> NoReturn:
+    """Exit with ``run()``'s code, as a command line's entry point does. Once that code is
+    known, Ctrl-C, TERM and HUP are ignored for the rest of the process's life: Python's
+    interpreter puts its own handlers back to the default action as it ends, and a second
+    Ctrl-C that came then, or while the first was being handled, killed the process by the
+    signal (exit -2) instead of the 130 the first one had decided. A second signal raised
+    while the first is handled ends it with the first one's code."""
+    try:
+        try:
+            code = run()
+        finally:
+            for sig in (signal.SIGINT, *STOPPING):
+                signal.signal(sig, signal.SIG_IGN)
+    except KeyboardInterrupt:
+        code = exit_code()
+    sys.exit(code)
