@@ -4,6 +4,7 @@ tests/test_distributed.py)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -130,6 +131,12 @@ def test_node_0_of_two_jobs_is_not_a_job(perfstack: Callable[..., Result],
     _node_report(tmp_path / "d" / "node0", 0, None, job="41")
     _node_report(tmp_path / "d" / "node1", 1, None, job="41")
     assert perfstack("merge", str(tmp_path / "d"), "-o", "m.json", "-q").code == 0
+    # what a hand-edited report says there is read as what it is, never an internal error
+    hostile = tmp_path / "d" / "node1" / "report.json"
+    data = json.loads(hostile.read_text())
+    data["environment"]["distributed"] = {"job": "41", "profiled_ranks": 5}
+    hostile.write_text(json.dumps(data))
+    assert perfstack("merge", str(tmp_path / "d"), "-o", "m2.json", "-q").code == 0
 
 
 def test_a_job_is_named_by_slurm_or_its_rendezvous() -> None:

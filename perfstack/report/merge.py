@@ -82,12 +82,25 @@ def unmergeable(reports: Sequence[Report], names: Sequence[str],
 def ranks_of(report: Report) -> set[int]:
     """The global ranks a node's report holds: its profiled ranks, its ``[rankN]`` metrics
     and its rows' ranks."""
-    distributed = report.environment.get("distributed") or {}
-    ranks = {r for r in distributed.get("profiled_ranks") or [] if isinstance(r, int)}
+    ranks = {r for r in _listed(_distributed(report).get("profiled_ranks"))
+             if isinstance(r, int)}
     ranks |= {int(m[1]) for m in (_RANKED.search(x.name) for x in report.metrics) if m}
     ranks |= {row.attrs["rank"] for rows in report.layers.values() for row in rows
               if isinstance(row.attrs.get("rank"), int)}
     return ranks
+
+
+def _mapping(value: object) -> dict[str, object]:
+    return value if isinstance(value, dict) else {}
+
+
+def _listed(value: object) -> list[object]:
+    return value if isinstance(value, list) else []
+
+
+def _distributed(report: Report) -> dict[str, object]:
+    """The environment's ``distributed`` record (a report's, so a dict only if it is one)."""
+    return _mapping(report.environment.get("distributed"))
 
 
 def _not_one_job(reports: Sequence[Report], names: Sequence[str]) -> str | None:
@@ -101,7 +114,8 @@ def _not_one_job(reports: Sequence[Report], names: Sequence[str]) -> str | None:
                 return (f"{held[rank]} and {name} both hold rank {rank}: they are not two "
                         "nodes of one job (node 0 of two jobs?); --force joins them anyway")
             held[rank] = name
-    jobs = [(name, (report.environment.get("distributed") or {}).get("job") or {})
+    jobs = [(name, {k: v for k, v in _mapping(_distributed(report).get("job")).items()
+                    if isinstance(v, str)})
             for name, report in zip(names, reports, strict=True)]
     for i, (first, mine) in enumerate(jobs):
         for other, theirs in jobs[i + 1:]:

@@ -50,7 +50,7 @@ STACK_SIGNAL = signal.SIGUSR1
 END_SIGNAL = signal.SIGRTMAX - 1
 #: After the step limit ended the workload, threads it left running get this long to end
 #: before the process exits without them (a producer blocked on a full queue never would).
-LEFTOVER_WAIT_S = 5.0
+LEFTOVER_WAIT_S = 2.0
 #: The workload waits at the start of its measured window for the driver's answer (the
 #: samplers attached) at most this long, so no measured step goes unsampled.
 WINDOW_WAIT_S = 15.0

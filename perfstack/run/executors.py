@@ -19,14 +19,14 @@ import signal
 import stat
 import sys
 import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from perfstack import errors
+from perfstack.run import watch
 
 #: Dask's own setting of the scheduler a client connects to.
 DASK_ADDRESS_ENV = "DASK_SCHEDULER_ADDRESS"
@@ -126,59 +126,6 @@ def dask_address(scheduler: str | None, scheduler_file: Path | None) -> str | Pa
     return scheduler or os.environ.get(DASK_ADDRESS_ENV) or None
 
 
-class Watched(Executor):
-    """An executor with a way to tell, while no result comes, that its workers will not
-    finish the work: ``health()`` returns why (then the work left is given up), or None
-    (and may act: a local worker stopped by a signal is ended, so that its pool breaks and
-    its unit is read again)."""
-
-    def __init__(self, inner: Executor, health: Callable[[], str | None]) -> None:
-        self.inner = inner
-        self.health = health
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
-        """Submit to the executor watched."""
-        return self.inner.submit(fn, *args, **kwargs)
-
-    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        """Shut the executor watched down (Dask's takes no ``cancel_futures``: it cancels
-        its futures when not told to wait)."""
-        try:
-            self.inner.shutdown(wait=wait, cancel_futures=cancel_futures)
-        except TypeError:
-            self.inner.shutdown(wait=wait)
-
-
-def _state(pid: int) -> str:
-    """A process's state letter (``/proc/PID/stat``: R, S, T for stopped...), or ''."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return ""
-
-
-def _pool_health() -> Callable[[], str | None]:
-    """A local pool's watch: a worker found stopped (SIGSTOP, a debugger gone) twice in a row
-    is killed: its pool breaks and its unit is read again by a fresh one, instead of the
-    reading waiting for ever."""
-    stopped: set[int] = set()
-
-    def health() -> str | None:
-        for child in multiprocessing.active_children():
-            pid = child.pid
-            if pid is None or _state(pid) not in ("T", "t"):
-                stopped.discard(pid or -1)
-            elif pid in stopped:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-            else:
-                stopped.add(pid)
-        return None
-
-    return health
-
-
 @contextlib.contextmanager
 def executor(plan: Plan, cluster: str | Path | None) -> Iterator[tuple[Executor | None, int]]:
     """The executor that reads the units (None: read them in this process) and how many
@@ -193,7 +140,7 @@ def executor(plan: Plan, cluster: str | Path | None) -> Iterator[tuple[Executor 
         return
     pool = local_pool(plan.workers)
     try:
-        yield Watched(pool, _pool_health()), plan.workers
+        yield watch.Watched(pool, watch.pool_health()), plan.workers
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         stop_children()
@@ -224,7 +171,7 @@ def local_pool(workers: int) -> ProcessPoolExecutor:
 
 def watched_pool(workers: int) -> Executor:
     """A local pool (``local_pool``) with its watch: a fresh one after a pool broke."""
-    return Watched(local_pool(workers), _pool_health())
+    return watch.Watched(local_pool(workers), watch.pool_health())
 
 
 def stop_children() -> None:
@@ -320,77 +267,40 @@ def _dask(cluster: str | Path) -> Iterator[tuple[Executor, int]]:
             "'perfstack[dask]'") from None
     where = f"the scheduler file {cluster}" if isinstance(cluster, Path) else str(cluster)
     address = scheduler_file_address(cluster) if isinstance(cluster, Path) else cluster
-    quiet = logging.getLogger("distributed")  # its retries would print over our one line
-    level = quiet.level
-    quiet.setLevel(logging.CRITICAL)
+    # Dask's retries and warnings, and tornado's tracebacks when the scheduler goes, would
+    # print over perfstack's one line (its loggers set their own levels): no logging at all
+    # for the client's life (perfstack itself does not log, it prints)
+    logging.disable(logging.CRITICAL)
     timeout = connect_timeout()
     try:
         # How long to wait for the scheduler is Dask's own setting (its connect timeout:
         # DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT, 30 s unless set).
         client = _connect(client_class, address, timeout, where)
     except (OSError, TimeoutError, ValueError) as exc:
-        quiet.setLevel(level)
+        logging.disable(logging.NOTSET)
         raise errors.ClusterUnavailable(
             f"the Dask scheduler at {where} cannot be reached: "
             f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
     except BaseException:
-        quiet.setLevel(level)
+        logging.disable(logging.NOTSET)
         raise
-    try:  # Dask's logs stay quiet until the client is closed: its reconnects, its
-        # tracebacks when the scheduler goes, would print over perfstack's one line
-        workers = _workers(client, timeout)
+    try:
+        workers = watch.dask_workers(client, timeout) or 0
         if not workers:
             with contextlib.suppress(Exception):
                 client.wait_for_workers(1, timeout=timeout)
-            workers = _workers(client, timeout)
+            workers = watch.dask_workers(client, timeout) or 0
         if not workers:
             raise errors.ClusterUnavailable(
                 f"the Dask scheduler at {where} has no workers (waited {timeout:g} s, Dask's "
                 "connect timeout): start some with 'dask worker'")
-        ex: Executor = Watched(client.get_executor(pure=False),
-                               _dask_health(client, where, timeout))
+        ex: Executor = watch.Watched(client.get_executor(pure=False),
+                                     watch.dask_health(client, where, timeout))
         yield ex, workers
     finally:
         with contextlib.suppress(Exception):
             client.close(timeout=min(timeout, GRACE_S))
-        quiet.setLevel(level)
+        logging.disable(logging.NOTSET)
 
 
-def _workers(client: Any, timeout: float) -> int:
-    """How many worker threads the scheduler has now, asked within ``timeout`` (0 if it does
-    not answer: the call is made in a thread, since a scheduler gone holds it)."""
-    box: dict[str, int] = {}
-
-    def ask() -> None:
-        with contextlib.suppress(Exception):
-            box["n"] = sum(int(n) for n in client.nthreads().values())
-
-    thread = threading.Thread(target=ask, name="perfstack-dask-workers", daemon=True)
-    thread.start()
-    thread.join(min(timeout, GRACE_S))
-    return box.get("n", 0)
-
-
-def _dask_health(client: Any, where: str, grace: float) -> Callable[[], str | None]:
-    """A Dask cluster's watch: the scheduler gone (the client no longer running), or no
-    worker left for longer than ``grace`` (every worker killed: the scheduler would wait for
-    new ones for ever), gives up the ranks left, saying so."""
-    since: list[float] = []
-
-    def health() -> str | None:
-        if getattr(client, "status", "running") not in ("running", "connecting", "newly-created"):
-            return f"not read: the Dask scheduler at {where} went away"
-        if _workers(client, grace):
-            since.clear()
-            return None
-        if getattr(client, "status", "running") != "running":
-            return f"not read: the Dask scheduler at {where} went away"
-        if not since:
-            since.append(time.monotonic())
-        if time.monotonic() - since[0] >= grace:
-            return (f"not read: the Dask scheduler at {where} has had no worker for "
-                    f"{grace:g} s (every worker ended)")
-        return None
-
-    return health
 
