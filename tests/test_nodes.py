@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -156,6 +155,7 @@ from pathlib import Path
 from perfstack.errors import OutputError
 from perfstack.run.rundir import claim_empty_folder
 go = Path(sys.argv[2])
+print("ready", flush=True)
 while not go.exists():
     time.sleep(0.0005)
 try:
@@ -164,7 +164,7 @@ except OutputError:
     print("refused")
 else:
     print("won")
-    time.sleep(1.0)  # held while the others try
+    time.sleep(0.5)  # held while the others try
 """
 
 
@@ -177,7 +177,8 @@ def test_one_of_several_sessions_started_together_takes_a_folder(tmp_path: Path)
     procs = [subprocess.Popen([sys.executable, "-c", _CLAIM, str(folder), str(go)],
                               stdout=subprocess.PIPE, text=True, env=perfstack_env())
              for _ in range(6)]
-    time.sleep(1.5)  # every one started and waiting
+    for proc in procs:  # every one started and waiting
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
     go.touch()
     verdicts = sorted(proc.communicate(timeout=60)[0].strip() for proc in procs)
     assert verdicts == ["refused"] * 5 + ["won"], verdicts
@@ -185,4 +186,4 @@ def test_one_of_several_sessions_started_together_takes_a_folder(tmp_path: Path)
     (folder / "report.json").write_text("{}")
     later = subprocess.run([sys.executable, "-c", _CLAIM, str(folder), str(go)],
                            capture_output=True, text=True, env=perfstack_env(), timeout=60)
-    assert later.stdout.strip() == "refused"
+    assert later.stdout.split() == ["ready", "refused"]

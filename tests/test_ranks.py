@@ -665,12 +665,12 @@ class _Cluster:
             client.wait_for_workers(1, timeout=60)
 
     def analyze(self, job: Path) -> subprocess.Popen[str]:
-        """perfstack analyze of ``job`` on this cluster, Dask's connect timeout at 2 s."""
+        """perfstack analyze of ``job`` on this cluster, Dask's connect timeout at 1 s."""
         return subprocess.Popen(
             [sys.executable, "-m", "perfstack", "-p", RANKFILES, "analyze", str(job),
              "--scheduler-file", str(self.file), "-q", "-o", str(job.parent / "r.json")],
             cwd=self.folder, env=perfstack_env({"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT":
-                                                "2s"}),
+                                                "1s"}),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def stop(self) -> None:
@@ -691,14 +691,14 @@ def test_a_cluster_without_workers_or_losing_them_or_its_scheduler_ends(tmp_path
     """Issue 57: a scheduler with no workers, every worker killed mid-run, the scheduler dying
     mid-run: the first two waited for ever, the last was "the worker reading it died
     (CancelledError)" and Dask's 35-line traceback. Now: one line each, within Dask's connect
-    timeout (2 s here) and a few checks, the report of the ranks read, no traceback."""
+    timeout (1 s here) and a few checks, the report of the ranks read, no traceback."""
     pytest.importorskip("distributed")
     cluster = _Cluster(tmp_path / "dask")
     try:
         lonely = cluster.analyze(_rank_files(tmp_path / "a" / "job", {}))
         _, err = lonely.communicate(timeout=60)
         assert lonely.returncode == 13, err
-        assert "has no workers (waited 2 s" in err and err.count("\n") == 1, err
+        assert "has no workers (waited 1 s" in err and err.count("\n") == 1, err
 
         cluster.add_worker()
         job = _rank_files(tmp_path / "b" / "job", {3: "sleep"})
@@ -708,7 +708,7 @@ def test_a_cluster_without_workers_or_losing_them_or_its_scheduler_ends(tmp_path
             os.killpg(worker.pid, signal.SIGKILL)
         _, err = reading.communicate(timeout=60)
         assert reading.returncode == 9, err
-        assert "has had no worker for 2 s (every worker ended)" in err and "Traceback" not in err
+        assert "has had no worker for 1 s (every worker ended)" in err and "Traceback" not in err
         assert (job.parent / "r.json").exists()
 
         cluster.add_worker()

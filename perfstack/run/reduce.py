@@ -138,7 +138,7 @@ def _alone(fresh_pool: Callable[[int], Executor], i: int, unit: Unit,
 
 
 #: While no result comes, how often the executor's workers are looked at (``health``).
-CHECK_S = 2.0
+CHECK_S = 1.0
 
 
 def _through(ex: Executor, todo: list[tuple[int, Unit]], backends: dict[str, Backend],

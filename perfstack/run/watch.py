@@ -55,9 +55,9 @@ def _state(pid: int) -> str:
 
 
 def pool_health() -> Callable[[], str | None]:
-    """A local pool's watch: a worker found stopped (SIGSTOP, a debugger gone) twice in a row
-    is killed: its pool breaks and its unit is read again by a fresh one, instead of the
-    reading waiting for ever."""
+    """A local pool's watch: a worker found stopped (SIGSTOP, a debugger gone) at two checks
+    in a row is killed: its pool breaks and its unit is read again by a fresh one, instead of
+    the reading waiting for ever."""
     stopped: set[int] = set()
 
     def health() -> str | None:
