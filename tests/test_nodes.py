@@ -187,3 +187,24 @@ def test_one_of_several_sessions_started_together_takes_a_folder(tmp_path: Path)
     later = subprocess.run([sys.executable, "-c", _CLAIM, str(folder), str(go)],
                            capture_output=True, text=True, env=perfstack_env(), timeout=60)
     assert later.stdout.split() == ["ready", "refused"]
+
+
+def test_a_killed_session_s_hold_on_a_folder_goes_with_it(tmp_path: Path) -> None:
+    """A session killed outright (SIGKILL) cannot remove its claim: the lock behind it goes
+    with the process, so the folder is free again when nothing else was written there."""
+    folder = tmp_path / "out"
+    held = subprocess.Popen([sys.executable, "-c", _CLAIM.replace("time.sleep(0.5)",
+                                                                  "time.sleep(60)"),
+                             str(folder), str(tmp_path)], stdout=subprocess.PIPE, text=True,
+                            env=perfstack_env())
+    assert held.stdout is not None and held.stdout.readline().strip() == "ready"
+    assert held.stdout.readline().strip() == "won"
+    again = subprocess.run([sys.executable, "-c", _CLAIM, str(folder), str(tmp_path)],
+                           capture_output=True, text=True, env=perfstack_env(), timeout=60)
+    assert again.stdout.split() == ["ready", "refused"]  # held
+    held.kill()
+    held.wait(10)
+    assert (folder / ".perfstack-writing").exists()  # left behind, but held by nobody
+    again = subprocess.run([sys.executable, "-c", _CLAIM, str(folder), str(tmp_path)],
+                           capture_output=True, text=True, env=perfstack_env(), timeout=60)
+    assert again.stdout.split() == ["ready", "won"]
