@@ -126,16 +126,22 @@ def _rank_files(folder: Path, thens: dict[int, str]) -> Path:
     return folder
 
 
+def _on_two_workers(job: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """``perfstack analyze`` of the made-up rank files in ``job`` on a local pool of 2
+    workers, run beside it; its result and its report."""
+    result = subprocess.run(
+        [sys.executable, "-m", "perfstack", "-p", RANKFILES, "analyze", str(job), "--jobs", "2",
+         "-q", "-o", "r.json"], cwd=job.parent, env=perfstack_env(), capture_output=True,
+        text=True, timeout=120)
+    report_file = job.parent / "r.json"
+    return result, json.loads(report_file.read_text()) if report_file.exists() else {}
+
+
 def test_a_worker_that_dies_marks_its_rank_alone(tmp_path: Path) -> None:
     """Rank 3's reader kills its own process (as the out-of-memory killer would): the pool is
     replaced, the others are read, rank 3 is named with why; no worker is left."""
-    job = _rank_files(tmp_path / "job", {3: "die"})
-    result = subprocess.run(
-        [sys.executable, "-m", "perfstack", "-p", RANKFILES, "analyze", str(job), "--jobs", "2",
-         "-q", "-o", "r.json"], cwd=tmp_path, env=perfstack_env(), capture_output=True,
-        text=True, timeout=120)
+    result, report = _on_two_workers(_rank_files(tmp_path / "job", {3: "die"}))
     assert result.returncode == 9, result.stderr
-    report = json.loads((tmp_path / "r.json").read_text())
     [unread] = [f for f in report["findings"] if f["rule"] == "analyze.ranks-unread"]
     assert unread["evidence"] == ["r3.rank: the worker reading it died (BrokenProcessPool: "
                                   "its worker process died)"]
@@ -625,12 +631,8 @@ def test_a_stopped_local_worker_is_replaced_and_its_rank_read(tmp_path: Path) ->
     for ever. A worker found stopped twice is ended; its pool is replaced and its rank read
     again: every rank is in the report."""
     job = _rank_files(tmp_path / "job", {3: "stop"})
-    result = subprocess.run(
-        [sys.executable, "-m", "perfstack", "-p", RANKFILES, "analyze", str(job), "--jobs", "2",
-         "-q", "-o", "r.json"], cwd=tmp_path, env=perfstack_env(), capture_output=True,
-        text=True, timeout=60)
+    result, report = _on_two_workers(job)
     assert result.returncode == 0, result.stderr
-    report = json.loads((tmp_path / "r.json").read_text())
     names = {m["name"] for m in report["metrics"]}
     assert {f"rank_step_time[rank{r}]" for r in range(5)} <= names
     assert report["environment"]["reading"]["retried"] >= 1
