@@ -87,18 +87,27 @@ def z_pvalue(z: float) -> float:
     return math.erfc(abs(z) / math.sqrt(2))
 
 
-def holm(pvalues: Sequence[float], alpha: float = 0.05) -> list[bool]:
+def holm(pvalues: Sequence[float], alpha: float = 0.05,
+         weights: Sequence[float] | None = None) -> list[bool]:
     """Return, for each p-value, whether it is significant once the family-wise error rate
     over all of them is held at ``alpha`` (Holm's step-down method: the smallest p-value is
     compared with alpha/m, the next with alpha/(m-1), ..., stopping at the first that fails).
-    Uniformly more powerful than Bonferroni, with the same guarantee."""
-    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
-    out = [False] * len(pvalues)
+    Uniformly more powerful than Bonferroni, with the same guarantee.
+
+    With ``weights`` (positive; Holm's weighted form, 1979), the hypothesis with the smallest
+    p/weight is compared with alpha * its weight / the weights still in play, and so on: the
+    family-wise error is still at most ``alpha``, and a hypothesis given more weight (the
+    workload's own figure) needs less evidence, the others more, until it is rejected."""
     m = len(pvalues)
-    for rank, i in enumerate(order):
-        if pvalues[i] > alpha / (m - rank):
+    w = list(weights) if weights is not None else [1.0] * m
+    order = sorted(range(m), key=lambda i: pvalues[i] / w[i])
+    out = [False] * m
+    left = sum(w)
+    for i in order:
+        if pvalues[i] > alpha * w[i] / left:
             break
         out[i] = True
+        left -= w[i]
     return out
 
 
