@@ -622,8 +622,9 @@ def test_ctrl_c_while_a_dask_cluster_reads_leaves_the_report_of_the_ranks_read(
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["run"]["complete"] is False
     read = {m["name"] for m in report["metrics"] if m["name"].startswith("rank_step_time[")}
-    # the scheduler hands out ranks in no fixed order: the slow two may start before rank 2
-    assert read and read <= {f"rank_step_time[rank{r}]" for r in (0, 1, 2)}, read
+    # the scheduler hands out ranks in no fixed order: the slow two may start before rank 2,
+    # or before every other one (then none was read, and the report says the job is partial)
+    assert read <= {f"rank_step_time[rank{r}]" for r in (0, 1, 2)}, read
 
 
 def test_a_stopped_local_worker_is_replaced_and_its_rank_read(tmp_path: Path) -> None:
