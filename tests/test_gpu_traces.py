@@ -295,7 +295,8 @@ def test_analyze_refuses_what_it_cannot_read(tmp_path: Path) -> None:
     cut = tmp_path / "cut.json.gz"
     cut.write_bytes(_path("v100_ns").read_bytes()[:300_000])
     partial = run(str(cut))
-    assert partial.code == 0, partial.stderr
+    assert partial.code == 9, partial.stderr  # read in part: the exit code says so
+    assert "read in part: trace cut short" in partial.stderr.splitlines()[-1]
     report = json.loads((tmp_path / "r.json").read_text())
     assert any("cut short" in n for b in report["backends"] for n in b["notes"])
 
@@ -467,3 +468,24 @@ def test_kernel_type_shares_agree_with_hta_within_two_points(name: str) -> None:
     for part, seconds in theirs.items():
         ours = 100 * getattr(t, part) / t.busy
         assert abs(ours - 100 * seconds / total) <= 2.0, (part, ours, 100 * seconds / total)
+
+
+def test_a_rank_cut_short_is_named_under_the_header(tmp_path: Path) -> None:
+    """Issue 56: a job whose rank 1 was cut short (``head -c``) said "ranks 0-1 read" and "the
+    mean of 1 ranks" with its reason only in the JSON, and exit 0. Its header names the rank
+    and why, in text, markdown and HTML alike, and the exit code says the job was read in
+    part."""
+    job = two_rank_job(tmp_path / "job", lambda data: None)
+    cut = job / "rank-1.json.gz"
+    cut.write_bytes(cut.read_bytes()[:300_000])
+    made = perfstack_in(tmp_path, "analyze", str(job), "-o", "r.json")
+    assert made.code == 9, made.stderr
+    said = "rank 1 read in part: trace cut short"
+    assert said in made.stderr.splitlines()[-1]
+    assert said in " ".join(made.stdout.splitlines()[:4])  # the first screen's header
+    for fmt in ("markdown", "html"):
+        shown = perfstack_in(tmp_path, "show", "r.json", "--format", fmt)
+        assert said in shown.stdout, fmt
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert "read_in_part" in report["environment"]["recorded"]["rank1"]
+    assert "read_in_part" not in report["environment"]["recorded"]["rank0"]

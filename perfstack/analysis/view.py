@@ -216,6 +216,22 @@ def ranks_read(recorded: dict[str, Any]) -> str:
     return "ranks " + ", ".join(map(str, ranks)) + " read"
 
 
+def read_in_part(recorded: dict[str, Any]) -> list[str]:
+    """Each process of a report of recorded files that was read in part, and why: "rank 7
+    read in part: trace cut short (...)" (a backend says so in its rank's ``read_in_part``)."""
+    out = []
+    for key, facts in sorted(recorded.items(), key=lambda kv: _rank_order(kv[0])):
+        why = facts.get("read_in_part") if isinstance(facts, dict) else None
+        if isinstance(why, str) and why:
+            who = f"rank {key[4:]}" if key.startswith("rank") and key[4:].isdigit() else key
+            out.append(f"{who} read in part: {why}")
+    return out
+
+
+def _rank_order(key: str) -> tuple[int, str]:
+    return (int(key[4:]), "") if key.startswith("rank") and key[4:].isdigit() else (1 << 30, key)
+
+
 def environment_facts(env: dict[str, Any]) -> list[str]:
     """Short phrases about the machine: interpreter, OS, CPU, torch, threads."""
     def block(name: str) -> dict[str, Any]:
@@ -237,7 +253,7 @@ def environment_facts(env: dict[str, Any]) -> list[str]:
         world = recorded.get("world_size")
         if isinstance(world, int) and world > 1:
             facts.append(f"a job of {world} ranks, {ranks_read(recorded)}")
-        return facts
+        return facts + read_in_part(recorded)
     if torch.get("version"):
         facts.append(f"torch {torch['version']}")
     threads = env.get("threads") or {}

@@ -131,6 +131,7 @@ class _RankProgress:
 
 def cmd_analyze(plugins: Plugins, argv: list[str]) -> int:
     """Read recorded profiles into a report; write it and print it."""
+    from perfstack.analysis.view import read_in_part
     from perfstack.cli.runargs import whole_number
     from perfstack.run import executors, rundir
     from perfstack.run.ingest import LEFT_OUT_RULE, UNREAD_RULE, analyze, expand
@@ -186,6 +187,11 @@ def cmd_analyze(plugins: Plugins, argv: list[str]) -> int:
         # The report is written and says why; the exit code says that it is not whole.
         print(f"perfstack: the {failed[0].name} reader failed: {failed[0].reason}"
               + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""), file=sys.stderr)
+        return EXIT_BACKENDS_FAILED
+    partial = read_in_part(report.environment.get("recorded") or {})
+    if code == EXIT_OK and partial:  # every rank read, some of them in part
+        print(f"perfstack: {partial[0]}" + (f" (and {len(partial) - 1} more)"
+                                            if len(partial) > 1 else ""), file=sys.stderr)
         return EXIT_BACKENDS_FAILED
     return code
 

@@ -88,6 +88,10 @@ def read(paths: Sequence[Path]) -> Recorded:
     if names:
         notes.append("GPU: " + ", ".join(sorted(set(names))))
     env: dict[str, Any] = {"devices": names} if names else {}
+    if agg.truncated:  # what it holds is read; the report says, where it is read, that this
+        # process was read in part (its device figures are of the steps it holds)
+        env["read_in_part"] = ("trace cut short (the file ends mid-event: the run ended while "
+                               "writing it, or it was copied in part)")
     if props:
         env["device_properties"] = [{k: d[k] for k in DEVICE_PROPERTIES if k in d}
                                     for d in props]
