@@ -11,15 +11,12 @@ the report is about, or a recorded one in tests), or ``off`` to measure nothing.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +77,8 @@ class Ceilings:
 def machine_key(threads: int | None, device: str = "cpu") -> dict[str, Any]:
     """What the ceilings depend on: the CPU, its ISA, the threads, torch, the device (on a
     GPU its model and top clocks)."""
+    from importlib import metadata  # here: `perfstack show` never needs it (17 ms to import)
+
     cpu = environment.capture()["cpu"]
     try:
         torch_version: str | None = metadata.version("torch")
@@ -115,6 +114,8 @@ def _gpu_identity() -> list[str] | None:
 
 def cache_file(key: dict[str, Any]) -> Path:
     """Where the ceilings of ``key`` are cached."""
+    import hashlib
+
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     return cache_folder() / "ceilings" / f"{key['device']}-{digest}.json"
 
@@ -142,6 +143,8 @@ def measure(threads: int | None, device: str = "cpu", python: str | None = None,
             "--device", device, *probe_args]
     if threads:
         argv += ["--threads", str(threads)]
+    import subprocess
+
     before, started = load.snapshot(), time.monotonic()
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S)
