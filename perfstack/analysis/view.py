@@ -35,6 +35,7 @@ from perfstack.analysis.layerview import LayerTable, as_metrics, layer_tables
 from perfstack.analysis.memview import METRICS as MEMORY_METRICS
 from perfstack.analysis.memview import MemoryView, memory_view
 from perfstack.analysis.moduleview import ModuleView, module_view
+from perfstack.analysis.recordedfacts import ranks_read, read_in_part
 from perfstack.analysis.roofview import METRICS as ROOF_METRICS
 from perfstack.analysis.roofview import RoofView, roof_view
 from perfstack.analysis.stats import Summary, summarize
@@ -201,35 +202,6 @@ def _median_output(runs: list[RunRecord],
         chosen, by = timed[(len(timed) - 1) // 2], "wall time"
     lines = (chosen.stdout_tail or "").splitlines()[-3:]
     return chosen.id, by, lines
-
-
-def ranks_read(recorded: dict[str, Any]) -> str:
-    """Which ranks' files a report of recorded traces holds: "rank 0 read", "ranks 0-3 read",
-    "ranks 0, 2 read" (a job's size says how many there were, not how many were read)."""
-    ranks = sorted(int(k[4:]) for k in recorded if k.startswith("rank") and k[4:].isdigit())
-    if not ranks:
-        return "which ranks were read is not known"
-    if len(ranks) == 1:
-        return f"rank {ranks[0]} read"
-    if ranks == list(range(ranks[0], ranks[-1] + 1)):
-        return f"ranks {ranks[0]}-{ranks[-1]} read"
-    return "ranks " + ", ".join(map(str, ranks)) + " read"
-
-
-def read_in_part(recorded: dict[str, Any]) -> list[str]:
-    """Each process of a report of recorded files that was read in part, and why: "rank 7
-    read in part: trace cut short (...)" (a backend says so in its rank's ``read_in_part``)."""
-    out = []
-    for key, facts in sorted(recorded.items(), key=lambda kv: _rank_order(kv[0])):
-        why = facts.get("read_in_part") if isinstance(facts, dict) else None
-        if isinstance(why, str) and why:
-            who = f"rank {key[4:]}" if key.startswith("rank") and key[4:].isdigit() else key
-            out.append(f"{who} read in part: {why}")
-    return out
-
-
-def _rank_order(key: str) -> tuple[int, str]:
-    return (int(key[4:]), "") if key.startswith("rank") and key[4:].isdigit() else (1 << 30, key)
 
 
 def environment_facts(env: dict[str, Any]) -> list[str]:

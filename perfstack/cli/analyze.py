@@ -131,7 +131,7 @@ class _RankProgress:
 
 def cmd_analyze(plugins: Plugins, argv: list[str]) -> int:
     """Read recorded profiles into a report; write it and print it."""
-    from perfstack.analysis.view import read_in_part
+    from perfstack.analysis.recordedfacts import read_in_part
     from perfstack.cli.runargs import whole_number
     from perfstack.run import executors, rundir
     from perfstack.run.ingest import LEFT_OUT_RULE, UNREAD_RULE, analyze, expand

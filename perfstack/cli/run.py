@@ -209,9 +209,9 @@ def use_job_dir(ns: argparse.Namespace, torchrun_args: list[str]) -> None:
         if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
             raise errors.OutputError(refusal)
     else:  # taken atomically: two sessions of one node started together cannot both write
-        from perfstack.run import rundir
+        from perfstack.run.claim import claim_empty_folder
 
-        rundir.claim_empty_folder(folder, refusal)
+        claim_empty_folder(folder, refusal)
     ns.output, ns.out_dir = folder / REPORT_FILE, folder / "run"
 
 
