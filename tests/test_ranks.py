@@ -151,6 +151,23 @@ def test_a_worker_that_dies_marks_its_rank_alone(tmp_path: Path) -> None:
     assert report["environment"]["reading"]["retried"] >= 1
 
 
+def _ctrl_c_once_started(job: Path, proc: subprocess.Popen[str]) -> tuple[str, list[int]]:
+    """Ctrl-C ``proc`` once the slow ranks 3 and 4 are being read; its stderr and the pids of
+    the processes that read them."""
+    try:
+        deadline = time.monotonic() + 60
+        started = [job / "r3.rank.started", job / "r4.rank.started"]
+        while not all(p.exists() for p in started) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert all(p.exists() for p in started), proc.poll()
+        readers = [int(p.read_text()) for p in started]
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    return err, readers
+
+
 def test_ctrl_c_leaves_the_report_of_the_ranks_read(tmp_path: Path) -> None:
     """Ranks 3 and 4 are slow; Ctrl-C once both started: the report holds ranks 0-2 and
     says it is partial, the exit is 130, and the workers are stopped."""
@@ -159,17 +176,7 @@ def test_ctrl_c_leaves_the_report_of_the_ranks_read(tmp_path: Path) -> None:
         [sys.executable, "-m", "perfstack", "-p", RANKFILES, "analyze", str(job), "--jobs", "2",
          "-q", "-o", "r.json"], cwd=tmp_path, env=perfstack_env(), stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_reaches)
-    try:
-        deadline = time.monotonic() + 60
-        started = [job / "r3.rank.started", job / "r4.rank.started"]
-        while not all(p.exists() for p in started) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert all(p.exists() for p in started), proc.poll()
-        workers = [int(p.read_text()) for p in started]
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
+    err, workers = _ctrl_c_once_started(job, proc)
     assert proc.returncode == 130, err
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["run"]["complete"] is False
@@ -607,16 +614,7 @@ def test_ctrl_c_while_a_dask_cluster_reads_leaves_the_report_of_the_ranks_read(
          "--scheduler-file", str(dask_cluster), "-q", "-o", "r.json"], cwd=tmp_path,
         env=perfstack_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         preexec_fn=ctrl_c_reaches)
-    try:
-        deadline = time.monotonic() + 60
-        started = [job / "r3.rank.started", job / "r4.rank.started"]
-        while not all(p.exists() for p in started) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert all(p.exists() for p in started), proc.poll()
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
+    err, _ = _ctrl_c_once_started(job, proc)
     assert proc.returncode == 130, err
     assert "internal error" not in err
     report = json.loads((tmp_path / "r.json").read_text())
