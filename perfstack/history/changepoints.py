@@ -202,11 +202,13 @@ def step_at(values: Sequence[float], index: int, start: int, stop: int,
         p = 1.0  # one value, or two, is an outlier, not a level: never a step
     else:
         p = permutation_p(local, index - near, seed=seed + index, wanted=wanted)
-        if short(len(local), index - near):
-            p = min(p, split_p(local, index - near))
-        stretches = stretches_of(len(values))
-        if stretches > 1:  # a long series: its every stretch was searched
-            p = max(p, min(1.0, split_p(local, index - near) * stretches))
+        stretches, few = stretches_of(len(values)), short(len(local), index - near)
+        if few or stretches > 1:
+            parametric = split_p(local, index - near)
+            if few:
+                p = min(p, parametric)
+            if stretches > 1:  # a long series: its every stretch was searched
+                p = max(p, min(1.0, parametric * stretches))
     first, last = place(values[start:stop], index - start)
     low, high = (diff - half) / base, (diff + half) / base
     if all(v >= 0 for v in values[start:stop]):

@@ -16,7 +16,6 @@ from perfstack.errors import OutputError
 #: together cannot both take the folder, and a session killed outright holds nothing (the
 #: kernel lets its lock go); removed when the session ends.
 CLAIM_FILE = ".perfstack-writing"
-_held: list[int] = []  # the claims' descriptors, open (their locks held) until exit
 
 
 def claim_empty_folder(path: Path, refusal: str) -> Path:
@@ -43,8 +42,7 @@ def claim_empty_folder(path: Path, refusal: str) -> Path:
     with contextlib.suppress(OSError):
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
-    _held.append(fd)
-    atexit.register(_release, claim, fd)
+    atexit.register(_release, claim, fd)  # the descriptor stays open, its lock held, till then
     return path
 
 

@@ -271,36 +271,39 @@ def _dask(cluster: str | Path) -> Iterator[tuple[Executor, int]]:
     # print over perfstack's one line (its loggers set their own levels): no logging at all
     # for the client's life (perfstack itself does not log, it prints)
     logging.disable(logging.CRITICAL)
-    timeout = connect_timeout()
     try:
-        # How long to wait for the scheduler is Dask's own setting (its connect timeout:
-        # DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT, 30 s unless set).
-        client = _connect(client_class, address, timeout, where)
-    except (OSError, TimeoutError, ValueError) as exc:
-        logging.disable(logging.NOTSET)
-        raise errors.ClusterUnavailable(
-            f"the Dask scheduler at {where} cannot be reached: "
-            f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
-    except BaseException:
-        logging.disable(logging.NOTSET)
-        raise
-    try:
-        workers = watch.dask_workers(client, timeout) or 0
-        if not workers:
-            with contextlib.suppress(Exception):
-                client.wait_for_workers(1, timeout=timeout)
-            workers = watch.dask_workers(client, timeout) or 0
-        if not workers:
+        timeout = connect_timeout()
+        try:
+            # How long to wait for the scheduler is Dask's own setting (its connect timeout:
+            # DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT, 30 s unless set).
+            client = _connect(client_class, address, timeout, where)
+        except (OSError, TimeoutError, ValueError) as exc:
             raise errors.ClusterUnavailable(
-                f"the Dask scheduler at {where} has no workers (waited {timeout:g} s, Dask's "
-                "connect timeout): start some with 'dask worker'")
-        ex: Executor = watch.Watched(client.get_executor(pure=False),
-                                     watch.dask_health(client, where, timeout))
-        yield ex, workers
+                f"the Dask scheduler at {where} cannot be reached: "
+                f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+        try:
+            yield _watched_client(client, where, timeout)
+        finally:
+            with contextlib.suppress(Exception):
+                client.close(timeout=min(timeout, GRACE_S))
     finally:
-        with contextlib.suppress(Exception):
-            client.close(timeout=min(timeout, GRACE_S))
         logging.disable(logging.NOTSET)
+
+
+def _watched_client(client: Any, where: str, timeout: float) -> tuple[Executor, int]:
+    """The client's executor, watched, and its worker threads (at least one, waited for
+    within ``timeout``: a scheduler with none is ClusterUnavailable)."""
+    workers = watch.dask_workers(client, timeout) or 0
+    if not workers:
+        with contextlib.suppress(Exception):
+            client.wait_for_workers(1, timeout=timeout)
+        workers = watch.dask_workers(client, timeout) or 0
+    if not workers:
+        raise errors.ClusterUnavailable(
+            f"the Dask scheduler at {where} has no workers (waited {timeout:g} s, Dask's "
+            "connect timeout): start some with 'dask worker'")
+    return watch.Watched(client.get_executor(pure=False),
+                         watch.dask_health(client, where, timeout)), workers
 
 
 

@@ -163,15 +163,24 @@ def _through(ex: Executor, todo: list[tuple[int, Unit]], backends: dict[str, Bac
                 except BrokenProcessPool:
                     broken.append((i, unit))
                 except Exception as exc:  # a Dask worker that died (KilledWorker), a lost
-                    # connection: the scheduler gone is said as that, once per unit
+                    # connection: when the workers cannot finish, the rest is given up too
                     why = health() if health is not None else None
                     done(i, UnitResult(unit, error=why) if why else _lost(unit, exc))
+                    if why is not None:
+                        _give_up(futures, why, done)
+                        break
                 del future
         except TimeoutError:
             why = health() if health is not None else None
             if why is not None:
-                for future, (i, unit) in list(futures.items()):
-                    future.cancel()
-                    done(i, UnitResult(unit, error=why))
-                futures.clear()
+                _give_up(futures, why, done)
     return sorted(broken, key=lambda t: t[0])
+
+
+def _give_up(futures: dict[Future[UnitResult], tuple[int, Unit]], why: str,
+             done: Callable[[int, UnitResult], None]) -> None:
+    """Mark every unit left with ``why`` (its workers cannot finish it) and cancel it."""
+    for future, (i, unit) in list(futures.items()):
+        future.cancel()
+        done(i, UnitResult(unit, error=why))
+    futures.clear()

@@ -96,12 +96,17 @@ def dask_health(client: Any, where: str, grace: float) -> Callable[[], str | Non
     scheduler would wait for new ones for ever), gives up the ranks left, saying so."""
     since: list[float] = []
     gone = f"not read: the Dask scheduler at {where} went away"
+    said: list[str] = []  # once gone, gone: asked again, it answers at once
 
     def health() -> str | None:
+        if said:
+            return said[0]
         if getattr(client, "status", "running") not in ("running", "connecting", "newly-created"):
+            said.append(gone)
             return gone
         workers = dask_workers(client, grace)
         if workers is None or getattr(client, "status", "running") != "running":
+            said.append(gone)
             return gone
         if workers:
             since.clear()
