@@ -293,7 +293,7 @@ if TYPE_CHECKING:
     from perfstack.pluginmanager import (
         hookimpl as hookimpl,
     )
-    from perfstack.render import (
+    from perfstack.render.base import (
         Renderer as Renderer,
     )
     from perfstack.report import (

@@ -20,7 +20,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from perfstack.backend import Backend
-    from perfstack.render import Renderer
+    from perfstack.render.base import Renderer
     from perfstack.report import Finding, Report
 
 #: Bumped when a hook's signature or contract changes incompatibly. A plugin says which
@@ -78,7 +78,7 @@ def perfstack_findings(report: Report) -> Sequence[Finding]:
 def perfstack_renderers() -> Sequence[Renderer]:
     """Return output formats this plugin adds to ``perfstack show --format``.
 
-    Each item is a ``perfstack.render.Renderer``: a ``name`` (the ``--format`` value), a
+    Each item is a ``perfstack.render.base.Renderer``: a ``name`` (the ``--format`` value), a
     ``description``, whether it writes text for a terminal or a file
     (``output_file_extension``), and ``render(report, options) -> str``. A later
     registration with the same name replaces an earlier one, so a plugin can override a

@@ -17,7 +17,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from perfstack.backend import Backend
-    from perfstack.render import Renderer
+    from perfstack.render.base import Renderer
 
 from perfstack import hookspecs
 from perfstack.errors import PluginModuleNotFound
@@ -109,7 +109,7 @@ class Plugins:
 
         if self._built is not None:
             return self._built
-        from perfstack.render import DiffRenderer  # the contract, declared there
+        from perfstack.render.base import DiffRenderer  # the contract, declared there
 
         renderers = {a.plugin: a.result for a in self.call_loaded("perfstack_renderers")}
         backends = {a.plugin: a.result for a in self.call_loaded("perfstack_backends")}
@@ -169,7 +169,7 @@ class Plugins:
     def renderers(self, loaded_only: bool = False) -> dict[str, Renderer]:
         """Return every renderer by name; a later plugin's renderer replaces an earlier one's.
         ``loaded_only``: of the plugins a deferred load has loaded so far."""
-        from perfstack.render import Renderer
+        from perfstack.render.base import Renderer
 
         found: dict[str, Renderer] = {}
         call = self.call_loaded if loaded_only else self.call_each
@@ -248,6 +248,19 @@ class Plugins:
                        "finding's evidence; `perfstack plugins` lists the plugin)",
                 source=answer.plugin))
         return found
+
+    def environment(self) -> dict[str, Any]:
+        """Return the core environment block plus each plugin's ``perfstack_environment``
+        facts. A plugin whose hook raises is recorded under ``plugin_errors``, not lost."""
+        from perfstack.machine.environment import capture
+
+        env = capture()
+        for answer in self.call_each("perfstack_environment"):
+            if answer.error is not None:
+                env.setdefault("plugin_errors", {})[answer.plugin] = answer.error
+            elif isinstance(answer.result, dict):
+                env.update(answer.result)
+        return env
 
     def package_of(self, plugin: str) -> str | None:
         """Return the "dist version" a plugin comes from, when known."""

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from perfstack import hookimpl
-from perfstack.render import Renderer, RenderOptions
+from perfstack.render.base import Renderer, RenderOptions
 from perfstack.report import Layer, Report
 from perfstack.run.rundir import RunFolder
 

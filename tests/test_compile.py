@@ -250,7 +250,7 @@ def test_a_compiled_run_reads_as_compiling_in_every_format() -> None:
     (was 'Mostly start-up'), the compile section says what it compiled, why it compiled
     again and where the graph broke, and the HTML has a Compile pane."""
     from perfstack.pluginmanager import load_plugins
-    from perfstack.render import RenderOptions
+    from perfstack.render.base import RenderOptions
     from perfstack.report.files import load_report
 
     report = load_report(RECORDED / "compiled.json.gz")

@@ -98,7 +98,7 @@ def test_a_cold_first_compile_is_told_from_the_warm_runs_on_triton() -> None:
 @pytest.mark.parametrize("name", ["resnet", "memory", "compiled"])
 def test_each_recorded_report_renders_in_every_format(name: str) -> None:
     from perfstack.pluginmanager import load_plugins
-    from perfstack.render import RenderOptions
+    from perfstack.render.base import RenderOptions
 
     report = _report(name)
     for fmt, renderer in load_plugins().renderers().items():

@@ -120,7 +120,7 @@ def test_the_html_draws_the_gpu_over_time_only_where_nvml_ran():
     """The H200 run's report draws power and utilisation over time from its timeline; a run
     on a machine with no GPU says nothing of it (it once said 'no NVML samples')."""
     from perfstack.pluginmanager import load_plugins
-    from perfstack.render import RenderOptions
+    from perfstack.render.base import RenderOptions
     from perfstack.report.files import load_report
 
     html = load_plugins().renderers()["html"]

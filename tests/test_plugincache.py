@@ -19,7 +19,7 @@ from tests.conftest import ROOT, perfstack_env
 
 PLUGIN = '''
 from perfstack import hookimpl
-from perfstack.render import Renderer
+from perfstack.render.base import Renderer
 
 
 class Loud(Renderer):

@@ -175,7 +175,6 @@ def test_every_hook_call_goes_through_pluggy_and_every_failure_is_a_finding() ->
     """One place calls hooks, each plugin alone through pluggy's call loop (so pluggy's call
     monitoring sees it), with one policy: a hook that raises is a plugin-error finding with
     its traceback, and the other plugins still answer."""
-    from perfstack.machine.environment import capture_with_plugins
     from perfstack.report.files import load_report
     from tests.conftest import ROOT
 
@@ -184,7 +183,7 @@ def test_every_hook_call_goes_through_pluggy_and_every_failure_is_a_finding() ->
     plugins.pm.add_hookcall_monitoring(
         lambda name, impls, kwargs: calls.append((name, [i.plugin_name for i in impls])),
         lambda outcome, name, impls, kwargs: None)
-    env = capture_with_plugins(plugins)
+    env = plugins.environment()
     assert "perf" in env and "broken" in env["plugin_errors"]
     assert "text" in plugins.renderers() and "html" in plugins.renderers()
     found = plugins.findings(load_report(ROOT / "tests/fixtures/reports/v1-busy.json"))

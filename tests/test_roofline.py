@@ -16,7 +16,7 @@ import pytest
 from perfstack.analysis import roofline
 from perfstack.analysis.roofview import roof_view
 from perfstack.machine import ceilings, datasheets
-from perfstack.machine.ceilings import Ceilings
+from perfstack.machine.ceilingrecord import Ceilings
 from perfstack.report import Layer, Quantity, Report, Row, RunInfo
 from tests.conftest import ROOT, perfstack_in
 

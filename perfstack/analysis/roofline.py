@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from perfstack.machine.ceilings import Ceilings
+from perfstack.machine.ceilingrecord import Ceilings
 from perfstack.machine.load import DISTURBED_CPUS
 from perfstack.report import Better, Finding, Layer, Metric, Quantity, Report, Row
 from perfstack.report.units import fmt_seconds, fmt_si, pct_fine

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from perfstack.analysis.roofline import ceilings_of
-from perfstack.machine.ceilings import Ceilings
+from perfstack.machine.ceilingrecord import Ceilings
 from perfstack.report import Layer, Metric, Report, Row
 
 #: The metrics this view shows (the report's default metrics table leaves them out).

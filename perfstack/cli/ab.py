@@ -6,13 +6,8 @@ import sys
 from pathlib import Path
 
 from perfstack import errors
-from perfstack.cli import (
-    DEFAULT_RUNS_DIR,
-    EXIT_OK,
-    EXIT_WORKLOAD_FAILED,
-    Parser,
-    outputs,
-)
+from perfstack.cli import outputs
+from perfstack.cli.common import DEFAULT_RUNS_DIR, EXIT_OK, EXIT_WORKLOAD_FAILED, Parser
 from perfstack.pluginmanager import Plugins
 from perfstack.run import signals
 from perfstack.run.filenames import REPORT_FILE

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 from perfstack import errors
-from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_BACKENDS_FAILED, EXIT_OK, Parser, outputs
+from perfstack.cli import outputs
+from perfstack.cli.common import DEFAULT_RUNS_DIR, EXIT_BACKENDS_FAILED, EXIT_OK, Parser
 from perfstack.cli.show import (
     add_view_options,
     check_view_options,
@@ -46,7 +47,7 @@ def _output(plugins: Plugins, report: Report, ns: argparse.Namespace, what: str)
         print_report(report, plugins, top=ns.top, depth=ns.depth, full=ns.full,
                      all_frames=ns.all_frames, report_dir=output.parent.resolve())
     elif not ns.quiet:  # another format, printed as `perfstack show --format` prints it
-        from perfstack.render import RenderOptions, terminal_safe
+        from perfstack.render.base import RenderOptions, terminal_safe
 
         options = RenderOptions(
             top=ns.top, depth=ns.depth, width=output_width(), full=ns.full,

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 from perfstack import errors
 from perfstack.analysis.drift import SESSION_NOISE
-from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, EXIT_REGRESSION, Parser, outputs
+from perfstack.cli import outputs
+from perfstack.cli.common import DEFAULT_RUNS_DIR, EXIT_OK, EXIT_REGRESSION, Parser
 
 if TYPE_CHECKING:
     from perfstack.analysis.diff import Diff
@@ -95,7 +96,7 @@ def emit(result: Diff, fmt: str, top: int, threshold: float | None,
     """Write a diff in ``fmt`` to ``output`` (stdout when None); return the exit code: 1 when
     ``threshold`` is set and a metric regressed beyond it."""
     from perfstack.cli.show import output_width
-    from perfstack.render import DiffRenderer, RenderOptions, terminal_safe
+    from perfstack.render.base import DiffRenderer, RenderOptions, terminal_safe
     from perfstack.render.diff import render_markdown, render_text
     from perfstack.report.files import finite, write_text_atomic
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from perfstack import errors
-from perfstack.cli import EXIT_OK, Parser
+from perfstack.cli.common import EXIT_OK, Parser
 from perfstack.pluginmanager import Plugins
 
 

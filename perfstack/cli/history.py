@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfstack import errors
-from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, Parser
+from perfstack.cli.common import DEFAULT_RUNS_DIR, EXIT_OK, Parser
 from perfstack.report import Report
 
 if TYPE_CHECKING:  # the history module itself is imported when it is used
@@ -67,7 +67,7 @@ def _table(rows: list[dict[str, Any]], fmt: str, columns: list[str]) -> str:
             writer.writerow({k: _csv_cell(" ".join(v) if isinstance(v, list) else v)
                              for k, v in row.items()})
         return out.getvalue()
-    from perfstack.render import terminal_safe
+    from perfstack.render.base import terminal_safe
 
     # A workload's names (its command, a series) reach the terminal: escapes shown, not acted on.
     rows = [{c: terminal_safe(_cell(r.get(c))) for c in columns} for r in rows]

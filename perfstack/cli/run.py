@@ -11,12 +11,12 @@ from typing import Any
 
 from perfstack import errors
 from perfstack.backend import Workload, availability
-from perfstack.cli import (
+from perfstack.cli import outputs
+from perfstack.cli.common import (
     DEFAULT_RUNS_DIR,
     EXIT_BACKENDS_FAILED,
     EXIT_OK,
     EXIT_WORKLOAD_FAILED,
-    outputs,
 )
 from perfstack.cli.runargs import build_parser, option_dest, step_window
 from perfstack.cli.show import check_view_options
@@ -217,7 +217,7 @@ def use_job_dir(ns: argparse.Namespace, torchrun_args: list[str]) -> None:
 
 def _write_html(plugins: Plugins, report: Any, report_path: Path, html_path: Path, top: int,
                 depth: int) -> None:
-    from perfstack.render import RenderOptions
+    from perfstack.render.base import RenderOptions
     from perfstack.report.files import write_text_atomic
 
     # The format that writes .html pages (the html plugin's; another plugin may provide it).

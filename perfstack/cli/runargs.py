@@ -10,7 +10,7 @@ from typing import Any
 
 from perfstack import errors
 from perfstack.backend import Option, StepWindow
-from perfstack.cli import DEFAULT_RUNS_DIR, Parser
+from perfstack.cli.common import DEFAULT_RUNS_DIR, Parser
 from perfstack.cli.show import add_view_options
 from perfstack.pluginmanager import BackendEntry
 from perfstack.report import Layer

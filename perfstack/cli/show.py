@@ -9,9 +9,10 @@ from typing import Any
 
 from perfstack import errors
 from perfstack.backend import availability
-from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, Parser, outputs
+from perfstack.cli import outputs
+from perfstack.cli.common import DEFAULT_RUNS_DIR, EXIT_OK, Parser
 from perfstack.pluginmanager import Plugins
-from perfstack.render import RenderOptions, terminal_safe
+from perfstack.render.base import RenderOptions, terminal_safe
 from perfstack.report import Report
 from perfstack.run.filenames import REPORT_FILE
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from perfstack import errors
-from perfstack.cli import DEFAULT_RUNS_DIR, EXIT_OK, EXIT_WORKLOAD_FAILED
+from perfstack.cli.common import DEFAULT_RUNS_DIR, EXIT_OK, EXIT_WORKLOAD_FAILED
 from perfstack.pluginmanager import Plugins
 from perfstack.run import signals
 from perfstack.run.filenames import REPORT_FILE

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from perfstack import errors
-from perfstack.cli import EXIT_DISTURBED, EXIT_OK, EXIT_REGRESSION, Parser
+from perfstack.cli.common import EXIT_DISTURBED, EXIT_OK, EXIT_REGRESSION, Parser
 from perfstack.cli.history import DB_HELP, database
-from perfstack.render import terminal_safe
+from perfstack.render.base import terminal_safe
 
 
 def _percent(text: str) -> float:

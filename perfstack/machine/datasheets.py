@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from perfstack.machine.ceilings import Ceilings
+from perfstack.machine.ceilingrecord import Ceilings
 
 T = 1e12
 

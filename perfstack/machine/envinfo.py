@@ -106,7 +106,7 @@ def gather(plugins: Plugins, with_torch: bool = True, with_system: bool = True,
            measure_ceilings: bool = False) -> dict[str, Any]:
     """Return the full platform description ``perfstack env`` prints; the machine's ceilings
     as cached (at torch's default thread count), measured again with ``measure_ceilings``."""
-    env = environment.capture_with_plugins(plugins)
+    env = plugins.environment()
     if with_torch:
         env["torch"] = torch_details()
     threads = (env.get("torch") or {}).get("intra_op_threads")

@@ -11,10 +11,7 @@ import os
 import platform
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from perfstack.pluginmanager import Plugins
+from typing import Any
 
 #: Environment variables that change how fast numerical code runs.
 THREAD_VARIABLES = (
@@ -126,20 +123,6 @@ def describe_block(block: dict[str, Any]) -> str:
                               else str(item) for item in value) or "none"
         parts.append(f"{key} {value}")
     return ", ".join(parts) or "available"
-
-
-def capture_with_plugins(plugins: Plugins) -> dict[str, Any]:
-    """Return the core block plus each plugin's ``perfstack_environment`` facts.
-
-    A plugin whose hook raises is recorded under ``plugin_errors``, not lost.
-    """
-    env = capture()
-    for answer in plugins.call_each("perfstack_environment"):
-        if answer.error is not None:
-            env.setdefault("plugin_errors", {})[answer.plugin] = answer.error
-        elif isinstance(answer.result, dict):
-            env.update(answer.result)
-    return env
 
 
 def capture() -> dict[str, Any]:

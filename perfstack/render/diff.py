@@ -13,7 +13,7 @@ from typing import Any
 from perfstack.analysis.changes import MetricChange
 from perfstack.analysis.diff import Diff
 from perfstack.analysis.rowdiff import RowChange
-from perfstack.render import markdown_escape as escape
+from perfstack.render.base import markdown_escape as escape
 from perfstack.render.textgrid import Column, table
 from perfstack.report.units import fmt_value as fmt
 

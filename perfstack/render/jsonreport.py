@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from perfstack.pluginmanager import hookimpl
-from perfstack.render import Renderer, RenderOptions
+from perfstack.render.base import Renderer, RenderOptions
 from perfstack.report import Report
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from perfstack.analysis.drilldown import Node
 from perfstack.analysis.view import View, build
 from perfstack.pluginmanager import hookimpl
-from perfstack.render import Renderer, RenderOptions
-from perfstack.render import markdown_escape as escape
+from perfstack.render.base import Renderer, RenderOptions
+from perfstack.render.base import markdown_escape as escape
 from perfstack.render.compilewords import (
     COMPILE_COLUMNS,
     COMPILE_TITLE,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from perfstack.errors import UsageError
 from perfstack.pluginmanager import hookimpl
-from perfstack.render import Renderer, RenderOptions
+from perfstack.render.base import Renderer, RenderOptions
 from perfstack.report import Report
 
 #: pyperf knows these units; anything else is stored as a plain number ("integer" formats it).

@@ -17,14 +17,8 @@ from perfstack.analysis.drilldown import Node
 from perfstack.analysis.layerview import LayerTable
 from perfstack.analysis.view import BackendLine, View, build
 from perfstack.pluginmanager import hookimpl
-from perfstack.render import (
-    Renderer,
-    RenderOptions,
-    textcompile,
-    textdevice,
-    textmemory,
-    textmodules,
-)
+from perfstack.render import textcompile, textdevice, textmemory, textmodules
+from perfstack.render.base import Renderer, RenderOptions
 from perfstack.render.textgrid import Column, Page, bar, cut, table, wrap
 from perfstack.render.words import (
     LAYER_TITLES,

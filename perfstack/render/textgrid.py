@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from perfstack.render import terminal_safe
+from perfstack.render.base import terminal_safe
 
 #: The narrowest a name column gets before value columns are dropped instead: enough for a
 #: function, its file and line.

@@ -13,6 +13,7 @@ from typing import Any
 
 from perfstack.backend import Collected
 from perfstack.machine import ceilings, datasheets
+from perfstack.machine.ceilingrecord import Ceilings
 from perfstack.run.options import Progress
 
 
@@ -92,7 +93,7 @@ def run_ceilings(environment: dict[str, Any], collected: Iterable[Collected],
         environment.setdefault("ceilings", {})[kind] = found.as_dict()
 
 
-def doubted(found: ceilings.Ceilings, collected: Iterable[Collected], kind: str,
+def doubted(found: Ceilings, collected: Iterable[Collected], kind: str,
             environment: dict[str, Any] | None = None) -> str | None:
     """Why ``found`` cannot be the machine's ceiling (an op ran above it, or it was measured
     while other programs kept CPUs busy), or None."""
@@ -116,14 +117,14 @@ def doubted(found: ceilings.Ceilings, collected: Iterable[Collected], kind: str,
     return None
 
 
-def _measurements(found: ceilings.Ceilings) -> list[dict[str, Any]]:
+def _measurements(found: Ceilings) -> list[dict[str, Any]]:
     kept = found.how.get("measurements")
     if isinstance(kept, list) and kept:
         return [m for m in kept if isinstance(m, dict)]
     return [{"load": found.how.get("load")}]
 
 
-def _again(found: ceilings.Ceilings) -> bool:
+def _again(found: Ceilings) -> bool:
     """Whether measuring again may settle a doubt: the ceilings were measured once only, or
     last under load (a doubt that survives two measurements, the last a quiet one, is the
     op's to explain, and is said instead of measured every run)."""
@@ -135,7 +136,7 @@ def _again(found: ceilings.Ceilings) -> bool:
 
 
 def _measure(threads: int | None, device: str, progress: Progress,
-             why: str | None = None) -> tuple[ceilings.Ceilings | None, str | None]:
+             why: str | None = None) -> tuple[Ceilings | None, str | None]:
     """Measure one device's ceilings with a progress line; (ceilings, None) or (None, why)."""
     label = why or (f"measuring this machine's {'GPU ' if device != 'cpu' else ''}ceilings "
                     "(once; cached)")

@@ -18,7 +18,6 @@ from typing import Any
 import perfstack
 from perfstack.backend import Collected, Launch, Outcome, Workload, availability
 from perfstack.errors import UsageError
-from perfstack.machine import environment
 from perfstack.pluginmanager import BackendEntry, HookResult, Plugins
 from perfstack.report import (
     BackendResult,
@@ -237,7 +236,7 @@ class Session:
     def _environment(self) -> dict[str, Any]:
         from perfstack.history import repository_of
 
-        env = environment.capture_with_plugins(self.plugins)
+        env = self.plugins.environment()
         # The workload's repository as it is when the run starts (the history's commit).
         where = Path(self.workload.target).parent if not self.workload.module else Path(
             self.cwd)

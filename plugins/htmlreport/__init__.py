@@ -22,7 +22,7 @@ from typing import Any
 from perfstack import hookimpl
 from perfstack.analysis.diff import Diff
 from perfstack.analysis.view import View, build
-from perfstack.render import Renderer, RenderOptions
+from perfstack.render.base import Renderer, RenderOptions
 from perfstack.report import Layer, Report
 from perfstack.report.units import fmt_seconds
 

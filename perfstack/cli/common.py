@@ -1,0 +1,74 @@
+"""What every command of the ``perfstack`` command line shares: its exit codes, the folder of
+runs, and the argument parser whose usage error is one line.
+
+Exit codes (also in the README):
+
+====  ==========================================================================
+0     success
+1     ``diff --fail-on-regression``, ``gate``: a significant regression
+2     usage error: an unknown option, a value out of range (negative timeout...)
+3     a file named on the command line does not exist (script, module, report)
+4     not a perfstack report: not JSON, another tool's JSON, or fails the schema
+5     a perfstack report of a schema version this perfstack cannot read
+6     unknown plugin name
+7     the report or run folder cannot be written
+8     the workload did not finish cleanly in some run (the report was written)
+9     every backend named with --plugins failed (the report was written)
+10    the history cannot be opened or read
+11    a package the command needs is missing
+12    ``gate``: the newest run was disturbed by other programs; it cannot be judged
+13    ``analyze --scheduler``: the Dask scheduler cannot be reached
+70    internal error in perfstack (the traceback is saved to a file, not printed)
+130   interrupted by Ctrl-C (a partial report was written)
+====  ==========================================================================
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import NoReturn
+
+from perfstack import errors
+
+EXIT_OK = 0
+EXIT_REGRESSION = 1
+EXIT_USAGE = 2
+EXIT_NOT_FOUND = 3
+EXIT_NOT_A_REPORT = 4
+EXIT_VERSION = 5
+EXIT_UNKNOWN_PLUGIN = 6
+EXIT_OUTPUT = 7
+EXIT_WORKLOAD_FAILED = 8
+EXIT_BACKENDS_FAILED = 9
+EXIT_HISTORY = 10
+EXIT_MISSING_DEPENDENCY = 11
+#: perfstack gate: the newest run was disturbed by other programs; run it again
+EXIT_DISTURBED = 12
+#: analyze --scheduler: the Dask scheduler cannot be reached
+EXIT_CLUSTER = 13
+EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
+
+EXIT_CODES: dict[type[errors.PerfstackError], int] = {
+    errors.UsageError: EXIT_USAGE,
+    errors.InputNotFound: EXIT_NOT_FOUND,
+    errors.NotAReport: EXIT_NOT_A_REPORT,
+    errors.UnsupportedVersion: EXIT_VERSION,
+    errors.NewerHistory: EXIT_VERSION,
+    errors.UnknownPlugin: EXIT_UNKNOWN_PLUGIN,
+    errors.PluginModuleNotFound: EXIT_UNKNOWN_PLUGIN,
+    errors.OutputError: EXIT_OUTPUT,
+    errors.HistoryUnavailable: EXIT_HISTORY,
+    errors.MissingDependency: EXIT_MISSING_DEPENDENCY,
+    errors.ClusterUnavailable: EXIT_CLUSTER,
+}
+
+DEFAULT_RUNS_DIR = Path(".perfstack") / "runs"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit code 2, not a usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        raise errors.UsageError(f"{message} (see '{self.prog} --help')")
