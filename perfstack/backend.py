@@ -290,6 +290,14 @@ class Backend:
     #: it) pairs, such as ``(".speedscope.json", "speedscope, or speedscope.app")``. Every
     #: format's list of raw outputs shows it beside each file that ends so.
     openers: ClassVar[tuple[tuple[str, str], ...]] = ()
+    #: The distributions this backend relies on (``("py-spy",)``): the environment block
+    #: records the version of each that is installed.
+    packages: ClassVar[tuple[str, ...]] = ()
+    #: What to tell a reader when something this backend would give is missing, by the gap's
+    #: name. The core names the gaps and says these words: ``"op-callers"``, framework ops not
+    #: linked to the Python functions that called them (``{"op-callers": "run X with --X-Y to
+    #: record the calling functions"}``).
+    advice: ClassVar[dict[str, str]] = {}
 
     def run_count(self, options: dict[str, Any]) -> int:
         """Return how many runs of the workload this backend needs with these options

@@ -53,6 +53,9 @@ class Provided:
     files: list[str] = field(default_factory=list)  # its package's .py files, for the key
     #: backend -> how its raw outputs open: [file name ending, opener] pairs
     openers: dict[str, list[list[str]]] = field(default_factory=dict)
+    #: backend -> what to tell a reader when what it gives is missing, by gap
+    #: (``Backend.advice``)
+    advice: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -85,6 +88,16 @@ class Manifest:
         """Return every backend's (file name ending, opener) pairs, in registration order."""
         return [(str(ending), str(how)) for p in self.plugins for pairs in p.openers.values()
                 for ending, how in pairs]
+
+    def advice(self) -> dict[str, list[str]]:
+        """Return, per gap, what the backends that would fill it advise, in registration
+        order."""
+        out: dict[str, list[str]] = {}
+        for p in self.plugins:
+            for said in p.advice.values():
+                for gap, words in said.items():
+                    out.setdefault(gap, []).append(words)
+        return out
 
 
 def _by_value(per_plugin: list[dict[str, list[str]]]) -> dict[str, list[str]]:
@@ -158,7 +171,7 @@ def read(choices: dict[str, Any]) -> Manifest | None:
         data = json.loads(cache_file(choices).read_text("utf-8"))
         plugins = [Provided(p["name"], list(p["renderers"]), list(p["diffs"]),
                             dict(p["backends"]), dict(p["publishes"]), list(p["files"]),
-                            dict(p["openers"]))
+                            dict(p["openers"]), dict(p["advice"]))
                    for p in data["plugins"]]
         files = [f for p in plugins for f in p.files]
         if data["key"] != json.loads(json.dumps(state_key(choices, files))):
@@ -186,7 +199,7 @@ def write(choices: dict[str, Any], manifest: Manifest) -> None:
         data = {"key": state_key(choices, files),
                 "plugins": [{"name": p.name, "renderers": p.renderers, "diffs": p.diffs,
                              "backends": p.backends, "publishes": p.publishes,
-                             "files": p.files, "openers": p.openers}
+                             "files": p.files, "openers": p.openers, "advice": p.advice}
                             for p in manifest.plugins]}
         tmp.write_text(json.dumps(data), "utf-8")
         os.replace(tmp, target)

@@ -17,7 +17,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from perfstack.backend import Backend
-    from perfstack.render.base import Renderer
+    from perfstack.render.base import Renderer, RenderOptions
 
 from perfstack import hookspecs
 from perfstack.errors import PluginModuleNotFound
@@ -117,19 +117,21 @@ class Plugins:
         for name, info in self.infos.items():
             if info.error is not None:
                 continue
-            backs, publishes, openers = {}, {}, {}
+            backs, publishes, openers, advice = {}, {}, {}, {}
             for item in backends.get(name) or ():
                 if _backend_problem(item) is None:
                     backs[item.name] = [layer.value for layer in item.layers]
                     publishes[item.name] = [str(p) for p in item.publishes]
                     openers[item.name] = [[str(e), str(h)] for e, h in item.openers]
+                    advice[item.name] = {str(g): str(w) for g, w in item.advice.items()}
             plugin = self.pm.get_plugin(name)
             drawn = list(renderers.get(name) or ())
             provided.append(plugincache.Provided(
                 name, [str(getattr(r, "name", "")) for r in drawn],
                 [str(getattr(r, "name", "")) for r in drawn if isinstance(r, DiffRenderer)],
                 backs, publishes,
-                plugincache.package_files(plugin, whole=name not in CORE_PLUGINS), openers))
+                plugincache.package_files(plugin, whole=name not in CORE_PLUGINS), openers,
+                advice))
         self._built = plugincache.Manifest(provided)
         return self._built
 
@@ -190,6 +192,22 @@ class Plugins:
     def layer_providers(self) -> dict[str, list[str]]:
         """Return, per layer, the installed backends that feed it."""
         return dict(self._provided().layer_providers())
+
+    def advice(self) -> dict[str, list[str]]:
+        """Return, per gap, what the installed backends that would fill it advise
+        (``Backend.advice``)."""
+        return dict(self._provided().advice())
+
+    def render_options(self, **options: Any) -> RenderOptions:
+        """Return ``RenderOptions(**options)`` with what the installed backends declare
+        (the layers they feed, the metrics they publish, how their outputs open, their
+        advice): every format words its hints from these, naming no backend itself."""
+        from perfstack.render.base import RenderOptions
+
+        return RenderOptions(layer_providers=self.layer_providers(),
+                             metric_providers=self.metric_providers(),
+                             artifact_openers=self.artifact_openers(), advice=self.advice(),
+                             **options)
 
     def call_each(self, hook_name: str, **kwargs: Any) -> list[HookResult]:
         """Call one hook on every plugin separately; return each answer or error, in order."""
@@ -252,9 +270,11 @@ class Plugins:
     def environment(self) -> dict[str, Any]:
         """Return the core environment block plus each plugin's ``perfstack_environment``
         facts. A plugin whose hook raises is recorded under ``plugin_errors``, not lost."""
-        from perfstack.machine.environment import capture
+        from perfstack.machine.environment import capture, packages
 
         env = capture()
+        declared = [p for entry in self.backends()[0].values() for p in entry.backend.packages]
+        env["packages"].update(packages(dict.fromkeys(declared)))
         for answer in self.call_each("perfstack_environment"):
             if answer.error is not None:
                 env.setdefault("plugin_errors", {})[answer.plugin] = answer.error

@@ -22,14 +22,20 @@ from .pyspy.speedscope import frame_key, is_ours, read_profile
 #: memory (a 3 GiB one ended ``show`` in MemoryError). Perfstack's own are far below it (the
 #: largest shared GPU trace decompresses to 25 MiB); Perfetto's UI loads about 2 GB at most.
 ARTIFACT_MAX_BYTES = 512 << 20
+#: The labels of the artifacts read here, whichever backend keeps them: sampled Python
+#: stacks (speedscope), those stacks while holding the GIL, and GPU samples over time.
+SPEEDSCOPE = "speedscope"
+GIL_SPEEDSCOPE = "gil_speedscope"
+TIMELINE = "timeline"
 
 
-def locate(report: Report, base: Path | None, backend: str,
+def locate(report: Report, base: Path | None, backend: str | None,
            label: str) -> tuple[Path | None, str | None]:
     """Return (path, None) for a backend's artifact that can be read, (None, why) for one the
     report names that cannot (gone, not a regular file, over ARTIFACT_MAX_BYTES), (None, None)
-    when the report names none."""
-    entry = next((b for b in report.backends if b.name == backend), None)
+    when the report names none. ``backend`` None: the first backend that keeps ``label``."""
+    entry = next((b for b in report.backends if b.name == backend
+                  or (backend is None and label in b.artifacts)), None)
     if entry is None or label not in entry.artifacts:
         return None, None
     path = Path(entry.artifacts[label])
@@ -47,7 +53,8 @@ def locate(report: Report, base: Path | None, backend: str,
     return path, None
 
 
-def artifact(report: Report, base: Path | None, backend: str, label: str) -> Path | None:
+def artifact(report: Report, base: Path | None, backend: str | None,
+             label: str) -> Path | None:
     """Return the path of a backend's artifact when it still exists and can be read."""
     return locate(report, base, backend, label)[0]
 

@@ -275,6 +275,7 @@ class NvmlBackend(Backend):
     per_rank = False  # sees the whole torchrun job at once
     layers = (Layer.HARDWARE,)
     description = "NVML: GPU power, energy, utilisation, memory, clocks, temperature over time"
+    packages = ("nvidia-ml-py",)
     options = (Option("period", "seconds between samples (at least 0.02)", 0.1, float,
                       minimum=0.02, maximum=60),)
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from importlib import import_module
-from pathlib import Path
 
 import tomllib
 
+from tests import house
 from tests.conftest import ROOT
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -79,21 +78,6 @@ TORCH_THE_LIBRARY = {
 KNOWN_DEBT: dict[str, set[str]] = {}
 
 
-def _string_constants(path: Path) -> list[tuple[int, str]]:
-    """Every string literal of a module but its docstrings, with its line."""
-    import ast
-
-    tree = ast.parse(path.read_text())
-    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
-                                       ast.AsyncFunctionDef))
-                  and node.body and isinstance(node.body[0], ast.Expr)
-                  and isinstance(node.body[0].value, ast.Constant)}
-    return [(node.lineno, node.value) for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str)
-            and id(node) not in docstrings]
-
-
 def test_the_core_code_names_no_builtin_backend():
     """No string of the core's code (comments and docstrings aside) is a built-in backend's
     name or a built-in plugin's format: what the core knows of a backend, it reads from the
@@ -112,16 +96,33 @@ def test_the_core_code_names_no_builtin_backend():
     # Words inside a string count too ("pyspy and perftop do"), for the names that are not
     # also plain words of the core's own (a resource, perf's events, an html page, the torch
     # library, where TORCH_THE_LIBRARY allows it).
-    distinct = names - {"torch", "resources", "perf", "html"}
+    packages = {p for e in plugins.backends()[0].values() for p in e.backend.packages}
+    assert {"py-spy", "nvidia-ml-py"} <= packages, packages
+    plain = {"torch", "resources", "perf", "html"}
     hits = []
     for source in sorted((ROOT / "perfstack").rglob("*.py")):
         where = source.relative_to(ROOT).as_posix()
-        for line, text in _string_constants(source):
-            words = set(re.findall(r"[A-Za-z0-9_]+", text))
+        for line, text in house.string_constants(source):
+            said = house.backend_words(text, names | packages, plain)
             if text in names and not (text == "torch" and where in TORCH_THE_LIBRARY):
-                hits.append(f"{where}:{line}: {text!r}")
-            elif words & (distinct - KNOWN_DEBT.get(where, set())) or any(
-                    f"--plugins {n}" in text or f"({n} does" in text or f"({n})" in text
-                    for n in names - {"torch"}):
+                said.add(text)
+            said -= KNOWN_DEBT.get(where, set())
+            if said or any(f"--plugins {n}" in text or f"({n} does" in text or f"({n})" in text
+                           for n in names - {"torch"}):
                 hits.append(f"{where}:{line}: {text[:60]!r}")
+    assert hits == [], hits
+
+
+def test_the_html_plugin_names_no_other_backend():
+    """The HTML page words its hints from the installed backends' declarations, as the text
+    does: no string of it names another plugin's backend, tool or flag."""
+    from perfstack.pluginmanager import load_plugins
+
+    plugins = load_plugins()
+    names = set(plugins.backends()[0])
+    packages = {p for e in plugins.backends()[0].values() for p in e.backend.packages}
+    hits = [f"{source.name}:{line}: {text[:60]!r}"
+            for source in sorted((ROOT / "plugins" / "htmlreport").rglob("*.py"))
+            for line, text in house.string_constants(source)
+            if house.backend_words(text, names | packages, {"torch", "resources", "perf"})]
     assert hits == [], hits

@@ -161,7 +161,7 @@ def _why(report: Report, metrics: list[Metric], rank: int,
     lines = [f"rank {rank}'s {e.line}" for e in found]
     if not found:
         lines.append("no per-rank figure says why: profile every rank (--ranks all) with "
-                     "torch, and py-spy for Python")
+                     "the backends of the framework and Python layers")
     return (pointed.cause if pointed else None), lines
 
 

@@ -224,12 +224,15 @@ def _fold_libraries(nodes: list[Node]) -> list[Node]:
 
 def drill_down(report: Report, top: int = 5, depth: int = 3, all_frames: bool = False,
                children: int | None = None,
-               kernels: int | None = None) -> tuple[list[Node], list[str]]:
+               kernels: int | None = None,
+               advice: dict[str, list[str]] | None = None) -> tuple[list[Node], list[str]]:
     """Return the top Python functions, the workload's own first, each with the torch ops it
     called (depth 2) and the kernels those ops ran (depth 3), and notes on what could not be
     linked. Library functions come after the workload's own, folded into one node per library
     unless ``all_frames``. ``children`` (default ``top``) bounds the ops under a function,
-    ``kernels`` (default ``children``) the kernels under an op."""
+    ``kernels`` (default ``children``) the kernels under an op; ``advice``, what the installed
+    backends say to do when ops are not linked (``Backend.advice``'s ``"op-callers"``)."""
+    advice = advice or {}
     kids = children or top
     per_op = kernels or kids
     notes: list[str] = []
@@ -244,8 +247,8 @@ def drill_down(report: Report, top: int = 5, depth: int = 3, all_frames: bool = 
             notes.append("ops are not linked to Python functions: the traces hold no Python "
                          "stacks (torch.profiler records them with with_stack=True)")
         else:
-            notes.append("ops are not linked to Python functions: run the torch backend with "
-                         "--torch-stack to record the calling functions")
+            notes.append("ops are not linked to Python functions: " + "; ".join(
+                advice.get("op-callers") or ["no installed backend records their callers"]))
     by_key = {r.key: r for r in rows}
     for node in nodes[:top]:
         if depth >= 2 and node.key in by_key:

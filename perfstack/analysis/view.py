@@ -316,17 +316,19 @@ def build(report: Report, top: int = 10, depth: int = 3, full: bool = False,
           all_frames: bool = False, max_columns: int = 6,
           report_dir: Path | None = None,
           providers: dict[str, list[str]] | None = None,
-          openers: Sequence[tuple[str, str]] = ()) -> View:
+          openers: Sequence[tuple[str, str]] = (),
+          advice: dict[str, list[str]] | None = None) -> View:
     """Return the view of ``report``: ``top`` rows per table, drill-down ``depth`` (1-3),
     every metric with ``full``, library frames unfolded with ``all_frames``; artifact paths
     relative to the current folder when ``report_dir`` (the report file's folder) is given,
-    each with how it opens where an installed backend says (``openers``)."""
+    each with how it opens where an installed backend says (``openers``); a gap's hint in
+    the words of the installed backends that would fill it (``advice``)."""
     findings = order_findings(report.findings)
     budget = _time_budget(report, providers)
     # The short report shows three ops under a function and the top kernel of each op.
     tree, tree_notes = drill_down(report, top=top, depth=depth, all_frames=all_frames,
                                   children=top if full else min(top, 3),
-                                  kernels=None if full else 1)
+                                  kernels=None if full else 1, advice=advice or {})
     footnotes: list[str] = []
     related = _related(report)
     beside = hardware_beside(report)

@@ -47,14 +47,11 @@ def _output(plugins: Plugins, report: Report, ns: argparse.Namespace, what: str)
         print_report(report, plugins, top=ns.top, depth=ns.depth, full=ns.full,
                      all_frames=ns.all_frames, report_dir=output.parent.resolve())
     elif not ns.quiet:  # another format, printed as `perfstack show --format` prints it
-        from perfstack.render.base import RenderOptions, terminal_safe
+        from perfstack.render.base import terminal_safe
 
-        options = RenderOptions(
+        options = plugins.render_options(
             top=ns.top, depth=ns.depth, width=output_width(), full=ns.full,
-            all_frames=ns.all_frames, report_dir=output.parent.resolve(),
-            layer_providers=plugins.layer_providers(),
-            metric_providers=plugins.metric_providers(),
-            artifact_openers=plugins.artifact_openers())
+            all_frames=ns.all_frames, report_dir=output.parent.resolve())
         text = plugins.renderers()[ns.format].render(report, options)
         for notice in options.notices:
             print(f"perfstack: {terminal_safe(notice)}", file=sys.stderr)

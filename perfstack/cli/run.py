@@ -217,7 +217,6 @@ def use_job_dir(ns: argparse.Namespace, torchrun_args: list[str]) -> None:
 
 def _write_html(plugins: Plugins, report: Any, report_path: Path, html_path: Path, top: int,
                 depth: int) -> None:
-    from perfstack.render.base import RenderOptions
     from perfstack.report.files import write_text_atomic
 
     # The format that writes .html pages (the html plugin's; another plugin may provide it).
@@ -226,11 +225,9 @@ def _write_html(plugins: Plugins, report: Any, report_path: Path, html_path: Pat
     if found is None:
         raise errors.UsageError("--html: no installed output format writes HTML (is the html "
                                 "plugin disabled?)")
-    write_text_atomic(html_path, found.render(report, RenderOptions(
+    write_text_atomic(html_path, found.render(report, plugins.render_options(
         top=top, depth=depth, report_dir=report_path.parent.resolve(),
-        output_dir=html_path.parent.resolve(), layer_providers=plugins.layer_providers(),
-        metric_providers=plugins.metric_providers(),
-        artifact_openers=plugins.artifact_openers())))
+        output_dir=html_path.parent.resolve())))
 
 
 def cmd_run(plugins: Plugins, argv: list[str]) -> int:

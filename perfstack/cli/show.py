@@ -12,7 +12,7 @@ from perfstack.backend import availability
 from perfstack.cli import outputs
 from perfstack.cli.common import DEFAULT_RUNS_DIR, EXIT_OK, Parser
 from perfstack.pluginmanager import Plugins
-from perfstack.render.base import RenderOptions, terminal_safe
+from perfstack.render.base import terminal_safe
 from perfstack.report import Report
 from perfstack.run.filenames import REPORT_FILE
 
@@ -36,12 +36,9 @@ def print_report(report: Report, plugins: Plugins, top: int = 10, depth: int = 3
                  full: bool = False, all_frames: bool = False,
                  report_dir: Path | None = None) -> None:
     """Print the text rendering of ``report`` to stdout (colour when it is a terminal)."""
-    text = plugins.renderers()["text"].render(report, RenderOptions(
-        top=top, depth=depth, width=output_width(), color=sys.stdout.isatty(),
-        layer_providers=plugins.layer_providers(),
-        metric_providers=plugins.metric_providers(), full=full, all_frames=all_frames,
-        artifact_openers=plugins.artifact_openers(),
-        report_dir=report_dir))
+    text = plugins.renderers()["text"].render(report, plugins.render_options(
+        top=top, depth=depth, width=output_width(), color=sys.stdout.isatty(), full=full,
+        all_frames=all_frames, report_dir=report_dir))
     sys.stdout.write(terminal_safe(text))
     sys.stdout.flush()
 
@@ -105,11 +102,9 @@ def cmd_show(plugins: Plugins, argv: list[str]) -> int:
     if renderer is None:  # argparse offered it: a plugin that no longer gives it
         raise errors.UsageError(f"--format {ns.format}: no installed plugin draws it now")
     to_terminal = ns.output is None and sys.stdout.isatty()
-    options = RenderOptions(
+    options = plugins.render_options(
         top=ns.top, depth=ns.depth, width=output_width(), color=to_terminal,
-        report_dir=path.parent.resolve(), layer_providers=plugins.layer_providers(),
-        metric_providers=plugins.metric_providers(),
-        artifact_openers=plugins.artifact_openers(), full=ns.full, all_frames=ns.all_frames,
+        report_dir=path.parent.resolve(), full=ns.full, all_frames=ns.all_frames,
         output_dir=ns.output.parent.resolve() if ns.output is not None else None)
     text = renderer.render(report, options)
     for notice in options.notices:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,16 @@ def _package_version(name: str) -> str | None:
         return None
 
 
+#: The distributions whose versions every environment block records (the backends add theirs,
+#: ``Backend.packages``).
+CORE_PACKAGES = ("torch", "numpy", "pyperf")
+
+
+def packages(names: Iterable[str]) -> dict[str, str]:
+    """Return the installed version of each of ``names`` that is installed, as pip sees it."""
+    return {name: version for name in names if (version := _package_version(name)) is not None}
+
+
 def _read(path: str) -> str | None:
     try:
         return Path(path).read_text("utf-8").strip()
@@ -145,9 +156,7 @@ def capture() -> dict[str, Any]:
                 "affinity": affinity},
         "threads": {name: os.environ[name] for name in THREAD_VARIABLES if name in os.environ},
         # Installed, as pip sees it; what the workload really imported is added by the driver.
-        "packages": {name: version for name in ("torch", "numpy", "pyperf", "py-spy",
-                                                "nvidia-ml-py")
-                     if (version := _package_version(name)) is not None},
+        "packages": packages(CORE_PACKAGES),
         "perf_event_paranoid": int(paranoid) if paranoid and paranoid.lstrip("-").isdigit()
         else None,
         "pyperf": _pyperf_metadata(),

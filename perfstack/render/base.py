@@ -30,6 +30,8 @@ class RenderOptions:
     #: (file name ending, what opens it) of the installed backends' raw outputs
     #: (``Backend.openers``)
     artifact_openers: list[tuple[str, str]] = field(default_factory=list)
+    #: gap -> what the installed backends that would fill it advise (``Backend.advice``)
+    advice: dict[str, list[str]] = field(default_factory=dict)
     #: the folder of the report file: its artifact paths are relative to it
     report_dir: Path | None = None
     full: bool = False  # every metric, not only those a person reads by default

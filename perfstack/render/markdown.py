@@ -256,7 +256,7 @@ class MarkdownRenderer(Renderer):
         return render_view(build(report, top=options.top, depth=options.depth, full=True,
                                  all_frames=options.all_frames, report_dir=options.report_dir,
                                  providers=options.metric_providers,
-                                 openers=options.artifact_openers))
+                                 openers=options.artifact_openers, advice=options.advice))
 
 
 @hookimpl

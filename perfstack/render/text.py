@@ -364,7 +364,8 @@ class TextRenderer(Renderer):
         """Return the report as terminal text."""
         view = build(report, top=options.top, depth=options.depth, full=options.full,
                      all_frames=options.all_frames, report_dir=options.report_dir,
-                     providers=options.metric_providers, openers=options.artifact_openers)
+                     providers=options.metric_providers, openers=options.artifact_openers,
+                     advice=options.advice)
         return render_view(view, options.width, options.color, options.layer_providers)
 
 

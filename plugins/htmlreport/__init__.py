@@ -26,6 +26,7 @@ from perfstack.render.base import Renderer, RenderOptions
 from perfstack.report import Layer, Report
 from perfstack.report.units import fmt_seconds
 
+from ..artifacts import TIMELINE
 from . import page
 from .charts import LAYER_COLOURS, bar_chart, esc, timeseries
 from .compilechart import compile_section
@@ -80,10 +81,16 @@ def _tables_html(specs: dict[str, dict[str, Any]], empty: str) -> str:
 
 
 def _sampled_gpus(report: Report) -> bool:
-    """Whether NVML ran in this session (a machine without a GPU shows no empty GPU
-    chart: the backends table says why it did not run)."""
-    nvml = report.backend("nvml")
-    return nvml is not None and nvml.run is not None
+    """Whether a backend that keeps a GPU timeline ran in this session (a machine without a
+    GPU shows no empty GPU chart: the backends table says why it did not run)."""
+    return any(b.run is not None and TIMELINE in b.artifacts for b in report.backends)
+
+
+def _empty(what: str, layer: Layer, options: RenderOptions) -> str:
+    """'no op rows (--plugins torch, valuepatterns)': what an empty table lacks, and the
+    installed backends that feed its layer, as the text words it."""
+    feeds = options.layer_providers.get(layer.value, [])
+    return f"no {what} rows" + (f" (--plugins {', '.join(feeds)})" if feeds else "")
 
 
 def _top_ops(view: View) -> str:
@@ -135,7 +142,8 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
     """Return the interactive page of one report."""
     view = build(report, top=options.top, depth=options.depth, full=True,
                  all_frames=options.all_frames, report_dir=options.report_dir,
-                 providers=options.metric_providers, openers=options.artifact_openers)
+                 providers=options.metric_providers, openers=options.artifact_openers,
+                 advice=options.advice)
     tables = {layer: layer_tables(report, layer) for layer in Layer}
     flame, flame_why = flame_tree(report, options.report_dir)
     overview = "".join([
@@ -147,15 +155,14 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
               + ('<div id="flame-box"></div><h2>Call tree</h2><div id="tree-box"></div>'
                  if flame else f'<p class="muted" id="flamegraph-empty">{esc(flame_why)}</p>')
               + "<h2>Functions</h2>"
-              + _tables_html(tables[Layer.PYTHON], "no Python rows (--plugins pyspy)"))
+              + _tables_html(tables[Layer.PYTHON], _empty("Python", Layer.PYTHON, options)))
     ops = ("<h2>Ops</h2>" + _top_ops(view) + roofline_section(view)
-           + _tables_html(tables[Layer.FRAMEWORK], "no op rows (--plugins torch)"))
+           + _tables_html(tables[Layer.FRAMEWORK], _empty("op", Layer.FRAMEWORK, options)))
     kernels = ("<h2>Kernels</h2>" + page.device(view, "device-k") + page.streams(view)
                + page.kernel_view(view)
-               + _tables_html(tables[Layer.KERNEL], "no kernel rows (--plugins torch, onednn, "
-                                             "perftop)"))
+               + _tables_html(tables[Layer.KERNEL], _empty("kernel", Layer.KERNEL, options)))
     hardware = ("<h2>Hardware</h2>" + _tables_html(tables[Layer.HARDWARE],
-                                                    "no hardware rows (--plugins perf, nvml)")
+                                                    _empty("hardware", Layer.HARDWARE, options))
                 + (timeseries(report, options.report_dir) if _sampled_gpus(report) else ""))
     panes = {"pane-overview": overview, "pane-python": python}
     if view.compiled is not None:
@@ -168,7 +175,7 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
     if view.memory is not None or tables[Layer.MEMORY]:
         panes["pane-memory"] = (memory_section(view, chart=True) + "<h2>By function</h2>"
                                 + _tables_html(tables[Layer.MEMORY],
-                                               "no memory rows (--plugins memray)"))
+                                               _empty("memory", Layer.MEMORY, options)))
     distributed = _distributed(report)
     if distributed:
         panes["pane-distributed"] = distributed

@@ -14,7 +14,7 @@ from urllib.parse import quote
 from perfstack.analysis.budget import Budget
 from perfstack.report import Report
 
-from ..artifacts import locate, read_nvml
+from ..artifacts import TIMELINE, locate, read_nvml
 
 LAYER_COLOURS = {"python": "#4e79a7", "module": "#b07aa1", "framework": "#f28e2b",
                  "kernel": "#e15759", "hardware": "#76b7b2", "run": "#bab0ac"}
@@ -111,7 +111,7 @@ def budget_bar(budget: Budget) -> str:
 def timeseries(report: Report, base: Path | None) -> str:
     """NVML power and utilisation over time, one line chart per GPU and figure."""
     head = '<section id="timeseries"><h2>GPU power and utilisation over time</h2>'
-    path, why = locate(report, base, "nvml", "timeline")
+    path, why = locate(report, base, None, TIMELINE)
     if path is None:
         return head + ('<p class="muted" id="timeseries-empty">'
                        + esc(why or "no NVML samples in this report") + "</p></section>")

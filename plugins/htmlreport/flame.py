@@ -14,7 +14,7 @@ from typing import Any
 from perfstack.analysis.origin import origin, workload_dir
 from perfstack.report import Report
 
-from ..artifacts import artifact, locate, read_speedscope, walk_tree
+from ..artifacts import GIL_SPEEDSCOPE, SPEEDSCOPE, artifact, locate, read_speedscope, walk_tree
 
 #: Frames below this share of all samples are not drawn (nor sent).
 MIN_SHARE = 0.0005
@@ -33,7 +33,7 @@ def _label(key: str, home: str | None) -> tuple[str, bool]:
 
 
 def _gil_tree(report: Report, base: Path | None) -> dict[str, Any] | None:
-    path = artifact(report, base, "pyspy", "gil_speedscope")
+    path = artifact(report, base, None, GIL_SPEEDSCOPE)
     if path is None:
         return None
     try:
@@ -54,13 +54,14 @@ def _depth(node: dict[str, Any]) -> int:
 
 def flame_tree(report: Report, base: Path | None) -> tuple[dict[str, Any] | None, str | None]:
     """Return the flame graph's tree, or None and why there is none."""
-    path, why = locate(report, base, "pyspy", "speedscope")
+    path, why = locate(report, base, None, SPEEDSCOPE)
     if path is None:
-        return None, why or "no py-spy profile beside this report (run with --plugins pyspy)"
+        return None, why or ("no sampled Python stacks beside this report (the sampling "
+                             "backend keeps them: perfstack plugins lists it)")
     try:
         tree = walk_tree(read_speedscope(path))
     except (OSError, ValueError, KeyError) as exc:
-        return None, f"the py-spy profile could not be read: {exc}"
+        return None, f"the sampled Python stacks could not be read: {exc}"
     gil = _gil_tree(report, base)
     home = workload_dir(report)
     total = float(tree["value"]) or 1.0

@@ -18,8 +18,8 @@ from perfstack.report.units import fmt_bytes_apart
 from .charts import esc
 from .page import _table
 
-#: Each series' colour and what it is.
-SERIES = (("step_heap", "#e15759", "heap, each step's low point (memray run)"),
+#: Each series' colour and what it is ({source}: the backend that measured it).
+SERIES = (("step_heap", "#e15759", "heap, each step's low point ({source} run)"),
           ("step_resident", "#4e79a7", "resident (run with no profiler)"))
 
 
@@ -62,7 +62,8 @@ def memory_section(view: View, chart: bool = False) -> str:
         for n, (metric, (_, colour, label)) in enumerate(zip(
                 (v.heap_steps, v.resident_steps), SERIES, strict=True)):
             if metric is not None and metric.samples and len(metric.samples) > 1:
-                out.append(_chart(metric, colour, label, f"memory-chart-{n}"))
+                out.append(_chart(metric, colour, label.format(source=metric.source),
+                                  f"memory-chart-{n}"))
     if v.holders:
         out.append(_table(["held at the peak by", *HOLDER_COLUMNS],
                           [[esc(c) for c in row] for row in holder_cells(v)],

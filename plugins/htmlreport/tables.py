@@ -132,7 +132,7 @@ def _details(layer: str, row: Row, index: _Index) -> list[dict[str, Any]]:
 
 def _python_source(report: Report) -> str:
     rows = report.layers.get(Layer.PYTHON, [])
-    return rows[0].source if rows else "pyspy"
+    return rows[0].source if rows else ""
 
 
 def layer_tables(report: Report, layer: Layer) -> dict[str, dict[str, Any]]:

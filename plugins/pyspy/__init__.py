@@ -78,6 +78,7 @@ class PySpyBackend(Backend):
                                          "native-frame": "samples"}
     publishes = ("budget.", "gil_held_share")
     openers = ((".speedscope.json", "speedscope, or speedscope.app"),)
+    packages = ("py-spy",)
     quick = True  # a sampler: the time budget and the hottest functions by itself
     description = "py-spy sampling: Python functions and threads, GIL share, native frames"
     options = (

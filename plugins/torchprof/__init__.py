@@ -12,6 +12,7 @@ import importlib.util
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import ClassVar
 
 from perfstack import hookimpl
 from perfstack.backend import (
@@ -50,6 +51,8 @@ class TorchBackend(Backend):
     openers = ((".pt.trace.json", "ui.perfetto.dev or TensorBoard"),
                (".pt.trace.json.gz", "ui.perfetto.dev"),
                (".pickle", "pytorch.org/memory_viz (torch's CUDA memory viewer)"))
+    advice: ClassVar[dict[str, str]] = {
+        "op-callers": "run the torch backend with --torch-stack to record the calling functions"}
     options = (
         Option("skip_first", "steps to skip before the schedule starts", 1, int, minimum=0),
         Option("wait", "idle steps in each cycle of the schedule", 0, int, minimum=0),
