@@ -382,13 +382,12 @@ def availability(backend: Backend) -> Availability:
     except TypeError:  # an unhashable backend (a dataclass with eq): asked every time
         known = None
     if known is None:
-        try:
-            known = backend.check()
-        except Exception as exc:
-            import traceback
+        from perfstack.calls import call
 
-            known = Availability(False, f"its availability check raised {type(exc).__name__}: "
-                                 f"{exc}", None, traceback.format_exc())
+        checked = call(backend.check, "check")
+        known = checked.value if checked.ok and checked.value is not None else Availability(
+            False, f"its availability check raised {type(checked.exception).__name__}: "
+            f"{checked.exception}", None, checked.error)
         with contextlib.suppress(TypeError):
             _CHECKED[backend] = known
     return known

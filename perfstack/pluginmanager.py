@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from perfstack.render.base import Renderer, RenderOptions
 
 from perfstack import hookspecs
+from perfstack.calls import call
 from perfstack.errors import PluginModuleNotFound
 from perfstack.report import Finding, Report
 
@@ -226,13 +227,13 @@ class Plugins:
         for impl in impls:
             alone = self.pm.subset_hook_caller(
                 hook_name, remove_plugins=[i.plugin for i in impls if i is not impl])
-            try:
-                results = alone(**kwargs)
-            except Exception:
-                answer = HookResult(impl.plugin_name, None, _format_exc())
+            called = call(lambda: alone(**kwargs), hook_name)  # noqa: B023
+            if not called.ok:
+                answer = HookResult(impl.plugin_name, None, called.error)
                 self.errors.append((hook_name, answer))
                 answers.append(answer)
                 continue
+            results = called.value
             answers.append(HookResult(impl.plugin_name, results[0] if results else None))
         return answers
 
@@ -407,10 +408,10 @@ def _missing(module: str) -> bool:
 
 
 def _register(pm: pluggy.PluginManager, name: str, package: str | None, load: Any) -> PluginInfo:
-    try:
-        plugin = load()
-    except Exception:
-        return PluginInfo(name, package, error=_format_exc(limit=-3).rstrip())
+    loaded = call(load, "load", limit=-3)
+    if not loaded.ok:
+        return PluginInfo(name, package, error=(loaded.error or "").rstrip())
+    plugin = loaded.value
     problem = hookspecs.version_problem(plugin)
     if problem is not None:
         return PluginInfo(name, package, error=f"plugin {name}: {problem}")

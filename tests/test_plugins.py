@@ -228,3 +228,27 @@ def test_a_backends_check_is_asked_once_and_a_raise_is_an_answer() -> None:
         size: int = 0
 
     assert availability(Unhashable()).ok
+
+
+def test_every_plugin_call_says_its_phase_value_or_error() -> None:
+    """One helper makes every call into a plugin (as pytest's CallInfo.from_call): what it
+    gave or what it raised, with its traceback, its duration and the phase it was made in."""
+    from perfstack.calls import call
+
+    given = call(lambda: 42, "launch")
+    assert (given.when, given.value, given.ok, given.error) == ("launch", 42, True, None)
+
+    def broken() -> int:
+        raise ValueError("no such trace\nsecond line")
+
+    failed = call(broken, "analyze")
+    assert failed.when == "analyze" and not failed.ok and failed.value is None
+    assert isinstance(failed.exception, ValueError) and failed.said() == "no such trace"
+    assert "Traceback" in (failed.error or "") and "broken" in (failed.error or "")
+    assert failed.failure("collect()").startswith("collect() raised:\nTraceback")
+    try:
+        call(lambda: (_ for _ in ()).throw(KeyboardInterrupt), "attach")
+    except KeyboardInterrupt:
+        pass  # Ctrl-C is not a plugin's bug: it goes through
+    else:
+        raise AssertionError("Ctrl-C was swallowed")

@@ -5,14 +5,13 @@ backend's result."""
 from __future__ import annotations
 
 import os
-import time
-import traceback
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from perfstack.backend import Backend, Collected, Outcome, RunContext
+from perfstack.calls import call
 from perfstack.report import BackendResult, Status
 from perfstack.run import assembly, ranks, rundir
 
@@ -81,19 +80,22 @@ def collect(result: BackendResult, backend: Backend, ctx: RunContext, outcome: O
     """Run the backend's collect step and file it on ``result`` (status, notes, artifacts
     relative to ``report_dir``, or the failure with every error); return what it collected
     when it is kept."""
-    began = time.perf_counter()
     kept: Collected | None = None
-    try:
+
+    def checked() -> tuple[Collected, list[str]]:  # what the backend gave, checked
         collected = call_with_timeout(
             lambda: collect_ranks(backend, ctx, outcome, nproc, ranks_spec, per_rank),
             timeout_s)
-        problems = assembly.malformed(collected)
-        result.collect_s = time.perf_counter() - began
-    except CollectTimeout as exc:
-        errors = [*errors, str(exc)]
-    except Exception:
-        errors = [*errors, "collect() raised:\n" + traceback.format_exc()]
+        return collected, assembly.malformed(collected)
+
+    called = call(checked, "collect")
+    if isinstance(called.exception, CollectTimeout):
+        errors = [*errors, str(called.exception)]
+    elif called.value is None:
+        errors = [*errors, called.failure("collect()")]
     else:
+        collected, problems = called.value
+        result.collect_s = called.duration_s
         if problems:
             errors = [*errors, "malformed records: " + "; ".join(problems[:5])]
         else:

@@ -14,7 +14,6 @@ import os
 import re
 import stat
 import time
-import traceback
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,6 +23,7 @@ import perfstack
 from perfstack import errors
 from perfstack.analysis.distributed import rank_figures
 from perfstack.backend import Collected, Recorded
+from perfstack.calls import call
 from perfstack.pluginmanager import BackendEntry, Plugins
 from perfstack.report import BackendResult, Finding, Metric, Report, RunInfo, Status
 from perfstack.run import assembly, executors
@@ -96,11 +96,8 @@ def claim(files: Sequence[Path], backends: dict[str, BackendEntry]) -> tuple[
     unclaimed: list[Path] = []
     for path in files:
         for name, entry in sorted(backends.items()):
-            try:
-                ours = entry.backend.recognizes(path)
-            except Exception:  # a plugin's bug must not hide the file from the others
-                ours = False
-            if ours:
+            # a plugin's bug must not hide the file from the others
+            if call(lambda: entry.backend.recognizes(path), "recognizes").value:  # noqa: B023
                 claimed.setdefault(name, []).append(path)
                 break
         else:
@@ -155,16 +152,16 @@ def _units(claimed: dict[str, list[Path]], backends: dict[str, BackendEntry],
     units: list[Unit] = []
     for name, files in claimed.items():
         entry = backends[name]
-        try:
-            split = entry.backend.analysis_units(files)
-        except ValueError as exc:
-            raise errors.NotAReport(str(exc).splitlines()[0]) from None
-        except Exception as exc:  # a plugin's bug: its files are not read
+        split = call(lambda: entry.backend.analysis_units(files), "analysis_units")  # noqa: B023
+        if isinstance(split.exception, ValueError):
+            raise errors.NotAReport(split.said()) from None
+        if not split.ok:  # a plugin's bug: its files are not read
             results.append(assembly.result_of(
-                entry, Status.FAILED, reason=f"splitting the files into ranks failed: {exc}"[:300],
-                traceback=traceback.format_exc()))
+                entry, Status.FAILED,
+                reason=f"splitting the files into ranks failed: {split.exception}"[:300],
+                traceback=split.error))
             continue
-        units += [Unit(name, tuple(unit)) for unit in split if unit]
+        units += [Unit(name, tuple(unit)) for unit in split.value or () if unit]
     return units
 
 

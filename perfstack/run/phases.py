@@ -1,7 +1,7 @@
 """One backend's turn in a session: check it, launch its runs (attached as each run or rank
 starts), stop its attachments, collect what it measured.
 
-Every call into the backend goes through ``perfstack.run.calls.call``: a backend that raises
+Every call into the backend goes through ``perfstack.calls.call``: a backend that raises
 is recorded as failed (or its error kept in its notes), and the session goes on.
 """
 
@@ -21,12 +21,12 @@ from perfstack.backend import (
     RunContext,
     availability,
 )
+from perfstack.calls import call
 from perfstack.pluginmanager import BackendEntry
 from perfstack.report import BackendResult, Status
 from perfstack.run import assembly, collecting, rundir
 from perfstack.run import baseline as baselines
 from perfstack.run.bootstrap import WINDOW_WAIT_S
-from perfstack.run.calls import call
 from perfstack.run.options import rank_selected
 from perfstack.run.runner import Runner
 
@@ -36,7 +36,7 @@ MAX_RUNS = 10
 
 def run_count(entry: BackendEntry, options: dict[str, Any]) -> int:
     """How many runs of its own the backend asks for (one when its ``run_count`` raises)."""
-    asked = call(lambda: int(entry.backend.run_count(options)))
+    asked = call(lambda: int(entry.backend.run_count(options)), "run_count")
     return max(1, min(asked.value, MAX_RUNS)) if asked.value is not None else 1
 
 
@@ -46,7 +46,7 @@ def riders(entries: list[BackendEntry]) -> list[InProcessHook]:
     out = []
     for entry in entries:
         if availability(entry.backend).ok:
-            hook = call(entry.backend.rider).value
+            hook = call(entry.backend.rider, "rider").value
             if isinstance(hook, InProcessHook):
                 out.append(hook)
     return out
@@ -122,7 +122,7 @@ class BackendTurn:
                          steps=self.options.steps, warmups=list(runner.warmups))
         if not backend.own_run:
             return self._collect(ctx, None)
-        launched = call(lambda: backend.launch(ctx))
+        launched = call(lambda: backend.launch(ctx), "launch")
         if launched.value is None:
             runner.planned -= runs
             return self._result(Status.FAILED, reason="launch() raised",
@@ -134,7 +134,7 @@ class BackendTurn:
                 runner.planned -= runs - index  # a crash would crash again
                 break
             later = replace(ctx, run_index=index)
-            again = call(partial(backend.launch, later))
+            again = call(partial(backend.launch, later), "launch")
             if again.value is None:
                 self.errors.append(again.failure(f"launch() of run {index + 1}"))
                 runner.planned -= runs - index
@@ -155,7 +155,7 @@ class BackendTurn:
         attachments: list[Any] = []
 
         def on_started(pid: int, where: RunContext = ctx) -> None:
-            attached = call(lambda: backend.attach(where, pid))
+            attached = call(lambda: backend.attach(where, pid), "attach")
             if not attached.ok:
                 errors.append(attached.failure("attach()"))
             handle = attached.value
@@ -164,7 +164,7 @@ class BackendTurn:
             attachments.append(handle)
             if self.options.steps is not None and isinstance(handle, ReadyAttachment):
                 # the workload waits for it there
-                ready = call(lambda: handle.wait_ready(WINDOW_WAIT_S / 2))
+                ready = call(lambda: handle.wait_ready(WINDOW_WAIT_S / 2), "wait_ready")
                 if not ready.ok:
                     errors.append(ready.failure("wait_ready()"))
 
@@ -186,7 +186,7 @@ class BackendTurn:
                                   launch, on_started, on_rank_started=on_rank_started,
                                   in_plan=True)
         for handle in attachments:
-            stopped = call(handle.stop)
+            stopped = call(handle.stop, "stop")
             if not stopped.ok:
                 errors.append(stopped.failure("stopping its attachment"))
         return outcome

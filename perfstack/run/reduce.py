@@ -16,7 +16,6 @@ what was read makes the partial report.
 from __future__ import annotations
 
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -24,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfstack.backend import Backend, Recorded
+from perfstack.calls import call
 from perfstack.run.executors import stop_children
 
 
@@ -63,16 +63,14 @@ Progress = Callable[[int, int, float], None]
 
 def read_unit(backend: Backend, unit: Unit) -> UnitResult:
     """Read one unit (where the executor runs it); a failure is returned, not raised."""
-    start = time.perf_counter()
-    try:
-        records = list(backend.analyze(list(unit.files)))
-    except ValueError as exc:
-        return UnitResult(unit, error=str(exc).splitlines()[0] if str(exc) else "unreadable",
-                          bad_input=True, seconds=time.perf_counter() - start)
-    except Exception as exc:  # a reader's bug marks its unit, not the job
-        return UnitResult(unit, error=f"reading the files failed: {exc}"[:300],
-                          traceback=traceback.format_exc(), seconds=time.perf_counter() - start)
-    return UnitResult(unit, records=records, seconds=time.perf_counter() - start)
+    read = call(lambda: list(backend.analyze(list(unit.files))), "analyze")
+    if isinstance(read.exception, ValueError):
+        return UnitResult(unit, error=read.said() or "unreadable", bad_input=True,
+                          seconds=read.duration_s)
+    if read.value is None or not read.ok:  # a reader's bug marks its unit, not the job
+        return UnitResult(unit, error=f"reading the files failed: {read.exception}"[:300],
+                          traceback=read.error, seconds=read.duration_s)
+    return UnitResult(unit, records=read.value, seconds=read.duration_s)
 
 
 def _lost(unit: Unit, exc: BaseException) -> UnitResult:
