@@ -86,6 +86,8 @@ class Plugins:
     choices: dict[str, Any] | None = None
     _manifest: Any = field(default=None, repr=False)
     _built: Any = field(default=None, repr=False)
+    _backends: tuple[dict[str, BackendEntry], list[HookResult]] | None = field(
+        default=None, repr=False)
     #: every hook call that raised, (hook name, answer), in order: each becomes a
     #: ``perfstack.plugin-error`` finding of the report (``findings``)
     errors: list[tuple[str, HookResult]] = field(default_factory=list)
@@ -289,7 +291,13 @@ class Plugins:
         return info.package if info else None
 
     def backends(self) -> tuple[dict[str, BackendEntry], list[HookResult]]:
-        """Return the backends by name, and the plugins whose ``perfstack_backends`` failed."""
+        """Return the backends by name, and the plugins whose ``perfstack_backends`` failed
+        (asked once: a command's every part sees the same backends)."""
+        if self._backends is None:
+            self._backends = self._listed()
+        return self._backends
+
+    def _listed(self) -> tuple[dict[str, BackendEntry], list[HookResult]]:
         found: dict[str, BackendEntry] = {}
         failures: list[HookResult] = []
         for answer in self.call_each("perfstack_backends"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from perfstack import errors
 from perfstack.cli import outputs
@@ -12,60 +13,24 @@ from perfstack.pluginmanager import Plugins
 from perfstack.run import signals
 from perfstack.run.filenames import REPORT_FILE
 
+if TYPE_CHECKING:
+    from perfstack.run.driver import Session
+
 DEFAULT_PAIRS = 7
 
 
 def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
     """Run two scripts (or one at two revisions) interleaved; print their diff; exit as diff."""
-    from rich.console import Console
-
     from perfstack.analysis.diff import diff
     from perfstack.backend import Workload
-    from perfstack.cli.diff import diff_formats, emit, percent
-    from perfstack.cli.progress import PlainProgress, TerminalProgress
-    from perfstack.cli.run import (
-        backend_options,
-        describe_plan,
-        require_baseline,
-        select_backends,
-        split_workload_args,
-    )
-    from perfstack.cli.runargs import add_session_options, step_window
+    from perfstack.cli.diff import emit
+    from perfstack.cli.session import prepare, split_workload_args
     from perfstack.report.files import save_report
     from perfstack.run import ab, rundir
-    from perfstack.run.driver import Session
-    from perfstack.run.options import RunOptions
 
-    backends, failures = plugins.backends()
     own, workload_args = split_workload_args(argv)
-    parser = Parser(
-        prog="perfstack ab",
-        description="Compare two versions of a workload on a noisy machine: their baseline runs "
-        "interleaved in one session (A B B A ...) and judged with a paired test, then each "
-        "side's backends once. Prints the diff; both reports stay in the run folder.",
-        epilog="examples: perfstack ab old.py new.py -- --steps 50 | "
-        "perfstack ab --rev main --rev HEAD train.py --fail-on-regression 5%")
-    parser.add_argument("scripts", nargs="+", metavar="SCRIPT",
-                        help="BASE.py NEW.py, or with --rev one script")
-    parser.add_argument("--rev", action="append", default=[], metavar="REV",
-                        help="a git revision (twice: BASE then NEW) to check the script's "
-                        "repository out at, in temporary worktrees")
-    parser.add_argument("--format", choices=diff_formats(plugins), default="text")
-    parser.add_argument("--fail-on-regression", type=percent, metavar="PCT",
-                        help="exit 1 when a metric regressed significantly by more than PCT")
-    parser.add_argument("--top", type=int, default=10, metavar="N",
-                        help="rows per layer in the diff (default: 10)")
-    parser.add_argument("-o", "--output", type=Path, metavar="FILE",
-                        help="write the diff to FILE instead of stdout")
-    parser.add_argument("--out-dir", type=Path, metavar="DIR",
-                        help=f"run folder (default: {DEFAULT_RUNS_DIR}/<timestamp>); the two "
-                        "reports are base/report.json and new/report.json in it")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="check the arguments and say which runs would be made; run nothing")
-    add_session_options(parser, backends)
-    parser.set_defaults(repeat=DEFAULT_PAIRS)
-    ns = parser.parse_args(own)
-    require_baseline(ns, "ab")
+    ns = _parser(plugins).parse_args(own)
+    prepared = prepare(plugins, ns, own, "ab")
     if ns.rev and (len(ns.rev) != 2 or len(ns.scripts) != 1):
         raise errors.UsageError("--rev takes two revisions (BASE and NEW) and one script")
     if not ns.rev and len(ns.scripts) != 2:
@@ -73,7 +38,6 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
                                 "--rev BASE --rev NEW")
     if ns.top < 1:
         raise errors.UsageError(f"--top must be at least 1, got {ns.top}")
-    selected = select_backends(ns, backends)
     if ns.output is not None:
         rundir.check_writable(ns.output)
     for script in ns.scripts:
@@ -89,27 +53,17 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
                      for rev, commit in zip(ns.rev, commits, strict=True)]
         print(f"perfstack would compare {sides[0]} (base) with {sides[1]} (new): "
               f"{ns.repeat} baseline runs a side, interleaved, after {ns.warmup} warm-up run(s)")
-        for line in describe_plan(Workload(ns.scripts[-1], workload_args), selected, ns.repeat,
-                                  ns.warmup, None, backend_options(ns, selected))[3:]:
+        for line in prepared.plan(Workload(ns.scripts[-1], workload_args))[3:]:
             print(line + " per side" if line.endswith((" run", " runs")) else line)
         return EXIT_OK
-    run_dir = (rundir.use_out_dir(ns.out_dir) if ns.out_dir is not None
-               else rundir.new_run_dir(DEFAULT_RUNS_DIR))
-    err = Console(stderr=True, highlight=False)
-    options = RunOptions(repeat=ns.repeat, warmup=ns.warmup, timeout_s=ns.timeout,
-                         kill_grace_s=ns.kill_grace, collect_timeout_s=ns.collect_timeout,
-                         backend_options=backend_options(ns, selected), steps=step_window(ns),
-                         keep_going=ns.keep_going)
+    run_dir = prepared.run_folder()
 
     def session(side: str, checkout: ab.Checkout) -> Session:
         folder = run_dir / side
         folder.mkdir(parents=True, exist_ok=True)
         # Each line says its side: the two sessions' runs interleave.
-        progress = TerminalProgress(err, side) if err.is_terminal else PlainProgress(side=side)
-        return Session(Workload(str(checkout.script), workload_args), selected, plugins,
-                       folder, folder.resolve(), options, progress,
-                       plugin_failures=failures if ns.plugins is None else [],
-                       cwd=str(checkout.cwd))
+        return prepared.session(Workload(str(checkout.script), workload_args), folder,
+                                folder.resolve(), side=side, cwd=str(checkout.cwd))
 
     if ns.rev:
         with ab.revisions(Path(ns.scripts[0]), (ns.rev[0], ns.rev[1])) as (one, two):
@@ -137,3 +91,38 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
         print("perfstack: the workload did not finish cleanly in every run", file=sys.stderr)
         return EXIT_WORKLOAD_FAILED
     return code
+
+
+def _parser(plugins: Plugins) -> Parser:
+    """The parser of ``perfstack ab``: its scripts or revisions, the diff's options and a
+    session's."""
+    from perfstack.cli.diff import diff_formats, percent
+    from perfstack.cli.runargs import add_session_options
+
+    parser = Parser(
+        prog="perfstack ab",
+        description="Compare two versions of a workload on a noisy machine: their baseline runs "
+        "interleaved in one session (A B B A ...) and judged with a paired test, then each "
+        "side's backends once. Prints the diff; both reports stay in the run folder.",
+        epilog="examples: perfstack ab old.py new.py -- --steps 50 | "
+        "perfstack ab --rev main --rev HEAD train.py --fail-on-regression 5%")
+    parser.add_argument("scripts", nargs="+", metavar="SCRIPT",
+                        help="BASE.py NEW.py, or with --rev one script")
+    parser.add_argument("--rev", action="append", default=[], metavar="REV",
+                        help="a git revision (twice: BASE then NEW) to check the script's "
+                        "repository out at, in temporary worktrees")
+    parser.add_argument("--format", choices=diff_formats(plugins), default="text")
+    parser.add_argument("--fail-on-regression", type=percent, metavar="PCT",
+                        help="exit 1 when a metric regressed significantly by more than PCT")
+    parser.add_argument("--top", type=int, default=10, metavar="N",
+                        help="rows per layer in the diff (default: 10)")
+    parser.add_argument("-o", "--output", type=Path, metavar="FILE",
+                        help="write the diff to FILE instead of stdout")
+    parser.add_argument("--out-dir", type=Path, metavar="DIR",
+                        help=f"run folder (default: {DEFAULT_RUNS_DIR}/<timestamp>); the two "
+                        "reports are base/report.json and new/report.json in it")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="check the arguments and say which runs would be made; run nothing")
+    add_session_options(parser, plugins.backends()[0])
+    parser.set_defaults(repeat=DEFAULT_PAIRS)
+    return parser

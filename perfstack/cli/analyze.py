@@ -23,7 +23,6 @@ from perfstack.run import signals
 def _output(plugins: Plugins, report: Report, ns: argparse.Namespace, what: str) -> int:
     """Write the report (``-o`` or a new run folder), print it, write ``--html``."""
     from perfstack.cli.history import remember
-    from perfstack.cli.run import _write_html
     from perfstack.report.files import save_report
     from perfstack.run import rundir
     from perfstack.run.filenames import REPORT_FILE
@@ -60,14 +59,13 @@ def _output(plugins: Plugins, report: Report, ns: argparse.Namespace, what: str)
     html = ns.html
     if html is not None:
         html_path = output.with_suffix(".html") if html in (True, "") else Path(html)
-        _write_html(plugins, report, output, html_path, ns.top, ns.depth)
+        outputs.write_html(plugins, report, output, html_path, ns.top, ns.depth)
         print(f"html: {html_path}", file=sys.stderr)
     return EXIT_OK
 
 
 def _to_stdout(plugins: Plugins, report: Report, ns: argparse.Namespace, what: str) -> int:
     """``-o -``: the report's JSON on standard output, nothing else there; no run folder."""
-    from perfstack.cli.run import _write_html
     from perfstack.report.files import report_json
 
     with signals.deferred():  # a signal must not cut the JSON short
@@ -77,7 +75,7 @@ def _to_stdout(plugins: Plugins, report: Report, ns: argparse.Namespace, what: s
     print(f"report: standard output  ({what})", file=sys.stderr)
     if isinstance(ns.html, str) and ns.html:
         html_path = Path(ns.html)
-        _write_html(plugins, report, Path.cwd() / "report.json", html_path, ns.top, ns.depth)
+        outputs.write_html(plugins, report, Path.cwd() / "report.json", html_path, ns.top, ns.depth)
         print(f"html: {html_path}", file=sys.stderr)
     return EXIT_OK
 

@@ -1,5 +1,5 @@
 """One rule for every command's outputs: an output is never an input, the workload's script,
-or another output of the same command.
+or another output of the same command; and the HTML page a command writes beside its report.
 
 Checked before anything runs or is read, so a refused command has touched nothing. (A device
 or a FIFO named as an output is written through, never replaced, a FIFO once something reads it:
@@ -10,8 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from perfstack import errors
+
+if TYPE_CHECKING:
+    from perfstack.pluginmanager import Plugins
 
 
 def same_file(a: Path, b: Path) -> bool:
@@ -62,3 +66,20 @@ def html_beside(html: str | bool | None, report: Path | None) -> Path | None:
                                     "standard output (-o -): --html report.html")
         return html_output(html, None)
     return html_output(html, report)
+
+
+def write_html(plugins: Plugins, report: Any, report_path: Path, html_path: Path, top: int,
+                depth: int) -> None:
+    """Write the report's HTML page (the installed format that writes .html) to
+    ``html_path``."""
+    from perfstack.report.files import write_text_atomic
+
+    # The format that writes .html pages (the html plugin's; another plugin may provide it).
+    found = next((r for r in plugins.renderers().values()
+                  if r.output_file_extension in (".html", ".htm")), None)
+    if found is None:
+        raise errors.UsageError("--html: no installed output format writes HTML (is the html "
+                                "plugin disabled?)")
+    write_text_atomic(html_path, found.render(report, plugins.render_options(
+        top=top, depth=depth, report_dir=report_path.parent.resolve(),
+        output_dir=html_path.parent.resolve())))
