@@ -176,8 +176,8 @@ def _in_process(folder: Path, args: tuple[str, ...], env: dict[str, str] | None)
     import io
     import signal
 
+    from perfstack import signals
     from perfstack.cli import main
-    from perfstack.run import signals
 
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="surrogateescape")
     err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="surrogateescape")

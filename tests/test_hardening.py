@@ -346,7 +346,7 @@ def test_report_files_that_cannot_be_read_are_exit_4(perfstack: Callable[..., Re
 
 _TWICE = """
 import os, signal, time
-from perfstack.run.signals import exit_with
+from perfstack.signals import exit_with
 
 
 def run() -> int:

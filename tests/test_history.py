@@ -374,7 +374,7 @@ def test_a_signal_in_a_deferred_window_is_postponed_not_lost(
         monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    from perfstack.run import signals
+    from perfstack import signals
 
     monkeypatch.setattr(signals, "_received", None)  # this process's record, put back after
     with signals.deferred():

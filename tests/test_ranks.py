@@ -570,7 +570,8 @@ def test_the_distributed_pane_draws_a_thousand_ranks_by_step(tmp_path: Path) -> 
 #: starts and what a SIGTERM does to it.
 _POOL_CHILD = """
 import signal, sys
-from perfstack.run import executors, signals
+from perfstack import signals
+from perfstack.run import executors
 signals.install()
 sys.stdout.write("printed once\\n")  # a pipe: still in the buffer when the pool starts
 with executors.local_pool(1) as pool:

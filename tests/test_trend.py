@@ -303,7 +303,7 @@ def test_machines_are_never_mixed(perfstack: Callable[..., Result], tmp_path: Pa
 SEARCH = """
 import random
 from perfstack.history import trend
-from perfstack.run.signals import exit_with
+from perfstack.signals import exit_with
 rng = random.Random(5)
 # 60 series of 3,000 runs whose level moves every 250 runs: about 15 s of search on 2 CPUs
 # (each move is a change point to test), where the test's Ctrl-C comes within a second.

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 import perfstack
-from perfstack import errors
+from perfstack import errors, signals
 from perfstack.cli.common import (
     EXIT_CODES,
     EXIT_INTERNAL,
@@ -22,7 +22,6 @@ from perfstack.cli.common import (
     Parser,
 )
 from perfstack.report import files as reportfile
-from perfstack.run import signals
 
 #: Commands that read reports or traces and run nothing.
 READING = ("show", "diff", "validate", "analyze", "merge")

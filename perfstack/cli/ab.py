@@ -6,11 +6,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfstack import errors
+from perfstack import errors, signals
 from perfstack.cli import outputs
 from perfstack.cli.common import DEFAULT_RUNS_DIR, EXIT_OK, EXIT_WORKLOAD_FAILED, Parser
 from perfstack.pluginmanager import Plugins
-from perfstack.run import signals
 from perfstack.run.filenames import REPORT_FILE
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from perfstack import errors
+from perfstack import errors, signals
 from perfstack.cli import outputs
 from perfstack.cli.common import DEFAULT_RUNS_DIR, EXIT_BACKENDS_FAILED, EXIT_OK, Parser
 from perfstack.cli.show import (
@@ -17,7 +17,6 @@ from perfstack.cli.show import (
 )
 from perfstack.pluginmanager import Plugins
 from perfstack.report import Report, Status
-from perfstack.run import signals
 
 
 def _output(plugins: Plugins, report: Report, ns: argparse.Namespace, what: str) -> int:

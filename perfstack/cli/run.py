@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from perfstack import errors
+from perfstack import errors, signals
 from perfstack.backend import Workload
 from perfstack.cli import outputs
 from perfstack.cli.common import EXIT_BACKENDS_FAILED, EXIT_OK, EXIT_WORKLOAD_FAILED
@@ -16,7 +16,7 @@ from perfstack.cli.session import prepare, split_workload_args, workload_of
 from perfstack.cli.show import check_view_options
 from perfstack.pluginmanager import Plugins
 from perfstack.report import Status
-from perfstack.run import nodes, signals
+from perfstack.run import nodes
 from perfstack.run.filenames import REPORT_FILE
 
 

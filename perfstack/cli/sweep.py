@@ -8,10 +8,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from perfstack import errors
+from perfstack import errors, signals
 from perfstack.cli.common import EXIT_OK, EXIT_WORKLOAD_FAILED, Parser
 from perfstack.pluginmanager import BackendEntry, Plugins
-from perfstack.run import signals
 from perfstack.run.filenames import REPORT_FILE
 
 

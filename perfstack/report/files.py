@@ -285,7 +285,7 @@ def _no_signal() -> bool:
 
 
 #: Whether a signal postponed while the report is written asks the FIFO wait to stop now;
-#: set by the command line (perfstack.run.signals.pending), which this layer does not import.
+#: set by the command line (perfstack.signals.pending), which this layer does not import.
 stop_waiting: Callable[[], bool] = _no_signal
 
 

@@ -19,9 +19,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from perfstack import signals
 from perfstack.machine import load as machineload
 from perfstack.report import ExitInfo
-from perfstack.run import rundir, signals, strays
+from perfstack.run import rundir, strays
 from perfstack.run.bootstrap import STACK_SIGNAL
 from perfstack.run.filenames import FAULTHANDLER_FILE, STDERR_FILE, STDOUT_FILE
 
