@@ -10,6 +10,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from perfstack.report import Metric, Report
+from perfstack.report.rankrows import MANY_RANKS
 from perfstack.report.units import numeric
 
 
@@ -61,8 +62,6 @@ class RankTable:
 
 
 RANKED = re.compile(r"^(?P<base>.+)\[rank(?P<rank>\d+)\]$")
-#: From this many ranks the table speaks in distributions, not one line per rank.
-MANY_RANKS = 8
 #: The most ranks listed beside the distributions.
 STANDING_OUT = 6
 

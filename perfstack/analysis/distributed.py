@@ -16,10 +16,8 @@ from collections.abc import Mapping
 
 from perfstack.analysis import straggler
 from perfstack.analysis.primary import Primary
-from perfstack.backend import Outcome
 from perfstack.report import Better, Finding, Layer, Metric, Report, Row
 from perfstack.report.units import fmt_bytes, fmt_si
-from perfstack.run import rundir
 
 #: Op names of collective communication in torch traces (c10d, gloo, nccl, DDP's markers).
 COLLECTIVE = re.compile(r"all_?reduce|broadcast|all_?gather|reduce_?scatter|all_?to_?all|"
@@ -35,12 +33,6 @@ BUDGET_RANKED = re.compile(r"^(?P<name>(budget|split)\.[^\[\]]+)\[rank(?P<rank>\
 IMBALANCE = 0.10
 #: Ranks whose collective-wait shares differ by this many points are imbalanced.
 WAIT_SPREAD_POINTS = 15.0
-
-
-def _step_times(outcome: Outcome, rank: int) -> list[float]:
-    """One rank's step times in a run, as the run folder's reader gives them (the steps
-    that took no measurable time left out)."""
-    return [t for t in rundir.RunFolder(outcome.artifact_dir).step_times(rank) if t > 0]
 
 
 def _comm_shares(report: Report) -> tuple[str, dict[int, tuple[float, float]]]:
@@ -67,20 +59,6 @@ def _comm_shares(report: Report) -> tuple[str, dict[int, tuple[float, float]]]:
         if COLLECTIVE.search(str(row.attrs.get("op") or row.name)):
             comm[rank] += float(own.value)
     return source, {r: (comm[r], total[r]) for r in total if total[r] > 0}
-
-
-def cross_rank(report: Report, baseline: list[Outcome], world: int,
-               steps: tuple[int, int] | None = None) -> tuple[list[Metric], list[Finding]]:
-    """Return per-rank step-time metrics (from the baseline runs' ``perfstack.step()``
-    calls), straggler metrics, communication shares and findings of a live torchrun job.
-    Under ``--steps`` (``steps``: warm-up, measured) only the measured steps count: each
-    rank's times then start at its script's start, imports included."""
-    present = sorted({r for o in baseline for r in rundir.RunFolder(o.artifact_dir).ranks()})
-    window = slice(steps[0], steps[0] + steps[1]) if steps else slice(None)
-    samples = {rank: [t for o in baseline if o.record.exit.clean
-                      for t in _step_times(o, rank)[window]]
-               for rank in present or range(world)}
-    return rank_figures(report, samples, publish_steps=True)
 
 
 def rank_figures(report: Report, samples: dict[int, list[float]], publish_steps: bool,

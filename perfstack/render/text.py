@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 
-from perfstack.analysis.deviceview import MANY_RANKS
 from perfstack.analysis.drilldown import Node
 from perfstack.analysis.layerview import LayerTable
 from perfstack.analysis.view import BackendLine, View, build
@@ -38,6 +37,7 @@ from perfstack.render.words import (
     wall_line,
 )
 from perfstack.report import Report
+from perfstack.report.rankrows import MANY_RANKS
 from perfstack.report.units import fmt_seconds, fmt_value
 
 SEVERITY_STYLE = {"critical": "red", "warning": "yellow", "info": "cyan"}

@@ -12,10 +12,8 @@ from __future__ import annotations
 from perfstack.report.model import (
     FIRST_RULES,
     MEASUREMENT_RULES,
-    METRIC_LAYERS,
     SCHEMA_NAME,
     SCHEMA_VERSION,
-    SEVERITIES,
     SEVERITY_ORDER,
     BackendResult,
     Better,
@@ -34,8 +32,8 @@ from perfstack.report.model import (
 )
 
 __all__ = [
-    'FIRST_RULES', 'MEASUREMENT_RULES', 'METRIC_LAYERS', 'SCHEMA_NAME', 'SCHEMA_VERSION',
-    'SEVERITIES', 'SEVERITY_ORDER', 'BackendResult', 'Better', 'ExitInfo', 'Finding', 'Layer',
+    'FIRST_RULES', 'MEASUREMENT_RULES', 'SCHEMA_NAME', 'SCHEMA_VERSION',
+    'SEVERITY_ORDER', 'BackendResult', 'Better', 'ExitInfo', 'Finding', 'Layer',
     'Metric', 'Overhead', 'Quantity', 'Report', 'Row', 'RunInfo', 'RunRecord', 'Status',
     'order_findings',
 ]

@@ -62,5 +62,3 @@ class Finding:
         """Build a Finding from its JSON form."""
         return cls(**{k: data[k] for k in cls.__dataclass_fields__})
 
-
-SEVERITIES = ("info", "warning", "critical")

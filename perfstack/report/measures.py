@@ -26,10 +26,6 @@ class Layer(str, Enum):
     MEMORY = "memory"
 
 
-#: Metrics may also describe the whole run (wall time, throughput), which is no single layer.
-METRIC_LAYERS = (*(layer.value for layer in Layer), "run")
-
-
 class Status(str, Enum):
     """What happened to one backend."""
 

@@ -15,17 +15,16 @@ from typing import Any
 from perfstack.report.findings import (
     FIRST_RULES,
     MEASUREMENT_RULES,
-    SEVERITIES,
     SEVERITY_ORDER,
     Finding,
     order_findings,
 )
-from perfstack.report.measures import METRIC_LAYERS, Better, Layer, Metric, Quantity, Row, Status
+from perfstack.report.measures import Better, Layer, Metric, Quantity, Row, Status
 from perfstack.report.session import BackendResult, ExitInfo, Overhead, RunInfo, RunRecord
 
 __all__ = [
-    "FIRST_RULES", "MEASUREMENT_RULES", "METRIC_LAYERS", "SCHEMA_NAME", "SCHEMA_VERSION",
-    "SEVERITIES", "SEVERITY_ORDER", "BackendResult", "Better", "ExitInfo", "Finding", "Layer",
+    "FIRST_RULES", "MEASUREMENT_RULES", "SCHEMA_NAME", "SCHEMA_VERSION",
+    "SEVERITY_ORDER", "BackendResult", "Better", "ExitInfo", "Finding", "Layer",
     "Metric", "Overhead", "Quantity", "Report", "Row", "RunInfo", "RunRecord", "Status",
     "order_findings",
 ]

@@ -14,9 +14,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from perfstack.analysis.deviceview import MANY_RANKS
 from perfstack.report import Quantity, Report, Row
 from perfstack.report.units import numeric
+
+#: From this many ranks a job's rows are merged across ranks, and every table speaks in
+#: distributions, not one line per rank.
+MANY_RANKS = 8
 
 _PREFIX = re.compile(r"^rank\d+:")
 _NAME_PREFIX = re.compile(r"^\[rank \d+\] ")

@@ -11,7 +11,7 @@ from typing import Any
 
 from perfstack.backend import Outcome, StepWindow
 from perfstack.machine.load import DISTURBED_CPUS
-from perfstack.report import Metric, Overhead
+from perfstack.report import Finding, Metric, Overhead, Report
 from perfstack.run import assembly, rundir
 
 #: Why a figure that needs the baseline is unknown when the user asked for none.
@@ -157,3 +157,25 @@ def _overhead(outcome: Outcome, baseline: Sequence[Outcome],
                                       outcome.record.exit.clean)
     return assembly.overhead(clean_walls(baseline), outcome.record.wall_s,
                              outcome.record.exit.clean)
+
+
+def _step_times(outcome: Outcome, rank: int) -> list[float]:
+    """One rank's step times in a run, as the run folder's reader gives them (the steps
+    that took no measurable time left out)."""
+    return [t for t in rundir.RunFolder(outcome.artifact_dir).step_times(rank) if t > 0]
+
+
+def cross_rank(report: Report, baseline: list[Outcome], world: int,
+               steps: tuple[int, int] | None = None) -> tuple[list[Metric], list[Finding]]:
+    """Return per-rank step-time metrics (from the baseline runs' ``perfstack.step()``
+    calls), straggler metrics, communication shares and findings of a live torchrun job.
+    Under ``--steps`` (``steps``: warm-up, measured) only the measured steps count: each
+    rank's times then start at its script's start, imports included."""
+    present = sorted({r for o in baseline for r in rundir.RunFolder(o.artifact_dir).ranks()})
+    window = slice(steps[0], steps[0] + steps[1]) if steps else slice(None)
+    samples = {rank: [t for o in baseline if o.record.exit.clean
+                      for t in _step_times(o, rank)[window]]
+               for rank in present or range(world)}
+    from perfstack.analysis.distributed import rank_figures
+
+    return rank_figures(report, samples, publish_steps=True)

@@ -219,13 +219,11 @@ class Session:
                 *baselines.teardown_metric(self.baseline)]
         across = None
         if options.nproc_per_node:
-            from perfstack.analysis.distributed import cross_rank
-
             steps = options.steps
             nproc = options.nproc_per_node
 
             def across(report: Report) -> tuple[list[Metric], list[Finding]]:
-                return cross_rank(report, self.baseline, nproc,
+                return baselines.cross_rank(report, self.baseline, nproc,
                                   (steps.warmup, steps.measured) if steps else None)
 
         return assembly.build_report(
