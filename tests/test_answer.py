@@ -18,8 +18,8 @@ import pytest
 import perfstack
 from perfstack.analysis.drilldown import Node, drill_down
 from perfstack.analysis.view import View, build
-from perfstack.render.textgrid import cut
-from perfstack.render.words import (
+from perfstack.render.text.grid import cut
+from perfstack.render.words.common import (
     STATUS_WORDS,
     answer_lines,
     fmt_overhead,
@@ -245,7 +245,7 @@ def test_umask_is_respected(tiny: Path, tmp_path: Path) -> None:
 def test_a_cut_action_ends_between_words() -> None:
     """At 80 columns an action cut to three lines ended 'for a benc…' or 'import heavy…'."""
     from perfstack.render.text import _at_most
-    from perfstack.render.textgrid import wrap
+    from perfstack.render.text.grid import wrap
 
     action = ("→ an import made inside your own function runs the first time that call is made "
               "(a one-time cost of the process, not of each step); measure each import with "

@@ -18,7 +18,7 @@ import pytest
 
 from perfstack.analysis import rules
 from perfstack.analysis.view import build
-from perfstack.render.words import answer_lines
+from perfstack.render.words.common import answer_lines
 from perfstack.report import Overhead, Report, Status, order_findings
 from perfstack.report.files import load_report
 from tests.conftest import ROOT, perfstack_env

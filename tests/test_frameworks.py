@@ -82,7 +82,7 @@ def test_a_live_lightning_fit(tmp_path: Path) -> None:
     # The module view without --torch-stack, each module named by the attribute that holds
     # it (as self.net[0] reaches it), not by class and instance number (Linear_0); net is
     # called from training_step, its owner's forward never runs.
-    from perfstack.analysis.moduleview import module_view
+    from perfstack.analysis.views.modules import module_view
     from perfstack.report import Layer
 
     paths = {r.key for r in report.layers[Layer.MODULE]}

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from perfstack.analysis import roofline
-from perfstack.analysis.compileview import compile_view
+from perfstack.analysis.views.compile import compile_view
 from perfstack.report import Layer, Report
 from perfstack.report.files import load_report
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from perfstack import history
-from perfstack.history import database as historydb
+from perfstack.history import location as historydb
 from perfstack.report import Layer, Quantity, Row
 from perfstack.report.files import load_report, save_report
 from tests.conftest import ROOT, WORKLOADS, Result, assert_one_line_error, perfstack_env
@@ -126,7 +126,7 @@ import sys
 from pathlib import Path
 
 from perfstack import history
-from perfstack.history import database as historydb
+from perfstack.history import location as historydb
 from perfstack.report.files import load_report
 db = sys.argv[1]
 loaded = [(Path(name), load_report(Path(name))) for name in sys.argv[2:]]

@@ -215,7 +215,7 @@ def test_functions_and_threads_are_tables_of_their_own_in_words() -> None:
 def test_a_memory_axis_reads_apart_at_its_ends_and_never_in_exponents() -> None:
     """The resident memory of a steady run, 347.2 to 347.9 MiB: both ends of the chart's axis
     read '347 MiB'; and 1,020 MiB was written '1.02e+03 MiB'."""
-    from perfstack_plugins.htmlreport.memchart import _chart
+    from perfstack_plugins.htmlreport.panes.memory import _chart
 
     from perfstack.report import Better, Metric
     from perfstack.report.units import fmt_bytes

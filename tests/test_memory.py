@@ -233,7 +233,7 @@ def test_every_format_says_the_same_about_memory(leak: tuple[Path, dict[str, Any
 
     import perfstack
     from perfstack.analysis.view import build
-    from perfstack.render.memorywords import holder_cells, memory_lines
+    from perfstack.render.words.memory import holder_cells, memory_lines
 
     folder, _ = leak
     view = build(perfstack.load(folder / "report.json"), top=5)

@@ -124,7 +124,7 @@ def test_every_format_prints_the_same_module_view(tiny_report: Path, tmp_path: P
     short view's line and the full one's (the markdown and HTML are the full report)."""
     import perfstack
     from perfstack.analysis.view import build
-    from perfstack.render.modulewords import module_cells, module_lines
+    from perfstack.render.words.modules import module_cells, module_lines
 
     if variant != "as recorded":
         tiny_report = _small_relus(tiny_report, tmp_path)
@@ -189,7 +189,7 @@ def _report(rows: list[Row]) -> Report:
 def test_the_view_lists_the_largest_modules_with_their_parents() -> None:
     """A module is listed from 3% of the model's time, with every module above it (so the
     tree reads), at most ``top`` of them; the by-type line counts modules with none inside."""
-    from perfstack.analysis.moduleview import module_view
+    from perfstack.analysis.views.modules import module_view
 
     rows = [_row("Net_0", 0.6, 0.4), _row("Net_0/Block_0", 0.5, 0.35),
             _row("Net_0/Block_0/Conv_0", 0.45, 0.3), _row("Net_0/Block_0/Relu_0", 0.01, 0.0),
@@ -208,8 +208,8 @@ def test_the_view_lists_the_largest_modules_with_their_parents() -> None:
 
 
 def test_a_job_shows_its_lowest_rank_and_inference_has_no_backward() -> None:
-    from perfstack.analysis.moduleview import module_view
-    from perfstack.render.modulewords import module_lines
+    from perfstack.analysis.views.modules import module_view
+    from perfstack.render.words.modules import module_lines
 
     rows = [_row(p, f, None, rank) for rank in (1, 0) for p, f in
             (("Net_0", 1.0 + rank), ("Net_0/Linear_0", 0.5))]

@@ -1,4 +1,4 @@
-"""The per-step breakdown (plugins/torchprof/steps.py, perfstack/analysis/stepview.py): each
+"""The per-step breakdown (plugins/torchprof/steps.py, perfstack/analysis/views/steps.py): each
 profiled step split into phases that add up to it, outlier steps named, in every format."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from perfstack.analysis.stepview import step_view
+from perfstack.analysis.views.steps import step_view
 from perfstack.report import Better, Metric, Report, RunInfo
 from tests.conftest import ROOT, perfstack_in
 
@@ -47,7 +47,7 @@ def test_the_phases_shares_add_up_when_their_medians_do_not() -> None:
     """Each step slow in another phase: every phase's median is 1 ms of a 12 ms median step
     (three 8% shares, the rest nowhere, as a share of the median once printed 22% + 92% +
     4.3%). The share is of all the steps' time: a third each, adding up to 100%."""
-    from perfstack.render.devicewords import step_cells
+    from perfstack.render.words.device import step_cells
 
     view = step_view(_steps("cpu_step.", {"data": [0.010, 0.001, 0.001],
                                           "ops": [0.001, 0.010, 0.001],

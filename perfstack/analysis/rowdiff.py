@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 from perfstack.analysis.drift import corrected, speed_ratio_of_runs
 from perfstack.analysis.judge import Judge, one_run_threshold
-from perfstack.analysis.layerview import display_name
 from perfstack.analysis.origin import workload_dir
 from perfstack.analysis.primary import Primary
+from perfstack.analysis.views.layers import display_name
 from perfstack.report import Layer, Report, Row
 
 #: The placeholder for the workload's own script in a row's match key.

@@ -20,8 +20,13 @@ from typing import Any
 
 from perfstack.analysis.budget import MAIN_PARTS, UNSAMPLED_PARTS, Budget, hardware_beside
 from perfstack.analysis.budget import time_budget as _time_budget
-from perfstack.analysis.compileview import CompileView, compile_view
-from perfstack.analysis.deviceview import (
+from perfstack.analysis.drilldown import Node, drill_down
+from perfstack.analysis.kernels import KernelView, kernel_view
+from perfstack.analysis.recordedfacts import ranks_read, read_in_part
+from perfstack.analysis.stats import Summary, summarize
+from perfstack.analysis.timerules import GIL_RULE
+from perfstack.analysis.views.compile import CompileView, compile_view
+from perfstack.analysis.views.device import (
     DEVICE_METRICS,
     RANKED,
     DeviceTime,
@@ -29,19 +34,14 @@ from perfstack.analysis.deviceview import (
     device_time,
     rank_table,
 )
-from perfstack.analysis.drilldown import Node, drill_down
-from perfstack.analysis.kernels import KernelView, kernel_view
-from perfstack.analysis.layerview import LayerTable, as_metrics, layer_tables
-from perfstack.analysis.memview import METRICS as MEMORY_METRICS
-from perfstack.analysis.memview import MemoryView, memory_view
-from perfstack.analysis.moduleview import ModuleView, module_view
-from perfstack.analysis.recordedfacts import ranks_read, read_in_part
-from perfstack.analysis.roofview import METRICS as ROOF_METRICS
-from perfstack.analysis.roofview import RoofView, roof_view
-from perfstack.analysis.stats import Summary, summarize
-from perfstack.analysis.stepview import StepView, step_view
-from perfstack.analysis.streamview import PER_STREAM, StreamView, stream_view
-from perfstack.analysis.timerules import GIL_RULE
+from perfstack.analysis.views.layers import LayerTable, as_metrics, layer_tables
+from perfstack.analysis.views.memory import METRICS as MEMORY_METRICS
+from perfstack.analysis.views.memory import MemoryView, memory_view
+from perfstack.analysis.views.modules import ModuleView, module_view
+from perfstack.analysis.views.roofline import METRICS as ROOF_METRICS
+from perfstack.analysis.views.roofline import RoofView, roof_view
+from perfstack.analysis.views.steps import StepView, step_view
+from perfstack.analysis.views.streams import PER_STREAM, StreamView, stream_view
 from perfstack.report import (
     BackendResult,
     Finding,

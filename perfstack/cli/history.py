@@ -25,7 +25,7 @@ def database(given: str | None) -> Location:
     """Return the history database: ``--db`` (a path or a PostgreSQL URL), else
     PERFSTACK_HISTORY, else ``.perfstack/history.sqlite``."""
     from perfstack import history
-    from perfstack.history.database import is_url
+    from perfstack.history.location import is_url
 
     if given is not None:
         return given if is_url(given) else Path(given)
@@ -39,7 +39,7 @@ def remember(report: Report, report_path: Path) -> None:
     """Add a report a command has just written to the history (never fails the command: a
     history that cannot be written is one line on stderr)."""
     from perfstack import history
-    from perfstack.history import database as historydb
+    from perfstack.history import location as historydb
 
     path = history.default_path(DEFAULT_RUNS_DIR)
     if path is None:
@@ -107,7 +107,7 @@ def _cell(value: Any) -> str:
 
 def cmd_history(argv: list[str]) -> int:
     """List the runs in the history, print a series, or add reports."""
-    from perfstack.history import database as historydb
+    from perfstack.history import location as historydb
 
     # What it prints is written once the history has been read: a full or closed stdout is
     # then an output error (exit 7), not the history's.
@@ -122,7 +122,7 @@ def cmd_history(argv: list[str]) -> int:
 
 def _history(argv: list[str]) -> int:
     from perfstack import history
-    from perfstack.history import database as historydb
+    from perfstack.history import location as historydb
     from perfstack.report.files import load_report
 
     if argv[:1] == ["add"]:

@@ -28,7 +28,7 @@ def early_answer(report: Callable[[], Report]) -> list[str]:
     """The answer the runs so far give, in the report's words: what bounds the time and the
     workload's hottest function (nothing when no backend in measured either)."""
     from perfstack.analysis.view import build
-    from perfstack.render.words import answer_lines
+    from perfstack.render.words.common import answer_lines
 
     view = build(report(), top=3)
     if view.headline.bound is None and view.headline.hottest is None:

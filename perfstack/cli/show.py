@@ -161,7 +161,7 @@ def cmd_plugins(plugins: Plugins, argv: list[str]) -> int:
     """List every installed backend, whether it runs by default, whether it can run here."""
     import json
 
-    from perfstack.render.textgrid import Column, table, wrap
+    from perfstack.render.text.grid import Column, table, wrap
 
     parser = Parser(prog="perfstack plugins",
                     description="List installed backends: which run by default and which are "

@@ -51,7 +51,7 @@ def _groups(ns: Any, top_rows: int, row_keys: list[str] | None = None) -> list[A
             f"this command needs Apache Otava, numpy and scipy ({missing} is missing): "
             "pip install numpy scipy && pip install --no-deps apache-otava==0.8.0")
     from perfstack import history
-    from perfstack.history import database as historydb
+    from perfstack.history import location as historydb
 
     location = database(ns.db)
     if not historydb.exists(location):

@@ -1,18 +1,19 @@
 """Where the history lives, behind one interface: a store opens a location and says how its
-SQL differs (its ``Dialect``); :func:`connect` chooses the store once, from the location.
+SQL differs (its ``Dialect``); ``perfstack.history.location.connect`` chooses the store once,
+from the location.
 
 The SQL is written once, for SQLite with ``?`` placeholders; each dialect translates it. The
 stores are ``perfstack.history.sqlite`` (a file, the default) and
 ``perfstack.history.postgres`` (a ``postgresql://user:password@host:port/db`` URL): a third
-is one module with a ``Dialect`` and one line in :data:`STORES`.
+is one module with a ``Dialect`` and one line in ``perfstack.history.location``.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -62,45 +63,6 @@ class Dialect(Protocol):
 
     def schema_lock(self, db: Database) -> None:
         """Within a transaction: wait until no other writer is creating the schema."""
-
-
-def _stores() -> tuple[Dialect, ...]:
-    from perfstack.history.postgres import PostgreSQL
-    from perfstack.history.sqlite import SQLite
-
-    return (PostgreSQL(), SQLite())  # the first that claims a location opens it
-
-
-#: The stores, asked in order; set by the first question.
-STORES: tuple[Dialect, ...] = ()
-
-
-def store_of(location: str | Path) -> Dialect:
-    """The store whose history ``location`` names (SQLite claims every path)."""
-    global STORES
-    STORES = STORES or _stores()
-    return next(s for s in STORES if s.claims(location))
-
-
-def is_url(location: str | Path) -> bool:
-    """Return True when ``location`` names a server rather than a file."""
-    return store_of(location).server
-
-
-def describe(location: str | Path) -> str:
-    """Return ``location`` for messages, without its password."""
-    return store_of(location).describe(location)
-
-
-def exists(location: str | Path) -> bool:
-    """Return True when there may be a history at ``location`` (a server is asked later)."""
-    return store_of(location).exists(location)
-
-
-def errors() -> tuple[type[BaseException], ...]:
-    """Return the exceptions a history raises when it cannot be read or written."""
-    store_of("")
-    return tuple(e for s in STORES for e in s.errors())
 
 
 @dataclass
@@ -179,12 +141,3 @@ def retry_while(locked: Callable[[BaseException], bool], db: Database,
                 log.warning("perfstack: waiting for the history: another process holds its "
                             "lock (up to %.0f s; Ctrl-C stops)", LOCK_TIMEOUT_S)
             time.sleep(step_s)
-
-
-@contextmanager
-def connect(location: str | Path, read_only: bool = False) -> Iterator[Database]:
-    """Open the history at ``location`` (a path or a server's URL), in the store that claims
-    it. With ``read_only`` (a command that only reads it), a file this process cannot write
-    is opened for reading instead of refused."""
-    with store_of(location).open(location, read_only) as db:
-        yield db

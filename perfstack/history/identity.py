@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perfstack.history.database import is_url
+from perfstack.history.location import is_url
 from perfstack.machine import cpus
 from perfstack.report import Report
 

@@ -9,8 +9,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from perfstack.history.database import Database, connect, exists, is_url
+from perfstack.history.database import Database
 from perfstack.history.identity import Location
+from perfstack.history.location import connect, exists, is_url
 from perfstack.history.schema import read_schema
 
 

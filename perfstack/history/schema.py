@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from perfstack import errors
 from perfstack.history.database import Database
-from perfstack.history.database import errors as db_errors
+from perfstack.history.location import errors as db_errors
 
 SCHEMA_VERSION = 4  # 2: metrics.better; 3: runs.speed_wall, runs.speed_cpu; 4: runs.disturbed
 

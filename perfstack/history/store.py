@@ -15,7 +15,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from perfstack.analysis.primary import Primary
-from perfstack.history.database import connect
 from perfstack.history.identity import (
     Location,
     disturbed,
@@ -24,6 +23,7 @@ from perfstack.history.identity import (
     speeds,
     workload_of,
 )
+from perfstack.history.location import connect
 from perfstack.history.schema import ensure_schema
 from perfstack.report import Report
 
@@ -43,8 +43,8 @@ def add(location: Location, report: Report, report_path: Path,
     metric_rows = [(m.name, m.source, float(m.value) if isinstance(m.value, (int, float))
                     and not isinstance(m.value, bool) else None, m.unit, m.layer,
                     m.better.value) for m in report.metrics]
-    from perfstack.analysis.layerview import display_name
     from perfstack.analysis.origin import workload_dir
+    from perfstack.analysis.views.layers import display_name
 
     home = workload_dir(report)
     layer_rows = []

@@ -14,7 +14,7 @@ from perfstack.analysis.changes import MetricChange
 from perfstack.analysis.diff import Diff
 from perfstack.analysis.rowdiff import RowChange
 from perfstack.render.base import markdown_escape as escape
-from perfstack.render.textgrid import Column, table
+from perfstack.render.text.grid import Column, table
 from perfstack.report.units import fmt_value as fmt
 
 VERDICT_MARK = {"regression": "REGRESSION", "improvement": "improvement", "changed": "changed",

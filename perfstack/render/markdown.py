@@ -1,6 +1,6 @@
 """``perfstack show --format markdown``: the report for an issue or a pull request.
 
-The same view and the same sentences as the terminal report (``perfstack.render.words``): the
+The same view and the same sentences as the terminal report (``perfstack.render.words.common``): the
 answer, findings, where the time goes, the drill-down; the layers, backends, metrics and raw
 outputs folded into ``<details>`` so the page opens short. Every string that came from the
 workload (function and op names, paths, printed output) is escaped, so a name like
@@ -14,13 +14,29 @@ from perfstack.analysis.view import View, build
 from perfstack.pluginmanager import hookimpl
 from perfstack.render.base import Renderer, RenderOptions
 from perfstack.render.base import markdown_escape as escape
-from perfstack.render.compilewords import (
+from perfstack.render.words.common import (
+    LAYER_TITLES,
+    STATUS_WORDS,
+    answer_lines,
+    by_whom,
+    command_line,
+    fmt_overhead,
+    node_figures,
+    printed_caption,
+    rank_cells,
+    ranks_note,
+    ranks_title,
+    related_line,
+    related_title,
+    wall_line,
+)
+from perfstack.render.words.compile import (
     COMPILE_COLUMNS,
     COMPILE_TITLE,
     compile_cells,
     compile_lines,
 )
-from perfstack.render.devicewords import (
+from perfstack.render.words.device import (
     DEVICE_WORDS,
     STREAM_COLUMNS,
     device_notes,
@@ -39,30 +55,14 @@ from perfstack.render.devicewords import (
     streams_title,
     tensor_core_line,
 )
-from perfstack.render.memorywords import (
+from perfstack.render.words.memory import (
     HOLDER_COLUMNS,
     MEMORY_TITLE,
     holder_cells,
     memory_lines,
     relation_line,
 )
-from perfstack.render.modulewords import MODULE_TITLE, module_cells, module_columns, module_lines
-from perfstack.render.words import (
-    LAYER_TITLES,
-    STATUS_WORDS,
-    answer_lines,
-    by_whom,
-    command_line,
-    fmt_overhead,
-    node_figures,
-    printed_caption,
-    rank_cells,
-    ranks_note,
-    ranks_title,
-    related_line,
-    related_title,
-    wall_line,
-)
+from perfstack.render.words.modules import MODULE_TITLE, module_cells, module_columns, module_lines
 from perfstack.report import Report
 from perfstack.report.units import fmt_seconds, fmt_value, pct
 

@@ -18,7 +18,7 @@ from perfstack.history.trend import (
     Trend,
     Verdict,
 )
-from perfstack.render.textgrid import Column, cut, table, wrap
+from perfstack.render.text.grid import Column, cut, table, wrap
 from perfstack.report.units import fmt_value
 
 SPARKS = "▁▂▃▄▅▆▇█"

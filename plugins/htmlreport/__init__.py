@@ -29,14 +29,14 @@ from perfstack.report.units import fmt_seconds
 from ..artifacts import TIMELINE
 from . import page
 from .charts import LAYER_COLOURS, bar_chart, esc, timeseries
-from .compilechart import compile_section
 from .diffpage import diff_panes
 from .flame import flame_tree
-from .memchart import memory_section
-from .modchart import module_section
+from .panes.compile import compile_section
+from .panes.memory import memory_section
+from .panes.modules import module_section
+from .panes.roofline import roofline_section
+from .panes.steps import steps_section
 from .rankheat import rank_heat_map
-from .roofchart import roofline_section
-from .stepchart import steps_section
 from .tables import SORT_FIRST, layer_tables
 
 PANE_TITLES = {"pane-overview": "Overview", "pane-python": "Python",
@@ -115,7 +115,7 @@ def _top_ops(view: View) -> str:
 def _distributed(report: Report) -> str | None:
     """The ranks pane: the cross-rank findings, the step times as a rank x step heat map,
     and every per-rank figure, a rank a row."""
-    from perfstack.analysis.deviceview import rank_table
+    from perfstack.analysis.views.device import rank_table
 
     table = rank_table(report, full=True)
     if table is None:
@@ -130,7 +130,7 @@ def _overview_ranks(report: Report) -> str:
     """The overview's ranks table, as the text report's: from ``MANY_RANKS`` ranks each
     figure's distribution and the ranks that stand out (every rank and figure is in the
     Distributed pane)."""
-    from perfstack.analysis.deviceview import rank_table
+    from perfstack.analysis.views.device import rank_table
 
     table = rank_table(report, full=False)
     if table is not None and table.summary:

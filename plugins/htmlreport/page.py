@@ -1,7 +1,8 @@
 """The HTML report's overview pane and the page around the panes, from the view.
 
 Every figure here comes from ``perfstack.analysis.view`` and is worded by
-``perfstack.render.words``, as in the text and markdown reports. Workload strings are escaped.
+``perfstack.render.words``, as in the text and markdown reports. Workload strings are
+escaped.
 """
 
 from __future__ import annotations
@@ -9,22 +10,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from perfstack.analysis.deviceview import RankTable
 from perfstack.analysis.drilldown import Node
 from perfstack.analysis.view import View
-from perfstack.render.devicewords import (
-    DEVICE_WORDS,
-    STREAM_COLUMNS,
-    device_notes,
-    device_title,
-    kernel_cells,
-    kernel_kind_cells,
-    kernels_title,
-    stream_cells,
-    streams_title,
-    tensor_core_line,
-)
-from perfstack.render.words import (
+from perfstack.analysis.views.device import RankTable
+from perfstack.render.words.common import (
     STATUS_WORDS,
     answer_lines,
     beside_line,
@@ -39,6 +28,18 @@ from perfstack.render.words import (
     related_line,
     related_title,
     wall_line,
+)
+from perfstack.render.words.device import (
+    DEVICE_WORDS,
+    STREAM_COLUMNS,
+    device_notes,
+    device_title,
+    kernel_cells,
+    kernel_kind_cells,
+    kernels_title,
+    stream_cells,
+    streams_title,
+    tensor_core_line,
 )
 from perfstack.report.units import fmt_seconds, fmt_value, pct
 

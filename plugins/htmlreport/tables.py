@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from perfstack.analysis.drilldown import same_function
-from perfstack.analysis.layerview import display_name
 from perfstack.analysis.origin import origin, workload_dir
-from perfstack.render.words import value_title
+from perfstack.analysis.views.layers import display_name
+from perfstack.render.words.common import value_title
 from perfstack.report import Layer, Report, Row
 from perfstack.report.units import fmt_value
 

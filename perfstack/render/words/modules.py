@@ -1,8 +1,8 @@
-"""The words of the module view (``perfstack.analysis.moduleview``), shared by every format."""
+"""The words of the module view (``perfstack.analysis.views.modules``), shared by every format."""
 
 from __future__ import annotations
 
-from perfstack.analysis.moduleview import ModuleView
+from perfstack.analysis.views.modules import ModuleView
 from perfstack.report.units import fmt_seconds, fmt_value, pct
 
 #: The module section's title, in every format.

@@ -4,14 +4,14 @@ it)."""
 from __future__ import annotations
 
 from perfstack.analysis.view import View
-from perfstack.render.memorywords import (
+from perfstack.render.text.grid import Page, wrap
+from perfstack.render.words.memory import (
     HOLDER_COLUMNS,
     MEMORY_TITLE,
     holder_cells,
     memory_lines,
     relation_line,
 )
-from perfstack.render.textgrid import Page, wrap
 
 
 def memory(page: Page, view: View) -> None:

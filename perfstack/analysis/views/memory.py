@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from perfstack.analysis.layerview import display_name
 from perfstack.analysis.origin import workload_dir
+from perfstack.analysis.views.layers import display_name
 from perfstack.report import Layer, Metric, Report, Row
 
 #: The metrics this view shows (the report's default metrics table leaves them out).

@@ -4,15 +4,15 @@ as a bar (dynamo's tracing, the backend compiler, the backward graph's compile).
 from __future__ import annotations
 
 from perfstack.analysis.view import View
-from perfstack.render.compilewords import (
+from perfstack.render.words.compile import (
     COMPILE_COLUMNS,
     COMPILE_TITLE,
     compile_cells,
     compile_lines,
 )
 
-from .charts import esc
-from .page import _table
+from ..charts import esc
+from ..page import _table
 
 #: Each compile phase's colour in the bars.
 PHASES = (("dynamo_s", "#4e79a7", "dynamo's tracing"), ("backend_s", "#f28e2b",

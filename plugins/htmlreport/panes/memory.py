@@ -5,7 +5,7 @@ resident memory in the run with no profiler), drawn as inline SVG: no script, no
 from __future__ import annotations
 
 from perfstack.analysis.view import View
-from perfstack.render.memorywords import (
+from perfstack.render.words.memory import (
     HOLDER_COLUMNS,
     MEMORY_TITLE,
     holder_cells,
@@ -15,8 +15,8 @@ from perfstack.render.memorywords import (
 from perfstack.report import Metric
 from perfstack.report.units import fmt_bytes_apart
 
-from .charts import esc
-from .page import _table
+from ..charts import esc
+from ..page import _table
 
 #: Each series' colour and what it is ({source}: the backend that measured it).
 SERIES = (("step_heap", "#e15759", "heap, each step's low point ({source} run)"),

@@ -1,15 +1,15 @@
 """The words of the device's views, defined once for every renderer: the device's time, the
 kernels, each stream's idle time, the steps by phase, and how close the ops ran to the
-machine (the roofline). ``perfstack.render.words`` holds the rest of the report's words.
+machine (the roofline). ``perfstack.render.words.common`` holds the rest of the report's words.
 """
 
 from __future__ import annotations
 
-from perfstack.analysis.deviceview import DeviceTime
 from perfstack.analysis.kernels import KernelView, short_name
-from perfstack.analysis.roofview import RoofOp, RoofView
-from perfstack.analysis.stepview import Outlier, Phase, StepView
-from perfstack.analysis.streamview import FIGURES, StreamView
+from perfstack.analysis.views.device import DeviceTime
+from perfstack.analysis.views.roofline import RoofOp, RoofView
+from perfstack.analysis.views.steps import Outlier, Phase, StepView
+from perfstack.analysis.views.streams import FIGURES, StreamView
 from perfstack.report.units import fmt_seconds, fmt_si, pct, pct_fine
 
 #: The device breakdown's parts in words.

@@ -13,13 +13,16 @@ import os
 import re
 
 from perfstack.analysis.drilldown import Node
-from perfstack.analysis.layerview import LayerTable
 from perfstack.analysis.view import BackendLine, View, build
+from perfstack.analysis.views.layers import LayerTable
 from perfstack.pluginmanager import hookimpl
-from perfstack.render import textcompile, textdevice, textmemory, textmodules
 from perfstack.render.base import Renderer, RenderOptions
-from perfstack.render.textgrid import Column, Page, bar, cut, table, wrap
-from perfstack.render.words import (
+from perfstack.render.text import compile as textcompile
+from perfstack.render.text import device as textdevice
+from perfstack.render.text import memory as textmemory
+from perfstack.render.text import modules as textmodules
+from perfstack.render.text.grid import Column, Page, bar, cut, table, wrap
+from perfstack.render.words.common import (
     LAYER_TITLES,
     STATUS_WORDS,
     answer_lines,

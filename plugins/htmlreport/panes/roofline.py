@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import math
 
-from perfstack.analysis.roofview import RoofOp, RoofView
 from perfstack.analysis.view import View
-from perfstack.render.devicewords import (
+from perfstack.analysis.views.roofline import RoofOp, RoofView
+from perfstack.render.words.device import (
     roof_ceiling_line,
     roof_cells,
     roof_rate,
@@ -18,8 +18,8 @@ from perfstack.render.devicewords import (
 )
 from perfstack.report.units import fmt_seconds, fmt_si, pct, pct_fine
 
-from .charts import esc
-from .page import _table
+from ..charts import esc
+from ..page import _table
 
 BOUND_COLOURS = {"compute": "#e15759", "memory": "#4e79a7", "cache": "#76b7b2",
                  "latency": "#bab0ac", "unknown": "#999999"}

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from perfstack.analysis.layerview import display_name
 from perfstack.analysis.origin import origin, workload_dir
+from perfstack.analysis.views.layers import display_name
 from perfstack.report import Layer, Report, Row
 
 #: Frames and breaks listed (the JSON holds them all).

@@ -5,7 +5,8 @@ the page and calls these)."""
 from __future__ import annotations
 
 from perfstack.analysis.view import View
-from perfstack.render.devicewords import (
+from perfstack.render.text.grid import Column, Page, bar, table, wrap
+from perfstack.render.words.device import (
     DEVICE_WORDS,
     STREAM_COLUMNS,
     device_notes,
@@ -24,7 +25,6 @@ from perfstack.render.devicewords import (
     streams_title,
     tensor_core_line,
 )
-from perfstack.render.textgrid import Column, Page, bar, table, wrap
 from perfstack.report.units import pct
 
 

@@ -4,8 +4,8 @@ it)."""
 from __future__ import annotations
 
 from perfstack.analysis.view import View
-from perfstack.render.modulewords import MODULE_TITLE, module_cells, module_columns, module_lines
-from perfstack.render.textgrid import Page
+from perfstack.render.text.grid import Page
+from perfstack.render.words.modules import MODULE_TITLE, module_cells, module_columns, module_lines
 
 
 def modules(page: Page, view: View) -> None:

@@ -4,13 +4,13 @@ calls it)."""
 from __future__ import annotations
 
 from perfstack.analysis.view import View
-from perfstack.render.compilewords import (
+from perfstack.render.text.grid import Page
+from perfstack.render.words.compile import (
     COMPILE_COLUMNS,
     COMPILE_TITLE,
     compile_cells,
     compile_lines,
 )
-from perfstack.render.textgrid import Page
 
 
 def compiled(page: Page, view: View) -> None:

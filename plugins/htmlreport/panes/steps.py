@@ -4,11 +4,11 @@ side (the text's table beside it), outlier steps marked."""
 from __future__ import annotations
 
 from perfstack.analysis.view import View
-from perfstack.render.devicewords import outlier_line, phase_words, step_cells, steps_title
+from perfstack.render.words.device import outlier_line, phase_words, step_cells, steps_title
 from perfstack.report.units import fmt_seconds
 
-from .charts import esc
-from .page import _table
+from ..charts import esc
+from ..page import _table
 
 PHASE_COLOURS = {"compute": "#e15759", "communication": "#59a14f", "memory": "#edc948",
                  "idle": "#bab0ac", "data": "#76b7b2", "compile": "#b07aa1", "ops": "#f28e2b",

@@ -5,10 +5,10 @@ script, no network."""
 from __future__ import annotations
 
 from perfstack.analysis.view import View
-from perfstack.render.modulewords import MODULE_TITLE, module_cells, module_columns, module_lines
+from perfstack.render.words.modules import MODULE_TITLE, module_cells, module_columns, module_lines
 
-from .charts import esc
-from .page import _table
+from ..charts import esc
+from ..page import _table
 
 #: Forward and backward, as the bars draw them.
 FORWARD, BACKWARD = "#b07aa1", "#f1ce63"
