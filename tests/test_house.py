@@ -51,3 +51,42 @@ def test_backend_words_split_on_hyphens_and_flags():
     assert house.backend_words("the torch library", names, {"torch"}) == set()
     assert house.backend_words("pip install nvidia-ml-py", names, set()) == {"nvidia-ml-py"}
     assert house.backend_words("a spy in python", names, set()) == set()
+
+
+def test_a_new_pane_is_its_four_stem_files_and_one_registration_line(monkeypatch):
+    """A pane named 'probe', written as its four stem modules (view, words, text and
+    markdown, HTML) and added to PANES, shows in every format with nothing else changed."""
+    import sys
+    import types
+
+    from perfstack.analysis import views
+    from perfstack.pluginmanager import load_plugins
+    from perfstack.report.files import load_report
+
+    def module(name: str, **attrs: object) -> None:
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+        for key, value in attrs.items():
+            setattr(sys.modules[name], key, value)
+
+    module("perfstack.analysis.views.probe",
+           view=lambda report, top, full: {"runs": len(report.run.runs)})
+    module("perfstack.render.words.probe", line=lambda v: f"probe saw {v['runs']} runs")
+    said = sys.modules["perfstack.render.words.probe"].line  # type: ignore[attr-defined]
+    module("perfstack.render.text.probe",
+           text=lambda page, v: (page.section("Probe"), page.add("  " + said(v))),
+           markdown=lambda v: ["", "### Probe", "", f"- {said(v)}"])
+    plugins = load_plugins()
+    html = plugins.renderers()["html"]
+    module(f"{type(html).__module__}.panes.probe", TAB="Probe", AFTER="pane-ops",
+           pane=lambda v, tables: f"<p id='probe'>{said(v)}</p>" if v else None)
+    monkeypatch.setattr(views, "PANES", (*views.PANES, "probe"))
+
+    report = load_report(ROOT / "tests/fixtures/reports/v1-busy.json")
+    runs = len(report.run.runs)
+    options = plugins.render_options()
+    for name in ("text", "markdown", "html"):
+        drawn = plugins.renderers()[name].render(report, options)
+        assert f"probe saw {runs} runs" in drawn, name
+    page = html.render(report, options)
+    tabs = page[page.index("<nav"):page.index("</nav>")]
+    assert tabs.index(">Ops<") < tabs.index(">Probe<") < tabs.index(">Kernels<")

@@ -237,9 +237,9 @@ def test_every_format_says_the_same_about_memory(leak: tuple[Path, dict[str, Any
 
     folder, _ = leak
     view = build(perfstack.load(folder / "report.json"), top=5)
-    assert view.memory is not None
-    wanted = [*memory_lines(view.memory), *(c for row in holder_cells(view.memory)
-                                            for c in row if c != "—")]
+    memory = view.panes["memory"]
+    assert memory is not None
+    wanted = [*memory_lines(memory), *(c for row in holder_cells(memory) for c in row if c != "—")]
 
     def flat(text: str) -> str:
         return re.sub(r"\s+", " ", text)

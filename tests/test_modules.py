@@ -129,13 +129,13 @@ def test_every_format_prints_the_same_module_view(tiny_report: Path, tmp_path: P
     if variant != "as recorded":
         tiny_report = _small_relus(tiny_report, tmp_path)
         assert "smaller module(s) of" in " ".join(
-            module_lines(build(perfstack.load(tiny_report)).modules or _none()))
+            module_lines(build(perfstack.load(tiny_report)).panes["modules"] or _none()))
 
     def wanted_in(full: bool) -> list[str]:
         view = build(perfstack.load(tiny_report), top=5, full=full)
-        assert view.modules is not None and view.modules.backward is not None
-        return [*module_lines(view.modules),
-                *(c.strip() for row in module_cells(view.modules) for c in row)]
+        modules = view.panes["modules"]
+        assert modules is not None and modules.backward is not None
+        return [*module_lines(modules), *(c.strip() for row in module_cells(modules) for c in row)]
 
     def flat(text: str) -> str:
         return re.sub(r"\s+", " ", text.replace("\u2003", " "))

@@ -25,7 +25,7 @@ from perfstack.analysis.kernels import KernelView, kernel_view
 from perfstack.analysis.recordedfacts import ranks_read, read_in_part
 from perfstack.analysis.stats import Summary, summarize
 from perfstack.analysis.timerules import GIL_RULE
-from perfstack.analysis.views.compile import CompileView, compile_view
+from perfstack.analysis.views import homes
 from perfstack.analysis.views.device import (
     DEVICE_METRICS,
     RANKED,
@@ -35,9 +35,6 @@ from perfstack.analysis.views.device import (
     rank_table,
 )
 from perfstack.analysis.views.layers import LayerTable, as_metrics, layer_tables
-from perfstack.analysis.views.memory import METRICS as MEMORY_METRICS
-from perfstack.analysis.views.memory import MemoryView, memory_view
-from perfstack.analysis.views.modules import ModuleView, module_view
 from perfstack.analysis.views.roofline import METRICS as ROOF_METRICS
 from perfstack.analysis.views.roofline import RoofView, roof_view
 from perfstack.analysis.views.steps import StepView, step_view
@@ -132,7 +129,6 @@ class View:
     roofline: RoofView | None  # how close the ops ran to the machine's ceilings
     steps: StepView | None  # each profiled step by phase, and the outlier steps
     streams: StreamView | None  # each GPU stream's busy share, idle causes and queue
-    memory: MemoryView | None  # where the memory goes: peaks, holders at the peak, growth
     ranks: RankTable | None  # a job's ranks side by side, when there are several
     #: figures of different backends that measure related things (Metric.group), each with
     #: its description, shown together so they read as one picture, not a contradiction
@@ -149,8 +145,9 @@ class View:
     #: per layer, the backends whose rows the default view leaves out because the metrics
     #: show the same figures (resources), with their row counts: measured, not missing
     as_metrics: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
-    modules: ModuleView | None = None  # where in the model the time goes, by nn.Module
-    compiled: CompileView | None = None  # what torch.compile compiled, broke and cost
+    #: each pane's figures by its stem (``perfstack.analysis.views.PANES``), None where the
+    #: report has nothing for it
+    panes: dict[str, Any] = field(default_factory=dict)
 
 
 def _opener(path: str, openers: Sequence[tuple[str, str]]) -> str | None:
@@ -351,9 +348,12 @@ def build(report: Report, top: int = 10, depth: int = 3, full: bool = False,
         shown_elsewhere |= {id(m) for m in report.metrics if PER_STREAM.match(m.name)}
     if roofline is not None:
         shown_elsewhere |= {id(m) for m in report.metrics if m.name in ROOF_METRICS}
-    memory = memory_view(report, top=5 if not full else max(top, 5))
-    if memory is not None:
-        shown_elsewhere |= {id(m) for m in report.metrics if m.name in MEMORY_METRICS}
+    panes = {}
+    for stem, home in homes("perfstack.analysis.views"):
+        panes[stem] = home.view(report, top, full)
+        if panes[stem] is not None:
+            shown = getattr(home, "METRICS", ())
+            shown_elsewhere |= {id(m) for m in report.metrics if m.name in shown}
     metrics = [m for m in report.metrics
                if full or (_default_metric(m) and id(m) not in shown_elsewhere)]
     return View(
@@ -367,9 +367,7 @@ def build(report: Report, top: int = 10, depth: int = 3, full: bool = False,
         roofline=roofline,
         steps=step_view(report),
         streams=streams,
-        memory=memory,
-        modules=module_view(report, full=full),
-        compiled=compile_view(report),
+        panes=panes,
         ranks=ranks,
         related=related,
         tree=tree,

@@ -77,6 +77,13 @@ def markdown_escape(text: object) -> str:
 
 
 #: A colour (SGR) sequence: the only escape sequence a text report keeps.
+def markdown_table(head: list[str], rows: list[list[str]]) -> list[str]:
+    """A markdown table's lines: the head, its rule, a line per row (cells escaped already)."""
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(cells) + " |" for cells in rows]
+    return out
+
+
 _SGR = re.compile(r"\x1b\[[0-9;]*m")
 #: Control characters but newline and tab, DEL and the C1 controls (0x9b is a one-byte CSI).
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from perfstack.analysis.drilldown import Node
 from perfstack.analysis.view import View, build
+from perfstack.analysis.views import homes
 from perfstack.pluginmanager import hookimpl
 from perfstack.render.base import Renderer, RenderOptions
 from perfstack.render.base import markdown_escape as escape
+from perfstack.render.base import markdown_table as _table
 from perfstack.render.words.common import (
     LAYER_TITLES,
     STATUS_WORDS,
@@ -29,12 +31,6 @@ from perfstack.render.words.common import (
     related_line,
     related_title,
     wall_line,
-)
-from perfstack.render.words.compile import (
-    COMPILE_COLUMNS,
-    COMPILE_TITLE,
-    compile_cells,
-    compile_lines,
 )
 from perfstack.render.words.device import (
     DEVICE_WORDS,
@@ -55,24 +51,10 @@ from perfstack.render.words.device import (
     streams_title,
     tensor_core_line,
 )
-from perfstack.render.words.memory import (
-    HOLDER_COLUMNS,
-    MEMORY_TITLE,
-    holder_cells,
-    memory_lines,
-    relation_line,
-)
-from perfstack.render.words.modules import MODULE_TITLE, module_cells, module_columns, module_lines
 from perfstack.report import Report
 from perfstack.report.units import fmt_seconds, fmt_value, pct
 
 SEVERITY_MARK = {"critical": "🔴 critical", "warning": "🟠 warning", "info": "🔵 info"}
-
-
-def _table(head: list[str], rows: list[list[str]]) -> list[str]:
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    out += ["| " + " | ".join(cells) + " |" for cells in rows]
-    return out
 
 
 def _details(summary: str, body: list[str]) -> list[str]:
@@ -160,9 +142,9 @@ def render_view(view: View) -> str:
     elif d is None:
         out.append("_no backend measured a time budget"
                    + escape(by_whom(view.budget.measured_by)) + "_")
-    out += _compiled(view)
-    out += _modules(view)
-    out += _memory(view)
+    for stem, home in homes("perfstack.render.text"):
+        if view.panes.get(stem) is not None:
+            out += home.markdown(view.panes[stem])
     for group, metrics in view.related.items():
         out += ["", f"_{escape(related_title(group, metrics))}:_", ""]
         out += [f"- {escape(related_line(m, True).strip())}" for m in metrics]
@@ -199,49 +181,6 @@ def render_view(view: View) -> str:
             + (f" — {escape(a.opener)}" if a.opener else "") for a in view.artifacts])
     return "\n".join(out).rstrip() + "\n"
 
-
-
-def _compiled(view: View) -> list[str]:
-    """What torch.compile did: its cost and breaks in sentences, its frames as a table."""
-    v = view.compiled
-    if v is None:
-        return []
-    out = ["", f"### {escape(COMPILE_TITLE)}", ""]
-    out += [f"- {escape(line)}" for line in compile_lines(v)]
-    rows = [[escape(c) for c in cells] for cells in compile_cells(v)]
-    return [*out, "", *_table(["frame", *COMPILE_COLUMNS], rows)] if rows else out
-
-
-def _modules(view: View) -> list[str]:
-    """Where in the model the time goes: the model's time, its largest modules as a tree
-    (a depth's indent as em spaces, which markdown keeps)."""
-    v = view.modules
-    if v is None:
-        return []
-    out = ["", f"### {escape(MODULE_TITLE)}", ""]
-    out += [f"- {escape(line)}" for line in module_lines(v)]
-    rows = []
-    for cells in module_cells(v):
-        name = cells[0].lstrip(" ")
-        rows.append(["\u2003" * ((len(cells[0]) - len(name)) // 2) + escape(name), *cells[1:]])
-    return [*out, "", *_table(["module", *module_columns(v)], rows)]
-
-
-def _memory(view: View) -> list[str]:
-    """Where the memory goes: the peaks, the holders at the peak, the growth."""
-    v = view.memory
-    if v is None:
-        return []
-    out = ["", f"### {MEMORY_TITLE}", ""]
-    out += [f"- {escape(line)}" for line in memory_lines(v)]
-    if v.holders:
-        out += [""]
-        out += _table(["held at the peak by", *HOLDER_COLUMNS],
-                      [[escape(c) for c in row] for row in holder_cells(v)])
-    relation = relation_line(v)
-    if relation:
-        out += ["", f"_{escape(relation)}_"]
-    return out
 
 class MarkdownRenderer(Renderer):
     """GitHub-flavoured markdown of the whole report."""

@@ -22,6 +22,7 @@ from typing import Any
 from perfstack import hookimpl
 from perfstack.analysis.diff import Diff
 from perfstack.analysis.view import View, build
+from perfstack.analysis.views import homes as view_homes
 from perfstack.render.base import Renderer, RenderOptions
 from perfstack.report import Layer, Report
 from perfstack.report.units import fmt_seconds
@@ -31,18 +32,15 @@ from . import page
 from .charts import LAYER_COLOURS, bar_chart, esc, timeseries
 from .diffpage import diff_panes
 from .flame import flame_tree
-from .panes.compile import compile_section
-from .panes.memory import memory_section
-from .panes.modules import module_section
 from .panes.roofline import roofline_section
 from .panes.steps import steps_section
 from .rankheat import rank_heat_map
-from .tables import SORT_FIRST, layer_tables
+from .tables import SORT_FIRST, Tables, layer_tables
 
-PANE_TITLES = {"pane-overview": "Overview", "pane-python": "Python",
-               "pane-compile": "Compile", "pane-modules": "Modules", "pane-ops": "Ops",
+#: The page's own panes' tabs; each registered pane (``perfstack.analysis.views.PANES``)
+#: adds its own after the one it names.
+PANE_TITLES = {"pane-overview": "Overview", "pane-python": "Python", "pane-ops": "Ops",
                "pane-kernels": "Kernels", "pane-hardware": "Hardware",
-               "pane-memory": "Memory",
                "pane-distributed": "Distributed"}
 
 
@@ -68,29 +66,10 @@ def document(title: str, tabs: list[tuple[str, str]], panes: str, data: dict[str
             f"<script>{_asset('report.js')}</script></body></html>\n")
 
 
-def _tables_html(specs: dict[str, dict[str, Any]], empty: str) -> str:
-    if not specs:
-        return f'<p class="muted">{esc(empty)}</p>'
-    out = []
-    for spec in specs.values():
-        notes = "".join(f"<li>{esc(n)}</li>" for n in spec["notes"])
-        out.append(f'<section><h3>from {esc(spec["source"])} ({len(spec["rows"])} rows)</h3>'
-                   f'<div class="table" id="table-{esc(spec["id"])}"></div>'
-                   + (f'<ol class="muted">{notes}</ol>' if notes else "") + "</section>")
-    return "".join(out)
-
-
 def _sampled_gpus(report: Report) -> bool:
     """Whether a backend that keeps a GPU timeline ran in this session (a machine without a
     GPU shows no empty GPU chart: the backends table says why it did not run)."""
     return any(b.run is not None and TIMELINE in b.artifacts for b in report.backends)
-
-
-def _empty(what: str, layer: Layer, options: RenderOptions) -> str:
-    """'no op rows (--plugins torch, valuepatterns)': what an empty table lacks, and the
-    installed backends that feed its layer, as the text words it."""
-    feeds = options.layer_providers.get(layer.value, [])
-    return f"no {what} rows" + (f" (--plugins {', '.join(feeds)})" if feeds else "")
 
 
 def _top_ops(view: View) -> str:
@@ -144,47 +123,46 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
                  all_frames=options.all_frames, report_dir=options.report_dir,
                  providers=options.metric_providers, openers=options.artifact_openers,
                  advice=options.advice)
-    tables = {layer: layer_tables(report, layer) for layer in Layer}
+    tables = Tables({layer: layer_tables(report, layer) for layer in Layer},
+                    options.layer_providers)
+    homes = [(stem, home, view.panes.get(stem)) for stem, home in
+             view_homes(f"{__package__}.panes")]
     flame, flame_why = flame_tree(report, options.report_dir)
     overview = "".join([
         page.header(view), page.answer(view), page.findings(view), page.budget(view),
-        memory_section(view), page.device(view), steps_section(view), _overview_ranks(report),
+        *(home.overview(v) for _, home, v in homes if v is not None and hasattr(home, "overview")),
+        page.device(view), steps_section(view), _overview_ranks(report),
         page.drill_down(view), page.top_functions(view), page.backends(view),
         page.metrics(view), page.artifacts(view, options.report_dir, page_dir)])
     python = ('<h2>Flame graph of the Python stacks</h2>'
               + ('<div id="flame-box"></div><h2>Call tree</h2><div id="tree-box"></div>'
                  if flame else f'<p class="muted" id="flamegraph-empty">{esc(flame_why)}</p>')
-              + "<h2>Functions</h2>"
-              + _tables_html(tables[Layer.PYTHON], _empty("Python", Layer.PYTHON, options)))
+              + "<h2>Functions</h2>" + tables.html(Layer.PYTHON))
     ops = ("<h2>Ops</h2>" + _top_ops(view) + roofline_section(view)
-           + _tables_html(tables[Layer.FRAMEWORK], _empty("op", Layer.FRAMEWORK, options)))
+           + tables.html(Layer.FRAMEWORK))
     kernels = ("<h2>Kernels</h2>" + page.device(view, "device-k") + page.streams(view)
-               + page.kernel_view(view)
-               + _tables_html(tables[Layer.KERNEL], _empty("kernel", Layer.KERNEL, options)))
-    hardware = ("<h2>Hardware</h2>" + _tables_html(tables[Layer.HARDWARE],
-                                                    _empty("hardware", Layer.HARDWARE, options))
+               + page.kernel_view(view) + tables.html(Layer.KERNEL))
+    hardware = ("<h2>Hardware</h2>" + tables.html(Layer.HARDWARE)
                 + (timeseries(report, options.report_dir) if _sampled_gpus(report) else ""))
-    panes = {"pane-overview": overview, "pane-python": python}
-    if view.compiled is not None:
-        panes["pane-compile"] = (compile_section(view) + "<h2>Every frame and graph break</h2>"
-                                 + _tables_html(tables[Layer.COMPILE], "no compile rows"))
-    if view.modules is not None:
-        panes["pane-modules"] = (module_section(view) + "<h2>Every module</h2>"
-                                 + _tables_html(tables[Layer.MODULE], "no module rows"))
-    panes |= {"pane-ops": ops, "pane-kernels": kernels, "pane-hardware": hardware}
-    if view.memory is not None or tables[Layer.MEMORY]:
-        panes["pane-memory"] = (memory_section(view, chart=True) + "<h2>By function</h2>"
-                                + _tables_html(tables[Layer.MEMORY],
-                                               _empty("memory", Layer.MEMORY, options)))
+    fixed = {"pane-overview": overview, "pane-python": python, "pane-ops": ops,
+             "pane-kernels": kernels, "pane-hardware": hardware}
+    panes: dict[str, str] = {}
+    titles = dict(PANE_TITLES)
+    for pid, content in fixed.items():
+        panes[pid] = content
+        for stem, home, v in homes:  # the registered panes that follow this one
+            drawn = home.pane(v, tables) if pid == home.AFTER else None
+            if drawn is not None:
+                panes[f"pane-{stem}"], titles[f"pane-{stem}"] = drawn, home.TAB
     distributed = _distributed(report)
     if distributed:
         panes["pane-distributed"] = distributed
     body = "".join(f'<main class="pane" id="{pid}" hidden>{content}</main>'
                    for pid, content in panes.items())
-    data = {"tables": {tid: spec for specs in tables.values() for tid, spec in specs.items()},
+    data = {"tables": {tid: spec for specs in tables.specs.values() for tid, spec in specs.items()},
             "flame": flame, "flameGil": bool(flame and flame["g"])}
     return document("perfstack: " + " ".join(report.run.command),
-                    [(pid, PANE_TITLES[pid]) for pid in panes], body, data)
+                    [(pid, titles[pid]) for pid in panes], body, data)
 
 
 class HtmlRenderer(Renderer):

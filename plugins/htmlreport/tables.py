@@ -8,6 +8,7 @@ one click. An unknown value is "n/a" with its reason once per table, never a 0.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from perfstack.analysis.drilldown import same_function
@@ -16,6 +17,8 @@ from perfstack.analysis.views.layers import display_name
 from perfstack.render.words.common import value_title
 from perfstack.report import Layer, Report, Row
 from perfstack.report.units import fmt_value
+
+from .charts import esc
 
 #: The pane each layer's tables are shown in.
 PANES = {"python": "pane-python", "module": "pane-modules", "framework": "pane-ops",
@@ -222,3 +225,43 @@ def layer_tables(report: Report, layer: Layer) -> dict[str, dict[str, Any]]:
             spec["group"] = "group by op name (all shapes together)"
         out[spec["id"]] = spec
     return out
+
+
+#: What a layer's rows are called where a table of them is empty.
+ROW_WORDS = {Layer.PYTHON: "Python", Layer.FRAMEWORK: "op", Layer.KERNEL: "kernel",
+             Layer.HARDWARE: "hardware", Layer.MEMORY: "memory", Layer.COMPILE: "compile",
+             Layer.MODULE: "module"}
+
+
+@dataclass
+class Tables:
+    """The page's tables of rows, by layer, as the panes place them."""
+
+    specs: dict[Layer, dict[str, dict[str, Any]]]
+    #: layer -> the installed backends that feed it (``RenderOptions.layer_providers``)
+    providers: dict[str, list[str]] = field(default_factory=dict)
+
+    def has(self, layer: Layer) -> bool:
+        """Whether the layer has any row."""
+        return bool(self.specs.get(layer))
+
+    def empty(self, layer: Layer) -> str:
+        """'no op rows (--plugins torch, valuepatterns)': what an empty table lacks, and the
+        installed backends that feed its layer, as the text words it."""
+        feeds = self.providers.get(layer.value, [])
+        return (f"no {ROW_WORDS.get(layer, layer.value)} rows"
+                + (f" (--plugins {', '.join(feeds)})" if feeds else ""))
+
+    def html(self, layer: Layer, empty: str | None = None) -> str:
+        """Each table of the layer (filled by the page's script from its data), or one line
+        saying it is empty (``empty``, else :meth:`empty`)."""
+        specs = self.specs.get(layer) or {}
+        if not specs:
+            return f'<p class="muted">{esc(empty or self.empty(layer))}</p>'
+        out = []
+        for spec in specs.values():
+            notes = "".join(f"<li>{esc(n)}</li>" for n in spec["notes"])
+            out.append(f'<section><h3>from {esc(spec["source"])} ({len(spec["rows"])} rows)'
+                       f'</h3><div class="table" id="table-{esc(spec["id"])}"></div>'
+                       + (f'<ol class="muted">{notes}</ol>' if notes else "") + "</section>")
+        return "".join(out)

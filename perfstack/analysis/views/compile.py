@@ -135,3 +135,8 @@ def compile_view(report: Report, top: int = SHOWN) -> CompileView | None:
                           _crossed(report, frames, r))
                 for r, h in list(zip(breaks, hints, strict=True))[:top]],
         more_frames=max(0, len(frames) - top), more_breaks=max(0, len(breaks) - top))
+
+
+def view(report: Report, top: int, full: bool) -> CompileView | None:
+    """The pane's figures (its registered entry, ``perfstack.analysis.views.PANES``)."""
+    return compile_view(report)

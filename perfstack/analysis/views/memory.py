@@ -116,3 +116,9 @@ def memory_view(report: Report, top: int = 5) -> MemoryView | None:
         tensors=tensors,
         categories=[holder(r, tensors) for r in kinds if r.attrs.get("device") == first],
         resident_steps=per_step, heap_steps=lows, cuda=cuda)
+
+
+def view(report: Report, top: int, full: bool) -> MemoryView | None:
+    """The pane's figures (its registered entry, ``perfstack.analysis.views.PANES``): the
+    five largest holders, or ``top`` with ``full``."""
+    return memory_view(report, top=5 if not full else max(top, 5))

@@ -132,3 +132,8 @@ def module_view(report: Report, top: int = 12, full: bool = False) -> ModuleView
         kinds=by_kind, more=len(rows) - len(lines), source=rows[0].source, modules=len(rows),
         kept=any(ln.kept is not None for ln in lines), rank=ranks[0], ranks=len(ranks),
         largest=line(largest) if largest is not None else None)
+
+
+def view(report: Report, top: int, full: bool) -> ModuleView | None:
+    """The pane's figures (its registered entry, ``perfstack.analysis.views.PANES``)."""
+    return module_view(report, full=full)

@@ -14,13 +14,11 @@ import re
 
 from perfstack.analysis.drilldown import Node
 from perfstack.analysis.view import BackendLine, View, build
+from perfstack.analysis.views import homes
 from perfstack.analysis.views.layers import LayerTable
 from perfstack.pluginmanager import hookimpl
 from perfstack.render.base import Renderer, RenderOptions
-from perfstack.render.text import compile as textcompile
 from perfstack.render.text import device as textdevice
-from perfstack.render.text import memory as textmemory
-from perfstack.render.text import modules as textmodules
 from perfstack.render.text.grid import Column, Page, bar, cut, table, wrap
 from perfstack.render.words.common import (
     LAYER_TITLES,
@@ -339,9 +337,9 @@ def render_view(view: View, width: int = 100, color: bool = False,
     _answer(page, view)
     _findings(page, view)
     _budget(page, view)
-    textcompile.compiled(page, view)
-    textmodules.modules(page, view)
-    textmemory.memory(page, view)
+    for stem, home in homes("perfstack.render.text"):
+        if view.panes.get(stem) is not None:
+            home.text(page, view.panes[stem])
     textdevice.device(page, view)
     textdevice.streams(page, view)
     textdevice.steps(page, view)

@@ -1,9 +1,11 @@
-"""The text report's torch.compile section (``perfstack.render.text`` lays out the page and
-calls it)."""
+"""The torch.compile pane in text and markdown (``perfstack.render.text`` lays out the page
+and calls it, as ``perfstack.analysis.views.PANES`` lists it)."""
 
 from __future__ import annotations
 
-from perfstack.analysis.view import View
+from perfstack.analysis.views.compile import CompileView
+from perfstack.render.base import markdown_escape as escape
+from perfstack.render.base import markdown_table
 from perfstack.render.text.grid import Page
 from perfstack.render.words.compile import (
     COMPILE_COLUMNS,
@@ -13,13 +15,18 @@ from perfstack.render.words.compile import (
 )
 
 
-def compiled(page: Page, view: View) -> None:
+def text(page: Page, v: CompileView) -> None:
     """What torch.compile did: its cost, its breaks, and its frames as a table."""
-    v = view.compiled
-    if v is None:
-        return
     page.section(COMPILE_TITLE)
     page.sentences(compile_lines(v))
     if v.frames:
         page.add("")
         page.named_table("frame", COMPILE_COLUMNS, compile_cells(v))
+
+
+def markdown(v: CompileView) -> list[str]:
+    """What torch.compile did: its cost and breaks in sentences, its frames as a table."""
+    out = ["", f"### {escape(COMPILE_TITLE)}", ""]
+    out += [f"- {escape(line)}" for line in compile_lines(v)]
+    rows = [[escape(c) for c in cells] for cells in compile_cells(v)]
+    return [*out, "", *markdown_table(["frame", *COMPILE_COLUMNS], rows)] if rows else out

@@ -1,9 +1,11 @@
-"""The text report's memory section (``perfstack.render.text`` lays out the page and calls
-it)."""
+"""The memory pane in text and markdown (``perfstack.render.text`` lays out the page and
+calls it, as ``perfstack.analysis.views.PANES`` lists it)."""
 
 from __future__ import annotations
 
-from perfstack.analysis.view import View
+from perfstack.analysis.views.memory import MemoryView
+from perfstack.render.base import markdown_escape as escape
+from perfstack.render.base import markdown_table
 from perfstack.render.text.grid import Page, wrap
 from perfstack.render.words.memory import (
     HOLDER_COLUMNS,
@@ -14,11 +16,8 @@ from perfstack.render.words.memory import (
 )
 
 
-def memory(page: Page, view: View) -> None:
+def text(page: Page, v: MemoryView) -> None:
     """Where the memory goes: the peaks, the holders at the peak, the growth."""
-    v = view.memory
-    if v is None:
-        return
     page.section(MEMORY_TITLE)
     page.sentences(memory_lines(v))
     if v.holders:
@@ -27,3 +26,17 @@ def memory(page: Page, view: View) -> None:
     relation = relation_line(v)
     if relation:
         page.extend(wrap(relation, page.width, indent=4, first="  "))
+
+
+def markdown(v: MemoryView) -> list[str]:
+    """Where the memory goes: the peaks, the holders at the peak, the growth."""
+    out = ["", f"### {MEMORY_TITLE}", ""]
+    out += [f"- {escape(line)}" for line in memory_lines(v)]
+    if v.holders:
+        out += [""]
+        out += markdown_table(["held at the peak by", *HOLDER_COLUMNS],
+                              [[escape(c) for c in row] for row in holder_cells(v)])
+    relation = relation_line(v)
+    if relation:
+        out += ["", f"_{escape(relation)}_"]
+    return out

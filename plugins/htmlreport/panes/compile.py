@@ -3,16 +3,18 @@ as a bar (dynamo's tracing, the backend compiler, the backward graph's compile).
 
 from __future__ import annotations
 
-from perfstack.analysis.view import View
+from perfstack.analysis.views.compile import CompileView
 from perfstack.render.words.compile import (
     COMPILE_COLUMNS,
     COMPILE_TITLE,
     compile_cells,
     compile_lines,
 )
+from perfstack.report import Layer
 
 from ..charts import esc
 from ..page import _table
+from ..tables import Tables
 
 #: Each compile phase's colour in the bars.
 PHASES = (("dynamo_s", "#4e79a7", "dynamo's tracing"), ("backend_s", "#f28e2b",
@@ -32,11 +34,21 @@ def _bar(frame: object, longest: float) -> str:
     return f'<svg width="{width:.0f}" height="14">{"".join(parts)}</svg>'
 
 
-def compile_section(view: View) -> str:
-    """The section (empty when torch.compile was not used)."""
-    v = view.compiled
+#: The pane's tab, and the tab it follows.
+TAB = "Compile"
+AFTER = "pane-python"
+
+
+def pane(v: CompileView | None, tables: Tables) -> str | None:
+    """The pane (none when torch.compile was not used): the section, then every frame."""
     if v is None:
-        return ""
+        return None
+    return (section(v) + "<h2>Every frame and graph break</h2>"
+            + tables.html(Layer.COMPILE, "no compile rows"))
+
+
+def section(v: CompileView) -> str:
+    """What torch.compile compiled, where it broke, what it cost; its frames as bars."""
     lines = "".join(f"<li>{esc(line)}</li>" for line in compile_lines(v))
     longest = max((f.seconds or 0.0 for f in v.frames), default=0.0)
     rows = [[esc(cells[0]), *map(esc, cells[1:]), _bar(frame, longest)]

@@ -4,7 +4,7 @@ resident memory in the run with no profiler), drawn as inline SVG: no script, no
 
 from __future__ import annotations
 
-from perfstack.analysis.view import View
+from perfstack.analysis.views.memory import MemoryView
 from perfstack.render.words.memory import (
     HOLDER_COLUMNS,
     MEMORY_TITLE,
@@ -12,11 +12,12 @@ from perfstack.render.words.memory import (
     memory_lines,
     relation_line,
 )
-from perfstack.report import Metric
+from perfstack.report import Layer, Metric
 from perfstack.report.units import fmt_bytes_apart
 
 from ..charts import esc
 from ..page import _table
+from ..tables import Tables
 
 #: Each series' colour and what it is ({source}: the backend that measured it).
 SERIES = (("step_heap", "#e15759", "heap, each step's low point ({source} run)"),
@@ -49,12 +50,28 @@ def _chart(metric: Metric, colour: str, label: str, chart_id: str) -> str:
             f"{first + len(values) - 1}</text></svg>")
 
 
-def memory_section(view: View, chart: bool = False) -> str:
-    """The section (empty when nothing measured the memory); with ``chart``, the memory
-    after each step drawn above the holders."""
-    v = view.memory
-    if v is None:
-        return ""
+#: The pane's tab, and the tab it follows.
+TAB = "Memory"
+AFTER = "pane-hardware"
+
+
+def pane(v: MemoryView | None, tables: Tables) -> str | None:
+    """The pane (none when nothing measured the memory): the section with its charts, then
+    the rows by function."""
+    if v is None and not tables.has(Layer.MEMORY):
+        return None
+    return ((section(v, chart=True) if v is not None else "") + "<h2>By function</h2>"
+            + tables.html(Layer.MEMORY))
+
+
+def overview(v: MemoryView) -> str:
+    """The section as the overview shows it (no charts)."""
+    return section(v)
+
+
+def section(v: MemoryView, chart: bool = False) -> str:
+    """Where the memory goes; with ``chart``, the memory after each step drawn above the
+    holders."""
     lines = "".join(f"<li>{esc(line)}</li>" for line in memory_lines(v))
     out = [f'<section id="memory{"-pane" if chart else ""}"><h2>{esc(MEMORY_TITLE)}</h2>'
            f"<ul>{lines}</ul>"]

@@ -4,11 +4,13 @@ script, no network."""
 
 from __future__ import annotations
 
-from perfstack.analysis.view import View
+from perfstack.analysis.views.modules import ModuleView
 from perfstack.render.words.modules import MODULE_TITLE, module_cells, module_columns, module_lines
+from perfstack.report import Layer
 
 from ..charts import esc
 from ..page import _table
+from ..tables import Tables
 
 #: Forward and backward, as the bars draw them.
 FORWARD, BACKWARD = "#b07aa1", "#f1ce63"
@@ -24,11 +26,21 @@ def _bar(forward: float | None, backward: float | None, model: float, width: int
             f'<rect x="{f:.1f}" y="1" width="{b:.1f}" height="8" fill="{BACKWARD}"/></svg>')
 
 
-def module_section(view: View) -> str:
-    """The section (empty when no module was recorded)."""
-    v = view.modules
+#: The pane's tab, and the tab it follows.
+TAB = "Modules"
+AFTER = "pane-python"
+
+
+def pane(v: ModuleView | None, tables: Tables) -> str | None:
+    """The pane (none when no module was recorded): the section, then every module."""
     if v is None:
-        return ""
+        return None
+    return section(v) + "<h2>Every module</h2>" + tables.html(Layer.MODULE, "no module rows")
+
+
+def section(v: ModuleView) -> str:
+    """Where in the model the time goes: the modules as a tree, with forward and backward
+    bars."""
     lines = "".join(f"<li>{esc(line)}</li>" for line in module_lines(v))
     rows = []
     for line, cells in zip(v.lines, module_cells(v), strict=True):
