@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 import perfstack
-from perfstack.analysis.drilldown import Node, drill_down
 from perfstack.analysis.view import View, build
+from perfstack.analysis.views.drilldown import Node, drill_down
 from perfstack.render.text.grid import cut
 from perfstack.render.words.common import (
     STATUS_WORDS,

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from perfstack_plugins.pyspy import py_spy
 
-from perfstack.analysis.budget import time_budget
-from perfstack.analysis.drilldown import drill_down
+from perfstack.analysis.views.budget import time_budget
+from perfstack.analysis.views.drilldown import drill_down
 from perfstack.report import Report
 from perfstack.report.files import load_report, read_json
 from perfstack.report.measures import Layer

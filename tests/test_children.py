@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from perfstack.analysis.drilldown import drill_down
+from perfstack.analysis.views.drilldown import drill_down
 from perfstack.pluginmanager import load_plugins
 from perfstack.report import Finding, Layer, Report
 from perfstack.report.files import load_report, save_report
@@ -169,7 +169,8 @@ def test_roofline_verdicts_on_contended_cpus_say_so_first() -> None:
     """The same workload with torch (a recorded run): its ops' verdicts ('ran at 0.07% of what
     this machine can reach') come first with the contention that slowed them; without the
     children's figure there is no contention finding and nothing is added."""
-    from perfstack.analysis import contention, roofline
+    from perfstack.analysis import roofline
+    from perfstack.analysis.rules import contention
 
     def findings_of(report: Report) -> list[Finding]:
         report.findings = []

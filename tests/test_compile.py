@@ -282,7 +282,7 @@ def test_a_diff_that_removed_a_graph_break_leads_with_it() -> None:
 
 
 def test_compiling_is_weighed_against_what_it_saves_a_step() -> None:
-    from perfstack.analysis.lead import payback
+    from perfstack.analysis.diff.lead import payback
     from perfstack.report import Better, Metric, Report, RunInfo
 
     def side(compile_s: float | None, step_s: float) -> Report:

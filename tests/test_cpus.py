@@ -7,7 +7,7 @@ import copy
 from perfstack.analysis import rules
 from perfstack.machine import cpus
 from perfstack.report.files import load_report
-from perfstack.run import sweep
+from perfstack.run.compare import sweep
 from tests.conftest import ROOT
 
 

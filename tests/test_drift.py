@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from perfstack.analysis.diff import diff
-from perfstack.analysis.drift import corrected, machine_drift, run_speed
+from perfstack.analysis.diff.drift import corrected, machine_drift, run_speed
 from perfstack.analysis.stats import compare_paired
 from perfstack.machine import counters
 from perfstack.report import Better, Metric, Quantity, Report

@@ -345,7 +345,7 @@ def test_a_job_says_which_of_its_ranks_were_read() -> None:
 
 
 def test_kernel_kinds_and_short_names_read_as_a_person_would() -> None:
-    from perfstack.analysis.kernels import kernel_kind, short_name
+    from perfstack.analysis.views.kernels import kernel_kind, short_name
 
     kinds = {
         "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)":
@@ -383,7 +383,7 @@ def test_kernel_kinds_and_short_names_read_as_a_person_would() -> None:
 def test_analyze_shows_the_top_kernels_and_kinds_at_80_columns(tmp_path: Path, name: str) -> None:
     """The kernel view, at 80 columns: kinds with shares that add up, the top kernel's share
     as the JSON's rows give it."""
-    from perfstack.analysis.kernels import kernel_kind
+    from perfstack.analysis.views.kernels import kernel_kind
 
     out = tmp_path / "k.json"
     proc = perfstack_in(tmp_path, "analyze", str(_path(name)), "-o", str(out),

@@ -51,12 +51,12 @@ def test_schema_is_package_data():
 #: Where the core may say "torch": the torch *library* (its version and threads in the
 #: environment block, the package a frame belongs to), never the torch backend.
 TORCH_THE_LIBRARY = {
-    "perfstack/analysis/childrules.py",
-    "perfstack/analysis/diff.py",
+    "perfstack/analysis/diff/__init__.py",
     "perfstack/analysis/origin.py",
     "perfstack/analysis/roofline.py",
-    "perfstack/analysis/rules.py",
-    "perfstack/analysis/timerules.py",
+    "perfstack/analysis/rules/__init__.py",
+    "perfstack/analysis/rules/children.py",
+    "perfstack/analysis/rules/time.py",
     "perfstack/analysis/view.py",
     "perfstack/history/identity.py",
     "perfstack/machine/ceilingprobe.py",
@@ -64,11 +64,11 @@ TORCH_THE_LIBRARY = {
     "perfstack/machine/cpus.py",
     "perfstack/machine/envinfo.py",
     "perfstack/machine/environment.py",
+    "perfstack/inprocess/bootstrap.py",
     "perfstack/run/baseline.py",
-    "perfstack/run/bootstrap.py",
     "perfstack/run/ceilingstep.py",
+    "perfstack/run/compare/sweep.py",
     "perfstack/run/driver.py",
-    "perfstack/run/sweep.py",
 }
 
 

@@ -322,7 +322,7 @@ def test_a_scheduler_file_that_is_not_dask_s_and_a_port_that_never_answers(
     import time
 
     from perfstack import errors
-    from perfstack.run.executors import scheduler_file_address
+    from perfstack.run.recorded.executors import scheduler_file_address
 
     job = _job(tmp_path / "small", 2)
     bad = tmp_path / "scheduler.json"
@@ -376,9 +376,9 @@ def test_a_dask_worker_lets_go_of_each_ranks_records(dask_cluster: Path,
     from distributed import Client
 
     from perfstack.pluginmanager import load_plugins
-    from perfstack.run import executors
-    from perfstack.run.ingest import claim
-    from perfstack.run.reduce import Unit, reduce_units
+    from perfstack.run.recorded import executors
+    from perfstack.run.recorded.ingest import claim
+    from perfstack.run.recorded.reduce import Unit, reduce_units
 
     job, _ = job64
     entries, _ = load_plugins().backends()
@@ -448,7 +448,7 @@ def test_the_local_pool_fits_the_memory_available(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """One worker per usable CPU, fewer where the memory available would not hold that many
     readers of the largest rank, none for a small job, and --jobs as given."""
-    from perfstack.run import executors
+    from perfstack.run.recorded import executors
 
     big = [[tmp_path / f"r{i}.json"] for i in range(8)]
     for [path] in big:
@@ -571,7 +571,7 @@ def test_the_distributed_pane_draws_a_thousand_ranks_by_step(tmp_path: Path) -> 
 _POOL_CHILD = """
 import signal, sys
 from perfstack import signals
-from perfstack.run import executors
+from perfstack.run.recorded import executors
 signals.install()
 sys.stdout.write("printed once\\n")  # a pipe: still in the buffer when the pool starts
 with executors.local_pool(1) as pool:
@@ -591,7 +591,7 @@ def test_the_local_pool_forks_cleanly(tmp_path: Path) -> None:
                           env=perfstack_env(), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["printed once", "fork True True"], proc.stdout
-    from perfstack.run import executors
+    from perfstack.run.recorded import executors
 
     done = threading.Event()
     helper = threading.Thread(target=done.wait)

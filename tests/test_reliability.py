@@ -198,8 +198,8 @@ def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path):
 
 def test_the_bootstrap_imports_nothing_heavy_into_the_workload():
     # The bootstrap module itself must be importable without the driver's heavy modules.
-    code = ("import sys, perfstack.run.bootstrap; bad = {'torch', 'rich', 'pluggy', 'jsonschema',"
-            " 'pyperf'} & set(sys.modules); print(sorted(bad))")
+    code = ("import sys, perfstack.inprocess.bootstrap; bad = {'torch', 'rich', 'pluggy', "
+            "'jsonschema', 'pyperf'} & set(sys.modules); print(sorted(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=ROOT, check=True).stdout.strip()
     assert out == "[]"
@@ -248,7 +248,7 @@ def test_a_forked_child_ends_at_sigterm_as_without_perfstack(tmp_path: Path) -> 
         "    raise SystemExit(3)\n"
         "signal.signal(signal.SIGTERM, mine)\n"
         "child()\n")
-    out = subprocess.run([sys.executable, "-m", "perfstack.run.bootstrap", str(script)],
+    out = subprocess.run([sys.executable, "-m", "perfstack.inprocess.bootstrap", str(script)],
                          capture_output=True, text=True, cwd=tmp_path, timeout=60,
                          env=perfstack_env())
     assert out.returncode == 0, out.stderr

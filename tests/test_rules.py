@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from perfstack.analysis.budget import hardware_beside
+from perfstack.analysis.views.budget import hardware_beside
 from perfstack.pluginmanager import load_plugins
 from perfstack.report import Better, Layer, Metric, Quantity, Report, Row
 from perfstack.report.files import load_report

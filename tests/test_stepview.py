@@ -102,7 +102,7 @@ def test_the_steps_read_the_same_in_text_markdown_and_html(negq: Path) -> None:
 
 
 def test_tensor_core_use_is_the_gemm_time_of_mma_kernels(negq: Path) -> None:
-    from perfstack.analysis.kernels import kernel_view
+    from perfstack.analysis.views.kernels import kernel_view
 
     report = Report.from_dict(json.loads(negq.read_text()))
     view = kernel_view(report)

@@ -9,7 +9,7 @@ from pathlib import Path
 import jsonschema
 
 from perfstack.report.files import read_json, schema_errors
-from perfstack.run.sweep import combinations, oversubscription, parse_settings, slug
+from perfstack.run.compare.sweep import combinations, oversubscription, parse_settings, slug
 from tests.conftest import ROOT, WORKLOADS, Result, assert_one_line_error
 
 
@@ -50,7 +50,7 @@ def test_the_best_setting_on_recorded_measures() -> None:
     """omp_matmul's throughput at 1, 2 and 4 OpenMP threads as measured on the 2-CPU VM (3
     runs each): 2 threads beat 1 beyond noise; 4 (oversubscribed) and 2 are within noise of
     each other, and the best is named with that verdict."""
-    from perfstack.run.sweep import best_of
+    from perfstack.run.compare.sweep import best_of
 
     measured = {"1": [89.61, 89.24, 90.37], "2": [166.14, 169.76, 165.40],
                 "4": [166.41, 167.43, 170.31]}
@@ -107,7 +107,7 @@ def test_the_sweep_document_is_built_and_drawn_without_the_cli() -> None:
     """The library builds the document (valid against its schema, the best setting named, a
     partial sweep marked) and its table; the command only runs sessions and prints."""
     from perfstack.report.files import load_report
-    from perfstack.run import sweep
+    from perfstack.run.compare import sweep
 
     report = load_report(ROOT / "tests/fixtures/reports/v1-busy.json")
     settings = [("OMP_NUM_THREADS", ["1", "2"])]

@@ -18,7 +18,7 @@ import statistics
 from pathlib import Path
 
 from perfstack.analysis.diff import diff
-from perfstack.analysis.lead import argument_change, batch_size
+from perfstack.analysis.diff.lead import argument_change, batch_size
 from perfstack.analysis.stats import compare_paired, holm
 from perfstack.render.diff import render_markdown, render_text
 from perfstack.report import Better, Metric, Report

@@ -48,7 +48,7 @@ def unmergeable(reports: Sequence[Report], names: Sequence[str],
     another job id) or of different steps (``--steps`` and ``--warmup-steps``): a job's
     step times are matched across ranks by step number, and the i-th step time of each node
     must be the same step of the job."""
-    from perfstack.analysis.lead import workload_identity
+    from perfstack.analysis.diff.lead import workload_identity
 
     seen: dict[str, str] = {}
     for name, report in zip(names, reports, strict=True):

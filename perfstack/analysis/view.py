@@ -18,14 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perfstack.analysis.budget import MAIN_PARTS, UNSAMPLED_PARTS, Budget, hardware_beside
-from perfstack.analysis.budget import time_budget as _time_budget
-from perfstack.analysis.drilldown import Node, drill_down
-from perfstack.analysis.kernels import KernelView, kernel_view
-from perfstack.analysis.recordedfacts import ranks_read, read_in_part
+from perfstack.analysis.rules.time import GIL_RULE
 from perfstack.analysis.stats import Summary, summarize
-from perfstack.analysis.timerules import GIL_RULE
 from perfstack.analysis.views import homes
+from perfstack.analysis.views.budget import MAIN_PARTS, UNSAMPLED_PARTS, Budget, hardware_beside
+from perfstack.analysis.views.budget import time_budget as _time_budget
 from perfstack.analysis.views.device import (
     DEVICE_METRICS,
     RANKED,
@@ -34,7 +31,10 @@ from perfstack.analysis.views.device import (
     device_time,
     rank_table,
 )
+from perfstack.analysis.views.drilldown import Node, drill_down
+from perfstack.analysis.views.kernels import KernelView, kernel_view
 from perfstack.analysis.views.layers import LayerTable, as_metrics, layer_tables
+from perfstack.analysis.views.recorded import ranks_read, read_in_part
 from perfstack.analysis.views.roofline import METRICS as ROOF_METRICS
 from perfstack.analysis.views.roofline import RoofView, roof_view
 from perfstack.analysis.views.steps import StepView, step_view

@@ -25,7 +25,8 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
     from perfstack.cli.diff import emit
     from perfstack.cli.session import prepare, split_workload_args
     from perfstack.report.files import save_report
-    from perfstack.run import ab, rundir
+    from perfstack.run import rundir
+    from perfstack.run.compare import ab
 
     own, workload_args = split_workload_args(argv)
     ns = _parser(plugins).parse_args(own)

@@ -126,10 +126,11 @@ class _RankProgress:
 
 def cmd_analyze(plugins: Plugins, argv: list[str]) -> int:
     """Read recorded profiles into a report; write it and print it."""
-    from perfstack.analysis.recordedfacts import read_in_part
+    from perfstack.analysis.views.recorded import read_in_part
     from perfstack.cli.runargs import whole_number
-    from perfstack.run import executors, rundir
-    from perfstack.run.ingest import LEFT_OUT_RULE, UNREAD_RULE, analyze, expand
+    from perfstack.run import rundir
+    from perfstack.run.recorded import executors
+    from perfstack.run.recorded.ingest import LEFT_OUT_RULE, UNREAD_RULE, analyze, expand
 
     parser = Parser(
         prog="perfstack analyze",

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfstack import errors
-from perfstack.analysis.drift import SESSION_NOISE
+from perfstack.analysis.diff.drift import SESSION_NOISE
 from perfstack.cli import outputs
 from perfstack.cli.common import DEFAULT_RUNS_DIR, EXIT_OK, EXIT_REGRESSION, Parser
 

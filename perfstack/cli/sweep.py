@@ -19,7 +19,8 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
     from perfstack.cli.history import remember
     from perfstack.cli.session import prepare, split_workload_args, workload_of
     from perfstack.report.files import save_report, write_json_atomic
-    from perfstack.run import rundir, sweep
+    from perfstack.run import rundir
+    from perfstack.run.compare import sweep
 
     backends = plugins.backends()[0]
     own, workload_args = split_workload_args(argv)

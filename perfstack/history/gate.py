@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from perfstack.analysis.drift import corrected
+from perfstack.analysis.diff.drift import corrected
 from perfstack.history import Entry, Group, changepoints
 from perfstack.history.changepoints import Side
 from perfstack.history.trend import MIN_RUNS, SeriesId, present_values, series_of, side_dict

@@ -143,7 +143,7 @@ def disturbed(report: Report) -> str | None:
 def speeds(report: Report) -> tuple[float | None, float | None]:
     """The machine's slowness during a report's baseline runs (medians of the probes),
     wall-clock and CPU-only."""
-    from perfstack.analysis.drift import baseline_speeds
+    from perfstack.analysis.diff.drift import baseline_speeds
 
     out = []
     for wall_clock in (True, False):

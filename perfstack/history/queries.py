@@ -159,7 +159,7 @@ def groups(location: Location, workload: str | None = None, branch: str | None =
     """Return every (workload, machine) group of the history with its series: every metric,
     the ``top_rows`` largest rows of each layer (by primary value in the group's newest run
     that has rows in that layer), and the rows named in ``row_keys``."""
-    from perfstack.analysis.lead import pick_figure
+    from perfstack.analysis.diff.lead import pick_figure
 
     if not exists(location):
         return []

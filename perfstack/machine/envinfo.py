@@ -22,7 +22,7 @@ from perfstack.report.units import fmt_seconds, fmt_si
 _TORCH_PROBE = """
 import json, sys
 import torch
-from perfstack.run.bootstrap import torch_facts
+from perfstack.inprocess.bootstrap import torch_facts
 facts = torch_facts() or {}
 build = {}
 libraries = []

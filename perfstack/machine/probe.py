@@ -5,7 +5,7 @@ vCPU moved to a busier core): measured on the 2-vCPU VM perfstack is developed o
 pure-Python loop took 2.85 ms in one process and 4.8 ms in the next, in stretches lasting
 seconds to minutes. A comparison of two sessions that ignores this calls machine drift a
 change. So the bootstrap times this probe in the workload's own process, before the script
-starts and after it ends, and ``perfstack.analysis.drift`` compares the two sessions' probes.
+starts and after it ends, and ``perfstack.analysis.diff.drift`` compares the two sessions' probes.
 
 Standard library only, and cheap (about 10 ms a measurement): it runs inside the workload.
 The work is fixed, so its instruction count is too, and only the machine can change its time.

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfstack.analysis.changes import MetricChange
 from perfstack.analysis.diff import Diff
-from perfstack.analysis.rowdiff import RowChange
+from perfstack.analysis.diff.changes import MetricChange
+from perfstack.analysis.diff.rows import RowChange
 from perfstack.render.base import markdown_escape as escape
 from perfstack.render.text.grid import Column, table
 from perfstack.report.units import fmt_value as fmt

@@ -9,9 +9,9 @@ workload (function and op names, paths, printed output) is escaped, so a name li
 
 from __future__ import annotations
 
-from perfstack.analysis.drilldown import Node
 from perfstack.analysis.view import View, build
 from perfstack.analysis.views import homes
+from perfstack.analysis.views.drilldown import Node
 from perfstack.pluginmanager import hookimpl
 from perfstack.render.base import Renderer, RenderOptions
 from perfstack.render.base import markdown_escape as escape

@@ -6,7 +6,7 @@
 - ``process`` launches and supervises one child (its process group, signals, timeouts),
   ``strays`` finds what a run left behind, ``signals`` turns SIGTERM and SIGHUP into
   interruptions; ``bootstrap`` runs inside the workload's process (``-m
-  perfstack.run.bootstrap``), so this package imports nothing at its top.
+  perfstack.inprocess.bootstrap``), so this package imports nothing at its top.
 - ``filenames``: the names of a run folder's files (a leaf); ``rundir``: the run folder,
   ``RunFolder`` its one reader; ``collecting``: a backend's collect
   step, bounded; ``assembly``: what the report says about the runs (pure functions);

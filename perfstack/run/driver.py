@@ -1,7 +1,7 @@
 """The driver: a baseline, then one isolated run per backend, merged into one Report.
 
 The driver never imports the workload. Every run is a child process started through
-``perfstack.run.bootstrap`` (``perfstack.run.runner``); a backend's turn is
+``perfstack.inprocess.bootstrap`` (``perfstack.run.runner``); a backend's turn is
 ``perfstack.run.phases``. Whatever happens to one run (a crash, a timeout, a backend that
 raises) is recorded, and the session goes on; Ctrl-C stops the current run, skips the rest,
 and still returns a report of everything measured so far.

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import perfstack
 from perfstack.backend import Launch, Outcome, StepWindow, Workload
+from perfstack.inprocess.bootstrap import CONFIG_ENV
 from perfstack.report import RunRecord
 from perfstack.report.files import write_json_atomic
 from perfstack.run import rundir
-from perfstack.run.bootstrap import CONFIG_ENV
 from perfstack.run.filenames import BOOTSTRAP_CONFIG_FILE
 from perfstack.run.process import ChildResult
 
@@ -43,7 +43,7 @@ def child_argv(workload: Workload, launch: Launch, folder: Path, python: str | N
     workload (under torchrun, each rank's)."""
     target = ["-m", workload.target] if workload.module else [workload.target]
     if nproc:
-        # torchrun starts each rank as `python -m perfstack.run.bootstrap SCRIPT ARGS`.
+        # torchrun starts each rank as `python -m perfstack.inprocess.bootstrap SCRIPT ARGS`.
         rendezvous = torchrun_args or ["--standalone"]
         # torchrun makes a torchelastic_* folder in the system's temporary folder for its
         # logs unless told where: it belongs in this run's folder (the user's own
@@ -52,9 +52,9 @@ def child_argv(workload: Workload, launch: Launch, folder: Path, python: str | N
                 else [f"--log-dir={folder.resolve() / 'torchrun-logs'}"])
         return [*launch.wrap, python or sys.executable, "-m", "torch.distributed.run",
                 f"--nproc-per-node={nproc}", *rendezvous, *logs, "-m",
-                "perfstack.run.bootstrap", *target, *workload.args]
+                "perfstack.inprocess.bootstrap", *target, *workload.args]
     return [*launch.wrap, python or sys.executable, *SAFE_PATH, "-m",
-            "perfstack.run.bootstrap", *target, *workload.args]
+            "perfstack.inprocess.bootstrap", *target, *workload.args]
 
 
 def child_env(launch: Launch, config: Path, python: str | None,

@@ -22,11 +22,11 @@ from perfstack.backend import (
     availability,
 )
 from perfstack.calls import call
+from perfstack.inprocess.bootstrap import WINDOW_WAIT_S
 from perfstack.pluginmanager import BackendEntry
 from perfstack.report import BackendResult, Status
 from perfstack.run import assembly, collecting, rundir
 from perfstack.run import baseline as baselines
-from perfstack.run.bootstrap import WINDOW_WAIT_S
 from perfstack.run.options import rank_selected
 from perfstack.run.runner import Runner
 

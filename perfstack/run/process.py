@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from perfstack import signals
+from perfstack.inprocess.bootstrap import STACK_SIGNAL
 from perfstack.machine import load as machineload
 from perfstack.report import ExitInfo
 from perfstack.run import rundir, strays
-from perfstack.run.bootstrap import STACK_SIGNAL
 from perfstack.run.filenames import FAULTHANDLER_FILE, STDERR_FILE, STDOUT_FILE
 
 #: How much of faulthandler's output to keep in the report (the rest stays in the file).

@@ -7,7 +7,7 @@ and one per backend, each with the workload's ``stdout.log``/``stderr.log``,
 ``workload-steps.json``; ``probe.json``; ``workload-metrics.jsonl``) and the backend's raw
 output; under torchrun one ``rank-N/`` folder per rank. The names are
 ``perfstack.run.filenames``'; the bootstrap, inside the workload, writes the files
-(``perfstack.run.bootstrap``); ``RunFolder`` is the one reader of them on the driver's side.
+(``perfstack.inprocess.bootstrap``); ``RunFolder`` is the one reader of them on the driver's side.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from perfstack.run.afterimport import when_imported
+from perfstack.inprocess.afterimport import when_imported
 
 #: The file written in the run's folder.
 COMPILE_FILE = "compile.json"

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from urllib.parse import quote
 
-from perfstack.analysis.budget import Budget
+from perfstack.analysis.views.budget import Budget
 from perfstack.report import Report
 
 from ..artifacts import TIMELINE, locate, read_nvml

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from perfstack.analysis.diff import Diff
-from perfstack.analysis.rowdiff import RowChange
+from perfstack.analysis.diff.rows import RowChange
 from perfstack.render.base import RenderOptions
 from perfstack.render.diff import (
     busy_line,

@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from perfstack.analysis.drilldown import Node
 from perfstack.analysis.view import View
 from perfstack.analysis.views.device import RankTable
+from perfstack.analysis.views.drilldown import Node
 from perfstack.render.words.common import (
     STATUS_WORDS,
     answer_lines,

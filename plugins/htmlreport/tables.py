@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfstack.analysis.drilldown import same_function
 from perfstack.analysis.origin import origin, workload_dir
+from perfstack.analysis.views.drilldown import same_function
 from perfstack.analysis.views.layers import display_name
 from perfstack.render.words.common import value_title
 from perfstack.report import Layer, Report, Row

@@ -30,8 +30,10 @@ from perfstack.analysis.origin import module_of, origin
 Frame = tuple[str, str, int]
 #: memray's allocators that free memory (their records are not allocations).
 _FREES = {1, 5, 15}  # PYMALLOC_FREE, FREE, MUNMAP
-#: Frames of perfstack's bootstrap and of runpy, which start the script: never the workload's.
-_STARTERS = ("perfstack/run/bootstrap.py", "/runpy.py", "<frozen runpy>")
+#: The frames that start the workload, not its own: the bootstrap (perfstack/run/bootstrap.py
+#: in profiles recorded before it moved to perfstack/inprocess/) and runpy.
+_STARTERS = ("perfstack/inprocess/bootstrap.py", "perfstack/run/bootstrap.py", "/runpy.py",
+             "<frozen runpy>")
 #: Frames of comprehensions: a frame of their own up to Python 3.11, inlined from 3.12.
 _COMPREHENSIONS = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
 #: The import machinery's frames: what runs below them is a module being imported.

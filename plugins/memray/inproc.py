@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from perfstack.run.afterimport import when_imported
+from perfstack.inprocess.afterimport import when_imported
 
 #: memray's capture of the whole script.
 CAPTURE = "memray.bin"
@@ -86,7 +86,7 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None]:
     the step times."""
     import memray
 
-    import perfstack
+    from perfstack.inprocess import steps as marks
 
     path = os.path.join(folder, CAPTURE)
     tracker = memray.Tracker(path, native_traces=bool(options.get("native", True)),
@@ -102,13 +102,13 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None]:
     when_imported("torch.nn.modules.module", log.watch)
     started = time.time_ns()
     tracker.__enter__()
-    perfstack._step_callbacks.append(on_step)
+    marks._step_callbacks.append(on_step)
 
     def finish() -> None:
-        perfstack._step_callbacks.remove(on_step)
+        marks._step_callbacks.remove(on_step)
         tracker.__exit__(None, None, None)
         info = {"started_ns": started, "stopped_ns": time.time_ns(), "step_ends_ns": steps,
-                "explicit_steps": perfstack._explicit,
+                "explicit_steps": marks._explicit,
                 "memray": getattr(memray, "__version__", None), "hooks": log.hooks()}
         tmp = os.path.join(folder, SIDECAR + ".tmp")
         with open(tmp, "w", encoding="utf-8") as fh:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from perfstack import hookimpl
-from perfstack.analysis.drilldown import child_words
+from perfstack.analysis.views.drilldown import child_words
 from perfstack.backend import (
     Attachment,
     Availability,

@@ -3,9 +3,9 @@ of its child processes (DataLoader workers, a multiprocessing pool), sampled or 
 
 from __future__ import annotations
 
-from perfstack.analysis.drilldown import child_words
 from perfstack.analysis.origin import short_key, workload_dir
-from perfstack.analysis.timerules import CHILDREN_AT_WORK_S
+from perfstack.analysis.rules.time import CHILDREN_AT_WORK_S
+from perfstack.analysis.views.drilldown import child_words
 from perfstack.report import Finding, Layer, Report, Row
 from perfstack.report.units import fmt_seconds, pct
 

@@ -31,7 +31,8 @@ def is_ours(frame: dict[str, Any]) -> bool:
     makes, not the workload's; or the root frame py-spy gives each stack when it samples child
     processes too ('process 4242:"python ..."', no file), which only names the process."""
     file = str(frame.get("file") or "")
-    return (file.endswith(("perfstack/run/bootstrap.py", "perfstack/machine/probe.py", "/runpy.py"))
+    return (file.endswith(("perfstack/inprocess/bootstrap.py", "perfstack/run/bootstrap.py",
+                           "perfstack/machine/probe.py", "/runpy.py"))
             or file == "<frozen runpy>"
             or (not file and str(frame.get("name", "")).startswith("process ")))
 

@@ -149,7 +149,7 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
     import torch
     from torch.profiler import ProfilerAction, ProfilerActivity, profile, schedule
 
-    import perfstack
+    from perfstack.inprocess import steps as marks
 
     activities = [ProfilerActivity.CPU]
     if torch.cuda.is_available():
@@ -195,7 +195,7 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
         with _inductor_unasked(torch, prof.with_stack):
             prof.step()
 
-    perfstack._step_callbacks.append(on_step)
+    marks._step_callbacks.append(on_step)
     # Without Python stacks, the module view comes from ranges named by attribute.
     modules_off = None if prof.with_stack else _module_ranges(torch)
     cuda_history = bool(options.get("profile_memory")) and torch.cuda.is_available()
@@ -205,13 +205,13 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
         prof.start()
 
     def finish() -> None:
-        perfstack._step_callbacks.remove(on_step)
+        marks._step_callbacks.remove(on_step)
         if modules_off is not None:
             modules_off()
         prof.stop()
         if cuda_history:
             _save_cuda_snapshot(torch, folder)
-        info = {"steps": state["steps"], "explicit_steps": perfstack._explicit,
+        info = {"steps": state["steps"], "explicit_steps": marks._explicit,
                 "traces": state["traces"], "activities": [a.name for a in activities],
                 "torch": torch.__version__, "cuda": torch.version.cuda,
                 "devices": [torch.cuda.get_device_name(i)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from perfstack.run.afterimport import when_imported
+from perfstack.inprocess.afterimport import when_imported
 
 #: The prefix torch's Python tracer gives module calls, and so these ranges.
 MODULE_PREFIX = "nn.Module: "

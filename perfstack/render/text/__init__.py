@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import re
 
-from perfstack.analysis.drilldown import Node
 from perfstack.analysis.view import BackendLine, View, build
 from perfstack.analysis.views import homes
+from perfstack.analysis.views.drilldown import Node
 from perfstack.analysis.views.layers import LayerTable
 from perfstack.pluginmanager import hookimpl
 from perfstack.render.base import Renderer, RenderOptions

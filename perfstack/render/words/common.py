@@ -10,9 +10,9 @@ from __future__ import annotations
 import posixpath
 import re
 
-from perfstack.analysis.drilldown import Node
 from perfstack.analysis.view import Header, View
 from perfstack.analysis.views.device import RankTable
+from perfstack.analysis.views.drilldown import Node
 from perfstack.render.words.device import device_answer
 from perfstack.report import Metric
 from perfstack.report.units import fmt_seconds, fmt_value, pct, pct_fine

@@ -5,8 +5,8 @@ machine (the roofline). ``perfstack.render.words.common`` holds the rest of the 
 
 from __future__ import annotations
 
-from perfstack.analysis.kernels import KernelView, short_name
 from perfstack.analysis.views.device import DeviceTime
+from perfstack.analysis.views.kernels import KernelView, short_name
 from perfstack.analysis.views.roofline import RoofOp, RoofView
 from perfstack.analysis.views.steps import Outlier, Phase, StepView
 from perfstack.analysis.views.streams import FIGURES, StreamView

@@ -1,6 +1,6 @@
 """Watching the workers that read a job's ranks, so that no wait on them is for ever.
 
-While no result comes, ``perfstack.run.reduce`` asks the executor's ``health()`` every
+While no result comes, ``perfstack.run.recorded.reduce`` asks the executor's ``health()`` every
 second: a local worker stopped by a signal is ended (its pool breaks, and its unit is read
 again); a Dask scheduler that went away, or that has had no worker for Dask's connect timeout,
 gives up the ranks left, each marked with why.

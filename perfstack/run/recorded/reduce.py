@@ -2,7 +2,7 @@
 
 Each backend splits the files it recognized into units read independently, one per rank or
 process (``Backend.analysis_units``); each unit is read by one ``Backend.analyze`` call
-through an executor (``perfstack.run.executors``): in this process, a local pool, or a Dask
+through an executor (``perfstack.run.recorded.executors``): in this process, a local pool, or a Dask
 cluster. What comes back is the unit's records (rows, metrics, step times), never its events.
 
 One unit never sinks the others: a unit whose files cannot be read (``ValueError``), whose
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from perfstack.backend import Backend, Recorded
 from perfstack.calls import call
-from perfstack.run.executors import stop_children
+from perfstack.run.recorded.executors import stop_children
 
 
 @dataclass(frozen=True)

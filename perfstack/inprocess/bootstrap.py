@@ -1,4 +1,4 @@
-"""Runs inside the workload process: ``python -m perfstack.run.bootstrap script.py ARGS``.
+"""Runs inside the workload process: ``python -m perfstack.inprocess.bootstrap script.py ARGS``.
 
 It sets up what must live in the workload's own process, then runs the script with runpy so
 that ``__name__ == "__main__"``, ``sys.argv`` and ``sys.path[0]`` are what they would be
@@ -30,7 +30,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import IO, Any
 
-from perfstack.run.afterimport import when_imported
+from perfstack.inprocess.afterimport import when_imported
 from perfstack.run.filenames import (
     FAULTHANDLER_FILE,
     HOOK_ERRORS_FILE,
@@ -167,20 +167,20 @@ def _start_hooks(hooks: list[dict[str, Any]], folder: str) -> list[tuple[str, Ca
 
 
 def _count_optimizer_steps(module: Any) -> None:
-    import perfstack
+    from perfstack.inprocess import steps as marks
 
-    module.register_optimizer_step_post_hook(perfstack._optimizer_step)
+    module.register_optimizer_step_post_hook(marks._optimizer_step)
 
 
 def _bound_steps(steps: dict[str, int], folder: str) -> None:
     """``perfstack run --steps N --warmup-steps K``: end after K+N steps; at step K, say the
     measured window opened (samplers attach then)."""
-    import perfstack
+    from perfstack.inprocess import steps as marks
 
     warmup, measured = int(steps.get("warmup", 0)), int(steps["measured"])
-    perfstack._stop_after = warmup + measured
-    perfstack._started_at = time.perf_counter()  # so the first step has a duration
-    perfstack._step_times.append(perfstack._started_at)
+    marks._stop_after = warmup + measured
+    marks._started_at = time.perf_counter()  # so the first step has a duration
+    marks._step_times.append(marks._started_at)
 
     def opened() -> None:
         tmp = os.path.join(folder, WINDOW_FILE + ".tmp")
@@ -193,10 +193,10 @@ def _bound_steps(steps: dict[str, int], folder: str) -> None:
             time.sleep(0.002)
 
     if warmup > 0:
-        perfstack._window_at, perfstack._on_window = warmup, opened
+        marks._window_at, marks._on_window = warmup, opened
     if signal.getsignal(END_SIGNAL) in (signal.SIG_DFL, None):
         signal.signal(END_SIGNAL, _on_end_signal)
-        perfstack._end_signal = END_SIGNAL
+        marks._end_signal = END_SIGNAL
     _quiet_thread_ends()
 
 
@@ -205,12 +205,12 @@ def _quiet_thread_ends() -> None:
     hook is quiet about SystemExit itself only, not about a subclass)."""
     import threading
 
-    import perfstack
+    from perfstack.inprocess import steps as marks
 
     before = threading.excepthook
 
     def hook(args: Any) -> None:
-        if args.exc_type is not None and issubclass(args.exc_type, perfstack.StepLimitReached):
+        if args.exc_type is not None and issubclass(args.exc_type, marks.StepLimitReached):
             return
         before(args)
 
@@ -220,10 +220,10 @@ def _quiet_thread_ends() -> None:
 def _on_end_signal(signum: int, frame: FrameType | None) -> None:
     """The step limit was reached in another thread: end the script in the main thread,
     unless it has ended already (the bootstrap is writing its files)."""
-    import perfstack
+    from perfstack.inprocess import steps as marks
 
-    if perfstack._end_signal is not None:
-        raise perfstack.StepLimitReached(0)
+    if marks._end_signal is not None:
+        raise marks.StepLimitReached(0)
 
 
 def _end_leftover_threads() -> None:
@@ -255,7 +255,8 @@ def _parse(argv: list[str]) -> tuple[str, list[str], bool]:
         return argv[1], argv[2:], True
     if argv:
         return argv[0], argv[1:], False
-    raise SystemExit("usage: python -m perfstack.run.bootstrap (SCRIPT | -m MODULE) [ARGS...]")
+    raise SystemExit("usage: python -m perfstack.inprocess.bootstrap (SCRIPT | -m MODULE) "
+                     "[ARGS...]")
 
 
 def main(argv: list[str]) -> None:
@@ -281,12 +282,12 @@ def main(argv: list[str]) -> None:
     signal.signal(signal.SIGTERM, _on_sigterm)
     os.register_at_fork(after_in_child=_plain_sigterm_in_child)
     if folder:
-        import perfstack
+        from perfstack.inprocess import steps as marks
 
-        perfstack._artifact_dir = folder
-        perfstack._pid = os.getpid()
+        marks._artifact_dir = folder
+        marks._pid = os.getpid()
         with contextlib.suppress(OSError):  # Linux: the resident memory after each step
-            perfstack._statm = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
+            marks._statm = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
         when_imported("torch.optim.optimizer", _count_optimizer_steps)
         if config.get("steps"):
             _bound_steps(config["steps"], folder)
@@ -313,9 +314,9 @@ def main(argv: list[str]) -> None:
     finally:
         script_end = time.time()  # what follows (hooks, atexit, the interpreter) is teardown
         if folder:
-            import perfstack
+            from perfstack.inprocess import steps as marks
 
-            perfstack._end_signal = None  # the script has ended: a late signal ends nothing
+            marks._end_signal = None  # the script has ended: a late signal ends nothing
         if probes:
             from perfstack.machine.probe import scheduler_times
 
@@ -331,19 +332,19 @@ def main(argv: list[str]) -> None:
             except Exception:
                 _hook_failed(folder or ".", target)
         if folder:
-            import perfstack
+            from perfstack.inprocess import steps as marks
 
             with open(os.path.join(folder, STEPS_FILE), "w", encoding="utf-8") as fh:
-                times = perfstack._step_times
-                json.dump({"steps": perfstack._steps, "explicit": perfstack._explicit,
-                           "limit": perfstack._stop_after,
+                times = marks._step_times
+                json.dump({"steps": marks._steps, "explicit": marks._explicit,
+                           "limit": marks._stop_after,
                            "step_times_s": [b - a for a, b in itertools.pairwise(times)],
-                           "step_rss_bytes": perfstack._step_rss,
-                           "children_cpu_s": perfstack._children_cpu(),
+                           "step_rss_bytes": marks._step_rss,
+                           "children_cpu_s": marks._children_cpu(),
                            # the steps' times began at the script's start under --steps
                            "children_cpu_at_first_step_s": (
-                               0.0 if perfstack._started_at is not None
-                               else perfstack._children_at_first),
+                               0.0 if marks._started_at is not None
+                               else marks._children_at_first),
                            "first_step_to_end_s": (time.perf_counter() - times[0]
                                                    if times else None),
                            # the first mark on the wall clock, so that events stamped
@@ -356,7 +357,7 @@ def main(argv: list[str]) -> None:
                 _write_workload_env(folder)
         if log is not None:
             log.flush()
-        if folder and perfstack._limit_reached:
+        if folder and marks._limit_reached:
             _end_leftover_threads()
 
 

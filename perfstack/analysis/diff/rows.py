@@ -14,8 +14,8 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 
-from perfstack.analysis.drift import corrected, speed_ratio_of_runs
-from perfstack.analysis.judge import Judge, one_run_threshold
+from perfstack.analysis.diff.drift import corrected, speed_ratio_of_runs
+from perfstack.analysis.diff.judge import Judge, one_run_threshold
 from perfstack.analysis.origin import workload_dir
 from perfstack.analysis.primary import Primary
 from perfstack.analysis.views.layers import display_name

@@ -1,5 +1,5 @@
 """The time budget: one picture of where the wall time goes (the drill-down beside it is
-perfstack.analysis.drilldown).
+perfstack.analysis.views.drilldown).
 
 Backends contribute by convention, so the core names none of them (docs/report-format.md):
 

@@ -26,9 +26,10 @@ from perfstack.backend import Collected, Recorded
 from perfstack.calls import call
 from perfstack.pluginmanager import BackendEntry, Plugins
 from perfstack.report import BackendResult, Finding, Metric, Report, RunInfo, Status
-from perfstack.run import assembly, executors
+from perfstack.run import assembly
 from perfstack.run.ceilingstep import recorded_ceilings
-from perfstack.run.reduce import Progress, Unit, UnitResult, reduce_units
+from perfstack.run.recorded import executors
+from perfstack.run.recorded.reduce import Progress, Unit, UnitResult, reduce_units
 
 #: The rule of the finding that names files left out (and the CLI's exit 9 for it).
 LEFT_OUT_RULE = "analyze.files-left-out"

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from perfstack import errors
-from perfstack.run import watch
+from perfstack.run.recorded import watch
 
 #: Dask's own setting of the scheduler a client connects to.
 DASK_ADDRESS_ENV = "DASK_SCHEDULER_ADDRESS"

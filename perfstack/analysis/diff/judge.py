@@ -1,14 +1,14 @@
 """What every comparison in one diff shares: the run-to-run noise, the machine's drift, and
 how a change between two separate sessions is told from the machine's own.
 
-``perfstack.analysis.diff`` judges metrics with it, ``perfstack.analysis.rowdiff`` rows.
+``perfstack.analysis.diff`` judges metrics with it, ``perfstack.analysis.diff.rows`` rows.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from perfstack.analysis.drift import MachineDrift, corrected
+from perfstack.analysis.diff.drift import MachineDrift, corrected
 from perfstack.analysis.stats import MIN_EFFECT
 
 #: Between separate sessions, a time that moved by less than this share of the run's wall time

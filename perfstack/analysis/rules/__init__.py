@@ -1,9 +1,10 @@
 """The core's own finding rules: what went wrong with the run itself, and where the time went.
 
 These look only at the run records, the backend table, the environment and the time budget's
-metric convention (``budget.*``, ``split.*``; see perfstack.analysis.budget), never at a particular
-backend, so they hold for every workload: a crash or a hang, a baseline too noisy to judge
-overheads and differences, a backend that slowed the workload so much its timings are suspect,
+metric convention (``budget.*``, ``split.*``; see perfstack.analysis.views.budget), never at a
+particular backend, so they hold for every workload: a crash or a hang, a baseline too noisy to
+judge overheads and differences, a backend that slowed the workload so much its timings are
+suspect,
 a run bound by the interpreter or by framework dispatch, a main thread that mostly waits, an
 idle device, and more threads than CPUs.
 """
@@ -12,9 +13,9 @@ from __future__ import annotations
 
 import re
 
-from perfstack.analysis.childrules import children_compete, ranks_here
+from perfstack.analysis.rules.children import children_compete, ranks_here
+from perfstack.analysis.rules.time import share_of, time_rules
 from perfstack.analysis.stats import summarize
-from perfstack.analysis.timerules import share_of, time_rules
 from perfstack.machine import cpus
 from perfstack.machine import load as machineload
 from perfstack.pluginmanager import hookimpl
@@ -150,7 +151,7 @@ def _disturbed_runs(report: Report) -> list[tuple[RunRecord, str]]:
 def _openmp_spin(report: Report) -> list[str]:
     """What the OpenMP pool took, from the time budget (its part of the native time) or, with
     no wall-time budget, from the CPU-time split alone; nothing when unmeasured."""
-    from perfstack.analysis.budget import time_budget
+    from perfstack.analysis.views.budget import time_budget
 
     line = next((ln for ln in time_budget(report).lines if ln.part == "openmp"), None)
     if line is not None and line.seconds is not None and line.share:

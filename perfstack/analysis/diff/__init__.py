@@ -1,7 +1,7 @@
 """What changed between two reports, in which layer, and whether it is more than noise.
 
 Order of the answer: environment differences first (a different torch, CPU or thread setting
-explains most differences), then how the machine itself moved (``perfstack.analysis.drift``: the
+explains most differences), then how the machine itself moved (``drift``: the
 probe timed in every run, instruction counts where the machine counts them), then metrics
 matched by name and source, judged with a proper test where both sides have repeated samples,
 then rows matched by key in every layer, sorted by the time they moved.
@@ -26,11 +26,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from perfstack.analysis.changes import EnvChange as EnvChange  # re-exported: moved there
-from perfstack.analysis.changes import MetricChange as MetricChange
-from perfstack.analysis.drift import SESSION_NOISE, MachineDrift, drift_for, machine_drift
-from perfstack.analysis.judge import SMALL_TIME, Judge, one_run_threshold
-from perfstack.analysis.lead import (
+from perfstack.analysis.diff.changes import EnvChange as EnvChange  # re-exported: moved there
+from perfstack.analysis.diff.changes import MetricChange as MetricChange
+from perfstack.analysis.diff.drift import SESSION_NOISE, MachineDrift, drift_for, machine_drift
+from perfstack.analysis.diff.judge import SMALL_TIME, Judge, one_run_threshold
+from perfstack.analysis.diff.lead import (
     Lead,
     busy,
     explaining,
@@ -40,7 +40,7 @@ from perfstack.analysis.lead import (
     what_changed,
     workload_identity,
 )
-from perfstack.analysis.rowdiff import RowChange, row_changes
+from perfstack.analysis.diff.rows import RowChange, row_changes
 from perfstack.analysis.stats import MIN_EFFECT, compare, compare_paired, summarize
 from perfstack.report import Better, Metric, Report
 from perfstack.report.units import fmt_seconds

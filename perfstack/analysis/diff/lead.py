@@ -22,8 +22,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfstack.analysis.changes import EnvChange, MetricChange
-from perfstack.analysis.rowdiff import RowChange
+from perfstack.analysis.diff.changes import EnvChange, MetricChange
+from perfstack.analysis.diff.rows import RowChange
 from perfstack.report import Better, Metric, Report
 from perfstack.report.units import fmt_seconds
 

@@ -1,5 +1,5 @@
 """The finding rules of where the time went, read from the time budget's metric convention
-(``budget.*``, ``split.*``, ``gpu_*``; see perfstack.analysis.budget) and never from a
+(``budget.*``, ``split.*``, ``gpu_*``; see perfstack.analysis.views.budget) and never from a
 particular backend: a run bound by the interpreter or by framework dispatch, a main thread
 that mostly waits, an idle device."""
 
