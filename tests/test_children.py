@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from perfstack.analysis.views.drilldown import drill_down
-from perfstack.pluginmanager import load_plugins
+from perfstack.pluginload import load_plugins
 from perfstack.report import Finding, Layer, Report
 from perfstack.report.files import load_report, save_report
 from plugins.pyspy import processes
@@ -169,8 +169,7 @@ def test_roofline_verdicts_on_contended_cpus_say_so_first() -> None:
     """The same workload with torch (a recorded run): its ops' verdicts ('ran at 0.07% of what
     this machine can reach') come first with the contention that slowed them; without the
     children's figure there is no contention finding and nothing is added."""
-    from perfstack.analysis import roofline
-    from perfstack.analysis.rules import contention
+    from perfstack.analysis.rules import contention, roofline
 
     def findings_of(report: Report) -> list[Finding]:
         report.findings = []

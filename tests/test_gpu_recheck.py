@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from perfstack.analysis import roofline
+from perfstack.analysis.rules import roofline as roofrules
 from perfstack.analysis.views.compile import compile_view
 from perfstack.report import Layer, Report
 from perfstack.report.files import load_report
@@ -51,7 +52,7 @@ def test_fp32_convolutions_sit_under_the_tf32_roof_and_bf16_is_priced_against_it
     convs = [p for p in placed if p is not None and p.share is not None]
     assert convs and {p.peak_name for p in convs} == {"tf32"}
     assert max(p.share for p in convs) < 1.0
-    found = {f.rule: f for f in roofline.annotate(report)[1]}
+    found = {f.rule: f for f in roofrules.annotate(report)[1]}
     assert "roofline.ceiling-low" not in found
     lower = found["roofline.lower-precision"]
     assert "faster than TF32" in lower.title and "2.0x" in lower.title
@@ -97,7 +98,7 @@ def test_a_cold_first_compile_is_told_from_the_warm_runs_on_triton() -> None:
 
 @pytest.mark.parametrize("name", ["resnet", "memory", "compiled"])
 def test_each_recorded_report_renders_in_every_format(name: str) -> None:
-    from perfstack.pluginmanager import load_plugins
+    from perfstack.pluginload import load_plugins
     from perfstack.render.base import RenderOptions
 
     report = _report(name)

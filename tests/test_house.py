@@ -44,6 +44,22 @@ def test_relative_imports_count(tmp_path: Path):
     assert house.circles(house.import_graph(tmp_path, ["pkg"])) == [["pkg.sub.a", "pkg.sub.b"]]
 
 
+def test_no_long_module_or_function_without_a_reason():
+    assert house.too_long(ROOT, TOPS) == []
+
+
+def test_a_planted_long_function_is_found_and_a_reason_lets_it_be(tmp_path: Path):
+    body = "".join(f"    x{i} = {i}\n" for i in range(85))
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text(f"def f():\n{body}")
+    assert house.too_long(tmp_path, ["pkg"]) == ["pkg/m.py:1: f of 86 lines"]
+    why = "# long: one table, read top to bottom\n"
+    (tmp_path / "pkg" / "m.py").write_text(f"{why}def f():\n{body}")
+    assert house.too_long(tmp_path, ["pkg"]) == []
+    (tmp_path / "pkg" / "m.py").write_text("x = 1\n" * 401)
+    assert house.too_long(tmp_path, ["pkg"]) == ["pkg/m.py:1: module of 401 lines"]
+
+
 def test_backend_words_split_on_hyphens_and_flags():
     names = {"pyspy", "torch", "nvml", "py-spy", "nvidia-ml-py"}
     assert house.backend_words("run with py-spy", names, set()) == {"py-spy"}
@@ -60,7 +76,7 @@ def test_a_new_pane_is_its_four_stem_files_and_one_registration_line(monkeypatch
     import types
 
     from perfstack.analysis import views
-    from perfstack.pluginmanager import load_plugins
+    from perfstack.pluginload import load_plugins
     from perfstack.report.files import load_report
 
     def module(name: str, **attrs: object) -> None:

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from perfstack_plugins.nvmlsampler import NvmlBackend, energy, summarize
+from perfstack_plugins.nvmlfigures import energy, summarize
+from perfstack_plugins.nvmlsampler import NvmlBackend
 
 from tests.conftest import WORKLOADS, backend
 
@@ -87,7 +88,8 @@ def test_energy_per_step_is_unknown_over_steps_too_short_for_the_counter(recordi
     then the counter across the steps' own span (103 ms), which read 6.2 J a step in the
     first session and 12.1 J in the second: over one sample period the counter's own steps
     are most of the figure. Too short a span is unknown, with the reason and the fix."""
-    from perfstack_plugins.nvmlsampler import _steps_on_timeline, energy_between, read_timeline
+    from perfstack_plugins.nvmlfigures import energy_between
+    from perfstack_plugins.nvmlsampler import _steps_on_timeline, read_timeline
 
     from perfstack.backend import RunContext, StepWindow, Workload
 
@@ -119,7 +121,7 @@ def test_energy_per_step_is_unknown_over_steps_too_short_for_the_counter(recordi
 def test_the_html_draws_the_gpu_over_time_only_where_nvml_ran():
     """The H200 run's report draws power and utilisation over time from its timeline; a run
     on a machine with no GPU says nothing of it (it once said 'no NVML samples')."""
-    from perfstack.pluginmanager import load_plugins
+    from perfstack.pluginload import load_plugins
     from perfstack.render.base import RenderOptions
     from perfstack.report.files import load_report
 

@@ -82,7 +82,8 @@ def test_the_core_code_names_no_builtin_backend():
     """No string of the core's code (comments and docstrings aside) is a built-in backend's
     name or a built-in plugin's format: what the core knows of a backend, it reads from the
     backend's declarations (primary, run_count, per_rank, options, output_file_extension)."""
-    from perfstack.pluginmanager import CORE_PLUGINS, load_plugins
+    from perfstack.pluginload import load_plugins
+    from perfstack.pluginmanager import CORE_PLUGINS
 
 
     plugins = load_plugins()
@@ -116,7 +117,7 @@ def test_the_core_code_names_no_builtin_backend():
 def test_the_html_plugin_names_no_other_backend():
     """The HTML page words its hints from the installed backends' declarations, as the text
     does: no string of it names another plugin's backend, tool or flag."""
-    from perfstack.pluginmanager import load_plugins
+    from perfstack.pluginload import load_plugins
 
     plugins = load_plugins()
     names = set(plugins.backends()[0])

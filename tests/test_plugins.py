@@ -8,7 +8,7 @@ from typing import Any
 
 from perfstack import hookimpl
 from perfstack.backend import Backend
-from perfstack.pluginmanager import load_plugins
+from perfstack.pluginload import load_plugins
 from perfstack.report import Layer
 from tests.conftest import WORKLOADS, Result, backend
 

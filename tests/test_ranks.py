@@ -375,7 +375,7 @@ def test_a_dask_worker_lets_go_of_each_ranks_records(dask_cluster: Path,
     last rank came back, the workers kept all 16 ranks' records (and grew with the ranks)."""
     from distributed import Client
 
-    from perfstack.pluginmanager import load_plugins
+    from perfstack.pluginload import load_plugins
     from perfstack.run.recorded import executors
     from perfstack.run.recorded.ingest import claim
     from perfstack.run.recorded.reduce import Unit, reduce_units

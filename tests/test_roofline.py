@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from perfstack.analysis import roofline
+from perfstack.analysis.rules import roofline as roofrules
 from perfstack.analysis.views.roofline import roof_view
 from perfstack.machine import ceilings, datasheets
 from perfstack.machine.ceilingrecord import Ceilings
@@ -77,7 +78,7 @@ def test_the_steps_figures_count_each_op_once() -> None:
             _op("aten::native_layer_norm [[1e6]]", 5.0, 8e6, 8e6, kind="normalisation",
                 cost_in_caller=True)]
     report = _report(rows)
-    metrics, found = roofline.annotate(report)
+    metrics, found = roofrules.annotate(report)
     by = {m.name: m.value for m in metrics}
     # (17.18e9 / 100e9 + 1e8 / 100e9) / 0.4 s
     assert by["roofline.peak_share"] == pytest.approx(100 * (0.1718 + 0.001) / 0.4)
@@ -94,7 +95,7 @@ def test_a_heavy_op_far_below_its_roof_is_a_finding_that_names_its_shapes() -> N
     slow = _op("aten::mm [[16, 4096], [4096, 16]]", 1.0, 2 * 16 * 16 * 4096 * 1000, 1e6,
                input_dims=[[16, 4096], [4096, 16]])  # 2 GFLOP/s of compute-bound work
     report = _report([slow])
-    _, found = roofline.annotate(report)
+    _, found = roofrules.annotate(report)
     (far,) = [f for f in found if f.rule == "roofline.far-below-roof"]
     assert "2.1% of what this machine can reach" in far.title and "compute-bound" in far.title
     assert "small" in far.action and "[[16, 4096], [4096, 16]]" in " ".join(far.evidence)
@@ -103,11 +104,11 @@ def test_a_heavy_op_far_below_its_roof_is_a_finding_that_names_its_shapes() -> N
 def test_no_ceilings_or_no_shapes_say_why() -> None:
     costed = _report([_op("aten::mm [[4, 4], [4, 4]]", 1.0, 128, 192)], roofs={})
     costed.environment["ceilings_unknown"] = "PERFSTACK_CEILINGS=off"
-    metrics, _ = roofline.annotate(costed)
+    metrics, _ = roofrules.annotate(costed)
     assert metrics[0].value is None and "PERFSTACK_CEILINGS=off" in (metrics[0].reason or "")
     shapeless = _report([Row("aten::mm", "aten::mm", "torch", {"total": Quantity(1.0, "s")},
                              {"op": "aten::mm"})])
-    metrics, _ = roofline.annotate(shapeless)
+    metrics, _ = roofrules.annotate(shapeless)
     assert metrics[0].value is None and "no input shapes" in (metrics[0].reason or "")
 
 
@@ -238,7 +239,7 @@ def test_diff_compares_the_efficiency_of_two_reports() -> None:
     def one(seconds: float) -> Report:
         report = _report([_op("aten::mm [[2048, 2048], [2048, 2048]]", seconds, 17.18e9,
                               50.3e6)])
-        report.metrics.extend(roofline.annotate(report)[0])
+        report.metrics.extend(roofrules.annotate(report)[0])
         return report
 
     d = diff(one(0.2), one(0.4))
@@ -269,7 +270,7 @@ def test_a_cache_bound_op_over_the_memory_roof_says_where_its_data_was() -> None
               kind="elementwise", calls=5000)  # 3.9 GB in 0.2 s: 197% of 10 GB/s
     cold = _op("aten::add_ [[4096, 4096], [4096, 4096]]", 0.2, 16.8e6 * 5, 201e6 * 5,
                kind="elementwise", calls=5)  # 1 GB in 0.2 s: 50%
-    _, found = roofline.annotate(_report([hot, cold], {"cpu": cpu}))
+    _, found = roofrules.annotate(_report([hot, cold], {"cpu": cpu}))
     (fuse,) = [f for f in found if f.rule == "roofline.fuse-elementwise"]
     assert fuse.evidence == [
         "aten::add_ [[256, 256], [256, 256]]: 50%, 197% of the memory roof (its data fits in "
@@ -292,7 +293,7 @@ def test_fp32_convolutions_on_a_gpu_are_held_to_the_tf32_peak() -> None:
     report = load_report(GPU_RESNET)
     gpu = roofline.ceilings_of(report)["gpu"]
     assert "tf32" not in gpu.peak_flops  # measured before the probe measured TF32
-    found = roofline.annotate(report)[1]
+    found = roofrules.annotate(report)[1]
     low = next(f for f in found if f.rule == "roofline.ceiling-low")
     assert "fp32 peak" in low.title and "aten::conv2d" in low.evidence[0]
     with_tf32 = Ceilings(gpu.device, gpu.source, {**gpu.peak_flops, "tf32": 494e12},

@@ -145,7 +145,7 @@ def _dispatch(argv: list[str]) -> int:
         from perfstack.cli.show import cmd_validate
 
         return cmd_validate(None, top.rest)
-    from perfstack.pluginmanager import load_plugins
+    from perfstack.pluginload import load_plugins
 
     # Reading a report loads the plugins it needs, when the plugin cache says which.
     plugins = load_plugins(disabled=disabled, modules=modules,

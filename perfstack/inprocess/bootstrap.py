@@ -259,6 +259,7 @@ def _parse(argv: list[str]) -> tuple[str, list[str], bool]:
                      "[ARGS...]")
 
 
+# long: the workload process's life in order: set-up, probe, hooks, script, exit files
 def main(argv: list[str]) -> None:
     """Set up the workload process and run the workload in it; exits as the workload would."""
     target, args, as_module = _parse(argv)

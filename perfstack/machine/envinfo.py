@@ -160,6 +160,7 @@ def _fit(line: str, width: int) -> list[str]:
                          break_long_words=True) or [line]
 
 
+# long: the sections of `perfstack env`, in the order printed
 def render_text(env: dict[str, Any], width: int = 100) -> str:
     """Return ``env`` as the plain text ``perfstack env`` prints, wrapped at ``width``."""
     out: list[str] = []

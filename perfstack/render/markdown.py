@@ -70,6 +70,7 @@ def _tree(nodes: list[Node], depth: int = 0) -> list[str]:
     return out
 
 
+# long: the report's sections in the order printed, as the text format's
 def render_view(view: View) -> str:
     """Return the markdown report of a view."""
     h = view.header

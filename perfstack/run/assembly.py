@@ -14,8 +14,7 @@ import statistics
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from perfstack.analysis import roofline
-from perfstack.analysis.rules import contention
+from perfstack.analysis.rules import contention, roofline
 from perfstack.analysis.stats import summarize
 from perfstack.backend import Collected
 from perfstack.report import (

@@ -119,6 +119,7 @@ class _Waiter(threading.Thread):
         self.done.set()
 
 
+# long: one child's life from start to reaping, its signal and time-limit paths together
 def run_child(
     spec: ChildSpec,
     on_started: Callable[[int], None] | None = None,

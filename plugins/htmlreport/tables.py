@@ -138,6 +138,7 @@ def _python_source(report: Report) -> str:
     return rows[0].source if rows else ""
 
 
+# long: one layer's tables, their columns, rows and links built in one pass
 def layer_tables(report: Report, layer: Layer) -> dict[str, dict[str, Any]]:
     """Return the tables of one layer, by id: columns, rows (cells, key, links, group)."""
     index = _Index(report)

@@ -246,6 +246,7 @@ def time_budget(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
     return metrics, note
 
 
+# long: one pass over the samples that fills every figure at once
 def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
               gil_frames: list[dict[str, Any]], gil_profiles: list[dict[str, Any]],
               home: str | None = None, gil_scale: float = 1.0) -> tuple[

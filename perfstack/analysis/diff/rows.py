@@ -186,6 +186,7 @@ def _run_drifts(base: Report, new: Report, fallback: float | None) -> dict[str, 
     return out
 
 
+# long: one pass that matches both reports' rows, judges each and orders them
 def row_changes(base: Report, new: Report, judge: Judge,
                 verdicts: dict[tuple[str, str], str] | None = None) -> dict[str, list[RowChange]]:
     """Return, per layer, every row of either report matched (``match_key``), largest move

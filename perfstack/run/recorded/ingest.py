@@ -166,6 +166,7 @@ def _units(claimed: dict[str, list[Path]], backends: dict[str, BackendEntry],
     return units
 
 
+# long: `perfstack analyze` in order: find, claim, split, read, reduce, assemble
 def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None,
             jobs: int | None = None, cluster: str | Path | None = None,
             progress: Progress | None = None) -> Report:

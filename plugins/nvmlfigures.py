@@ -1,0 +1,135 @@
+"""The NVML sampler's figures, from its timeline: each GPU's rows (mean, max, p95 of every
+field), its metrics, and its energy, from the total-energy counter where the GPU has one
+(over the whole run, and a step's across the measured steps' span), else integrated from the
+power samples."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from typing import Any
+
+from perfstack.report import Better, Metric, Quantity, Row
+
+SOURCE = "nvml"
+#: Sample field -> (title, unit, better) for rows and metrics.
+FIELDS: dict[str, tuple[str, str, Better]] = {
+    "power_w": ("power (averaged by the driver)", "W", Better.LOWER),
+    "power_instant_w": ("power (instantaneous)", "W", Better.LOWER),
+    "util_gpu": ("GPU utilisation", "%", Better.HIGHER),
+    "util_mem": ("memory bandwidth utilisation", "%", Better.NEITHER),
+    "mem_used_b": ("memory used (all processes)", "B", Better.LOWER),
+    "proc_mem_b": ("memory used by the workload", "B", Better.LOWER),
+    "sm_clock_mhz": ("SM clock", "MHz", Better.NEITHER),
+    "mem_clock_mhz": ("memory clock", "MHz", Better.NEITHER),
+    "temp_c": ("temperature", "C", Better.LOWER),
+}
+
+
+def _p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def energy(samples: list[dict[str, Any]]) -> tuple[float | None, str]:
+    """Return (joules, how): the energy counter's difference, else the integral of power."""
+    counter = [(s["t"], s["energy_j"]) for s in samples if s.get("energy_j") is not None]
+    if len(counter) >= 2:
+        return counter[-1][1] - counter[0][1], "counter"
+    power = [(s["t"], s["power_w"]) for s in samples if s.get("power_w") is not None]
+    if len(power) >= 2:
+        return sum((t2 - t1) * (p1 + p2) / 2 for (t1, p1), (t2, p2)
+                   in itertools.pairwise(power)), "integrated"
+    return None, "too few samples"
+
+
+def energy_between(samples: list[dict[str, Any]], t0: float, t1: float) -> float | None:
+    """The energy counter's joules between two moments of the timeline (seconds from its
+    start), each read between the samples around it; None where the counter does not cover
+    them."""
+    counter = [(float(s["t"]), float(s["energy_j"])) for s in samples
+               if s.get("energy_j") is not None]
+    if len(counter) < 2 or t0 < counter[0][0] or t1 > counter[-1][0] or t1 <= t0:
+        return None
+
+    def at(t: float) -> float:
+        for (ta, ea), (tb, eb) in itertools.pairwise(counter):
+            if ta <= t <= tb:
+                return ea + (eb - ea) * (t - ta) / (tb - ta) if tb > ta else ea
+        return counter[-1][1]
+
+    return at(t1) - at(t0)
+
+
+#: The steps on the timeline's clock: (start s, end s, how many steps).
+StepSpan = tuple[float, float, int]
+#: The shortest span of steps whose energy the counter can tell. It moves in steps of its own
+#: (NVML updates it about as often as it is read at our period), so over a span of one or two
+#: sample periods one of its steps is most of the figure: an H200 run of five 20 ms steps
+#: (103 ms) read 6 J a step in one session and 12 J in the next.
+MIN_SPAN_S = 0.5
+
+
+def per_step_energy(samples: list[dict[str, Any]], steps: StepSpan,
+                    period: float) -> tuple[float | None, str | None]:
+    """(joules a step, None) from the counter across the steps' span, or (None, why)."""
+    start, end, count = steps
+    span = end - start
+    if span < max(MIN_SPAN_S, 5 * period):
+        return None, (f"the {count} measured steps lasted {span * 1e3:.0f} ms, too short for "
+                      f"the energy counter (at least {max(MIN_SPAN_S, 5 * period):g} s): "
+                      "measure more steps (--steps N)")
+    spent = energy_between(samples, start, end)
+    if spent is None:
+        return None, "the energy counter does not cover the steps' span"
+    return spent / count, None
+
+
+def summarize(header: dict[str, Any], samples: list[dict[str, Any]],
+              steps: StepSpan | None) -> tuple[list[Row], list[Metric], list[str]]:
+    """Return hardware rows (mean, max, p95 per GPU and field), metrics, and notes; the
+    energy per step from the counter across ``steps``, the steps' span on the timeline (the
+    sampler ran on into the teardown: its whole energy over the steps counted the exit)."""
+    rows: list[Row] = []
+    metrics: list[Metric] = []
+    notes: list[str] = []
+    for gpu in header.get("gpus", []):
+        idx = gpu["index"]
+        mine = [s for s in samples if s.get("gpu") == idx]
+        unsupported = gpu.get("unsupported", {})
+        for field, (title, unit, better) in FIELDS.items():
+            values = [float(s[field]) for s in mine if s.get(field) is not None]
+            key = f"gpu{idx}.{field}"
+            if not values:
+                reason = unsupported.get(field, "no sample was taken")
+                rows.append(Row(key, f"GPU {idx} {title}", SOURCE,
+                                {"mean": Quantity.unsupported(unit, reason)}, {"gpu": gpu}))
+                continue
+            rows.append(Row(key, f"GPU {idx} {title}", SOURCE, {
+                "mean": Quantity(statistics.fmean(values), unit),
+                "max": Quantity(max(values), unit), "p95": Quantity(_p95(values), unit)},
+                {"gpu": gpu, "samples": len(values)}))
+            if field in ("power_w", "util_gpu", "proc_mem_b", "util_mem"):
+                metrics.append(Metric(f"gpu{idx}_{field}_mean", statistics.fmean(values), unit,
+                                      "hardware", SOURCE, better, samples=values,
+                                      samples_of="intervals"))
+        joules, how = energy(mine)
+        if joules is not None:
+            name = f"gpu{idx}_energy" + ("" if how == "counter" else "_integrated")
+            metrics.append(Metric(name, joules, "J", "hardware", SOURCE, Better.LOWER))
+            rows.append(Row(f"gpu{idx}.energy", f"GPU {idx} energy ({how})", SOURCE,
+                            {"total": Quantity(joules, "J")}, {"gpu": gpu, "method": how}))
+            if steps:
+                per_step, why = per_step_energy(mine, steps, float(header.get("period_s", 0)))
+                metrics.append(Metric(
+                    f"gpu{idx}_joules_per_step", per_step, "J/step", "hardware", SOURCE,
+                    Better.LOWER, reason=why,
+                    description=f"the energy counter across the {steps[2]} steps' span "
+                    f"({(steps[1] - steps[0]) * 1e3:.0f} ms), read between samples "
+                    f"{header.get('period_s', 0):g} s apart, over the steps"))
+            if how == "integrated":
+                notes.append(f"GPU {idx}: no energy counter; energy integrated from power samples")
+    if samples:
+        notes.append(f"{len(samples)} samples every {header.get('period_s', 0):g} s")
+    return rows, metrics, notes
