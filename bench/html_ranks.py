@@ -53,7 +53,7 @@ def _page(report: Path, out: Path, most_cells: int | None) -> int:
     """Write the page (the map as elements up to ``most_cells`` cells); its size in bytes."""
     from perfstack_plugins.htmlreport import rankheat
 
-    from perfstack.cli import main
+    from perfstack.cli.main import main
 
     default = rankheat.MOST_CELLS
     rankheat.MOST_CELLS = most_cells if most_cells is not None else default

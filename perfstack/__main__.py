@@ -1,5 +1,5 @@
 """``python -m perfstack``: the same as the ``perfstack`` command."""
 
-from perfstack.cli import console
+from perfstack.cli.main import console
 
 console()

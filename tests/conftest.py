@@ -178,7 +178,7 @@ def _in_process(folder: Path, args: tuple[str, ...], env: dict[str, str] | None)
     import signal
 
     from perfstack import signals
-    from perfstack.cli import main
+    from perfstack.cli.main import main
 
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="surrogateescape")
     err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="surrogateescape")

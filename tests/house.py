@@ -31,8 +31,8 @@ def modules(root: Path, tops: Iterable[str]) -> dict[str, Path]:
 
 def _imported(name: str, node: ast.Import | ast.ImportFrom,
               known: dict[str, Path]) -> Iterator[str]:
-    """The known modules one import statement of module ``name`` names (a package's own
-    modules when it names them, else the package)."""
+    """The known modules one import statement of module ``name`` names: the package or module
+    it imports from, and each of that package's modules it names."""
     if isinstance(node, ast.Import):
         for alias in node.names:
             parts = alias.name.split(".")
@@ -46,11 +46,11 @@ def _imported(name: str, node: ast.Import | ast.ImportFrom,
         package = name.split(".") if known[name].name == "__init__.py" else name.split(".")[:-1]
         package = package[:len(package) - node.level + 1]
         base = ".".join(package + ([base] if base else []))
+    if base in known and "." in base:  # ``from pkg import mod`` runs pkg's __init__ first
+        yield base  # (the top packages aside, which every module is inside)
     for alias in node.names:
         if f"{base}.{alias.name}" in known:
             yield f"{base}.{alias.name}"
-        elif base in known:
-            yield base
 
 
 def import_graph(root: Path, tops: Iterable[str]) -> dict[str, set[str]]:
