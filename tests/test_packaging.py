@@ -114,6 +114,11 @@ def test_the_core_code_names_no_builtin_backend():
     assert hits == [], hits
 
 
+#: Backend names that are also words of the page's own: the torch library and its compiler's
+#: parts ("dynamo's tracing", a phase of torch.compile), resources, perf's events.
+PAGE_WORDS = {"torch", "dynamo", "resources", "perf"}
+
+
 def test_the_html_plugin_names_no_other_backend():
     """The HTML page words its hints from the installed backends' declarations, as the text
     does: no string of it names another plugin's backend, tool or flag."""
@@ -125,5 +130,5 @@ def test_the_html_plugin_names_no_other_backend():
     hits = [f"{source.name}:{line}: {text[:60]!r}"
             for source in sorted((ROOT / "plugins" / "htmlreport").rglob("*.py"))
             for line, text in house.string_constants(source)
-            if house.backend_words(text, names | packages, {"torch", "resources", "perf"})]
+            if house.backend_words(text, names | packages, PAGE_WORDS)]
     assert hits == [], hits
