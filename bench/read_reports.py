@@ -5,25 +5,27 @@
 Makes a report of ``--rows`` rows (a real tiny_mlp report from the torch and resources
 backends, its framework and kernel rows repeated with distinct keys, shapes and values, so it
 has the size and shape of a long torch run; or grows the REPORT given), and a second one with
-every value 3% higher. Then, round by round and alternately, times in fresh processes:
+every value 3% higher. Then, round by round, each round's order reversed from the last, times
+in fresh processes:
 
 - ``python -c 'json.load(...)'``: the floor, reading the same bytes;
-- ``perfstack validate A``, ``perfstack show A``, ``perfstack diff A B``;
+- the installed ``perfstack`` script, as users run it: ``validate A``, ``show A``,
+  ``diff A B``;
 - ``python -c pass``, for the interpreter's own start-up.
 
-Prints each command's median, and its ratio to json.load (the issue's target: 2x or less) and
-to ``python -c pass``. Run it alone on the machine.
+Prints each command's time (median, min, max) and its ratio to json.load and to ``python -c
+pass`` within each round (min, median, max). Run it alone on the machine.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from timing import perfstack_command, print_table, time_commands
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,7 +37,7 @@ def make_report(folder: Path, rows: int, given: Path | None) -> tuple[Path, Path
 
     if given is None:
         given = folder / "seed.json"
-        subprocess.run([sys.executable, "-m", "perfstack", "run", "--plugins", "torch,resources",
+        subprocess.run([perfstack_command(), "run", "--plugins", "torch,resources",
                         "--repeat", "2", "--warmup", "0", "-q", "-o", str(given),
                         str(ROOT / "workloads" / "tiny_mlp.py")], cwd=folder, check=True,
                        capture_output=True)
@@ -61,17 +63,8 @@ def make_report(folder: Path, rows: int, given: Path | None) -> tuple[Path, Path
     return paths[0], paths[1]
 
 
-def _time(argv: list[str], cwd: Path) -> float:
-    begin = time.perf_counter()
-    proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
-    took = time.perf_counter() - begin
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(argv)} failed: {proc.stderr.strip()[-300:]}")
-    return took
-
-
 def main() -> int:
-    """Make the reports, time the commands alternately, print medians and ratios."""
+    """Make the reports, time the commands side by side, print times and ratios."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("report", nargs="?", type=Path)
     parser.add_argument("--rows", type=int, default=20_000)
@@ -80,27 +73,19 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         a, b = make_report(folder, ns.rows, ns.report)
-        py = sys.executable
+        py, perfstack = sys.executable, perfstack_command()
         commands = {
             "python -c pass": [py, "-c", "pass"],
             "json.load": [py, "-c", f"import json; json.load(open({str(a)!r}))"],
-            "perfstack validate": [py, "-m", "perfstack", "validate", str(a)],
-            "perfstack show": [py, "-m", "perfstack", "show", str(a)],
-            "perfstack diff": [py, "-m", "perfstack", "diff", str(a), str(b)],
+            "perfstack validate": [perfstack, "validate", str(a)],
+            "perfstack show": [perfstack, "show", str(a)],
+            "perfstack diff": [perfstack, "diff", str(a), str(b)],
         }
-        times: dict[str, list[float]] = {name: [] for name in commands}
-        for _ in range(ns.rounds):
-            for name, argv in commands.items():
-                times[name].append(_time(argv, folder))
-        size = a.stat().st_size / 1e6
-        base = statistics.median(times["json.load"])
-        bare = statistics.median(times["python -c pass"])
-        print(f"report: {ns.rows:,} rows, {size:.1f} MB; medians of {ns.rounds} rounds")
-        print("| command | median | / json.load | / python -c pass |")
-        print("| --- | --- | --- | --- |")
-        for name, samples in times.items():
-            med = statistics.median(samples)
-            print(f"| `{name}` | {med * 1e3:.0f} ms | {med / base:.2f}x | {med / bare:.1f}x |")
+        times = time_commands(commands, ns.rounds, folder, ok=(0, 1))
+        print(f"report: {ns.rows:,} rows, {a.stat().st_size / 1e6:.1f} MB")
+        print_table(times, "json.load")
+        print()
+        print_table(times, "python -c pass")
     return 0
 
 

@@ -1,33 +1,62 @@
-"""Timing helpers for the benchmarks: commands measured interleaved, medians and ratios."""
+"""Timing helpers for the benchmarks: commands timed as users run them (the installed
+``perfstack`` script), side by side round by round, each round's order reversed from the last
+(so that drift and the machine's warm-up hit every command alike), and each command's ratio
+to a reference taken within a round, then summarised as min, median and max."""
 
 from __future__ import annotations
 
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 
+def perfstack_command() -> str:
+    """The installed ``perfstack`` script beside this interpreter, as users call it (not
+    ``python -m perfstack``); exits with a message when it is not installed."""
+    script = Path(sys.executable).with_name("perfstack")
+    if not script.is_file():
+        raise SystemExit(f"{script}: no installed perfstack script (run scripts/install.sh)")
+    return str(script)
+
+
 def time_commands(
-    commands: dict[str, Sequence[str]], rounds: int, cwd: Path
+    commands: dict[str, Sequence[str]], rounds: int, cwd: Path,
+    ok: Sequence[int] = (0,),
 ) -> dict[str, list[float]]:
-    """Run each command once per round, interleaved (so drift hits all alike); return wall times."""
+    """Run each command once per round, the order reversed every other round; return each
+    command's wall times, round by round (exit codes other than ``ok`` stop the bench)."""
     times: dict[str, list[float]] = {name: [] for name in commands}
-    for _ in range(rounds):
-        for name, argv in commands.items():
+    names = list(commands)
+    for n in range(rounds):
+        for name in names if n % 2 == 0 else reversed(names):
             start = time.perf_counter()
-            subprocess.run(list(argv), cwd=cwd, check=True, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
+            proc = subprocess.run(list(commands[name]), cwd=cwd, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True)
             times[name].append(time.perf_counter() - start)
+            if proc.returncode not in ok:
+                raise SystemExit(f"{name} exited {proc.returncode}: "
+                                 f"{proc.stderr.strip()[-300:]}")
     return times
 
 
+def ratios(times: dict[str, list[float]], reference: str) -> dict[str, list[float]]:
+    """Each command's time over the reference's, round by round."""
+    return {name: [v / r for v, r in zip(values, times[reference], strict=True)]
+            for name, values in times.items()}
+
+
 def print_table(times: dict[str, list[float]], reference: str) -> None:
-    """Print median, spread and the ratio of each median to the reference's median."""
-    ref = statistics.median(times[reference])
-    print(f"{'command':<44} {'median':>9} {'stdev':>8} {'ratio':>7}   (n={len(times[reference])})")
+    """Print each command's median time with its min and max, and its ratio to the reference
+    (per round: min, median, max)."""
+    per_round = ratios(times, reference)
+    print(f"rounds: {len(times[reference])}; ratio to {reference}, taken within each round")
+    print(f"{'command':<36} {'median':>9} {'min':>9} {'max':>9}   "
+          f"{'ratio min':>9} {'median':>7} {'max':>7}")
     for name, values in times.items():
-        med = statistics.median(values)
-        spread = statistics.stdev(values) if len(values) > 1 else float("nan")
-        print(f"{name:<44} {med * 1e3:7.1f}ms {spread * 1e3:6.1f}ms {med / ref:6.2f}x")
+        r = per_round[name]
+        print(f"{name:<36} {statistics.median(values) * 1e3:7.1f}ms "
+              f"{min(values) * 1e3:7.1f}ms {max(values) * 1e3:7.1f}ms   "
+              f"{min(r):8.2f}x {statistics.median(r):6.2f}x {max(r):6.2f}x")

@@ -1,7 +1,8 @@
 """What a default `perfstack run` spends beyond running the workload, and py-spy's cost.
 
-    .venv/bin/python bench/processing.py processing [--rounds 3] [--workload workloads/tiny_mlp.py]
-    .venv/bin/python bench/processing.py pyspy [--rounds 6] [--workload 'SCRIPT ARGS']
+    .venv/bin/python bench/session_cost.py processing [--rounds 3]
+        [--workload workloads/tiny_mlp.py]
+    .venv/bin/python bench/session_cost.py pyspy [--rounds 6] [--workload 'SCRIPT ARGS']
 
 ``processing``: a default session (every available backend) of the workload, timed from the
 outside; its report gives each run's wall time and each backend's ``collect_s``. Printed per
