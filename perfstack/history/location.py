@@ -1,5 +1,5 @@
 """The stores a history can live in, and the choice of one from a location: the first store
-that claims it (a third store is one more line in ``_stores``)."""
+that claims it (a third store is one more entry in ``STORES``)."""
 
 from __future__ import annotations
 
@@ -8,23 +8,16 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from perfstack.history.database import Database, Dialect
+from perfstack.history.postgres import PostgreSQL
+from perfstack.history.sqlite import SQLite
 
-
-def _stores() -> tuple[Dialect, ...]:
-    from perfstack.history.postgres import PostgreSQL
-    from perfstack.history.sqlite import SQLite
-
-    return (PostgreSQL(), SQLite())  # the first that claims a location opens it
-
-
-#: The stores, asked in order; set by the first question.
-STORES: tuple[Dialect, ...] = ()
+#: The stores, asked in order: the first that claims a location opens it (SQLite claims every
+#: path, so it comes last).
+STORES: tuple[Dialect, ...] = (PostgreSQL(), SQLite())
 
 
 def store_of(location: str | Path) -> Dialect:
-    """The store whose history ``location`` names (SQLite claims every path)."""
-    global STORES
-    STORES = STORES or _stores()
+    """The store whose history ``location`` names."""
     return next(s for s in STORES if s.claims(location))
 
 
@@ -45,7 +38,6 @@ def exists(location: str | Path) -> bool:
 
 def errors() -> tuple[type[BaseException], ...]:
     """Return the exceptions a history raises when it cannot be read or written."""
-    store_of("")
     return tuple(e for s in STORES for e in s.errors())
 
 
