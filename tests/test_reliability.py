@@ -76,6 +76,29 @@ def test_hang_is_stopped_at_the_timeout_with_its_whole_group(perfstack, tmp_path
         assert not _alive(pid), f"process {pid} of the hung workload survived"
 
 
+def test_a_hang_under_the_first_sampler_waits_out_the_timeout_once(perfstack, tmp_path):
+    """The sampler's run comes first; when it hangs, the warm-up, the baseline and the other
+    backends are not made (each would wait out the timeout again): one run, its stack, the
+    hang said in the answer so far and in the report, each backend saying why it did not
+    run; --keep-going makes them anyway."""
+    pids = tmp_path / "pids"
+    result = perfstack("run", "--plugins", "pyspy,perf,resources", "--timeout", "3",
+                       "--kill-grace", "1", str(WORKLOADS / "hang.py"),
+                       env={"HANG_PIDS": str(pids)})
+    assert result.code == 8, result.stderr
+    report = result.report()
+    assert [r["id"] for r in report["run"]["runs"]] == ["pyspy"]
+    assert report["run"]["runs"][0]["exit"]["status"] == "timeout"
+    assert backend(report, "pyspy")["status"] == "timeout"
+    perf = backend(report, "perf")
+    assert perf["status"] == "skipped" and "in its first run" in perf["reason"], perf
+    assert "--keep-going" in perf["reason"]
+    assert "so far (pyspy in" in result.stderr and "warmup-1" not in result.stderr
+    assert "the workload hung" in result.stdout
+    for pid in map(int, pids.read_text().split()):
+        assert not _alive(pid), f"process {pid} of the hung workload survived"
+
+
 def test_ctrl_c_stops_children_and_writes_a_partial_report(tmp_path):
     pids = tmp_path / "pids"
     proc = subprocess.Popen(
@@ -207,8 +230,9 @@ def test_the_bootstrap_imports_nothing_heavy_into_the_workload():
 
 def test_a_crash_is_the_answer_and_the_backends_do_not_repeat_it(perfstack):
     """A workload that raises at its fourth step: the first screen leads with the exception and
-    the workload's own line that raised it; it ran once (no repeats, no backend runs that would
-    profile the failure), and each backend says why it did not run."""
+    the workload's own line that raised it. It ran twice: under the sampler, whose run comes
+    first (the answer-first order), and once without a profiler, which shows the failure is
+    the workload's; no repeats, no other backend's run, and each says why it did not run."""
     result = perfstack("run", "--plugins", "pyspy,perf,resources", str(WORKLOADS /
                                                                         "raises_at_step.py"),
                        env={"COLUMNS": "80"})
@@ -218,10 +242,11 @@ def test_a_crash_is_the_answer_and_the_backends_do_not_repeat_it(perfstack):
     assert "The workload failed: the workload raised RuntimeError: mat1 and mat2 shapes" in flat
     assert "raises_at_step.py:7 in step" in flat, flat
     report = result.report()
-    assert [r["id"] for r in report["run"]["runs"]] == ["warmup-1"]
-    for name in ("pyspy", "perf"):
-        entry = backend(report, name)
-        assert entry["status"] == "skipped" and "--keep-going" in entry["reason"], entry
+    assert [r["id"] for r in report["run"]["runs"]] == ["pyspy", "warmup-1"]
+    spy = backend(report, "pyspy")
+    assert spy["status"] == "crashed" and "exit 1" in spy["reason"], spy
+    entry = backend(report, "perf")
+    assert entry["status"] == "skipped" and "--keep-going" in entry["reason"], entry
     assert "warmup-1: exit 1" in result.stderr and "baseline-1" not in result.stderr
 
 

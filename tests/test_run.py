@@ -235,7 +235,8 @@ def _said_within(stderr: str, width: int) -> None:
 def test_the_answer_comes_as_soon_as_a_sampler_is_in(perfstack):
     """A session of several backends says the answer of the runs so far once the first
     backend that gives one is in, before the others run (the report refines it); the
-    default order runs the quick backends first."""
+    default order runs the sampler first, before the warm-up and the baseline
+    (--baseline-first: after them)."""
     # 50 steps of 10 ms of the script's own Python (by the clock, on any machine's speed):
     # py-spy, which needs 0.1-0.3 s to attach, samples it on a busy machine too. (busy.py's
     # 0.2 s of spinning was over before py-spy sampled it in 2 of 20 runs.)
@@ -246,7 +247,10 @@ def test_the_answer_comes_as_soon_as_a_sampler_is_in(perfstack):
     assert said < result.stderr.index(", perf: exit 0")
     _said_within(result.stderr[said:], 100)
     order = perfstack("run", "--dry-run", str(WORKLOADS / "busy.py")).stdout
-    assert order.index("pyspy") < order.index("torch"), order
+    assert order.index("pyspy") < order.index("warm-up") < order.index("torch"), order
+    assert "pyspy: one run, first: the answer comes after it" in order
+    before = perfstack("run", "--dry-run", "--baseline-first", str(WORKLOADS / "busy.py")).stdout
+    assert before.index("warm-up") < before.index("pyspy") and "first:" not in before, before
 
 
 def test_a_printed_throughput_is_the_workload_s_figure(perfstack, tmp_path):

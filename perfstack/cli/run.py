@@ -78,7 +78,9 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     if isinstance(ns.html, str) and ns.html:
         rundir.check_writable(Path(ns.html))
     _refuse_collisions(ns, workload)
-    answer_first = bool(ns.quick) and not ns.nproc_per_node
+    # The sampler's answer first (the baseline's figures do not depend on its place:
+    # docs/performance.md); a torchrun job's first run starts its ranks' rendezvous.
+    answer_first = not ns.nproc_per_node and not ns.baseline_first
     if ns.dry_run:
         for line in prepared.plan(workload, answer_first=answer_first):
             print(line)

@@ -161,6 +161,10 @@ def build_parser(backends: dict[str, BackendEntry]) -> Parser:
                         "(a sampler, and those reading the baseline) instead of --plugins, "
                         "the sampler's run first and its answer said at once, then one "
                         "baseline run and no warm-up")
+    parser.add_argument("--baseline-first", action="store_true",
+                        help="make the warm-up and baseline runs before every backend's (by "
+                        "default the sampler runs first, so that its answer comes after one "
+                        "run of the workload)")
     parser.add_argument("--dry-run", action="store_true",
                         help="check the arguments and say which runs would be made and which "
                         "backends can run here; run nothing, write nothing")

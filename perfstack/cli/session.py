@@ -19,6 +19,7 @@ from perfstack.cli.common import DEFAULT_RUNS_DIR
 from perfstack.cli.runargs import option_dest, step_window
 from perfstack.pluginmanager import BackendEntry, HookResult, Plugins
 from perfstack.run import nodes, ranks
+from perfstack.run.phases import answers_first
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -63,9 +64,9 @@ def describe_plan(workload: Workload, selected: list[BackendEntry], repeat: int,
         else:
             fix = f" (fix: {available.fix})" if available.fix else ""
             line = f"  {entry.backend.name}: cannot run here: {available.reason}{fix}"
-        (first if answer_first and available.ok and entry.backend.own_run else rest).append(
-            line + (", first: the answer comes after it" if answer_first and available.ok
-                    and entry.backend.own_run else ""))
+        early = answer_first and available.ok and answers_first(entry)
+        (first if early else rest).append(
+            line + (", first: the answer comes after it" if early else ""))
     return [f"perfstack would run: {command}{launcher}", *first, *unprofiled, *rest]
 
 

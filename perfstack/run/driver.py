@@ -32,7 +32,7 @@ from perfstack.run import assembly, nodes
 from perfstack.run import baseline as baselines
 from perfstack.run.ceilingstep import run_ceilings
 from perfstack.run.options import AnsweringProgress, NoProgress, Progress, RunOptions
-from perfstack.run.phases import BackendTurn, riders, run_count
+from perfstack.run.phases import BackendTurn, answers_first, riders, run_count
 from perfstack.run.runner import Runner
 
 
@@ -67,7 +67,8 @@ class Session:
             if e.backend.own_run and availability(e.backend).ok)
         self.runner = Runner(workload, self.cwd, run_dir, report_dir, options,
                              progress or NoProgress(), planned, riders(selected))
-        #: the first warm-up or baseline run that did not end cleanly, if any
+        #: the first warm-up or baseline run that did not end cleanly (or the answer-first
+        #: run that timed out: the workload hangs), if any
         self.failed_unprofiled: Outcome | None = None
         self.results: list[BackendResult] = []
         self.collected: dict[str, Collected] = {}
@@ -100,10 +101,15 @@ class Session:
         """Run the baseline and every selected backend (under ``answer_first``, those with
         runs of their own before the baseline); return the report."""
         self.begin()
-        first = [e for e in self.selected if self.options.answer_first and e.backend.own_run]
+        first = [e for e in self.selected if self.options.answer_first and answers_first(e)]
         early = [self.run_backend(entry) for entry in first]
+        hung = next((o for _, o in early if o is not None and o.record.exit.status == "timeout"),
+                    None)
+        if hung is not None and not self.options.keep_going:
+            # The warm-up and every run after it would wait out the timeout again.
+            self.failed_unprofiled = hung
         try:
-            if not self.interrupted:
+            if not self.interrupted and self.failed_unprofiled is None:
                 self._baseline()
         except KeyboardInterrupt:
             self.interrupted = True
@@ -112,8 +118,8 @@ class Session:
             if result is not None and outcome is not None:
                 result.overhead, result.overhead_note = baselines.overhead(
                     outcome, self.baseline, self.options.repeat, self.options.steps)
-                result.notes.append("run before the baseline (--quick): its answer came "
-                                    "after one run of the workload")
+                result.notes.append("run first, before the warm-up and the baseline: its "
+                                    "answer came after one run of the workload")
         for entry in self.selected:
             if entry not in first:
                 self.run_backend(entry)

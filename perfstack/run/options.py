@@ -78,8 +78,9 @@ class RunOptions:
     steps: StepWindow | None = None
     #: --keep-going: run every backend even after the workload failed without a profiler
     keep_going: bool = False
-    #: --quick: the backends with runs of their own (the sampler) before the baseline, so
-    #: that the answer of the sampler's run comes after one run of the workload, not two
+    #: the quick backends with runs of their own (the sampler) before the warm-up and the
+    #: baseline, so that the sampler's answer comes after one run of the workload, not five
+    #: (every single-process ``perfstack run``; not ab, sweep or torchrun jobs)
     answer_first: bool = False
 
 

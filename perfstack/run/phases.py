@@ -40,6 +40,13 @@ def run_count(entry: BackendEntry, options: dict[str, Any]) -> int:
     return max(1, min(asked.value, MAX_RUNS)) if asked.value is not None else 1
 
 
+def answers_first(entry: BackendEntry) -> bool:
+    """Whether the backend runs before the warm-up and the baseline when the session answers
+    first: a quick backend with a run of its own (the sampler), whose answer needs no
+    baseline."""
+    return entry.backend.quick and entry.backend.own_run
+
+
 def riders(entries: list[BackendEntry]) -> list[InProcessHook]:
     """The in-process hooks the available backends among ``entries`` load into every run
     (``Backend.rider``); a backend whose ``rider`` raises loads none."""
@@ -113,8 +120,10 @@ class BackendTurn:
         if backend.own_run and failed is not None and not self.options.keep_going:
             # It would fail again, and profile the failure, not the workload.
             runner.planned -= runs
+            how = ("without a profiler" if failed.record.backend is None
+                   else "in its first run, and would again")
             return self._result(Status.SKIPPED, reason=(
-                f"not run: the workload failed without a profiler ({failed.record.id}: "
+                f"not run: the workload failed {how} ({failed.record.id}: "
                 f"{failed.record.exit.describe()}); --keep-going runs every backend anyway"))
         folder = rundir.run_subfolder(runner.run_dir, backend.name)
         ctx = RunContext(backend.name, runner.workload, folder, own, self.options.timeout_s,
