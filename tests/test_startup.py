@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -46,3 +47,67 @@ def test_version():
     out = subprocess.run([sys.executable, "-m", "perfstack", "--version"], capture_output=True,
                          text=True, check=True).stdout
     assert out.startswith("perfstack ")
+
+
+#: What `perfstack show` may import beyond the interpreter's own start, for a small report
+#: perfstack wrote (read as checked: no validator): 120 modules when measured (2026-11-28,
+#: 184 before: statistics, tempfile, importlib.resources with zipfile, shutil and
+#: perfstack.backend left its path); a few more for what a change needs, not dozens.
+SHOW_MODULES = 135
+#: Modules `show` does not use: email, zipfile and decimal came with importlib.metadata,
+#: importlib.resources and statistics; tempfile, shutil and subprocess with writing and
+#: running; perfstack.backend and the run's driver with running.
+NOT_FOR_SHOW = ("email", "zipfile", "decimal", "fractions", "statistics", "csv", "tempfile",
+                "shutil", "subprocess", "importlib.metadata", "importlib.resources",
+                "jsonschema_rs", "torch", "pyperf", "perfstack.backend", "perfstack.run.driver",
+                "perfstack_plugins")
+
+
+def test_show_imports_only_what_it_uses(tmp_path):
+    """`perfstack show` of a small report perfstack wrote: its imports counted against a
+    budget (the module count is what its start-up costs, on any machine's speed), and none
+    of the modules only other commands use. The plugin manifest is made by a first call,
+    as a user's first command makes it."""
+    env = {**os.environ, "PERFSTACK_CACHE_DIR": str(tmp_path / "cache")}
+    report = tmp_path / "report.json"
+    fixture = ROOT / "tests/fixtures/reports/v1-busy.json"
+    write = ("import sys; from pathlib import Path; from perfstack.report.files import "
+             "load_report, save_report; save_report(load_report(Path(sys.argv[1])), "
+             "Path(sys.argv[2]))")
+    subprocess.run([sys.executable, "-c", write, str(fixture), str(report)], check=True,
+                   cwd=tmp_path, env=env)
+    count = ("import io, sys; before = set(sys.modules); from perfstack.cli.main import main; "
+             "out, sys.stdout = sys.stdout, io.StringIO(); code = main(['show', sys.argv[1]]); "
+             "sys.stdout = out; print(code); print(*sorted(set(sys.modules) - before))")
+    for _ in range(2):  # the first also writes the plugin manifest
+        proc = subprocess.run([sys.executable, "-c", count, str(report)], capture_output=True,
+                              text=True, cwd=tmp_path, env=env)
+    code, names = proc.stdout.splitlines()
+    assert code == "0", proc.stderr
+    imported = set(names.split())
+    assert len(imported) <= SHOW_MODULES, len(imported)
+    unused = sorted(n for n in imported
+                    if any(n == m or n.startswith(m + ".") for m in NOT_FOR_SHOW))
+    assert not unused, unused
+
+
+def test_the_start_s_own_summary_agrees_with_statistics():
+    """`show`'s header summarises the baseline without `statistics` (its import brings
+    fractions and decimal): the median is the same value, the mean and the standard
+    deviation agree to within 1e-12 of statistics' exact ones (random series, fixed seed)."""
+    import random
+    import statistics
+
+    from perfstack.analysis.stats import median, summarize
+
+    rng = random.Random(55)
+    for n in (1, 2, 3, 4, 7, 10, 101):
+        values = [rng.lognormvariate(0, 1) * 10 ** rng.randint(-6, 3) for _ in range(n)]
+        got = summarize(values)
+        assert got.median == statistics.median(values) == median(values)
+        assert abs(got.mean - statistics.mean(values)) <= 1e-12 * statistics.mean(values)
+        if n > 1:
+            want = statistics.stdev(values)
+            assert got.stdev is not None and abs(got.stdev - want) <= 1e-12 * want
+        else:
+            assert got.stdev is None

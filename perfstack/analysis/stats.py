@@ -29,21 +29,38 @@ class Summary:
         return self.stdev / self.mean
 
 
+def median(values: Sequence[float]) -> float:
+    """The median of ``values`` (at least one), as ``statistics.median`` defines it (the
+    middle value, or the mean of the two middle ones), without importing ``statistics``
+    (with ``fractions`` and ``decimal``) into the start of ``show``."""
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("the median of no values")
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
 def summarize(values: Sequence[float], name: str = "values") -> Summary:
     """Return the summary of ``values`` (at least one, all positive), as pyperf's
     ``Benchmark`` computes it (``statistics.median``, ``mean`` and ``stdev``), without
-    importing pyperf: ``show`` prints it for every report."""
-    import statistics
+    importing pyperf, nor ``statistics`` (with ``fractions`` and ``decimal``): ``show``
+    prints it for every report. The mean and the standard deviation are summed with
+    ``math.fsum`` (``statistics`` sums exactly, in fractions): they agree to a few units in
+    the last place, far below any figure printed or compared."""
+    import math
 
     if not values:
         raise ValueError("summarize() needs at least one value")
     if any(not v > 0 for v in values):
         raise ValueError(f"{name}: every value must be positive")
+    n = len(values)
+    mean = math.fsum(values) / n
     return Summary(
-        n=len(values),
-        median=statistics.median(values),
-        mean=statistics.mean(values),
-        stdev=statistics.stdev(values) if len(values) > 1 else None,
+        n=n,
+        median=median(values),
+        mean=mean,
+        stdev=math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1
+        else None,
         minimum=min(values),
         maximum=max(values),
     )

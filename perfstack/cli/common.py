@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from perfstack import errors
 
@@ -67,8 +67,37 @@ EXIT_CODES: dict[type[errors.PerfstackError], int] = {
 DEFAULT_RUNS_DIR = Path(".perfstack") / "runs"
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help layout, its width found as argparse finds it ($COLUMNS, else the
+    terminal's, less 2) without importing shutil, which argparse does for every parser and
+    argument it checks: a reading command's start need not pay for it."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        if width is None:
+            width = _columns() - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+def _columns() -> int:
+    import os
+
+    try:
+        return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        pass
+    try:
+        return os.get_terminal_size(1).columns or 80
+    except (OSError, ValueError):
+        return 80
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line and exit code 2, not a usage dump."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise errors.UsageError(f"{message} (see '{self.prog} --help')")

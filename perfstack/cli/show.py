@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from perfstack import errors
-from perfstack.backend import availability
 from perfstack.cli import outputs
 from perfstack.cli.common import DEFAULT_RUNS_DIR, EXIT_OK, Parser
 from perfstack.pluginmanager import Plugins
@@ -21,14 +20,18 @@ def output_width() -> int:
     """Return the width to lay text out for: $COLUMNS when set, else the terminal's, else 100;
     never under 60."""
     import os
-    import shutil
 
     try:
         columns = int(os.environ.get("COLUMNS", ""))
     except ValueError:
         columns = 0
     if columns <= 0:
-        columns = shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 100
+        columns = 100
+        if sys.stdout.isatty():  # (shutil's get_terminal_size, without importing shutil)
+            try:
+                columns = os.get_terminal_size(sys.stdout.fileno()).columns or 100
+            except (OSError, ValueError):
+                columns = 100
     return max(60, min(columns, 240))
 
 
@@ -143,6 +146,8 @@ def plugin_listing(plugins: Plugins) -> dict[str, Any]:
     """Return every installed backend (name, layers, whether ``perfstack run`` uses it by
     default, whether it can run here and why not, where it comes from) and every broken
     plugin, as plain data."""
+    from perfstack.backend import availability
+
     backends, failures = plugins.backends()
     rows = []
     for name, entry in sorted(backends.items()):

@@ -9,7 +9,6 @@ so ``python -m pyperf compare_to base.pyperf.json new.pyperf.json`` works on exa
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 from perfstack.errors import UsageError
@@ -49,6 +48,8 @@ class PyperfRenderer(Renderer):
             raise UsageError("the report has no repeated measurements to export to pyperf "
                              "(no metric has samples)")
         suite = pyperf.BenchmarkSuite(benches)
+        import tempfile  # lazy: the other formats' start does not pay for it
+
         fd, tmp = tempfile.mkstemp(suffix=".json")
         os.close(fd)
         try:

@@ -13,11 +13,9 @@ import json
 import math
 import os
 import stat
-import tempfile
 import zlib
 from collections.abc import Callable
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import IO, Any
 
@@ -28,7 +26,7 @@ from perfstack.report import SCHEMA_NAME, SCHEMA_VERSION, Report
 @cache
 def schema() -> dict[str, Any]:
     """Return the report's JSON Schema (draft 2020-12)."""
-    text = (resources.files("perfstack_schemas") / "report.schema.json").read_text("utf-8")
+    text = _schema_bytes().decode("utf-8")
     loaded: dict[str, Any] = json.loads(text)
     return loaded
 
@@ -199,6 +197,19 @@ def load_report(path: Path) -> Report:
     return Report.from_dict(read_report_data(path, trust_written=True))
 
 
+@cache
+def _schema_bytes() -> bytes:
+    """The report schema's text, read from its package's folder (importlib.resources, with
+    zipfile, only for an install that is not a folder)."""
+    import perfstack_schemas
+
+    if perfstack_schemas.__file__ is not None:
+        return (Path(perfstack_schemas.__file__).parent / "report.schema.json").read_bytes()
+    from importlib import resources
+
+    return (resources.files("perfstack_schemas") / "report.schema.json").read_bytes()
+
+
 #: How many written reports ``save_report`` remembers as checked.
 CHECKED_KEPT = 2000
 
@@ -208,8 +219,8 @@ def _checked_file() -> Path:
     schema is checked again."""
     from perfstack.cachedir import cache_folder
 
-    text = (resources.files("perfstack_schemas") / "report.schema.json").read_bytes()
-    return cache_folder() / f"checked-reports-v{SCHEMA_VERSION}-{zlib.crc32(text):08x}.txt"
+    crc = zlib.crc32(_schema_bytes())
+    return cache_folder() / f"checked-reports-v{SCHEMA_VERSION}-{crc:08x}.txt"
 
 
 def _fingerprint(raw: bytes) -> str:
@@ -253,6 +264,8 @@ def write_atomic(path: Path, data: bytes) -> None:
     folder = path.parent if str(path.parent) else Path(".")
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        import tempfile  # lazy: reading a report writes nothing
+
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     except OSError as exc:
         raise OutputError(f"{path}: cannot write here ({exc.strerror})") from None

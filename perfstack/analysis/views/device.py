@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import math
 import re
-import statistics
 from dataclasses import dataclass, field
 
+from perfstack.analysis.stats import median
 from perfstack.report import Metric, Report
 from perfstack.report.rankrows import MANY_RANKS
 from perfstack.report.units import numeric
@@ -82,7 +82,7 @@ def _distributions(columns: list[str], rows: list[tuple[int, list[Metric | None]
             continue
         unit = known[0][2]
         values = [v for v, _, _ in known]
-        stats["median"].append((statistics.median(values), unit))
+        stats["median"].append((median(values), unit))
         stats["p90"].append((values[max(0, math.ceil(0.9 * len(values)) - 1)], unit))
         stats["max"].append((values[-1], unit))
         standing += [known[-1][1], known[0][1]]

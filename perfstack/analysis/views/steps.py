@@ -10,9 +10,9 @@ the most.
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 
+from perfstack.analysis.stats import median
 from perfstack.report import Metric, Report
 
 #: The families of per-step phases, in the order a report shows them: (prefix, phases that
@@ -37,7 +37,7 @@ class Phase:
     def median(self) -> float:
         """The median of this phase's seconds over the steps (the phase's metric value; the
         phases' medians need not add up to the median step)."""
-        return statistics.median(self.seconds)
+        return median(self.seconds)
 
 
 @dataclass
@@ -64,7 +64,7 @@ class StepView:
     @property
     def median(self) -> float:
         """The median step's seconds."""
-        return statistics.median(self.totals)
+        return median(self.totals)
 
     def share(self, phase: Phase) -> float | None:
         """A phase's share (%) of all the profiled steps' time: the shares of the phases
@@ -103,7 +103,7 @@ def outliers(phases: list[Phase], totals: list[float]) -> list[Outlier]:
     """The steps of ``OUTLIER`` times the median step or more, slowest first."""
     if len(totals) < 3:
         return []
-    middle = statistics.median(totals)
+    middle = median(totals)
     out = []
     for i, total in enumerate(totals):
         if middle > 0 and total >= OUTLIER * middle:
