@@ -201,10 +201,11 @@ def load_report(path: Path) -> Report:
 def _schema_bytes() -> bytes:
     """The report schema's text, read from its package's folder (importlib.resources, with
     zipfile, only for an install that is not a folder)."""
-    import perfstack_schemas
+    import importlib
 
-    if perfstack_schemas.__file__ is not None:
-        return (Path(perfstack_schemas.__file__).parent / "report.schema.json").read_bytes()
+    where = getattr(importlib.import_module("perfstack_schemas"), "__file__", None)
+    if where is not None:
+        return (Path(where).parent / "report.schema.json").read_bytes()
     from importlib import resources
 
     return (resources.files("perfstack_schemas") / "report.schema.json").read_bytes()
