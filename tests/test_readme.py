@@ -118,8 +118,9 @@ def test_a_dry_run_checks_what_a_run_would_need_and_runs_nothing(sandbox: Path) 
     assert proc.code == 2 and "nosuchrev" in proc.stderr, proc.stderr
     proc = _run(sandbox, "perfstack run --plugins resources,pyspy workload.py -- --steps 3")
     assert proc.code == 0, proc.stderr
-    assert proc.stdout.splitlines()[:3] == [
+    assert proc.stdout.splitlines()[:4] == [
         "perfstack would run: python workload.py --steps 3",
+        "  pyspy: one run, first: the answer comes after it",
         "  warm-up: 1 run(s), not measured", "  baseline: 3 run(s) with no profiler"]
     # Each backend's runs, as it declared them (py-spy's GIL pass has a run of its own).
     assert "  resources: no run of its own (reads the baseline runs)" in proc.stdout

@@ -110,13 +110,17 @@ class BackendTurn:
         if not backend.own_run and self.options.repeat == 0:
             return self._result(Status.SKIPPED, reason=(
                 "not run: it reads the baseline runs, and --repeat 0 made none"))
+        failed = self.failed_unprofiled
+        if not backend.own_run and not runner.baseline and failed is not None:
+            return self._result(Status.SKIPPED, reason=(
+                "not run: it reads the baseline runs, and none was made: the workload failed "
+                f"({failed.record.id}: {failed.record.exit.describe()})"))
         unused = never_imported(backend.needs_import, runner.baseline)
         if backend.own_run and unused is not None and not self.options.keep_going:
             runner.planned -= runs
             return self._result(Status.SKIPPED, reason=(
                 f"not run: the workload never imported {unused} (its baseline runs did not), "
                 f"so {backend.name} would see nothing; --keep-going runs it anyway"))
-        failed = self.failed_unprofiled
         if backend.own_run and failed is not None and not self.options.keep_going:
             # It would fail again, and profile the failure, not the workload.
             runner.planned -= runs
