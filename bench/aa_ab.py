@@ -20,10 +20,11 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from timing import perfstack_command
 
 ROOT = Path(__file__).resolve().parent.parent
 A = ROOT / "tests/workloads/ab_work.py"
@@ -32,7 +33,7 @@ SPEED = ("wall_time", "throughput")
 
 
 def _perfstack(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "perfstack", *args], cwd=cwd,
+    return subprocess.run([perfstack_command(), *args], cwd=cwd,
                           capture_output=True, text=True, check=False)
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gate_verdicts import hogs
+from timing import perfstack_command
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def headline(cwd: Path, plugins: str) -> tuple[str, str]:
     """One run's Answer headline (its first sentence, the figures out) and top finding."""
     proc = subprocess.run(
-        [sys.executable, "-m", "perfstack", "run", "--plugins", plugins, "-o", "r.json",
+        [perfstack_command(), "run", "--plugins", plugins, "-o", "r.json",
          str(ROOT / "workloads/tiny_mlp.py"), "--", "--num-batches", "40"],
         cwd=cwd, capture_output=True, text=True, check=False,
         env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "80",

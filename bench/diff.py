@@ -14,10 +14,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
+
+from timing import perfstack_command
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,7 +28,7 @@ def make_reports(folder: Path) -> tuple[Path, Path]:
     out = []
     for name in ("a", "b"):
         path = folder / f"{name}.json"
-        subprocess.run([sys.executable, "-m", "perfstack", "run", "--plugins",
+        subprocess.run([perfstack_command(), "run", "--plugins",
                         "torch,pyspy,perftop", "--repeat", "2", "--torch-active", "20",
                         "--torch-stack", "-q", "-o", str(path),
                         str(ROOT / "workloads" / "resnet50.py"), "--", "--num-batches", "30"],

@@ -28,6 +28,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from timing import perfstack_command
+
 ROOT = Path(__file__).resolve().parent.parent
 A = ROOT / "tests/workloads/ab_work.py"
 B = ROOT / "tests/workloads/ab_work_b.py"
@@ -35,7 +37,7 @@ B = ROOT / "tests/workloads/ab_work_b.py"
 
 def _perfstack(cwd: Path, *args: str, env: dict[str, str] | None = None
                ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "perfstack", *args], cwd=cwd,
+    return subprocess.run([perfstack_command(), *args], cwd=cwd,
                           capture_output=True, text=True, check=False,
                           env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
 

@@ -33,13 +33,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from timing import perfstack_command
+
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests/workloads"
 
 
 def _perfstack(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "perfstack", *args], cwd=cwd, env=env,
+    return subprocess.run([perfstack_command(), *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=900)
 
 

@@ -31,6 +31,8 @@ import time
 import uuid
 from pathlib import Path
 
+from timing import perfstack_command
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -38,7 +40,7 @@ MARK = "PERFSTACK_LOAD_MARK"
 
 
 def _command() -> list[str]:
-    return [sys.executable, "-m", "perfstack", "run", "--plugins", "resources", "--repeat",
+    return [perfstack_command(), "run", "--plugins", "resources", "--repeat",
             "1", "--warmup", "0", "-q", str(ROOT / "tests/workloads/busy.py")]
 
 

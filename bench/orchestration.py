@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from timing import print_table, time_commands
+from timing import perfstack_command, print_table, time_commands
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = {
@@ -34,7 +34,7 @@ def main() -> None:
             commands = {
                 f"python {script.name}": [py, str(script), *extra],
                 f"perfstack run --plugins resources {script.name}": [
-                    py, "-m", "perfstack", "run", "-q", "--plugins", "resources", "--repeat",
+                    perfstack_command(), "run", "-q", "--plugins", "resources", "--repeat",
                     "1", "--warmup", "0", str(script), "--", *extra],
             }
             print(f"\n{label}")

@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from timing import perfstack_command
+
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 PYSPY = str(Path(PY).parent / "py-spy")
@@ -62,7 +64,7 @@ def _attached(argv: list[str], out: str) -> float:
 def _stated(work: Path, argv: list[str], extra: list[str], name: str) -> float:
     """The pyspy run's overhead as the report states it: its wall over the baselines'."""
     report = work / name
-    subprocess.run([PY, "-m", "perfstack", "run", "-q", "--plugins", "pyspy", "--warmup", "0",
+    subprocess.run([perfstack_command(), "run", "-q", "--plugins", "pyspy", "--warmup", "0",
                     *extra, "-o", str(report), argv[0], "--", *argv[1:]], cwd=work, check=True,
                    stderr=subprocess.DEVNULL)
     runs = json.loads(report.read_text())["run"]["runs"]
@@ -131,7 +133,7 @@ def main() -> None:
                 for name, cmd in by_hand.items():
                     times[name].append(_timed(cmd, work))
                 report = work / f"r{i}.json"
-                subprocess.run([PY, "-m", "perfstack", "run", "-q", "--plugins",
+                subprocess.run([perfstack_command(), "run", "-q", "--plugins",
                                 "perf,perftop,pyspy", "--repeat", "1", "--warmup", "0", "-o",
                                 str(report), argv[0], "--", *argv[1:]], cwd=work, check=True,
                                stderr=subprocess.DEVNULL)

@@ -29,6 +29,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from timing import perfstack_command
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -177,7 +179,7 @@ def main() -> None:
         size = _job(job, ns.ranks, ns.trace)
         procs, scheduler_file = _cluster(folder)
         try:
-            analyze = [sys.executable, "-m", "perfstack", "analyze", str(job), "-q"]
+            analyze = [perfstack_command(), "analyze", str(job), "-q"]
             ways = {"one reader (--jobs 1)": [*analyze, "--jobs", "1", "-o", "a.json"],
                     "local pool (--jobs 2)": [*analyze, "--jobs", "2", "-o", "b.json"],
                     "Dask, 2 workers": [*analyze, "--scheduler-file", str(scheduler_file),

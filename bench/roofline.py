@@ -18,10 +18,11 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from timing import perfstack_command
 
 ROOT = Path(__file__).resolve().parent.parent
 OPS = {"aten::mm": "compute", "aten::add_": "memory"}
@@ -40,7 +41,7 @@ class Placed:
 def one_round(work: Path) -> dict[str, Placed]:
     env = {**os.environ, "PERFSTACK_CACHE_DIR": str(work / "cache")}
     env.pop("PERFSTACK_CEILINGS", None)
-    subprocess.run([sys.executable, "-m", "perfstack", "run", "-q", "--plugins", "torch",
+    subprocess.run([perfstack_command(), "run", "-q", "--plugins", "torch",
                     "--repeat", "1", "--warmup", "0", "-o", str(work / "report.json"),
                     str(ROOT / "bench/roofline_workload.py")], cwd=work, env=env, check=True)
     report = json.loads((work / "report.json").read_text())

@@ -21,18 +21,19 @@ import argparse
 import json
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from timing import perfstack_command
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _session(args: list[str], cwd: Path) -> tuple[float, dict[str, Any]]:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "perfstack", "run", "-q", "-o", "r.json", *args],
+    subprocess.run([perfstack_command(), "run", "-q", "-o", "r.json", *args],
                    cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wall = time.perf_counter() - start
     report: dict[str, Any] = json.loads((cwd / "r.json").read_text())

@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from timing import perfstack_command
+
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 WORKLOADS = {
@@ -48,7 +50,7 @@ def overhead(rounds: int) -> None:
                 plain.append(_timed([PY, *argv], work))
                 hand.append(_timed([PY, str(ROOT / "bench/hand_profile.py"), tmp, *argv], work))
                 report = work / f"{name}-{i}.json"
-                subprocess.run([PY, "-m", "perfstack", "run", "-q", "--plugins", "torch",
+                subprocess.run([perfstack_command(), "run", "-q", "--plugins", "torch",
                                 "--repeat", "1", "--warmup", "0", "-o", str(report), argv[0],
                                 "--", *argv[1:]], cwd=work, check=True,
                                stderr=subprocess.DEVNULL)

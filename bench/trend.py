@@ -21,10 +21,11 @@ import json
 import random
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
+
+from timing import perfstack_command
 
 from perfstack import history
 from perfstack.history import Entry, Group, changepoints, trend
@@ -99,7 +100,7 @@ def main() -> None:
         start = time.perf_counter()
         db = _history(Path(tmp), 500, 189)
         build = time.perf_counter() - start
-        command = [sys.executable, "-m", "perfstack", "trend", "--db", str(db), "--rows",
+        command = [perfstack_command(), "trend", "--db", str(db), "--rows",
                    "189", "--format", "json"]
         out = subprocess.run(command, capture_output=True, text=True, check=True)
         verdicts = json.loads(out.stdout)[0]["verdicts"]
