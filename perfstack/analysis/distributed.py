@@ -62,14 +62,21 @@ def _comm_shares(report: Report) -> tuple[str, dict[int, tuple[float, float]]]:
 
 
 def rank_figures(report: Report, samples: dict[int, list[float]], publish_steps: bool,
-                 steps_from: str = "the baseline runs") -> tuple[list[Metric], list[Finding]]:
+                 steps_from: str = "the baseline runs",
+                 shares: tuple[str, dict[int, tuple[float, float]]] | None = None,
+                 ) -> tuple[list[Metric], list[Finding]]:
     """Return the cross-rank figures from each rank's step times (seconds per step).
 
     ``publish_steps`` adds ``step_time[rankN]`` metrics; without it (the step times are
     already in the report, e.g. from traces) only the straggler figures are added. Device
     figures come from the ranks' ``gpu_busy[rankN]`` and ``gpu_comm_time[rankN]`` metrics when
     a backend published them: the job's ``gpu_busy`` (mean over ranks) and each rank's
-    ``collective_wait[rankN]``, its collectives' device time over its step time."""
+    ``collective_wait[rankN]``, its collectives' device time over its step time.
+
+    ``shares``: each rank's time in collective ops and in all ops, and their source, where
+    the ranks' rows were folded as they were read (``perfstack.run.recorded.fold``); by
+    default they come from the report's per-rank framework rows."""
+    comm = shares if shares is not None else _comm_shares(report)
     metrics: list[Metric] = []
     findings: list[Finding] = []
     medians: dict[int, float] = {}
@@ -90,11 +97,11 @@ def rank_figures(report: Report, samples: dict[int, list[float]], publish_steps:
     extra_findings: list[Finding] = []
     if not any(m.name.startswith("collective_wait[") for m in device_metrics):
         # (where the device's collective wait is known, it says it better than CPU time)
-        extra_metrics, extra_findings, last = _cpu_comm_figures(report)
+        extra_metrics, extra_findings, last = _cpu_comm_figures(comm)
     every = [*report.metrics, *metrics, *device_metrics, *extra_metrics]
     for finding in (*device_findings, *extra_findings):
         if finding.rule == "dist.imbalance" and last is not None:
-            why, lines = _why(report, every, last, medians)
+            why, lines = _why(comm, every, last, medians)
             finding.title += f" ({why})" if why else ""
             finding.evidence[:0] = lines[:1] if why else []
             finding.evidence += lines[1:] if why else lines
@@ -113,7 +120,7 @@ def rank_figures(report: Report, samples: dict[int, list[float]], publish_steps:
                               Better.LOWER, description="the slowest rank's median step time "
                               f"over the fastest's ({steps_from})"))
         if gap > IMBALANCE and beyond:
-            why, lines = _why(report, every, slowest, medians)
+            why, lines = _why(comm, every, slowest, medians)
             steps = f"median step time ({steps_from}): " + _steps_line(medians, slowest)
             lines.insert(1 if why else 0, steps)
             findings.append(Finding(
@@ -125,11 +132,11 @@ def rank_figures(report: Report, samples: dict[int, list[float]], publish_steps:
             findings + device_findings + extra_findings)
 
 
-def _why(report: Report, metrics: list[Metric], rank: int,
+def _why(comm: tuple[str, dict[int, tuple[float, float]]], metrics: list[Metric], rank: int,
          medians: dict[int, float]) -> tuple[str | None, list[str]]:
     """Why ``rank`` is slow: the cause its figures point at (or None), and each figure beside
     the other ranks' median, the one that says why first."""
-    _, shares = _comm_shares(report)
+    _, shares = comm
     cpu = {r: total - comm for r, (comm, total) in shares.items()}
     found = straggler.evidence(metrics, rank, cpu, medians)
     pointed = straggler.cause(found)
@@ -311,13 +318,14 @@ def _more(by_rank: Mapping[int, object], *extremes: int) -> list[str]:
             "each figure's median, p90 and max"]
 
 
-def _cpu_comm_figures(report: Report) -> tuple[list[Metric], list[Finding], int | None]:
+def _cpu_comm_figures(by_rank: tuple[str, dict[int, tuple[float, float]]]) -> tuple[
+        list[Metric], list[Finding], int | None]:
     """Each rank's share of its CPU op time in collectives, and the imbalance finding with the
     rank the others wait for (or None)."""
     metrics: list[Metric] = []
     findings: list[Finding] = []
     last: int | None = None
-    source, shares = _comm_shares(report)
+    source, shares = by_rank
     for rank, (comm, total) in sorted(shares.items()):
         metrics.append(Metric(f"communication_share[rank{rank}]", 100 * comm / total, "%",
                               "framework", source, Better.LOWER))

@@ -22,13 +22,14 @@ from typing import Any
 import perfstack
 from perfstack import errors
 from perfstack.analysis.distributed import rank_figures
-from perfstack.backend import Collected, Recorded
+from perfstack.backend import Collected
 from perfstack.calls import call
 from perfstack.pluginmanager import BackendEntry, Plugins
 from perfstack.report import BackendResult, Finding, Metric, Report, RunInfo, Status
 from perfstack.run import assembly
 from perfstack.run.ceilingstep import recorded_ceilings
 from perfstack.run.recorded import executors
+from perfstack.run.recorded.fold import JobFold
 from perfstack.run.recorded.reduce import Progress, Unit, UnitResult, reduce_units
 
 #: The rule of the finding that names files left out (and the CLI's exit 9 for it).
@@ -193,24 +194,22 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None,
         units = [Unit(u.backend, tuple(p.absolute() for p in u.files)) for u in units]
     plan = (executors.local_workers(jobs, [u.files for u in units]) if cluster is None
             else executors.Plan("a Dask cluster", 0))
+    fold = JobFold(backends)
     with executors.executor(plan, cluster) as (ex, workers):
         reduced = reduce_units(units, {n: e.backend for n, e in backends.items()}, ex,
                                progress, workers, fresh_pool=executors.watched_pool
-                               if ex is not None and cluster is None else None)
-    recorded: dict[str, list[Recorded]] = {}
-    for result in reduced.results:
-        if result.error is None:
-            recorded.setdefault(result.unit.backend, []).extend(result.records)
+                               if ex is not None and cluster is None else None,
+                               on_read=fold.add)
     failed = [r for r in reduced.results if r.error is not None]
     if failed and len(failed) == len(units) and all(r.bad_input for r in failed):
         raise errors.NotAReport(failed[0].error or "unreadable")
-    for name in {r.unit.backend for r in failed} - set(recorded):  # every unit of it failed
+    job = fold.finish()
+    for name in {r.unit.backend for r in failed} - set(job.collected):  # every unit failed
         first = next(r for r in failed if r.unit.backend == name)
         results.append(assembly.result_of(
             backends[name], Status.FAILED, reason=first.error, traceback=first.traceback))
-    ranks = _assign_ranks(recorded)
-    multi = len({r for rank_of in ranks.values() for r in rank_of}) > 1
-    environment: dict[str, Any] = {"recorded": {}, "reading": {
+    multi = len({r for rank_of in job.ranks.values() for r in rank_of}) > 1
+    environment: dict[str, Any] = {"recorded": job.recorded, "reading": {
         "where": plan.kind, "workers": workers,
         "units": len(units), "read": sum(r.error is None for r in reduced.results),
         "seconds": round(sum(r.seconds for r in reduced.results), 3),
@@ -218,20 +217,15 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None,
         **({"why": plan.why} if plan.why else {}),
         **({"retried": reduced.retried} if reduced.retried else {})}}
     merged: dict[str, Collected] = {}
-    for name, items in recorded.items():
+    for name, out in job.collected.items():
         entry = backends[name]
-        out = Collected()
-        for item, rank in zip(items, ranks[name], strict=True):
-            assembly.merge_rank(out, item.collected, rank, prefix=multi)
-            if item.environment:
-                environment["recorded"].setdefault(f"rank{rank}", {}).update(item.environment)
-        problems = assembly.malformed(out)
+        problems = job.problems.get(name)
         if problems:
             results.append(assembly.result_of(
                 entry, Status.FAILED, reason=f"records that do not fit the schema: {problems[0]}",
                 traceback="\n".join(problems)))
             continue
-        unranked = [r for item, r in zip(items, ranks[name], strict=True) if item.rank is None]
+        unranked = job.unranked.get(name, [])
         if multi and unranked:
             out.notes.append(
                 f"{len(unranked)} process(es) whose traces say no rank (in their header or "
@@ -248,9 +242,8 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None,
     roofs = recorded_ceilings(environment["recorded"])
     if roofs:
         environment["ceilings"] = roofs
-    world = max((i.world for items in recorded.values() for i in items if i.world), default=None)
-    if world:
-        environment["recorded"]["world_size"] = world
+    if job.world:
+        environment["recorded"]["world_size"] = job.world
     run = RunInfo(command=[], cwd=str(cwd or Path.cwd()), started=started,
                   duration_s=time.perf_counter() - begin,
                   perfstack_version=perfstack.__version__, repeat=1, warmup=0,
@@ -259,38 +252,16 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None,
                             for name, files in claimed.items() for path in files])
     across = None
     if multi:
-        samples = _step_samples(recorded, ranks)
-
         def across(report: Report) -> tuple[list[Metric], list[Finding]]:
-            return rank_figures(report, samples, publish_steps=False,
-                                steps_from="the traces' profiled steps")
+            return rank_figures(report, job.samples, publish_steps=False,
+                                steps_from="the traces' profiled steps", shares=job.shares)
 
+    if job.rows_across_ranks is not None:  # (where build_report would say it)
+        environment["rows_across_ranks"] = job.rows_across_ranks
     more = [_left_out_finding(missed)] if missed else []
-    if failed and recorded:  # some read: the report is of those
+    if failed and job.collected:  # some read: the report is of those
         more.append(_unread_finding(failed, len(units)))
     return assembly.build_report(
         run, environment, results, merged.values(), plugins.findings, across_ranks=across,
         more_findings=more)
 
-
-def _assign_ranks(recorded: dict[str, list[Recorded]]) -> dict[str, list[int]]:
-    """Each record's rank: its own, else the next number no record of its backend uses."""
-    out: dict[str, list[int]] = {}
-    for name, items in recorded.items():
-        used = {i.rank for i in items if i.rank is not None}
-        spare = (n for n in range(len(items) + len(used) + 1) if n not in used)
-        out[name] = [i.rank if i.rank is not None else next(spare) for i in items]
-    return out
-
-
-def _step_samples(recorded: dict[str, list[Recorded]],
-                  ranks: dict[str, list[int]]) -> dict[int, list[float]]:
-    """Each rank's step times: the first seconds-per-step metric a backend read for it."""
-    samples: dict[int, list[float]] = {}
-    for name, items in recorded.items():
-        for item, rank in zip(items, ranks[name], strict=True):
-            for metric in item.collected.metrics:
-                if metric.samples_of == "steps" and metric.unit == "s" and metric.samples \
-                        and rank not in samples:
-                    samples[rank] = [float(t) for t in metric.samples]
-    return samples

@@ -81,15 +81,18 @@ def _lost(unit: Unit, exc: BaseException) -> UnitResult:
 
 def reduce_units(units: Sequence[Unit], backends: dict[str, Backend], ex: Executor | None,
                  progress: Progress | None = None, workers: int = 1,
-                 fresh_pool: Callable[[int], Executor] | None = None) -> Reduced:
+                 fresh_pool: Callable[[int], Executor] | None = None,
+                 on_read: Callable[[int, UnitResult], UnitResult] | None = None) -> Reduced:
     """Read every unit through ``ex`` (None: in this process, one after another), which
     has ``workers`` workers; ``fresh_pool(n)`` makes a local pool of n workers to replace
-    one that broke."""
+    one that broke. ``on_read(i, result)`` takes each unit's result as it comes (in any
+    order) and returns what to keep of it: the job's fold keeps its records, and the unit's
+    result is kept without them, so that this process never holds every rank's records."""
     begin = time.perf_counter()
     results: dict[int, UnitResult] = {}
 
     def done(i: int, result: UnitResult) -> None:
-        results[i] = result
+        results[i] = on_read(i, result) if on_read is not None else result
         if progress is not None:
             progress(len(results), len(units), time.perf_counter() - begin)
 

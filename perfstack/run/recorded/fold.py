@@ -1,0 +1,220 @@
+"""A job's ranks folded as they are read: the parent holds what differs, not every rank.
+
+``perfstack analyze`` reads each rank on a worker; what comes back is that rank's records.
+:class:`JobFold` takes them as they arrive (:meth:`JobFold.add`) and keeps of each rank only
+what the report needs of it: its metrics (step times, device figures), its facts, its share
+of time in collectives (from its framework rows), and, from ``MANY_RANKS`` ranks on, its rows
+folded into one row per key (``perfstack.report.rankfold``) and then dropped. Below
+``MANY_RANKS`` ranks a job's rows stay one per rank, as they always did; the ranks read
+before the job has that many are held until it does, then folded.
+
+What it gives (:meth:`JobFold.finish`) does not depend on the order the ranks came in: the
+report of a job is the same whether its ranks were read in one process or on any number of
+workers.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from perfstack.analysis.distributed import COLLECTIVE
+from perfstack.analysis.primary import Primary
+from perfstack.backend import Collected, Recorded
+from perfstack.pluginmanager import BackendEntry
+from perfstack.report import Layer
+from perfstack.report.rankfold import Position, RowFold
+from perfstack.report.rankrows import MANY_RANKS
+from perfstack.run import assembly
+from perfstack.run.recorded.reduce import UnitResult
+
+#: rank -> (seconds in collective ops, seconds in all ops) of one source's framework rows
+Shares = dict[int, tuple[float, float]]
+#: rank -> (its first row's place, seconds in collective ops, seconds in all ops)
+_Placed = dict[int, tuple[Position, float, float]]
+
+
+@dataclass
+class _Record:
+    """One rank's records of one backend, its rows dropped once folded."""
+
+    at: Position  # (unit index, record index): the order the report lists them in
+    rank: int | None
+    recorded: Recorded
+
+
+@dataclass
+class _Backend:
+    """What one backend's ranks left in the fold."""
+
+    records: list[_Record] = field(default_factory=list)
+    fold: RowFold = field(default_factory=RowFold)
+    problems: list[str] = field(default_factory=list)  # records that do not fit the schema
+    #: source -> (its framework rows, the first one's place, each rank's shares)
+    shares: dict[str, tuple[int, Position, _Placed]] = field(default_factory=dict)
+
+
+@dataclass
+class Folded:
+    """The job as folded: per backend its records (rows merged from ``MANY_RANKS`` ranks),
+    the facts of each rank, step times, collective shares and how rows were merged."""
+
+    collected: dict[str, Collected]
+    ranks: dict[str, list[int]]  # each backend's records' ranks, in order
+    unranked: dict[str, list[int]]  # the ranks given to records whose files said none
+    problems: dict[str, list[str]]
+    recorded: dict[str, dict[str, Any]]  # "rankN" -> facts, for environment["recorded"]
+    samples: dict[int, list[float]]  # each rank's step times
+    shares: tuple[str, Shares]  # the source of the most framework rows, and its shares
+    rows_across_ranks: dict[str, int] | None  # {"ranks", "merged_away"} once merged
+    world: int | None
+
+
+class JobFold:
+    """The running state of one job's reading."""
+
+    def __init__(self, backends: dict[str, BackendEntry]) -> None:
+        self.primary = Primary()
+        self.primary.declared = {name: e.backend.primary_by_kind()
+                                 for name, e in backends.items() if e.backend.primary_by_kind()}
+        self.backends: dict[str, _Backend] = {}
+        self.folding = False  # rows folded (MANY_RANKS ranks with rows seen)
+        self.with_rows: set[int] = set()  # ranks that had rows
+        self.world: int | None = None
+
+    def add(self, index: int, result: UnitResult) -> UnitResult:
+        """Take unit ``index``'s records in; return its result without them (its rows
+        folded or held, the rest kept here)."""
+        if result.error is not None or not result.records:
+            return result
+        state = self.backends.setdefault(result.unit.backend, _Backend())
+        for j, item in enumerate(result.records):
+            if item.world:
+                self.world = max(self.world or 0, item.world)
+            record = _Record((index, j), item.rank, item)
+            state.records.append(record)
+            if item.rank is not None:
+                self._take(state, record)
+        return UnitResult(result.unit, error=None, seconds=result.seconds)
+
+    def _take(self, state: _Backend, record: _Record) -> None:
+        """One ranked record: check it, note its shares, then fold or hold its rows."""
+        assert record.rank is not None
+        collected = record.recorded.collected
+        problems = assembly.malformed(collected)
+        if problems:
+            state.problems += problems
+            collected.rows = {}
+            return
+        self._shares(state, record)
+        if any(collected.rows.values()):
+            self.with_rows.add(record.rank)
+        if self.folding:
+            self._fold(state, record)
+        elif len(self.with_rows) >= MANY_RANKS:
+            self.folding = True
+            for held in self.backends.values():
+                for one in held.records:
+                    if one.rank is not None:
+                        self._fold(held, one)
+
+    def _fold(self, state: _Backend, record: _Record) -> None:
+        assert record.rank is not None
+        for layer, rows in record.recorded.collected.rows.items():
+            for i, row in enumerate(rows):
+                state.fold.add(layer, row, record.rank, (*record.at, i))
+        record.recorded.collected.rows = {}
+
+    def _shares(self, state: _Backend, record: _Record) -> None:
+        """The rank's seconds in collective ops and in all ops, per source of its framework
+        rows, each op by its primary value (``perfstack.analysis.distributed``)."""
+        assert record.rank is not None
+        for i, row in enumerate(record.recorded.collected.rows.get(Layer.FRAMEWORK, [])):
+            at = (*record.at, i)
+            count, first, shares = state.shares.get(row.source, (0, at, {}))
+            state.shares[row.source] = (count + 1, min(first, at), shares)
+            name = self.primary.name(row)
+            own = row.values.get(name) if name is not None else None
+            if own is None or own.value is None or own.unit != "s":
+                continue
+            where, comm, total = shares.get(record.rank, (at, 0.0, 0.0))
+            seconds = float(own.value)
+            collective = bool(COLLECTIVE.search(str(row.attrs.get("op") or row.name)))
+            shares[record.rank] = (min(where, at), comm + seconds * collective,
+                                   total + seconds)
+
+    def finish(self) -> Folded:
+        """Give the records whose files said no rank the numbers their backend's ranks left
+        free, in order, and return the job as folded."""
+        unranked: dict[str, list[int]] = {}
+        for name, state in self.backends.items():
+            state.records.sort(key=lambda r: r.at)
+            used = {r.rank for r in state.records if r.rank is not None}
+            spare = (n for n in range(len(state.records) + len(used) + 1) if n not in used)
+            for record in state.records:
+                if record.rank is None:
+                    record.rank = next(spare)
+                    unranked.setdefault(name, []).append(record.rank)
+                    self._take(state, record)
+        every = {r.rank for s in self.backends.values() for r in s.records}
+        multi = len(every) > 1
+        order = sorted(self.backends, key=lambda n: self.backends[n].records[0].at)
+        collected: dict[str, Collected] = {}
+        recorded: dict[str, dict[str, Any]] = {}
+        samples: dict[int, tuple[Position, list[float]]] = {}
+        merged_in = merged_out = 0
+        for name in order:
+            state = self.backends[name]
+            out = Collected()
+            for record in state.records:
+                assert record.rank is not None
+                assembly.merge_rank(out, record.recorded.collected, record.rank, prefix=multi)
+                if record.recorded.environment:
+                    recorded.setdefault(f"rank{record.rank}", {}).update(
+                        record.recorded.environment)
+                steps = next((m for m in record.recorded.collected.metrics
+                              if m.samples_of == "steps" and m.unit == "s" and m.samples), None)
+                if steps is not None and (record.rank not in samples
+                                          or record.at < samples[record.rank][0]):
+                    samples[record.rank] = (record.at, [float(t) for t in steps.samples or ()])
+            if self.folding:
+                folded = state.fold.rows()
+                for layer, rows in folded.items():
+                    out.rows.setdefault(layer, []).extend(row for _, row in rows)
+                merged_in += state.fold.rows_in
+                merged_out += sum(len(rows) for rows in folded.values())
+            collected[name] = out
+        shares = self._chosen_shares()
+        return Folded(
+            collected=collected,
+            ranks={n: [r.rank for r in s.records if r.rank is not None]
+                   for n, s in self.backends.items()},
+            unranked=unranked,
+            problems={n: s.problems for n, s in self.backends.items() if s.problems},
+            recorded=recorded,
+            samples={r: t for r, (_, t) in sorted(samples.items(), key=lambda kv: kv[1][0])},
+            shares=shares,
+            rows_across_ranks={"ranks": len(self.with_rows), "merged_away": merged_in - merged_out}
+            if self.folding and merged_in > merged_out else None,
+            world=self.world)
+
+    def _chosen_shares(self) -> tuple[str, Shares]:
+        """The source of the most framework rows (the first such, on a tie) and its ranks'
+        shares of time in collectives, those with op time."""
+        counts: dict[str, list[Any]] = defaultdict(lambda: [0, None, {}])
+        for state in self.backends.values():
+            if state.problems:
+                continue
+            for source, (count, first, shares) in state.shares.items():
+                entry = counts[source]
+                entry[0] += count
+                entry[1] = first if entry[1] is None else min(entry[1], first)
+                for rank, (at, comm, total) in shares.items():
+                    was = entry[2].get(rank, (at, 0.0, 0.0))
+                    entry[2][rank] = (min(was[0], at), was[1] + comm, was[2] + total)
+        if not counts:
+            return "", {}
+        source = min(counts, key=lambda s: (-counts[s][0], counts[s][1]))
+        placed = sorted(counts[source][2].items(), key=lambda kv: kv[1][0])  # rows' order
+        return source, {r: (comm, total) for r, (_, comm, total) in placed if total > 0}
