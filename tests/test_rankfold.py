@@ -15,7 +15,7 @@ from perfstack.pluginload import load_plugins
 from perfstack.report import Layer, Quantity, Report, Row, RunInfo
 from perfstack.report.rankfold import RowFold
 from perfstack.report.rankrows import MANY_RANKS, merge_across_ranks
-from perfstack.run.recorded.fold import JobFold
+from perfstack.run.recorded.fold import JobFold, declared_primary
 from perfstack.run.recorded.reduce import Unit, UnitResult
 
 
@@ -90,7 +90,7 @@ def test_1024_ranks_fold_holding_no_rank_s_rows() -> None:
     holds no records, no rank's rows are held once the job has MANY_RANKS ranks (before, at
     most that many are), and the job's rows are one per key, the ranks counted."""
     backends = load_plugins().backends()[0]
-    fold = JobFold(backends)
+    fold = JobFold(declared_primary(backends))
     rng = random.Random(1024)
     most_held = 0
     order = rng.sample(range(1024), 1024)  # the ranks' files in any order
@@ -112,3 +112,47 @@ def test_1024_ranks_fold_holding_no_rank_s_rows() -> None:
     assert len(rows) == 40 and all(row.attrs["ranks"] == 1024 for row in rows)
     assert job.rows_across_ranks == {"ranks": 1024, "merged_away": 1024 * 40 - 40}
     assert job.world == 1024 and job.ranks["torch"] == order  # in the units' order
+
+
+def _unit_results(count: int, seed: int) -> list[UnitResult]:
+    """``count`` ranks' records as a reader gives them, their rows differing by rank."""
+    rng = random.Random(seed)
+    out = []
+    for rank in range(count):
+        record = Recorded(Collected(rows={Layer.FRAMEWORK: [
+            Row(f"op{k}", f"op{k}", "torch", {"self": Quantity(rng.random() * 1e-3, "s")},
+                {"op": "all_reduce" if k == 0 else f"op{k}"})
+            for k in rng.sample(range(12), 8)]}), [Path(f"rank-{rank}.json")], rank=rank)
+        out.append(UnitResult(Unit("torch", (Path(f"rank-{rank}.json"),)), records=[record]))
+    return out
+
+
+def _finished(fold: JobFold) -> tuple[Any, ...]:
+    job = fold.finish()
+    rows = {name: _as_dicts([r for rows in c.rows.values() for r in rows])
+            for name, c in job.collected.items()}
+    return rows, job.ranks, job.shares, job.rows_across_ranks
+
+
+def test_folds_of_workers_merge_into_the_fold_of_one_reader() -> None:
+    """Twelve ranks read on three workers, four each (fewer than MANY_RANKS a worker: each
+    holds its ranks' rows), their folds merged in any order: the job as one reader folds it,
+    rows, ranks, collective shares and counts alike; five ranks stay one row per rank."""
+    declared = declared_primary(load_plugins().backends()[0])
+    for count in (12, 5):
+        one = JobFold(declared)
+        for i, result in enumerate(copy.deepcopy(_unit_results(count, count))):
+            one.add(i, result)
+        want = _finished(one)
+        for order in ([0, 1, 2], [2, 0, 1]):
+            parts = [JobFold(declared) for _ in range(3)]
+            for i, result in enumerate(copy.deepcopy(_unit_results(count, count))):
+                parts[i % 3].add(i, result)
+            job = JobFold(declared)
+            for n in order:
+                job.merge(parts[n])
+            assert _finished(job) == want, (count, order)
+        rows = want[0]["torch"]
+        assert len(rows) == (12 if count == 12 else 8 * count), len(rows)
+        assert (want[3] is not None) == (count >= MANY_RANKS)
+        assert want[2][0] == "torch" and sorted(want[2][1]) == list(range(count))

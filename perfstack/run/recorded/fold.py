@@ -8,9 +8,10 @@ folded into one row per key (``perfstack.report.rankfold``) and then dropped. Be
 ``MANY_RANKS`` ranks a job's rows stay one per rank, as they always did; the ranks read
 before the job has that many are held until it does, then folded.
 
-What it gives (:meth:`JobFold.finish`) does not depend on the order the ranks came in: the
-report of a job is the same whether its ranks were read in one process or on any number of
-workers.
+Folds merge (:meth:`JobFold.merge`): a worker folds the ranks it read, and the job's fold
+takes each worker's in. What it gives (:meth:`JobFold.finish`) does not depend on the order
+the ranks came in, nor on where they were folded: the report of a job is the same whether
+its ranks were read in one process or on any number of workers.
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ class _Backend:
 
     records: list[_Record] = field(default_factory=list)
     fold: RowFold = field(default_factory=RowFold)
-    problems: list[str] = field(default_factory=list)  # records that do not fit the schema
+    #: what in its records does not fit the schema, with the record's place
+    problems: list[tuple[Position, str]] = field(default_factory=list)
     #: source -> (its framework rows, the first one's place, each rank's shares)
     shares: dict[str, tuple[int, Position, _Placed]] = field(default_factory=dict)
 
@@ -71,13 +73,20 @@ class Folded:
     world: int | None
 
 
+def declared_primary(backends: dict[str, BackendEntry]) -> dict[str, dict[str, str]]:
+    """Each backend's primary value by row kind, as :class:`JobFold` takes it."""
+    return {name: e.backend.primary_by_kind() for name, e in backends.items()
+            if e.backend.primary_by_kind()}
+
+
 class JobFold:
     """The running state of one job's reading."""
 
-    def __init__(self, backends: dict[str, BackendEntry]) -> None:
+    def __init__(self, declared: dict[str, dict[str, str]]) -> None:
+        """``declared``: each backend's primary value by row kind (``Backend.primary``),
+        which says the time of each framework row (see :func:`declared_primary`)."""
         self.primary = Primary()
-        self.primary.declared = {name: e.backend.primary_by_kind()
-                                 for name, e in backends.items() if e.backend.primary_by_kind()}
+        self.primary.declared = dict(declared)
         self.backends: dict[str, _Backend] = {}
         self.folding = False  # rows folded (MANY_RANKS ranks with rows seen)
         self.with_rows: set[int] = set()  # ranks that had rows
@@ -104,7 +113,7 @@ class JobFold:
         collected = record.recorded.collected
         problems = assembly.malformed(collected)
         if problems:
-            state.problems += problems
+            state.problems += [(record.at, p) for p in problems]
             collected.rows = {}
             return
         self._shares(state, record)
@@ -113,11 +122,37 @@ class JobFold:
         if self.folding:
             self._fold(state, record)
         elif len(self.with_rows) >= MANY_RANKS:
-            self.folding = True
-            for held in self.backends.values():
-                for one in held.records:
-                    if one.rank is not None:
-                        self._fold(held, one)
+            self._fold_held()
+
+    def _fold_held(self) -> None:
+        """From MANY_RANKS ranks with rows on: fold the rows held so far."""
+        self.folding = True
+        for state in self.backends.values():
+            for record in state.records:
+                if record.rank is not None and record.recorded.collected.rows:
+                    self._fold(state, record)
+
+    def merge(self, other: JobFold) -> None:
+        """Take in another fold of other units (a worker's)."""
+        if other.world:
+            self.world = max(self.world or 0, other.world)
+        for name, theirs in other.backends.items():
+            mine = self.backends.get(name)
+            if mine is None:
+                self.backends[name] = theirs
+                continue
+            mine.records += theirs.records
+            mine.fold.merge(theirs.fold)
+            mine.problems += theirs.problems
+            for source, (count, first, shares) in theirs.shares.items():
+                was_count, was_first, was = mine.shares.get(source, (0, first, {}))
+                for rank, (at, comm, total) in shares.items():
+                    old = was.get(rank, (at, 0.0, 0.0))
+                    was[rank] = (min(old[0], at), old[1] + comm, old[2] + total)
+                mine.shares[source] = (was_count + count, min(was_first, first), was)
+        self.with_rows |= other.with_rows
+        if self.folding or other.folding or len(self.with_rows) >= MANY_RANKS:
+            self._fold_held()
 
     def _fold(self, state: _Backend, record: _Record) -> None:
         assert record.rank is not None
@@ -191,7 +226,8 @@ class JobFold:
             ranks={n: [r.rank for r in s.records if r.rank is not None]
                    for n, s in self.backends.items()},
             unranked=unranked,
-            problems={n: s.problems for n, s in self.backends.items() if s.problems},
+            problems={n: [p for _, p in sorted(s.problems, key=lambda ap: ap[0])]
+                      for n, s in self.backends.items() if s.problems},
             recorded=recorded,
             samples={r: t for r, (_, t) in sorted(samples.items(), key=lambda kv: kv[1][0])},
             shares=shares,

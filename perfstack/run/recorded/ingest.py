@@ -16,6 +16,7 @@ import stat
 import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from perfstack.report import BackendResult, Finding, Metric, Report, RunInfo, St
 from perfstack.run import assembly
 from perfstack.run.ceilingstep import recorded_ceilings
 from perfstack.run.recorded import executors
-from perfstack.run.recorded.fold import JobFold
+from perfstack.run.recorded.fold import JobFold, declared_primary
 from perfstack.run.recorded.reduce import Progress, Unit, UnitResult, reduce_units
 
 #: The rule of the finding that names files left out (and the CLI's exit 9 for it).
@@ -194,12 +195,13 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None,
         units = [Unit(u.backend, tuple(p.absolute() for p in u.files)) for u in units]
     plan = (executors.local_workers(jobs, [u.files for u in units]) if cluster is None
             else executors.Plan("a Dask cluster", 0))
-    fold = JobFold(backends)
+    declared = declared_primary(backends)
+    fold = JobFold(declared)
     with executors.executor(plan, cluster) as (ex, workers):
         reduced = reduce_units(units, {n: e.backend for n, e in backends.items()}, ex,
                                progress, workers, fresh_pool=executors.watched_pool
                                if ex is not None and cluster is None else None,
-                               on_read=fold.add)
+                               fold=fold, new_fold=partial(JobFold, declared))
     failed = [r for r in reduced.results if r.error is not None]
     if failed and len(failed) == len(units) and all(r.bad_input for r in failed):
         raise errors.NotAReport(failed[0].error or "unreadable")

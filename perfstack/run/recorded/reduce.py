@@ -4,6 +4,10 @@ Each backend splits the files it recognized into units read independently, one p
 process (``Backend.analysis_units``); each unit is read by one ``Backend.analyze`` call
 through an executor (``perfstack.run.recorded.executors``): in this process, a local pool, or a Dask
 cluster. What comes back is the unit's records (rows, metrics, step times), never its events.
+Given a fold (``Fold``: the job's, ``perfstack.run.recorded.fold``), a worker reads a batch of
+units and folds them where it read them; what comes back is the batch's fold, which is
+merged into the job's: the same reduction on every worker and here, so that many small ranks
+cost one message a batch, not one a rank, and this process never holds every rank's records.
 
 One unit never sinks the others: a unit whose files cannot be read (``ValueError``), whose
 reader raised, or whose worker died is marked with why, and the rest is read. A local pool
@@ -21,6 +25,7 @@ from concurrent.futures import Executor, Future, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 from perfstack.backend import Backend, Recorded
 from perfstack.calls import call
@@ -61,6 +66,34 @@ class Reduced:
 Progress = Callable[[int, int, float], None]
 
 
+class Fold(Protocol):
+    """A reduction of the units' results: takes each as it is read, and another fold of
+    other units (made by the same factory on a worker)."""
+
+    def add(self, index: int, result: UnitResult) -> UnitResult:
+        """Take unit ``index``'s result; return what is left to keep of it."""
+
+    def merge(self, other: Any) -> None:
+        """Take in another fold's units."""
+
+
+#: A unit (its index) and the batch of them one worker reads.
+Batch = list[tuple[int, "Unit"]]
+#: Units a batch holds at most, and batches each worker gets at least (its share of the job
+#: in several batches, so that a slow rank holds back only its own batch).
+BATCH_UNITS = 32
+BATCHES_A_WORKER = 4
+
+
+def batches(todo: list[tuple[int, Unit]], workers: int, folded: bool) -> list[Batch]:
+    """``todo`` cut into the batches workers read: one unit each without a fold (each
+    unit's records come back), else up to BATCH_UNITS, at least BATCHES_A_WORKER a worker."""
+    if not folded:
+        return [[item] for item in todo]
+    size = max(1, min(BATCH_UNITS, len(todo) // max(1, workers * BATCHES_A_WORKER)))
+    return [todo[at:at + size] for at in range(0, len(todo), size)]
+
+
 def read_unit(backend: Backend, unit: Unit) -> UnitResult:
     """Read one unit (where the executor runs it); a failure is returned, not raised."""
     read = call(lambda: list(backend.analyze(list(unit.files))), "analyze")
@@ -73,6 +106,19 @@ def read_unit(backend: Backend, unit: Unit) -> UnitResult:
     return UnitResult(unit, records=read.value, seconds=read.duration_s)
 
 
+def read_batch(backends: dict[str, Backend], batch: Batch,
+               new_fold: Callable[[], Fold] | None) -> tuple[list[tuple[int, UnitResult]],
+                                                             Fold | None]:
+    """Read a batch of units (where the executor runs it) and, given ``new_fold``, fold
+    them there: return each unit's result as the fold leaves it, and the fold."""
+    fold = new_fold() if new_fold is not None else None
+    out = []
+    for i, unit in batch:
+        result = read_unit(backends[unit.backend], unit)
+        out.append((i, fold.add(i, result) if fold is not None else result))
+    return out, fold
+
+
 def _lost(unit: Unit, exc: BaseException) -> UnitResult:
     what = type(exc).__name__
     said = f"{what}: {str(exc).splitlines()[0]}" if str(exc) else what
@@ -82,35 +128,49 @@ def _lost(unit: Unit, exc: BaseException) -> UnitResult:
 def reduce_units(units: Sequence[Unit], backends: dict[str, Backend], ex: Executor | None,
                  progress: Progress | None = None, workers: int = 1,
                  fresh_pool: Callable[[int], Executor] | None = None,
-                 on_read: Callable[[int, UnitResult], UnitResult] | None = None) -> Reduced:
+                 fold: Fold | None = None,
+                 new_fold: Callable[[], Fold] | None = None) -> Reduced:
     """Read every unit through ``ex`` (None: in this process, one after another), which
     has ``workers`` workers; ``fresh_pool(n)`` makes a local pool of n workers to replace
-    one that broke. ``on_read(i, result)`` takes each unit's result as it comes (in any
-    order) and returns what to keep of it: the job's fold keeps its records, and the unit's
-    result is kept without them, so that this process never holds every rank's records."""
+    one that broke. Given ``fold`` (the job's) and ``new_fold`` (an empty one, made on a
+    worker), every unit's result is folded as it is read, on the worker that read it, and
+    each batch's fold merged into ``fold`` as it comes; the results kept are what the fold
+    leaves of them."""
     begin = time.perf_counter()
     results: dict[int, UnitResult] = {}
 
     def done(i: int, result: UnitResult) -> None:
-        results[i] = on_read(i, result) if on_read is not None else result
+        results[i] = result
         if progress is not None:
             progress(len(results), len(units), time.perf_counter() - begin)
+
+    def folded(batch_out: tuple[list[tuple[int, UnitResult]], Fold | None]) -> None:
+        read, part = batch_out
+        if fold is not None and part is not None:
+            fold.merge(part)
+        for i, result in read:
+            done(i, result)
 
     out = Reduced([])
     try:
         if ex is None:
             for i, unit in enumerate(units):
-                done(i, read_unit(backends[unit.backend], unit))
+                result = read_unit(backends[unit.backend], unit)
+                done(i, fold.add(i, result) if fold is not None else result)
         else:
-            broken = _through(ex, list(enumerate(units)), backends, done)
+            todo = batches(list(enumerate(units)), workers, fold is not None)
+            make = new_fold if fold is not None else None
+            broken = _through(ex, todo, backends, make, folded, done)
             if broken and fresh_pool is not None:  # a fresh pool, then one worker each
-                out.retried = len(broken)
-                with fresh_pool(max(1, min(len(broken), workers))) as fresh:
-                    broken = _through(fresh, broken, backends, done)
-                broken = [(i, unit) for i, unit in broken if _alone(fresh_pool, i, unit,
-                                                                      backends, done)]
-            for i, unit in broken:
-                done(i, _lost(unit, BrokenProcessPool("its worker process died")))
+                out.retried = sum(map(len, broken))
+                with fresh_pool(max(1, min(out.retried, workers))) as fresh:
+                    broken = _through(fresh, [[u] for b in broken for u in b], backends, make,
+                                      folded, done)
+                broken = [b for b in broken if _alone(fresh_pool, b, backends, make, folded,
+                                                      done)]
+            for batch in broken:
+                for i, unit in batch:
+                    done(i, _lost(unit, BrokenProcessPool("its worker process died")))
     except KeyboardInterrupt:
         out.interrupted = True
         if ex is not None:
@@ -131,42 +191,47 @@ def cancel_now(ex: Executor) -> None:
         ex.shutdown(wait=False)
 
 
-def _alone(fresh_pool: Callable[[int], Executor], i: int, unit: Unit,
-           backends: dict[str, Backend], done: Callable[[int, UnitResult], None]) -> bool:
+def _alone(fresh_pool: Callable[[int], Executor], batch: Batch, backends: dict[str, Backend],
+           new_fold: Callable[[], Fold] | None, folded: Callable[[Any], None],
+           done: Callable[[int, UnitResult], None]) -> bool:
     """Read one unit in a pool of its own; whether its worker died again."""
     with fresh_pool(1) as alone:
-        return bool(_through(alone, [(i, unit)], backends, done))
+        return bool(_through(alone, [batch], backends, new_fold, folded, done))
 
 
 #: While no result comes, how often the executor's workers are looked at (``health``).
 CHECK_S = 1.0
 
 
-def _through(ex: Executor, todo: list[tuple[int, Unit]], backends: dict[str, Backend],
-             done: Callable[[int, UnitResult], None]) -> list[tuple[int, Unit]]:
-    """Read ``todo`` through ``ex``; return the units a broken local pool did not finish.
-    Every wait is bounded: while no result comes, the executor's ``health()`` (where it has
-    one) is asked every CHECK_S whether its workers can still finish; when it says why not,
-    the units left are marked with that and given up."""
-    futures: dict[Future[UnitResult], tuple[int, Unit]] = {
-        ex.submit(read_unit, backends[unit.backend], unit): (i, unit) for i, unit in todo}
+# long: one loop over the results as they come, each way a wait can end said where it ends
+def _through(ex: Executor, todo: list[Batch], backends: dict[str, Backend],
+             new_fold: Callable[[], Fold] | None, folded: Callable[[Any], None],
+             done: Callable[[int, UnitResult], None]) -> list[Batch]:
+    """Read the batches ``todo`` through ``ex``; return those a broken local pool did not
+    finish. Every wait is bounded: while no result comes, the executor's ``health()`` (where
+    it has one) is asked every CHECK_S whether its workers can still finish; when it says
+    why not, the units left are marked with that and given up."""
+    futures: dict[Future[Any], Batch] = {
+        ex.submit(read_batch, {u.backend: backends[u.backend] for _, u in batch}, batch,
+                  new_fold): batch for batch in todo}
     health: Callable[[], str | None] | None = getattr(ex, "health", None)
-    broken: list[tuple[int, Unit]] = []
+    broken: list[Batch] = []
     while futures:
         try:
             for future in as_completed(list(futures), timeout=CHECK_S):
                 # Let go of each future as its result comes: a Dask worker keeps a result in
                 # its memory for as long as a future of it is held, so that holding them all
                 # would grow every worker with the number of ranks instead of one rank's.
-                i, unit = futures.pop(future)
+                batch = futures.pop(future)
                 try:
-                    done(i, future.result())
+                    folded(future.result())
                 except BrokenProcessPool:
-                    broken.append((i, unit))
+                    broken.append(batch)
                 except Exception as exc:  # a Dask worker that died (KilledWorker), a lost
                     # connection: when the workers cannot finish, the rest is given up too
                     why = health() if health is not None else None
-                    done(i, UnitResult(unit, error=why) if why else _lost(unit, exc))
+                    for i, unit in batch:
+                        done(i, UnitResult(unit, error=why) if why else _lost(unit, exc))
                     if why is not None:
                         _give_up(futures, why, done)
                         break
@@ -175,13 +240,14 @@ def _through(ex: Executor, todo: list[tuple[int, Unit]], backends: dict[str, Bac
             why = health() if health is not None else None
             if why is not None:
                 _give_up(futures, why, done)
-    return sorted(broken, key=lambda t: t[0])
+    return sorted(broken, key=lambda b: b[0][0])
 
 
-def _give_up(futures: dict[Future[UnitResult], tuple[int, Unit]], why: str,
+def _give_up(futures: dict[Future[Any], Batch], why: str,
              done: Callable[[int, UnitResult], None]) -> None:
     """Mark every unit left with ``why`` (its workers cannot finish it) and cancel it."""
-    for future, (i, unit) in list(futures.items()):
+    for future, batch in list(futures.items()):
         future.cancel()
-        done(i, UnitResult(unit, error=why))
+        for i, unit in batch:
+            done(i, UnitResult(unit, error=why))
     futures.clear()
