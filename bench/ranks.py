@@ -1,6 +1,7 @@
 """How fast ``perfstack analyze`` reads a job's ranks: one reader, a local pool, a Dask cluster.
 
-    .venv/bin/python bench/ranks.py [--ranks 16] [--trace a100_negq] [--rounds 3]
+    .venv/bin/python bench/ranks.py [--ranks 16[,1024,...]] [--trace a100_negq] [--rounds 3]
+        [--code OTHER_CHECKOUT]
 
 Makes a folder of N ranks from a real recorded trace (``tests/fixtures/gpu-traces``, the rank
 rewritten in each copy), then reads it, alternately in each round, with ``--jobs 1``,
@@ -8,8 +9,10 @@ rewritten in each copy), then reads it, alternately in each round, with ``--jobs
 127.0.0.1; prints the median time of each, its ratio to one reader, and the peak memory of
 the whole process tree (the command and its workers, or the Dask scheduler and workers),
 summed over its processes as proportional set sizes (a page shared by a forked worker and its
-parent counted once), and of its largest process, sampled every 50 ms from /proc. Run it
-alone: the machine's other work shows.
+parent counted once), and of its largest process, sampled every 50 ms from /proc, and the
+report's size. ``--ranks 64,1024,4096 --trace mi250_rocm`` measures a job at each count (the
+small trace for the big counts); ``--code CHECKOUT`` runs another checkout's perfstack, to set
+a change beside what came before. Run it alone: the machine's other work shows.
 """
 
 from __future__ import annotations
@@ -87,14 +90,14 @@ class Sample:
 
 
 def _timed(argv: list[str], cwd: Path, out: Path, watch: list[int] | None = None,
-           sampled: bool = True) -> Sample:
+           sampled: bool = True, env: dict[str, str] | None = None) -> Sample:
     """Run ``argv`` (which writes its report to ``out``), sampling memory every 50 ms when
     ``sampled`` (the sampler reads /proc for the whole tree: on two CPUs that is time taken
     from the workers, so the timed runs are not sampled)."""
     got = Sample()
     start = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, env=env)
     done = threading.Event()
 
     def sample() -> None:
@@ -166,59 +169,72 @@ def _cluster(folder: Path) -> tuple[list[subprocess.Popen[bytes]], Path]:
     return procs, scheduler_file
 
 
+def _measure(job: Path, folder: Path, ranks: int, rounds: int, scheduler_file: Path,
+             procs: list[subprocess.Popen[bytes]], env: dict[str, str] | None
+             ) -> dict[str, tuple[list[Sample], Sample, int]]:
+    """Each reader's timed runs, its sampled run and its report's size in bytes."""
+    analyze = [perfstack_command(), "analyze", str(job), "-q"]
+    ways = {"one reader (--jobs 1)": [*analyze, "--jobs", "1", "-o", "a.json"],
+            "local pool (--jobs 2)": [*analyze, "--jobs", "2", "-o", "b.json"],
+            "Dask, 2 workers": [*analyze, "--scheduler-file", str(scheduler_file),
+                                "-o", "c.json"]}
+    got: dict[str, list[Sample]] = {k: [] for k in ways}
+    for n in range(rounds):  # each round's order reversed from the last
+        for name in (list(ways) if n % 2 == 0 else list(reversed(ways))):
+            got[name].append(_timed(ways[name], folder, Path(ways[name][-1]), sampled=False,
+                                    env=env))
+    out = {}
+    for name, argv in ways.items():  # memory: one more run of each, sampled
+        watch = [p.pid for p in procs] if name.startswith("Dask") else None
+        sampled = _timed(argv, folder, Path(argv[-1]), watch, env=env)
+        out[name] = (got[name], sampled, (folder / argv[-1]).stat().st_size)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ranks", type=int, default=16)
+    parser.add_argument("--ranks", default="16",
+                        help="rank counts, comma-separated (64,1024,4096)")
     parser.add_argument("--trace", default="a100_negq")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--code", type=Path, metavar="CHECKOUT",
+                        help="run another checkout's perfstack (its folder first on "
+                        "PYTHONPATH), to set a change beside what came before")
     ns = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        job = folder / "job"
-        job.mkdir()
-        size = _job(job, ns.ranks, ns.trace)
-        procs, scheduler_file = _cluster(folder)
-        try:
-            analyze = [perfstack_command(), "analyze", str(job), "-q"]
-            ways = {"one reader (--jobs 1)": [*analyze, "--jobs", "1", "-o", "a.json"],
-                    "local pool (--jobs 2)": [*analyze, "--jobs", "2", "-o", "b.json"],
-                    "Dask, 2 workers": [*analyze, "--scheduler-file", str(scheduler_file),
-                                        "-o", "c.json"]}
-            got: dict[str, list[Sample]] = {k: [] for k in ways}
-            memory: dict[str, Sample] = {}
-            for _ in range(ns.rounds):
-                for name, argv in ways.items():
-                    got[name].append(_timed(argv, folder, Path(argv[-1]), sampled=False))
-            for name, argv in ways.items():  # memory: one more run of each, sampled
-                watch = [p.pid for p in procs] if name.startswith("Dask") else None
-                memory[name] = _timed(argv, folder, Path(argv[-1]), watch)
-        finally:
-            for proc in procs:
-                os.killpg(proc.pid, signal.SIGTERM)
-            for proc in procs:
-                proc.wait(30)
-    print(f"{ns.ranks} ranks of {ns.trace} ({size / 2**20:.0f} MiB of JSON), {ns.rounds} "
-          "rounds, medians; memory from one more run of each, sampled")
-    print("  memory: peak = the summed proportional memory of the command and its workers "
-          "(and of the Dask scheduler and workers); parent = the command's own; worker = the "
-          "largest worker process (the reader itself when it is alone)")
-
-    def med(name: str, field: str) -> float:
-        if field in ("peak", "command", "worker"):
-            return float(getattr(memory[name], field))
-        return statistics.median(getattr(s, field) for s in got[name])
-
-    base = med("one reader (--jobs 1)", "seconds")
-    for name in ways:
-        t = med(name, "seconds")
-        print(f"  {name:24} {t:6.2f} s  {base / t:5.2f}x  peak {med(name, 'peak') / 2**20:5.0f}"
-              f" MiB  parent {med(name, 'command') / 2**20:4.0f} MiB  worker "
-              f"{med(name, 'worker') / 2**20:4.0f} MiB  outside the reading "
-              f"{med(name, 'outside'):5.2f} s")
-    one = got["one reader (--jobs 1)"]
-    per_rank = statistics.median(s.reading for s in one) / ns.ranks
-    print(f"  a rank read in {per_rank:.3f} s ({size / ns.ranks / 2**20 / per_rank:.0f} MiB of "
-          "JSON a second, one reader)")
+    env = {**os.environ, "PYTHONPATH": str(ns.code.resolve())} if ns.code else None
+    counts = [int(c) for c in ns.ranks.split(",")]
+    print(f"{ns.trace}, {ns.rounds} round(s) at each count, the readers' order reversed each "
+          "round; time: median; memory: one more run of each, sampled every 50 ms"
+          + (f"; the code of {ns.code}" if ns.code else ""))
+    print("  peak: the summed proportional memory of the command and its workers (and of the "
+          "Dask scheduler and workers); parent: the command's own; worker: the largest "
+          "worker process (the reader itself when it is alone)")
+    for count in counts:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            job = folder / "job"
+            job.mkdir()
+            size = _job(job, count, ns.trace)
+            procs, scheduler_file = _cluster(folder)
+            try:
+                found = _measure(job, folder, count, ns.rounds, scheduler_file, procs, env)
+            finally:
+                for proc in procs:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                for proc in procs:
+                    proc.wait(30)
+        print(f"{count} ranks ({size / 2**20:.0f} MiB of JSON)")
+        base = statistics.median(s.seconds for s in found["one reader (--jobs 1)"][0])
+        for name, (timed, sampled, report_bytes) in found.items():
+            t = statistics.median(s.seconds for s in timed)
+            print(f"  {name:24} {t:7.2f} s {base / t:5.2f}x  peak {sampled.peak / 2**20:5.0f} "
+                  f"MiB  parent {sampled.command / 2**20:5.0f} MiB  worker "
+                  f"{sampled.worker / 2**20:4.0f} MiB  report {report_bytes / 2**20:5.1f} MiB")
+        one = found["one reader (--jobs 1)"][0]
+        per_rank = statistics.median(s.reading for s in one) / count
+        print(f"  a rank read in {per_rank * 1e3:.1f} ms (one reader); outside the reading "
+              f"(start, merge, write): "
+              f"{statistics.median(s.outside for s in one):.2f} s", flush=True)
 
 
 if __name__ == "__main__":

@@ -139,8 +139,10 @@ def _on_two_workers(job: Path) -> tuple[subprocess.CompletedProcess[str], dict[s
 
 def test_a_worker_that_dies_marks_its_rank_alone(tmp_path: Path) -> None:
     """Rank 3's reader kills its own process (as the out-of-memory killer would): the pool is
-    replaced, the others are read, rank 3 is named with why; no worker is left."""
-    result, report = _on_two_workers(_rank_files(tmp_path / "job", {3: "die"}))
+    replaced, the others are read, rank 3 is named with why, under the header too; no
+    worker is left."""
+    job = _rank_files(tmp_path / "job", {3: "die"})
+    result, report = _on_two_workers(job)
     assert result.returncode == 9, result.stderr
     [unread] = [f for f in report["findings"] if f["rule"] == "analyze.ranks-unread"]
     assert unread["evidence"] == ["r3.rank: the worker reading it died (BrokenProcessPool: "
@@ -149,6 +151,13 @@ def test_a_worker_that_dies_marks_its_rank_alone(tmp_path: Path) -> None:
     assert {f"rank_step_time[rank{r}]" for r in (0, 1, 2, 4)} <= names
     assert "rank_step_time[rank3]" not in names
     assert report["environment"]["reading"]["retried"] >= 1
+    # Said where people read: the header's line names the rank and why (issue 56).
+    shown = perfstack_in(job.parent, "show", "r.json", env={"COLUMNS": "80"}).stdout
+    header = " ".join(" ".join(shown.split("\n\n")[0].split()).split())
+    assert "r3.rank not read: the worker reading it died" in header, shown
+    for fmt in ("markdown", "html"):
+        page = perfstack_in(job.parent, "show", "r.json", "--format", fmt).stdout
+        assert "r3.rank not read: the worker reading it died" in page, fmt
 
 
 def _ctrl_c_once_started(job: Path, proc: subprocess.Popen[str]) -> tuple[str, list[int]]:

@@ -34,7 +34,7 @@ from perfstack.analysis.views.device import (
 from perfstack.analysis.views.drilldown import Node, drill_down
 from perfstack.analysis.views.kernels import KernelView, kernel_view
 from perfstack.analysis.views.layers import LayerTable, as_metrics, layer_tables
-from perfstack.analysis.views.recorded import ranks_read, read_in_part
+from perfstack.analysis.views.recorded import not_read, ranks_read, read_in_part
 from perfstack.analysis.views.roofline import METRICS as ROOF_METRICS
 from perfstack.analysis.views.roofline import RoofView, roof_view
 from perfstack.analysis.views.steps import StepView, step_view
@@ -214,15 +214,15 @@ def environment_facts(env: dict[str, Any]) -> list[str]:
     best = next((w for w in ("AMX-BF16", "AVX-512F", "AVX2", "NEON") if w in isa), None)
     facts.append(f"{cpu.get('model') or 'unknown CPU'} ({cpu.get('logical_cpus', '?')} CPUs"
                  + (f", {best}" if best else "") + ")")
-    recorded = block("recorded")
-    if recorded:  # perfstack analyze: only what the files say about where they were recorded
+    recorded, reading = block("recorded"), block("reading")
+    if recorded or reading:  # perfstack analyze: only what the files say of where they ran
         devices = sorted({d for r in recorded.values() if isinstance(r, dict)
                           for d in r.get("devices") or []})
         facts = ["recorded elsewhere"] + (["on " + ", ".join(devices)] if devices else [])
         world = recorded.get("world_size")
         if isinstance(world, int) and world > 1:
             facts.append(f"a job of {world} ranks, {ranks_read(recorded)}")
-        return facts + read_in_part(recorded)
+        return facts + read_in_part(recorded) + not_read(reading)
     if torch.get("version"):
         facts.append(f"torch {torch['version']}")
     threads = env.get("threads") or {}

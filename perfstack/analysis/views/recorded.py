@@ -1,7 +1,8 @@
 """What a report of files recorded elsewhere (``perfstack analyze``) says about its ranks:
 which were read, and which only in part and why (a backend puts ``read_in_part`` in a rank's
-recorded facts: a trace cut short). Said on the header's line in every format, and by the
-exit code."""
+recorded facts: a trace cut short), and which were not read at all and why (unreadable, a
+worker that died: ``environment.reading.not_read``). Said on the header's line in every
+format, and by the exit code."""
 
 from __future__ import annotations
 
@@ -30,6 +31,24 @@ def read_in_part(recorded: dict[str, Any]) -> list[str]:
         if isinstance(why, str) and why:
             who = f"rank {key[4:]}" if key.startswith("rank") and key[4:].isdigit() else key
             out.append(f"{who} read in part: {why}")
+    return out
+
+
+#: Ranks not read named one by one on the header's line; the rest are counted there (the
+#: finding lists more, the JSON every one).
+NAMED_NOT_READ = 3
+
+
+def not_read(reading: dict[str, Any]) -> list[str]:
+    """Each rank or process of a report of recorded files that was left out, and why:
+    "rank-7.json.gz not read: the worker reading it died (...)", the first few of them and
+    how many more (``environment.reading.not_read``)."""
+    left = [e for e in reading.get("not_read") or [] if isinstance(e, dict)]
+    out = [f"{', '.join(str(f) for f in e.get('files') or []) or 'a rank'} not read: "
+           f"{e.get('why') or 'unreadable'}" for e in left[:NAMED_NOT_READ]]
+    if len(left) > NAMED_NOT_READ:
+        out.append(f"and {len(left) - NAMED_NOT_READ} more ranks not read (the findings "
+                   "name them)")
     return out
 
 

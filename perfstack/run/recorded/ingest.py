@@ -217,7 +217,9 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None,
         "seconds": round(sum(r.seconds for r in reduced.results), 3),
         "wall_seconds": round(reduced.wall_s, 3),
         **({"why": plan.why} if plan.why else {}),
-        **({"retried": reduced.retried} if reduced.retried else {})}}
+        **({"retried": reduced.retried} if reduced.retried else {}),
+        **({"not_read": [{"files": [p.name for p in r.unit.files], "why": r.error}
+                         for r in failed]} if failed else {})}}
     merged: dict[str, Collected] = {}
     for name, out in job.collected.items():
         entry = backends[name]
