@@ -12,8 +12,12 @@ per-rank rows before they are merged.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from perfstack.report import Report, Row
-from perfstack.report.rankfold import Position, RowFold
+
+if TYPE_CHECKING:
+    from perfstack.report.rankfold import Position
 
 #: From this many ranks a job's rows are merged across ranks, and every table speaks in
 #: distributions, not one line per rank.
@@ -27,6 +31,8 @@ def merge_across_ranks(report: Report) -> int:
              if isinstance(r.attrs.get("rank"), int)}
     if len(ranks) < MANY_RANKS:
         return 0
+    from perfstack.report.rankfold import RowFold  # (reading a report needs only MANY_RANKS)
+
     before = sum(len(rows) for rows in report.layers.values())
     for layer, rows in report.layers.items():
         fold = RowFold()
