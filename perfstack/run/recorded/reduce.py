@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 from perfstack.backend import Backend, Recorded
 from perfstack.calls import call
-from perfstack.run.recorded.executors import stop_children
+from perfstack.run.recorded.executors import json_bytes, stop_children
 
 
 @dataclass(frozen=True)
@@ -79,19 +79,38 @@ class Fold(Protocol):
 
 #: A unit (its index) and the batch of them one worker reads.
 Batch = list[tuple[int, "Unit"]]
-#: Units a batch holds at most, and batches each worker gets at least (its share of the job
-#: in several batches, so that a slow rank holds back only its own batch).
+#: Units a batch holds at most; the JSON a batch is filled to (a rank that size is a batch
+#: of its own: its reading dwarfs a message); batches each worker gets at least (its share
+#: of the job in several batches, so that a slow rank holds back only its own batch).
 BATCH_UNITS = 32
+BATCH_BYTES = 8 << 20
 BATCHES_A_WORKER = 4
 
 
 def batches(todo: list[tuple[int, Unit]], workers: int, folded: bool) -> list[Batch]:
-    """``todo`` cut into the batches workers read: one unit each without a fold (each
-    unit's records come back), else up to BATCH_UNITS, at least BATCHES_A_WORKER a worker."""
+    """``todo`` cut into the batches workers read, in order: one unit each without a fold
+    (each unit's records come back), else units until BATCH_BYTES of JSON or BATCH_UNITS,
+    and no more than a worker's share over BATCHES_A_WORKER."""
     if not folded:
         return [[item] for item in todo]
-    size = max(1, min(BATCH_UNITS, len(todo) // max(1, workers * BATCHES_A_WORKER)))
-    return [todo[at:at + size] for at in range(0, len(todo), size)]
+    most = max(1, min(BATCH_UNITS, len(todo) // max(1, workers * BATCHES_A_WORKER)))
+    out: list[Batch] = []
+    filled = 0
+    for item in todo:
+        size = sum(_json_bytes(p) for p in item[1].files)
+        if not out or len(out[-1]) >= most or filled + size > BATCH_BYTES:
+            out.append([])
+            filled = 0
+        out[-1].append(item)
+        filled += size
+    return out
+
+
+def _json_bytes(path: Path) -> int:
+    try:
+        return json_bytes(path)
+    except OSError:  # read (and said) where the unit is read
+        return 0
 
 
 def read_unit(backend: Backend, unit: Unit) -> UnitResult:
