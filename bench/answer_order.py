@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from timing import perfstack_command
+from timing import add_workload, perfstack_command, workload_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,13 +46,11 @@ def _spread(values: list[float], fmt: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--workload", default="workloads/tiny_mlp.py",
-                        help="the script and its arguments (default: the README's command)")
+    add_workload(parser)
     parser.add_argument("--plugins", default="pyspy",
                         help="the sampler whose place in the order changes")
     ns = parser.parse_args()
-    script, *args = shlex.split(ns.workload)
-    script = str((ROOT / script).resolve())
+    script, args = workload_of(ns)
     orders = {"sampler first (default)": [], "--baseline-first": ["--baseline-first"]}
     figures: dict[str, list[tuple[float, float, float]]] = {name: [] for name in orders}
     with tempfile.TemporaryDirectory() as tmp:

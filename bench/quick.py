@@ -16,7 +16,6 @@ and max over the rounds. Run it alone on the machine.
 from __future__ import annotations
 
 import argparse
-import shlex
 import statistics
 import subprocess
 import sys
@@ -24,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from timing import perfstack_command
+from timing import add_workload, perfstack_command, workload_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,13 +53,11 @@ def _spread(values: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--workload", default="workloads/tiny_mlp.py",
-                        help="the script and its arguments (default: the README's command)")
+    add_workload(parser)
     parser.add_argument("--default", action="store_true",
                         help="also time the default perfstack run (about 13x the workload)")
     ns = parser.parse_args()
-    script, *args = shlex.split(ns.workload)
-    script = str((ROOT / script).resolve())
+    script, args = workload_of(ns)
     perfstack = perfstack_command()
     commands = {"python script.py": [sys.executable, script, *args],
                 "perfstack run --quick": [perfstack, "run", "--quick", script, "--", *args]}

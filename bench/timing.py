@@ -5,6 +5,8 @@ to a reference taken within a round, then summarised as min, median and max."""
 
 from __future__ import annotations
 
+import argparse
+import shlex
 import statistics
 import subprocess
 import sys
@@ -20,6 +22,23 @@ def perfstack_command() -> str:
     if not script.is_file():
         raise SystemExit(f"{script}: no installed perfstack script (run scripts/install.sh)")
     return str(script)
+
+
+#: The README's own command, the workload benches time by default.
+README_WORKLOAD = "workloads/tiny_mlp.py"
+
+
+def add_workload(parser: argparse.ArgumentParser) -> None:
+    """The ``--workload`` option: a script of the repository and its arguments."""
+    parser.add_argument("--workload", default=README_WORKLOAD,
+                        help="the script and its arguments (default: the README's command)")
+
+
+def workload_of(ns: argparse.Namespace) -> tuple[str, list[str]]:
+    """The ``--workload`` given: the script's absolute path and its arguments."""
+    script, *args = shlex.split(ns.workload)
+    root = Path(__file__).resolve().parent.parent
+    return str((root / script).resolve()), args
 
 
 def time_commands(
