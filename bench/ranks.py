@@ -204,7 +204,8 @@ def main() -> None:
     env = {**os.environ, "PYTHONPATH": str(ns.code.resolve())} if ns.code else None
     counts = [int(c) for c in ns.ranks.split(",")]
     print(f"{ns.trace}, {ns.rounds} round(s) at each count, the readers' order reversed each "
-          "round; time: median; memory: one more run of each, sampled every 50 ms"
+          "round; time: median; speed: one reader's time over the reader's, within each round "
+          "(min, median, max); memory: one more run of each, sampled every 50 ms"
           + (f"; the code of {ns.code}" if ns.code else ""))
     print("  peak: the summed proportional memory of the command and its workers (and of the "
           "Dask scheduler and workers); parent: the command's own; worker: the largest "
@@ -224,13 +225,15 @@ def main() -> None:
                 for proc in procs:
                     proc.wait(30)
         print(f"{count} ranks ({size / 2**20:.0f} MiB of JSON)")
-        base = statistics.median(s.seconds for s in found["one reader (--jobs 1)"][0])
+        one = found["one reader (--jobs 1)"][0]
         for name, (timed, sampled, report_bytes) in found.items():
             t = statistics.median(s.seconds for s in timed)
-            print(f"  {name:24} {t:7.2f} s {base / t:5.2f}x  peak {sampled.peak / 2**20:5.0f} "
-                  f"MiB  parent {sampled.command / 2**20:5.0f} MiB  worker "
-                  f"{sampled.worker / 2**20:4.0f} MiB  report {report_bytes / 2**20:5.1f} MiB")
-        one = found["one reader (--jobs 1)"][0]
+            # speed: one reader's time over this reader's, within each round (min/median/max)
+            speed = [a.seconds / b.seconds for a, b in zip(one, timed, strict=True)]
+            print(f"  {name:24} {t:7.2f} s  {min(speed):4.2f}x {statistics.median(speed):4.2f}x "
+                  f"{max(speed):4.2f}x  peak {sampled.peak / 2**20:5.0f} MiB  parent "
+                  f"{sampled.command / 2**20:5.0f} MiB  worker {sampled.worker / 2**20:4.0f} "
+                  f"MiB  report {report_bytes / 2**20:5.1f} MiB")
         per_rank = statistics.median(s.reading for s in one) / count
         print(f"  a rank read in {per_rank * 1e3:.1f} ms (one reader); outside the reading "
               f"(start, merge, write): "
