@@ -124,16 +124,18 @@ class JobFold:
         elif len(self.with_rows) >= MANY_RANKS:
             self._fold_held()
 
-    def _fold_held(self) -> None:
-        """From MANY_RANKS ranks with rows on: fold the rows held so far."""
+    def _fold_held(self, states: list[_Backend] | None = None) -> None:
+        """From MANY_RANKS ranks with rows on: fold the rows held so far (of ``states``:
+        a fold already folding holds none of its own)."""
         self.folding = True
-        for state in self.backends.values():
+        for state in self.backends.values() if states is None else states:
             for record in state.records:
                 if record.rank is not None and record.recorded.collected.rows:
                     self._fold(state, record)
 
     def merge(self, other: JobFold) -> None:
         """Take in another fold of other units (a worker's)."""
+        folding = self.folding
         if other.world:
             self.world = max(self.world or 0, other.world)
         for name, theirs in other.backends.items():
@@ -151,7 +153,9 @@ class JobFold:
                     was[rank] = (min(old[0], at), old[1] + comm, old[2] + total)
                 mine.shares[source] = (was_count + count, min(was_first, first), was)
         self.with_rows |= other.with_rows
-        if self.folding or other.folding or len(self.with_rows) >= MANY_RANKS:
+        if folding:  # only the other's records can hold rows
+            self._fold_held([self.backends[name] for name in other.backends])
+        elif other.folding or len(self.with_rows) >= MANY_RANKS:
             self._fold_held()
 
     def _fold(self, state: _Backend, record: _Record) -> None:
