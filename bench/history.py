@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from timing import spread
+
 from perfstack import history
 from perfstack.report import Layer, Quantity, Row
 from perfstack.report.files import load_report, save_report
@@ -50,8 +52,10 @@ def main() -> None:
                 history.add(db, report, path)
                 adds.append(time.perf_counter() - start)
         w, a = statistics.median(writes), statistics.median(adds)
+        per_round = [add / write for add, write in zip(adds, writes, strict=True)]
         print(f"{rows:>6} rows: report write {1e3 * w:7.1f} ms, history add {1e3 * a:7.1f} ms "
-              f"({a / w:.2f}x the report write; medians of {args.rounds})")
+              f"(medians of {args.rounds}); history add / report write within each round: "
+              f"{spread(per_round)} (min / median / max)")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from timing import perfstack_command
+from timing import perfstack_command, spread
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -89,18 +89,19 @@ def pyspy(rounds: int) -> None:
             stated["--pyspy-no-gil"].append(_stated(work, argv, ["--repeat", "3",
                                                                  "--pyspy-no-gil"],
                                                     f"n{i}.json"))
-        plain = statistics.median(walls["plain"])
-        print(f"tiny_mlp --num-batches 300, {rounds} rounds interleaved, medians")
-        print(f"  plain run                      {plain:7.3f} s")
+        plain = walls["plain"]
+        print(f"tiny_mlp --num-batches 300, {rounds} rounds interleaved; medians; ratios "
+              "within each round: min / median / max")
+        print(f"  plain run                      {statistics.median(plain):7.3f} s")
         hands = {}
         for name in ("by hand", "by hand, --pid"):
-            hands[name] = statistics.median(walls[name]) / plain
+            hands[name] = _over(walls[name], plain)
             print(f"  py-spy {name:<23} {statistics.median(walls[name]):7.3f} s  overhead "
-                  f"{hands[name]:.3f}x")
+                  f"{spread(hands[name], '.3f')}")
         for name, values in stated.items():
-            med = statistics.median(values)
-            print(f"  perfstack pyspy, {name:<14} stated overhead {med:.3f}x  vs by hand "
-                  f"{med / hands['by hand']:.3f}x, vs --pid {med / hands['by hand, --pid']:.3f}x")
+            print(f"  perfstack pyspy, {name:<14} stated overhead {spread(values, '.3f')}  vs "
+                  f"by hand {spread(_over(values, hands['by hand']), '.3f')}, vs --pid "
+                  f"{spread(_over(values, hands['by hand, --pid']), '.3f')}")
 
 
 def main() -> None:
@@ -130,28 +131,36 @@ def main() -> None:
             times: dict[str, list[float]] = {k: [] for k in by_hand}
             ours: dict[str, list[float]] = {"perf": [], "perftop": [], "pyspy": []}
             for i in range(rounds):
-                for name, cmd in by_hand.items():
-                    times[name].append(_timed(cmd, work))
-                report = work / f"r{i}.json"
-                subprocess.run([perfstack_command(), "run", "-q", "--plugins",
-                                "perf,perftop,pyspy", "--repeat", "1", "--warmup", "0", "-o",
-                                str(report), argv[0], "--", *argv[1:]], cwd=work, check=True,
-                               stderr=subprocess.DEVNULL)
-                runs = {r["id"]: r for r in json.loads(report.read_text())["run"]["runs"]}
-                for backend in ours:
-                    ours[backend].append(runs[backend]["wall_s"])
-            plain = statistics.median(times["plain"])
-            print(f"\n{label} (n={rounds}, medians, ratio to plain)")
+                order = [*by_hand, "perfstack"]
+                for name in order if i % 2 == 0 else reversed(order):  # alternated
+                    if name in by_hand:
+                        times[name].append(_timed(by_hand[name], work))
+                        continue
+                    report = work / f"r{i}.json"
+                    subprocess.run([perfstack_command(), "run", "-q", "--plugins",
+                                    "perf,perftop,pyspy", "--repeat", "1", "--warmup", "0",
+                                    "-o", str(report), argv[0], "--", *argv[1:]], cwd=work,
+                                   check=True, stderr=subprocess.DEVNULL)
+                    runs = {r["id"]: r for r in json.loads(report.read_text())["run"]["runs"]}
+                    for backend in ours:
+                        ours[backend].append(runs[backend]["wall_s"])
+            plain = times["plain"]
+            print(f"\n{label} (n={rounds}; medians; ratios within each round: min / median / "
+                  "max)")
             for name, values in times.items():
-                med = statistics.median(values)
-                print(f"  {name:<28} {med:7.3f} s  {med / plain:5.2f}x")
+                print(f"  {name:<28} {statistics.median(values):7.3f} s  "
+                      f"{spread(_over(values, plain))} plain")
             for backend, hand in (("perf", "perf stat by hand"),
                                   ("perftop", "perf record by hand"),
                                   ("pyspy", "py-spy record by hand")):
-                med = statistics.median(ours[backend])
-                ref = statistics.median(times[hand])
-                print(f"  perfstack {backend:<18} {med:7.3f} s  {med / plain:5.2f}x   "
-                      f"vs by hand {med / ref:5.3f}x")
+                print(f"  perfstack {backend:<18} {statistics.median(ours[backend]):7.3f} s  "
+                      f"{spread(_over(ours[backend], plain))} plain, vs by hand "
+                      f"{spread(_over(ours[backend], times[hand]), '.3f')}")
+
+
+def _over(values: list[float], reference: list[float]) -> list[float]:
+    """Each round's value over the reference's in the same round."""
+    return [v / r for v, r in zip(values, reference, strict=True)]
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from timing import perfstack_command
+from timing import perfstack_command, spread
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -67,8 +67,8 @@ def processing(rounds: int, workload: str) -> None:
                   f"{in_runs:.2f} s, processing {wall - in_runs:.2f} s ({100 * share:.1f}% of "
                   "the runs)")
     print(f"\nmedians of {rounds}: session {statistics.median(totals):.2f} s, runs "
-          f"{statistics.median(runs):.2f} s, processing {100 * statistics.median(shares):.1f}% "
-          "of the runs' time")
+          f"{statistics.median(runs):.2f} s; processing, a share of each round's runs' time "
+          f"(min / median / max): {spread([100 * x for x in shares], '.1f', '%')}")
     for name, values in sorted(collect.items(), key=lambda kv: -statistics.median(kv[1])):
         print(f"  collect {name:<14} {1e3 * statistics.median(values):8.1f} ms")
 
@@ -86,8 +86,10 @@ def pyspy(rounds: int, workload: str) -> None:
                 print(f"round {i + 1}, GIL pass {label}: stated overhead "
                       f"{entry['overhead']['ratio']:.3f}")
     own, beside = (statistics.median(ratios[k]) for k in ("own run", "beside"))
+    per_round = [b / o for b, o in zip(ratios["beside"], ratios["own run"], strict=True)]
     print(f"\nmedians of {rounds}: GIL pass in its own run {own:.3f}, beside the main "
-          f"sampler {beside:.3f} (beside / own run: {beside / own:.3f})")
+          f"sampler {beside:.3f}; beside / own run within each round (min / median / max): "
+          f"{spread(per_round, '.3f')}")
 
 
 def main() -> None:

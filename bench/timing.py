@@ -61,6 +61,12 @@ def time_commands(
     return times
 
 
+def spread(values: Sequence[float], fmt: str = ".2f", unit: str = "x") -> str:
+    """``values`` (ratios taken within each round) as "min / median / max"."""
+    return " / ".join(f"{v:{fmt}}{unit}" for v in (min(values), statistics.median(values),
+                                                    max(values)))
+
+
 def ratios(times: dict[str, list[float]], reference: str) -> dict[str, list[float]]:
     """Each command's time over the reference's, round by round."""
     return {name: [v / r for v, r in zip(values, times[reference], strict=True)]

@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from timing import perfstack_command
+from timing import perfstack_command, spread
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -41,29 +41,40 @@ def _timed(argv: list[str], cwd: Path) -> float:
     return time.perf_counter() - start
 
 
+def _perfstack_torch_wall(argv: list[str], report: Path, work: Path) -> float:
+    """The torch backend's run of ``argv`` under the installed perfstack: its wall time."""
+    subprocess.run([perfstack_command(), "run", "-q", "--plugins", "torch", "--repeat", "1",
+                    "--warmup", "0", "-o", str(report), argv[0], "--", *argv[1:]], cwd=work,
+                   check=True, stderr=subprocess.DEVNULL)
+    data = json.loads(report.read_text())
+    return float(next(r["wall_s"] for r in data["run"]["runs"] if r["id"] == "torch"))
+
+
 def overhead(rounds: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for name, argv in WORKLOADS.items():
             plain, hand, ours = [], [], []
             for i in range(rounds):
-                plain.append(_timed([PY, *argv], work))
-                hand.append(_timed([PY, str(ROOT / "bench/hand_profile.py"), tmp, *argv], work))
-                report = work / f"{name}-{i}.json"
-                subprocess.run([perfstack_command(), "run", "-q", "--plugins", "torch",
-                                "--repeat", "1", "--warmup", "0", "-o", str(report), argv[0],
-                                "--", *argv[1:]], cwd=work, check=True,
-                               stderr=subprocess.DEVNULL)
-                data = json.loads(report.read_text())
-                ours.append(next(r["wall_s"] for r in data["run"]["runs"] if r["id"] == "torch"))
-            base = statistics.median(plain)
-            print(f"\n{name} (n={rounds}, medians)")
+                order = ["plain", "hand", "ours"]
+                for side in order if i % 2 == 0 else reversed(order):  # alternated
+                    if side == "plain":
+                        plain.append(_timed([PY, *argv], work))
+                    elif side == "hand":
+                        hand.append(_timed([PY, str(ROOT / "bench/hand_profile.py"), tmp,
+                                            *argv], work))
+                    else:
+                        ours.append(_perfstack_torch_wall(argv, work / f"{name}-{i}.json",
+                                                          work))
+            print(f"\n{name} (n={rounds}; medians; ratios within each round: min / median / "
+                  "max)")
             for label, values in (("plain python", plain), ("torch.profiler by hand", hand),
                                   ("perfstack torch backend", ours)):
                 med = statistics.median(values)
-                print(f"  {label:<26} {med:7.3f} s  {med / base:5.2f}x plain")
-            ratio = statistics.median(ours) / statistics.median(hand)
-            print(f"  perfstack vs by hand: {ratio:.3f}x")
+                per_round = [v / p for v, p in zip(values, plain, strict=True)]
+                print(f"  {label:<26} {med:7.3f} s  {spread(per_round)} plain")
+            print("  perfstack vs by hand: "
+                  f"{spread([o / h for o, h in zip(ours, hand, strict=True)], '.3f')}")
 
 
 def _peak_of(code: str, path: Path, python: str = PY) -> tuple[float, float, str]:
