@@ -160,6 +160,42 @@ def test_a_worker_that_dies_marks_its_rank_alone(tmp_path: Path) -> None:
         assert "r3.rank not read: the worker reading it died" in page, fmt
 
 
+def test_1024_ranks_are_folded_on_the_workers(tmp_path: Path) -> None:
+    """1,024 made-up ranks read by a local pool of two, each batch folded where it was read:
+    one row per op with the mean per rank, the ranks that stand out, every rank counted; each
+    rank's share of its op time in collectives (taken from its rows before they were folded)
+    names rank 700, which waits least, as the straggler."""
+    job = tmp_path / "job"
+    job.mkdir()
+    for rank in range(1024):
+        slow = rank == 700
+        ops = {"aten::mm": 0.030 if slow else 0.010, "all_reduce": 0.005 if slow else 0.030,
+               "aten::add": 0.001}
+        (job / f"r{rank}.rank").write_text(json.dumps({"rank": rank, "step": 0.1, "ops": ops}))
+    result = subprocess.run(
+        [sys.executable, "-m", "perfstack", "-p", RANKFILES, "analyze", "job", "--jobs", "2",
+         "-q", "-o", "r.json"], cwd=tmp_path, env=perfstack_env(), capture_output=True,
+        text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    reading = report["environment"]["reading"]
+    assert reading["read"] == 1024 and (reading["where"], reading["workers"]) == ("local", 2)
+    assert report["environment"]["rows_across_ranks"] == {"ranks": 1024, "merged_away": 3069}
+    rows = {row["name"]: row for row in report["layers"]["framework"]}
+    assert list(rows) == ["aten::mm", "all_reduce", "aten::add"]
+    assert {row["attrs"]["ranks"] for row in rows.values()} == {1024}
+    mm = rows["aten::mm"]
+    assert abs(mm["values"]["self"]["value"] - (1023 * 0.010 + 0.030) / 1024) < 1e-15
+    # (a tie for the least goes to the lowest rank)
+    assert mm["attrs"]["across_ranks"]["self"] == {"min": 0.010, "min_rank": 0,
+                                                   "max": 0.030, "max_rank": 700}
+    shares = {m["name"]: m["value"] for m in report["metrics"]
+              if m["name"].startswith("communication_share[")}
+    assert len(shares) == 1024 and abs(shares["communication_share[rank700]"] - 500 / 36) < 1e-9
+    [imbalance] = [f for f in report["findings"] if f["rule"] == "dist.imbalance"]
+    assert "rank 700 is the straggler" in imbalance["title"], imbalance["title"]
+
+
 def _ctrl_c_once_started(job: Path, proc: subprocess.Popen[str]) -> tuple[str, list[int]]:
     """Ctrl-C ``proc`` once the slow ranks 3 and 4 are being read; its stderr and the pids of
     the processes that read them."""

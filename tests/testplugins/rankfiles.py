@@ -1,4 +1,5 @@
-"""A reader of made-up per-rank files (``*.rank``: one JSON object, ``{"rank": N, "step": S}``)
+"""A reader of made-up per-rank files (``*.rank``: one JSON object, ``{"rank": N, "step": S}``,
+and ``"ops": {name: seconds}`` for framework rows)
 that misbehaves on request, for ``perfstack analyze``'s workers: a file whose ``"then"`` is
 ``"die"`` kills the process reading it (as the out-of-memory killer would), ``"sleep"``
 writes ``<file>.started`` beside itself and sleeps a minute (a slow rank, for Ctrl-C),
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from perfstack import hookimpl
 from perfstack.backend import Backend, Collected, Recorded
-from perfstack.report import Better, Layer, Metric
+from perfstack.report import Better, Layer, Metric, Quantity, Row
 
 
 class RankFiles(Backend):
@@ -45,9 +46,13 @@ class RankFiles(Backend):
                 path.with_name(path.name + ".started").write_text(str(os.getpid()))
                 time.sleep(60)
             step = float(data["step"])
-            out.append(Recorded(Collected(metrics=[Metric(
-                "rank_step_time", step, "s", "framework", self.name, Better.LOWER,
-                samples=[step] * 3, samples_of="steps")]), files=[path], rank=int(data["rank"])))
+            ops = [Row(f"op:{name}", name, self.name, {"self": Quantity(float(seconds), "s")},
+                       {"op": name}) for name, seconds in (data.get("ops") or {}).items()]
+            out.append(Recorded(Collected(
+                rows={Layer.FRAMEWORK: ops} if ops else {},
+                metrics=[Metric("rank_step_time", step, "s", "framework", self.name,
+                                Better.LOWER, samples=[step] * 3, samples_of="steps")]),
+                files=[path], rank=int(data["rank"])))
         return out
 
 
