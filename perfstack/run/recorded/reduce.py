@@ -167,8 +167,8 @@ def reduce_units(units: Sequence[Unit], backends: dict[str, Backend], ex: Execut
         read, part = batch_out
         if fold is not None and part is not None:
             fold.merge(part)
-        for i, result in read:
-            done(i, result)
+        for i, result in read:  # (not folded where read: folded here)
+            done(i, fold.add(i, result) if fold is not None and part is None else result)
 
     out = Reduced([])
     try:
