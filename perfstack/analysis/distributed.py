@@ -51,14 +51,23 @@ def _comm_shares(report: Report) -> tuple[str, dict[int, tuple[float, float]]]:
     total: dict[int, float] = defaultdict(float)
     for row in per_source[source]:
         rank = int(row.attrs["rank"])
-        name = rank_of.name(row)
-        own = row.values.get(name) if name is not None else None
-        if own is None or own.value is None or own.unit != "s":
-            continue
-        total[rank] += float(own.value)
-        if COLLECTIVE.search(str(row.attrs.get("op") or row.name)):
-            comm[rank] += float(own.value)
+        seconds = op_seconds(row, rank_of)
+        if seconds is not None:
+            comm[rank] += seconds[0]
+            total[rank] += seconds[1]
     return source, {r: (comm[r], total[r]) for r in total if total[r] > 0}
+
+
+def op_seconds(row: Row, primary: Primary) -> tuple[float, float] | None:
+    """A framework row's (seconds in collectives, seconds) by its primary value (an op's own
+    time), or None when that is not a time; what a rank's communication share sums."""
+    name = primary.name(row)
+    own = row.values.get(name) if name is not None else None
+    if own is None or own.value is None or own.unit != "s":
+        return None
+    seconds = float(own.value)
+    return (seconds if COLLECTIVE.search(str(row.attrs.get("op") or row.name)) else 0.0,
+            seconds)
 
 
 def rank_figures(report: Report, samples: dict[int, list[float]], publish_steps: bool,

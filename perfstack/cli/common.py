@@ -75,21 +75,26 @@ class _Formatter(argparse.HelpFormatter):
     def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
                  width: int | None = None) -> None:
         if width is None:
-            width = _columns() - 2
+            width = terminal_columns(80) - 2
         super().__init__(prog, indent_increment, max_help_position, width)
 
 
-def _columns() -> int:
+def terminal_columns(default: int) -> int:
+    """The columns to lay text out in, as shutil.get_terminal_size finds them without
+    importing shutil: $COLUMNS when a positive number, else standard output's terminal,
+    else ``default``."""
     import os
 
     try:
-        return int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        pass
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns > 0:
+        return columns
     try:
-        return os.get_terminal_size(1).columns or 80
+        return os.get_terminal_size(1).columns or default
     except (OSError, ValueError):
-        return 80
+        return default
 
 
 class Parser(argparse.ArgumentParser):

@@ -9,7 +9,7 @@ from typing import Any
 
 from perfstack import errors
 from perfstack.cli import outputs
-from perfstack.cli.common import DEFAULT_RUNS_DIR, EXIT_OK, Parser
+from perfstack.cli.common import DEFAULT_RUNS_DIR, EXIT_OK, Parser, terminal_columns
 from perfstack.pluginmanager import Plugins
 from perfstack.render.base import terminal_safe
 from perfstack.report import Report
@@ -19,20 +19,7 @@ from perfstack.run.filenames import REPORT_FILE
 def output_width() -> int:
     """Return the width to lay text out for: $COLUMNS when set, else the terminal's, else 100;
     never under 60."""
-    import os
-
-    try:
-        columns = int(os.environ.get("COLUMNS", ""))
-    except ValueError:
-        columns = 0
-    if columns <= 0:
-        columns = 100
-        if sys.stdout.isatty():  # (shutil's get_terminal_size, without importing shutil)
-            try:
-                columns = os.get_terminal_size(sys.stdout.fileno()).columns or 100
-            except (OSError, ValueError):
-                columns = 100
-    return max(60, min(columns, 240))
+    return max(60, min(terminal_columns(100), 240))
 
 
 def print_report(report: Report, plugins: Plugins, top: int = 10, depth: int = 3,

@@ -20,7 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfstack.analysis.distributed import COLLECTIVE
+from perfstack.analysis.distributed import op_seconds
 from perfstack.analysis.primary import Primary
 from perfstack.backend import Collected, Recorded
 from perfstack.pluginmanager import BackendEntry
@@ -71,6 +71,13 @@ class Folded:
     shares: tuple[str, Shares]  # the source of the most framework rows, and its shares
     rows_across_ranks: dict[str, int] | None  # {"ranks", "merged_away"} once merged
     world: int | None
+
+
+def _add_shares(into: _Placed, shares: _Placed) -> None:
+    """Add each rank's seconds to ``into``, keeping the first place a rank's rows had."""
+    for rank, (at, comm, total) in shares.items():
+        was = into.get(rank, (at, 0.0, 0.0))
+        into[rank] = (min(was[0], at), was[1] + comm, was[2] + total)
 
 
 def declared_primary(backends: dict[str, BackendEntry]) -> dict[str, dict[str, str]]:
@@ -148,9 +155,7 @@ class JobFold:
             mine.problems += theirs.problems
             for source, (count, first, shares) in theirs.shares.items():
                 was_count, was_first, was = mine.shares.get(source, (0, first, {}))
-                for rank, (at, comm, total) in shares.items():
-                    old = was.get(rank, (at, 0.0, 0.0))
-                    was[rank] = (min(old[0], at), old[1] + comm, old[2] + total)
+                _add_shares(was, shares)
                 mine.shares[source] = (was_count + count, min(was_first, first), was)
         self.with_rows |= other.with_rows
         if folding:  # only the other's records can hold rows
@@ -173,15 +178,9 @@ class JobFold:
             at = (*record.at, i)
             count, first, shares = state.shares.get(row.source, (0, at, {}))
             state.shares[row.source] = (count + 1, min(first, at), shares)
-            name = self.primary.name(row)
-            own = row.values.get(name) if name is not None else None
-            if own is None or own.value is None or own.unit != "s":
-                continue
-            where, comm, total = shares.get(record.rank, (at, 0.0, 0.0))
-            seconds = float(own.value)
-            collective = bool(COLLECTIVE.search(str(row.attrs.get("op") or row.name)))
-            shares[record.rank] = (min(where, at), comm + seconds * collective,
-                                   total + seconds)
+            seconds = op_seconds(row, self.primary)
+            if seconds is not None:
+                _add_shares(shares, {record.rank: (at, *seconds)})
 
     def finish(self) -> Folded:
         """Give the records whose files said no rank the numbers their backend's ranks left
@@ -250,9 +249,7 @@ class JobFold:
                 entry = counts[source]
                 entry[0] += count
                 entry[1] = first if entry[1] is None else min(entry[1], first)
-                for rank, (at, comm, total) in shares.items():
-                    was = entry[2].get(rank, (at, 0.0, 0.0))
-                    entry[2][rank] = (min(was[0], at), was[1] + comm, was[2] + total)
+                _add_shares(entry[2], shares)
         if not counts:
             return "", {}
         source = min(counts, key=lambda s: (-counts[s][0], counts[s][1]))
