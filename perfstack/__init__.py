@@ -29,7 +29,7 @@ def load(path: str | os.PathLike[str]) -> Report:
 
 # name -> module that defines it; resolved lazily by __getattr__ (PEP 562).
 _PUBLIC = {
-    "hookimpl": "perfstack.pluginmanager",
+    "hookimpl": "perfstack.hookmark",
     "Backend": "perfstack.backend",
     "Availability": "perfstack.backend",
     "Option": "perfstack.backend",
@@ -102,7 +102,7 @@ if TYPE_CHECKING:
     from perfstack.backend import (
         Workload as Workload,
     )
-    from perfstack.pluginmanager import (
+    from perfstack.hookmark import (
         hookimpl as hookimpl,
     )
     from perfstack.render.base import (

@@ -20,14 +20,14 @@ import contextlib
 import os
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from perfstack.records import datarecord, field
 from perfstack.report import Finding, Layer, Metric, Row, RunRecord
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Availability:
     """Whether a backend can run here; when not, why and how to fix it."""
 
@@ -48,7 +48,7 @@ class Availability:
         return cls(False, reason, fix)
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Option:
     """A backend option; it becomes the ``--<backend>-<name>`` flag of ``perfstack run``.
 
@@ -86,7 +86,7 @@ class Option:
         return value
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class InProcessHook:
     """A function the bootstrap calls inside the workload process before the script starts.
 
@@ -99,7 +99,7 @@ class InProcessHook:
     options: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@datarecord
 class Launch:
     """How a backend changes its own run of the workload."""
 
@@ -108,7 +108,7 @@ class Launch:
     inprocess: list[InProcessHook] = field(default_factory=list)
 
 
-@dataclass
+@datarecord
 class Workload:
     """The program to profile: a script path or a module name, and its arguments."""
 
@@ -148,7 +148,7 @@ class ExtraRunner(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class StepWindow:
     """``perfstack run --steps N --warmup-steps K``: every run of the workload ends cleanly
     after K+N steps, and the backends measure the last N (the window opens at step K)."""
@@ -162,7 +162,7 @@ class StepWindow:
         return self.warmup + self.measured
 
 
-@dataclass
+@datarecord
 class RunContext:
     """What a backend is told about the run it takes part in."""
 
@@ -185,7 +185,7 @@ class RunContext:
     warmups: list[Outcome] = field(default_factory=list)
 
 
-@dataclass
+@datarecord
 class Outcome:
     """How one run of the workload went, as the driver saw it."""
 
@@ -199,7 +199,7 @@ class Outcome:
     more: list[Outcome] = field(default_factory=list)
 
 
-@dataclass
+@datarecord
 class Collected:
     """A backend's normalized results."""
 
@@ -216,7 +216,7 @@ class Collected:
     empty: str | None = None
 
 
-@dataclass
+@datarecord
 class Recorded:
     """What a backend read from files recorded elsewhere (``perfstack analyze``): one
     process's (rank's) records."""

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Generic, TypeVar
+
+from perfstack.records import datarecord, field
 
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Called(Generic[T]):
     """What one call gave: ``value``, or ``error`` (the traceback of ``exception``)."""
 

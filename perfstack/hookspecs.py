@@ -23,13 +23,14 @@ if TYPE_CHECKING:
     from perfstack.render.base import Renderer
     from perfstack.report import Finding, Report
 
-#: Bumped when a hook's signature or contract changes incompatibly. A plugin says which
-#: version it was written for with a module attribute ``PERFSTACK_HOOK_VERSION = 1``; perfstack
-#: loads plugins written for MIN_HOOK_VERSION up to HOOK_VERSION and refuses others with one
-#: line. A plugin without the attribute is taken to be written for the current version.
-HOOK_VERSION = 1
-#: The oldest hook version this perfstack still loads.
-MIN_HOOK_VERSION = 1
+#: HOOK_VERSION is bumped when a hook's signature or contract changes incompatibly. A plugin
+#: says which version it was written for with a module attribute ``PERFSTACK_HOOK_VERSION =
+#: 1``; perfstack loads plugins written for MIN_HOOK_VERSION (the oldest it still loads) up to
+#: HOOK_VERSION and refuses others with one line. A plugin without the attribute is taken to
+#: be written for the current version. (Both are kept in ``perfstack.hookmark``, which the
+#: plugin cache reads without pluggy.)
+from perfstack.hookmark import HOOK_VERSION as HOOK_VERSION
+from perfstack.hookmark import MIN_HOOK_VERSION as MIN_HOOK_VERSION
 
 hookspec = pluggy.HookspecMarker("perfstack")
 

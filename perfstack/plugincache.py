@@ -26,11 +26,11 @@ import contextlib
 import json
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from perfstack.cachedir import cache_folder
+from perfstack.records import datarecord, field
 
 STEM = "plugins"
 #: Cache files kept (one per interpreter and plugin choices); the oldest go first.
@@ -40,7 +40,7 @@ KEEP = 8
 MAX_FILES = 400
 
 
-@dataclass
+@datarecord
 class Provided:
     """What one plugin provides, by name: its renderers and its backends' layers."""
 
@@ -58,7 +58,7 @@ class Provided:
     advice: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
-@dataclass
+@datarecord
 class Manifest:
     """Every plugin in registration order (a later renderer replaces an earlier one)."""
 
@@ -159,10 +159,10 @@ def _mtime(path: str) -> int | None:
 def state_key(choices: dict[str, Any], files: list[str]) -> list[Any]:
     """Return the key the manifest is valid for: the plugin choices, the sys.path folders'
     and the plugin files' modification times."""
-    from perfstack import hookspecs
+    from perfstack.hookmark import HOOK_VERSION
 
     folders = [[p, _mtime(p)] for p in _site_path() if p and os.path.isdir(p)]
-    return [hookspecs.HOOK_VERSION, choices, folders, [[f, _mtime(f)] for f in files]]
+    return [HOOK_VERSION, choices, folders, [[f, _mtime(f)] for f in files]]
 
 
 def read(choices: dict[str, Any]) -> Manifest | None:

@@ -11,9 +11,6 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import pluggy
-
-from perfstack import hookspecs
 from perfstack.calls import call
 from perfstack.errors import PluginModuleNotFound
 from perfstack.pluginmanager import CORE_PLUGINS, PluginInfo, Plugins
@@ -57,13 +54,16 @@ def load_plugins(
     """
     import importlib
 
-    pm = pluggy.PluginManager("perfstack")
-    pm.add_hookspecs(hookspecs)
-    infos: dict[str, PluginInfo] = {}
+    infos: dict[str, PluginInfo] = {name: PluginInfo(name, None) for name in CORE_PLUGINS}
     skip = set(disabled) | disabled_from_env()
-    for name in CORE_PLUGINS:
-        pm.register(importlib.import_module(name), name=name)
-        infos[name] = PluginInfo(name, None)
+
+    def start() -> Any:
+        from perfstack.pluginhost import new_host
+
+        host = new_host()
+        for name in CORE_PLUGINS:
+            host.register(importlib.import_module(name), name=name)
+        return host
     if autoload is None:
         autoload = not os.environ.get(AUTOLOAD_ENV)
     named = [*modules_from_env(), *modules]
@@ -72,6 +72,7 @@ def load_plugins(
             raise PluginModuleNotFound(module)
 
     def load_rest() -> None:
+        pm = plugins.pm
         if autoload:
             from importlib.metadata import entry_points
 
@@ -93,7 +94,7 @@ def load_plugins(
     # upgrade is seen at once, not after the next command that loads everything.
     choices = None if extra else {"autoload": autoload, "skip": sorted(skip),
                                   "modules": named, "core": list(CORE_PLUGINS)}
-    plugins = Plugins(pm, infos, pending=load_rest, choices=choices)
+    plugins = Plugins(start, infos, pending=load_rest, choices=choices)
     if not defer:
         plugins.load_all()
     return plugins
@@ -109,7 +110,10 @@ def _missing(module: str) -> bool:
         return True
 
 
-def _register(pm: pluggy.PluginManager, name: str, package: str | None, load: Any) -> PluginInfo:
+def _register(pm: Any, name: str, package: str | None, load: Any) -> PluginInfo:
+    from perfstack import hookspecs
+    from perfstack.pluginhost import PluginValidationError
+
     loaded = call(load, "load", limit=-3)
     if not loaded.ok:
         return PluginInfo(name, package, error=(loaded.error or "").rstrip())
@@ -119,7 +123,7 @@ def _register(pm: pluggy.PluginManager, name: str, package: str | None, load: An
         return PluginInfo(name, package, error=f"plugin {name}: {problem}")
     try:
         pm.register(plugin, name=name)
-    except pluggy.PluginValidationError as exc:
+    except PluginValidationError as exc:
         # An implementation asks for an argument the hook does not pass: another version.
         return PluginInfo(name, package, error=f"plugin {name}: {exc} (written for another "
                           f"perfstack hook version; this one is {hookspecs.HOOK_VERSION})")

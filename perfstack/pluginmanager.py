@@ -7,20 +7,18 @@ the others' results with it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import pluggy
-
-if TYPE_CHECKING:
-    from perfstack.backend import Backend
-    from perfstack.render.base import Renderer, RenderOptions
-
 from perfstack.calls import call
+from perfstack.hookmark import hookimpl as hookimpl
+from perfstack.records import datarecord, field
 from perfstack.report import Finding, Report
 
-#: Decorates a plugin's hook implementations: ``@perfstack.hookimpl``.
-hookimpl = pluggy.HookimplMarker("perfstack")
+if TYPE_CHECKING:
+    import pluggy
+
+    from perfstack.backend import Backend
+    from perfstack.render.base import Renderer, RenderOptions
 
 #: The core's own plugins (findings about the run itself, the terminal renderer). They are
 #: not backends: nothing in the core names a backend.
@@ -28,7 +26,7 @@ CORE_PLUGINS = ("perfstack.analysis.rules", "perfstack.render.text", "perfstack.
                 "perfstack.render.markdown", "perfstack.render.jsonreport")
 
 
-@dataclass
+@datarecord
 class PluginInfo:
     """One plugin as loaded (or not): its name, where it comes from, and any load error."""
 
@@ -37,7 +35,7 @@ class PluginInfo:
     error: str | None = None  # the traceback when it could not be loaded
 
 
-@dataclass
+@datarecord
 class BackendEntry:
     """A backend together with the plugin and package that provide it."""
 
@@ -46,7 +44,7 @@ class BackendEntry:
     package: str | None
 
 
-@dataclass
+@datarecord
 class HookResult:
     """One plugin's answer to one hook call: a result, or the traceback of what it raised."""
 
@@ -55,16 +53,19 @@ class HookResult:
     error: str | None = None
 
 
-@dataclass
+@datarecord
 class Plugins:
     """A loaded plugin manager plus what perfstack learned while loading it.
 
     Loaded with ``defer=True``, only the core's plugins are imported at first: the renderer
     and layer questions of a reader are answered from the plugin cache
     (``perfstack.plugincache``) where it is valid, and anything else loads the rest first.
+    pluggy's manager (``pm``) is made, with the core's plugins in it, on the first hook
+    call: a core format named by a valid cache is drawn without it (``renderer``).
     """
 
-    pm: pluggy.PluginManager
+    #: makes pluggy's manager with the core's plugins registered (``pm``)
+    start: Callable[[], pluggy.PluginManager]
     infos: dict[str, PluginInfo]
     #: loads the plugins not loaded yet (deferred loading); None once everything is loaded
     pending: Callable[[], None] | None = None
@@ -77,6 +78,14 @@ class Plugins:
     #: every hook call that raised, (hook name, answer), in order: each becomes a
     #: ``perfstack.plugin-error`` finding of the report (``findings``)
     errors: list[tuple[str, HookResult]] = field(default_factory=list)
+    _pm: Any = field(default=None, repr=False)
+
+    @property
+    def pm(self) -> pluggy.PluginManager:
+        """pluggy's manager, made on first use."""
+        if self._pm is None:
+            self._pm = self.start()
+        return self._pm  # type: ignore[no-any-return]
 
     def load_all(self) -> None:
         """Load every plugin not loaded yet (deferred loading), and refresh the cache."""
@@ -153,9 +162,28 @@ class Plugins:
         """Return the renderer of format ``name``, or None. A core format no plugin replaces
         is found without loading any plugin."""
         manifest = self.manifest()
-        if manifest is not None and manifest.renderer_provider(name) in CORE_PLUGINS:
+        provider = manifest.renderer_provider(name) if manifest is not None else None
+        if provider in CORE_PLUGINS and self._pm is None:
+            return self._core_renderer(provider, name)
+        if provider in CORE_PLUGINS:
             return self.renderers(loaded_only=True).get(name)
         return self.renderers().get(name)
+
+    def _core_renderer(self, plugin: str, name: str) -> Renderer | None:
+        """The renderer ``name`` of the core plugin ``plugin``, asked before pluggy's manager
+        is made: the answer ``call_loaded`` would give, as the only plugins loaded are the
+        core's and each is called alone (a failure is kept in ``errors`` the same way)."""
+        import importlib
+
+        from perfstack.render.base import Renderer
+
+        hook = "perfstack_renderers"
+        called = call(lambda: getattr(importlib.import_module(plugin), hook)(), hook)
+        if not called.ok:
+            self.errors.append((hook, HookResult(plugin, None, called.error)))
+            return None
+        found = [r for r in called.value or () if isinstance(r, Renderer) and r.name == name]
+        return found[-1] if found else None
 
     def renderers(self, loaded_only: bool = False) -> dict[str, Renderer]:
         """Return every renderer by name; a later plugin's renderer replaces an earlier one's.

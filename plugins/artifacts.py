@@ -9,10 +9,10 @@ a report moved without its run folder still renders, without those parts.
 from __future__ import annotations
 
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfstack.records import datarecord
 from perfstack.report import Report
 
 from .pyspy.speedscope import frame_key, is_ours, read_profile
@@ -59,7 +59,7 @@ def artifact(report: Report, base: Path | None, backend: str | None,
     return locate(report, base, backend, label)[0]
 
 
-@dataclass
+@datarecord
 class Stacks:
     """Sampled stacks: per thread, (frames root first, seconds) in sample order."""
 

@@ -17,7 +17,6 @@ import functools
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from perfstack.backend import (
     Outcome,
     RunContext,
 )
+from perfstack.records import datarecord
 from perfstack.report import Better, Finding, Layer, Metric, Quantity, Report, Row
 
 from . import gcphase
@@ -67,7 +67,7 @@ def _whole_run(ctx: RunContext) -> list[str]:
             f"{ctx.steps.measured} measured ones (--steps bounds the run, not perf's window)"]
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Counter:
     """One line of ``perf stat -x,``: a count, or why there is none."""
 

@@ -19,11 +19,11 @@ from __future__ import annotations
 import importlib.util
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from perfstack import hookimpl
 from perfstack.backend import Availability, Backend, Collected, Launch, Outcome, RunContext
+from perfstack.records import datarecord
 from perfstack.report import Better, Finding, Layer, Metric, Quantity, Report, Row
 
 MARKERS = ("onednn_verbose", "dnnl_verbose", "mkldnn_verbose")
@@ -41,7 +41,7 @@ _DTYPE = re.compile(r"(?:^|\s)(?:src|wei|dst|data|diff_src|diff_dst|diff_wei|bia
 SOURCE = "onednn"
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Primitive:
     """One primitive line: what ran, with which implementation, how long."""
 

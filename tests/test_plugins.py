@@ -6,6 +6,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import pluggy
+
 from perfstack import hookimpl
 from perfstack.backend import Backend
 from perfstack.pluginload import load_plugins
@@ -252,3 +254,46 @@ def test_every_plugin_call_says_its_phase_value_or_error() -> None:
         pass  # Ctrl-C is not a plugin's bug: it goes through
     else:
         raise AssertionError("Ctrl-C was swallowed")
+
+
+class _MarkedByPluggy:
+    """A third party's plugin marked with pluggy's own marker, not ``perfstack.hookimpl``."""
+
+    @pluggy.HookimplMarker("perfstack")
+    def perfstack_environment(self) -> dict[str, Any]:
+        return {"pluggy_marked": True}
+
+
+class _Early:
+    @hookimpl(tryfirst=True)
+    def perfstack_environment(self) -> dict[str, Any]:
+        return {"early": True}
+
+    @hookimpl(specname="perfstack_renderers")
+    def formats(self) -> list[Any]:
+        return []
+
+
+def test_hook_marks_ours_and_pluggys_with_their_options() -> None:
+    """``perfstack.hookimpl`` records its options without importing pluggy; the manager
+    reads them (tryfirst, specname) and pluggy's own marks alike."""
+    plugins = load_plugins(extra=[("pluggy-marked", _MarkedByPluggy()), ("early", _Early())])
+    env = plugins.environment()
+    assert env["pluggy_marked"] is True and env["early"] is True
+    impls = {i.plugin_name: i for i in plugins.pm.hook.perfstack_environment.get_hookimpls()}
+    assert impls["early"].tryfirst and not impls["pluggy-marked"].tryfirst
+    renderers = {i.plugin_name for i in plugins.pm.hook.perfstack_renderers.get_hookimpls()}
+    assert "early" in renderers
+
+
+def test_a_core_format_is_drawn_without_pluggy(tmp_path, monkeypatch) -> None:
+    """A deferred load with a valid plugin cache finds the core's text renderer without
+    making pluggy's manager; once the manager is made, the same renderer comes through it."""
+    monkeypatch.setenv("PERFSTACK_CACHE_DIR", str(tmp_path))
+    load_plugins(defer=True).renderer_names()  # writes the cache, as a first command does
+    plugins = load_plugins(defer=True)
+    assert plugins.manifest() is not None
+    text = plugins.renderer("text")
+    assert text is not None and text.name == "text" and plugins._pm is None
+    via_pluggy = plugins.renderers(loaded_only=True)["text"]
+    assert type(via_pluggy) is type(text) and plugins._pm is not None

@@ -24,15 +24,15 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
 
+from perfstack.records import datarecord, field
 from perfstack.report import Report
 
 COLLECTIVES = re.compile(r"^gpu_collectives\[(?P<group>[^\]]+)\]\[rank(?P<rank>\d+)\]$")
 SIZES = re.compile(r"^gpu_collective_bytes\[(?P<group>[^\]]+)\]\[rank(?P<rank>\d+)\]$")
 
 
-@dataclass
+@datarecord
 class Split:
     """Each rank's collective time (s) split into waiting and moving, over the aligned
     groups; ``left_out``: the groups not aligned, each with why."""

@@ -9,13 +9,13 @@ time, its findings) keep the first node's name and get ``[nodeI]`` for the other
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from perfstack.analysis.distributed import rank_figures
+from perfstack.records import replace
 from perfstack.report import Layer, Report, order_findings
 from perfstack.report.rankrows import merge_across_ranks
 
@@ -150,7 +150,7 @@ def merge(reports: Sequence[Report], names: Sequence[str], into: Path | None = N
     written in the folder ``into``: every node's raw outputs are kept (the later nodes' as
     ``nodeI:label``), their paths relative to ``into``."""
     first = reports[0]
-    run = dataclasses.replace(
+    run = replace(
         first.run, runs=[], duration_s=max(r.run.duration_s for r in reports),
         complete=all(r.run.complete for r in reports))
     environment = dict(first.environment)
@@ -161,7 +161,7 @@ def merge(reports: Sequence[Report], names: Sequence[str], into: Path | None = N
     job = Report(run=run, environment=environment, backends=list(first.backends))
     for node, report in enumerate(reports):
         for record in report.run.runs:
-            job.run.runs.append(record if node == 0 else dataclasses.replace(
+            job.run.runs.append(record if node == 0 else replace(
                 record, id=f"node{node}:{record.id}"))
         node_dir = Path(names[node]).parent
         for b in report.backends:
@@ -169,7 +169,7 @@ def merge(reports: Sequence[Report], names: Sequence[str], into: Path | None = N
             artifacts = {(f"node{node}:{label}" if node else label):
                          _rebased(path, node_dir, into) for label, path in b.artifacts.items()}
             if kept is None:
-                job.backends.append(dataclasses.replace(b, artifacts=artifacts, notes=[
+                job.backends.append(replace(b, artifacts=artifacts, notes=[
                     f"node {node}: {n}" for n in b.notes]))
             elif node:
                 kept.artifacts.update(artifacts)

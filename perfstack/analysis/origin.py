@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 
+from perfstack.records import datarecord
 from perfstack.report import Report
 
 _PERFSTACK = os.path.dirname(os.path.abspath(__file__)).removesuffix(
@@ -20,7 +20,7 @@ _SITE = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
 _STDLIB = re.compile(r"[/\\]lib[/\\](?:python|pypy)\d[\d.]*t?[/\\]")
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Origin:
     """Where a frame's code comes from."""
 

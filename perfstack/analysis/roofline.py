@@ -22,10 +22,10 @@ leave out the rows whose cost is counted in the op they ran in (``cost_in_caller
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from perfstack.machine.ceilingrecord import Ceilings
+from perfstack.records import datarecord
 from perfstack.report import Better, Layer, Metric, Report, Row
 
 SOURCE = "perfstack"
@@ -49,7 +49,7 @@ FASTER_TYPE = 1.5
 DOUBT = 1.05
 
 
-@dataclass
+@datarecord
 class Placement:
     """One row on its device's roofline."""
 

@@ -7,10 +7,11 @@ definitions as ``python -m pyperf stats``; we do not reimplement them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from perfstack.records import datarecord
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Summary:
     """Median, spread and count of a series of positive values."""
 
@@ -70,7 +71,7 @@ def summarize(values: Sequence[float], name: str = "values") -> Summary:
 MIN_EFFECT = 0.02
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Comparison:
     """Whether ``new`` differs from ``base`` by more than the noise, and how that was decided."""
 

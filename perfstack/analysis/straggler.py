@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 import statistics
 from collections.abc import Iterable
-from dataclasses import dataclass
 
+from perfstack.records import datarecord
 from perfstack.report import Metric
 
 #: Per-rank figures that can explain a slow rank: the metric's base name, what it measures,
@@ -32,7 +32,7 @@ NOTABLE = 0.10
 MATERIAL = 0.05
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Evidence:
     """One figure of the slowest rank beside the other ranks' median."""
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +38,7 @@ from perfstack.analysis.views.roofline import METRICS as ROOF_METRICS
 from perfstack.analysis.views.roofline import RoofView, roof_view
 from perfstack.analysis.views.steps import StepView, step_view
 from perfstack.analysis.views.streams import PER_STREAM, StreamView, stream_view
+from perfstack.records import datarecord, field
 from perfstack.report import (
     BackendResult,
     Finding,
@@ -52,7 +52,7 @@ from perfstack.report import (
 BUDGET_PREFIXES = ("budget.", "split.")
 
 
-@dataclass
+@datarecord
 class Header:
     """What ran, where, and how the runs ended."""
 
@@ -76,7 +76,7 @@ class Header:
     repeat: int | None = None  # the baseline runs asked for (0: none, a quick look)
 
 
-@dataclass
+@datarecord
 class Headline:
     """The answer in one or two sentences, as numbers and names."""
 
@@ -92,7 +92,7 @@ class Headline:
     scope: str = "the wall time"
 
 
-@dataclass
+@datarecord
 class BackendLine:
     """One backend in one line: what happened, what it cost, where the notes are."""
 
@@ -105,7 +105,7 @@ class BackendLine:
     notes: list[int]  # footnote numbers
 
 
-@dataclass
+@datarecord
 class ArtifactLine:
     """A raw output kept beside the report, and the one command that opens it."""
 
@@ -115,7 +115,7 @@ class ArtifactLine:
     opener: str | None
 
 
-@dataclass
+@datarecord
 class View:
     """Everything the renderers show."""
 

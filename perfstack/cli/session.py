@@ -9,7 +9,6 @@ import argparse
 import importlib.machinery
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +17,7 @@ from perfstack.backend import Workload, availability
 from perfstack.cli.common import DEFAULT_RUNS_DIR
 from perfstack.cli.runargs import option_dest, step_window
 from perfstack.pluginmanager import BackendEntry, HookResult, Plugins
+from perfstack.records import datarecord, field
 from perfstack.run import nodes, ranks
 from perfstack.run.phases import answers_first
 
@@ -184,7 +184,7 @@ def distributed_options(ns: argparse.Namespace, own: list[str],
     return {"nproc_per_node": ns.nproc_per_node, "ranks": spec, "torchrun_args": extra}
 
 
-@dataclass
+@datarecord
 class Prepared:
     """What one command line asks of its sessions: the backends chosen, their options, the
     torchrun options; each session is then made with :meth:`session`."""

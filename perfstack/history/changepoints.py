@@ -27,8 +27,9 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from perfstack.records import datarecord
 
 ALPHA = 0.001
 SUGGEST = 0.05
@@ -47,7 +48,7 @@ LOCAL = 2 * WINDOW
 _Z_POWER = 0.8416  # 80% power
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Side:
     """The values on one side of a step."""
 
@@ -56,7 +57,7 @@ class Side:
     n: int
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Step:
     """A step at ``index`` (the first value of the new level)."""
 

@@ -14,10 +14,10 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from perfstack.records import datarecord
 from perfstack.report.files import utf8_safe
 
 #: Seconds a writer waits for another to finish before giving up.
@@ -65,7 +65,7 @@ class Dialect(Protocol):
         """Within a transaction: wait until no other writer is creating the schema."""
 
 
-@dataclass
+@datarecord
 class Database:
     """One open connection, through its store's dialect."""
 

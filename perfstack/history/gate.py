@@ -18,13 +18,13 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from perfstack.analysis.diff.drift import corrected
 from perfstack.history import Entry, Group, changepoints
 from perfstack.history.changepoints import Side
 from perfstack.history.trend import MIN_RUNS, SeriesId, present_values, series_of, side_dict
+from perfstack.records import datarecord
 
 #: The gate's default significance, shared among the series gated (Bonferroni).
 GATE_ALPHA = 0.01
@@ -35,7 +35,7 @@ GATE_SEGMENT_STEP = 0.01
 RECENT = 10
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Judgement:
     """The gate's answer for one series."""
 

@@ -6,16 +6,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from perfstack.history.database import Database
 from perfstack.history.identity import Location
 from perfstack.history.location import connect, exists, is_url
 from perfstack.history.schema import read_schema
+from perfstack.records import datarecord
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Entry:
     """One run of the history, as listed."""
 
@@ -43,7 +43,7 @@ class Entry:
                 "wall_time": self.wall_time, "disturbed": self.disturbed}
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Point:
     """One value of a series: which run, when, at which commit."""
 
@@ -134,7 +134,7 @@ def series(location: Location, metric: str | None = None, row: str | None = None
             for i, started, commit, value, unit in found]
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Group:
     """Every series of one workload on one machine, read in one pass: the runs oldest first,
     and per metric (by name) and per row (by key) one value per run (None where a run had

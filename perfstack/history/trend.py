@@ -24,11 +24,11 @@ import contextlib
 import math
 import signal
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from perfstack.history import Entry, Group, changepoints
 from perfstack.history.changepoints import Side, Step
+from perfstack.records import datarecord, field
 
 CHANGED, UNSURE, STEADY = "changed", "cannot tell yet", "no change"
 #: A series with fewer runs than this gets "cannot tell yet".
@@ -41,7 +41,7 @@ FIGURE_ALPHA = 0.01
 MOVED_P = 0.01
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class SeriesId:
     """Which series: a metric (by name) or a row (by key), with what it is measured in."""
 
@@ -58,7 +58,7 @@ class SeriesId:
                 "layer": self.layer, "better": self.better}
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Mover:
     """Another series that stepped at a change point."""
 
@@ -74,7 +74,7 @@ class Mover:
                 "share": self.share, "pvalue": self.pvalue}
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Change:
     """A significant step of one series, placed in the history."""
 
@@ -123,7 +123,7 @@ class Change:
                 "movers": [m.to_dict() for m in self.movers]}
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Verdict:
     """One series over the history."""
 
@@ -152,7 +152,7 @@ class Verdict:
                 "runs_needed": self.runs_needed}
 
 
-@dataclass
+@datarecord
 class Trend:
     """The verdicts of one group."""
 

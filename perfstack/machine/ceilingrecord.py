@@ -4,11 +4,12 @@ nothing of perfstack's."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+from perfstack.records import datarecord, field
 
-@dataclass
+
+@datarecord
 class Ceilings:
     """What one device can reach: FLOP/s per element type, bytes/s, a call's fixed cost.
 

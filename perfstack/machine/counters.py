@@ -18,7 +18,8 @@ import ctypes
 import os
 import platform
 import struct
-from dataclasses import dataclass
+
+from perfstack.records import datarecord
 
 #: perf_event_open's system call number per machine (asm/unistd.h).
 SYSCALL = {"x86_64": 298, "aarch64": 241, "ppc64le": 319, "s390x": 331, "riscv64": 241}
@@ -37,7 +38,7 @@ class CounterUnavailable(Exception):
     """This machine or process cannot count the event; the message says why."""
 
 
-@dataclass
+@datarecord
 class Counter:
     """An open counter on one process (and everything it starts from now on)."""
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from perfstack.records import datarecord
 
 #: Variables whose value is a number of compute threads per process. PERFSTACK_THREADS is the
 #: number of Python threads a workload starts when it follows perfstack's convention (the gil
@@ -34,7 +35,7 @@ def usable_cpus(environment: Mapping[str, Any] | None = None) -> int | None:
     return logical if isinstance(logical, int) and logical > 0 else None
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Oversubscription:
     """More compute threads than CPUs: how many of each, and where the count came from."""
 

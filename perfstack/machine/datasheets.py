@@ -9,15 +9,15 @@ itself to torch as two devices, one per GCD: each gets half the card's figures.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from perfstack.machine.ceilingrecord import Ceilings
+from perfstack.records import datarecord
 
 T = 1e12
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Datasheet:
     """One GPU model's published peaks: FLOP/s per type and memory bandwidth in bytes/s."""
 

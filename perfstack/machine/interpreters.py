@@ -12,8 +12,9 @@ import json
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
+
+from perfstack.records import datarecord
 
 #: Names a free-threaded CPython installs itself under.
 FREE_THREADED_NAMES = ("python3.13t", "python3.14t", "python3.15t")
@@ -27,7 +28,7 @@ _PROBE = (
 )
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Interpreter:
     """A Python interpreter as it describes itself."""
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
+
+from perfstack.records import datarecord
 
 #: A run during which other programs kept this many CPUs busy on average, or the hypervisor
 #: took this share of the machine's CPU time, is disturbed.
@@ -29,7 +30,7 @@ DISTURBED_CPUS = 0.5
 DISTURBED_STEAL = 0.10
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Snapshot:
     """The machine's and perfstack's CPU accounting at one moment."""
 

@@ -6,16 +6,17 @@ escaping every format shares. It imports no format; the formats import it."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
+
+from perfstack.records import datarecord, field
 
 if TYPE_CHECKING:
     from perfstack.analysis.diff import Diff
     from perfstack.report import Report
 
 
-@dataclass
+@datarecord
 class RenderOptions:
     """How much to show and how: independent of argparse."""
 

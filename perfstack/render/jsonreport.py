@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from perfstack.pluginmanager import hookimpl
+from perfstack.hookmark import hookimpl
 from perfstack.render.base import Renderer, RenderOptions
 from perfstack.report import Report
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from perfstack.analysis.view import View, build
 from perfstack.analysis.views import homes
 from perfstack.analysis.views.drilldown import Node
-from perfstack.pluginmanager import hookimpl
+from perfstack.hookmark import hookimpl
 from perfstack.render.base import Renderer, RenderOptions
 from perfstack.render.base import markdown_escape as escape
 from perfstack.render.base import markdown_table as _table

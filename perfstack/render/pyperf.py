@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from perfstack.errors import UsageError
-from perfstack.pluginmanager import hookimpl
+from perfstack.hookmark import hookimpl
 from perfstack.render.base import Renderer, RenderOptions
 from perfstack.report import Report
 

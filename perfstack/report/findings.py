@@ -3,9 +3,9 @@ and the order a report shows them in. No I/O."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from perfstack.records import datarecord, field_names
 from perfstack.report.measures import Layer
 
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
@@ -29,7 +29,7 @@ def order_findings(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: (SEVERITY_ORDER.get(f.severity, 3), rank(f)))
 
 
-@dataclass
+@datarecord
 class Finding:
     """Something a reader should look at first, with the evidence and what to do about it."""
 
@@ -60,5 +60,5 @@ class Finding:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Finding:
         """Build a Finding from its JSON form."""
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+        return cls(**{k: data[k] for k in field_names(cls)})
 

@@ -5,9 +5,10 @@ its JSON form as ``schemas/report.schema.json`` describes it. No I/O."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
+
+from perfstack.records import datarecord, field
 
 
 class Layer(str, Enum):
@@ -48,7 +49,7 @@ class Better(str, Enum):
     NEITHER = "neither"  # informational: diff reports the change but never gates on it
 
 
-@dataclass
+@datarecord
 class Quantity:
     """One measured value with its unit; ``value`` is None when it could not be measured."""
 
@@ -74,7 +75,7 @@ class Quantity:
         return cls(value=None, unit=unit, reason=reason)
 
 
-@dataclass
+@datarecord
 class Row:
     """One row of a layer: a stable key, what was measured, and who measured it.
 
@@ -119,7 +120,7 @@ class Row:
         )
 
 
-@dataclass
+@datarecord
 class Metric:
     """A headline scalar that ``diff`` compares by name across reports."""
 

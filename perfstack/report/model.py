@@ -9,9 +9,9 @@ here, and every record is importable from here as from ``perfstack.report``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+from perfstack.records import datarecord, field
 from perfstack.report.findings import (
     FIRST_RULES,
     MEASUREMENT_RULES,
@@ -33,7 +33,7 @@ SCHEMA_NAME = "perfstack/report"
 SCHEMA_VERSION = 3
 
 
-@dataclass
+@datarecord
 class Report:
     """A whole perfstack report: run, environment, backends, layers, metrics and findings."""
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
+from perfstack.records import datarecord, field
 from perfstack.report.measures import Quantity, Row
 from perfstack.report.units import numeric
 
@@ -45,7 +45,7 @@ def _add(partials: list[float], x: float) -> None:
     partials[i:] = [x]
 
 
-@dataclass
+@datarecord
 class _Value:
     """One value name of one key, over the ranks folded so far."""
 
@@ -91,7 +91,7 @@ class _Value:
             self.reason_at, self.reason = other.reason_at, other.reason
 
 
-@dataclass
+@datarecord
 class _Group:
     """One key's rows over the ranks folded so far."""
 
@@ -164,7 +164,7 @@ def _first(seen: dict[str, Position], name: str, at: Position) -> None:
         seen[name] = at
 
 
-@dataclass
+@datarecord
 class RowFold:
     """Every rank's rows of a report's layers folded by (layer, source, key): add a rank's
     rows, merge another fold, then take the merged rows in the order a list of every rank's

@@ -4,13 +4,13 @@ whole (``RunInfo``), each with its JSON form. No I/O."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+from perfstack.records import datarecord, field, field_names
 from perfstack.report.measures import Quantity, Status
 
 
-@dataclass
+@datarecord
 class ExitInfo:
     """How one child process ended."""
 
@@ -44,11 +44,11 @@ class ExitInfo:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ExitInfo:
         """Build an ExitInfo from its JSON form."""
-        fields: dict[str, Any] = {k: data.get(k) for k in cls.__dataclass_fields__}
+        fields: dict[str, Any] = {k: data.get(k) for k in field_names(cls)}
         return cls(**fields)
 
 
-@dataclass
+@datarecord
 class RunRecord:
     """One child process perfstack started: a warm-up, a baseline repeat or a backend run."""
 
@@ -108,7 +108,7 @@ class RunRecord:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRecord:
         """Build a RunRecord from its JSON form."""
-        fields: dict[str, Any] = {k: data.get(k) for k in cls.__dataclass_fields__}
+        fields: dict[str, Any] = {k: data.get(k) for k in field_names(cls)}
         fields["exit"] = ExitInfo.from_dict(data["exit"])
         fields["rusage"] = dict(data.get("rusage") or {})
         if data.get("instructions") is not None:
@@ -116,7 +116,7 @@ class RunRecord:
         return cls(**fields)
 
 
-@dataclass
+@datarecord
 class Overhead:
     """A backend's run time against the baseline's: ratio, and the baseline's own spread."""
 
@@ -142,10 +142,10 @@ class Overhead:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Overhead:
         """Build an Overhead from its JSON form."""
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+        return cls(**{k: data[k] for k in field_names(cls) if k in data})
 
 
-@dataclass
+@datarecord
 class BackendResult:
     """What one backend did in this session."""
 
@@ -199,7 +199,7 @@ class BackendResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BackendResult:
         """Build a BackendResult from its JSON form."""
-        fields: dict[str, Any] = {k: data.get(k) for k in cls.__dataclass_fields__}
+        fields: dict[str, Any] = {k: data.get(k) for k in field_names(cls)}
         fields["status"] = Status(data["status"])
         fields["overhead"] = Overhead.from_dict(data["overhead"]) if data.get("overhead") else None
         fields["artifacts"] = dict(data.get("artifacts") or {})
@@ -209,7 +209,7 @@ class BackendResult:
         return cls(**fields)
 
 
-@dataclass
+@datarecord
 class RunInfo:
     """The session as a whole: what was run, when, and every child process it started."""
 
@@ -257,6 +257,6 @@ class RunInfo:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunInfo:
         """Build a RunInfo from its JSON form."""
-        fields: dict[str, Any] = {k: data.get(k) for k in cls.__dataclass_fields__}
+        fields: dict[str, Any] = {k: data.get(k) for k in field_names(cls)}
         fields["runs"] = [RunRecord.from_dict(r) for r in data.get("runs", [])]
         return cls(**fields)

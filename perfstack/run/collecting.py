@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from perfstack.backend import Backend, Collected, Outcome, RunContext
 from perfstack.calls import call
+from perfstack.records import replace
 from perfstack.report import BackendResult, Status
 from perfstack.run import assembly, ranks, rundir
 

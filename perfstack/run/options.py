@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from perfstack.backend import StepWindow
+from perfstack.records import datarecord, field
 from perfstack.run import ranks
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ class NoProgress:
         pass
 
 
-@dataclass
+@datarecord
 class RunOptions:
     """How to run the session."""
 

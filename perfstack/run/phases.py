@@ -7,7 +7,6 @@ is recorded as failed (or its error kept in its notes), and the session goes on.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from perfstack.backend import (
 from perfstack.calls import call
 from perfstack.inprocess.bootstrap import WINDOW_WAIT_S
 from perfstack.pluginmanager import BackendEntry
+from perfstack.records import replace
 from perfstack.report import BackendResult, Status
 from perfstack.run import assembly, collecting, rundir
 from perfstack.run import baseline as baselines

@@ -14,7 +14,6 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 from perfstack import signals
 from perfstack.inprocess.bootstrap import STACK_SIGNAL
 from perfstack.machine import load as machineload
+from perfstack.records import datarecord, field
 from perfstack.report import ExitInfo
 from perfstack.run import rundir, strays
 from perfstack.run.filenames import FAULTHANDLER_FILE, STDERR_FILE, STDOUT_FILE
@@ -32,7 +32,7 @@ STACK_LIMIT = 20_000
 TAIL_LINES = 15
 
 
-@dataclass
+@datarecord
 class ChildSpec:
     """What to run and how long to let it run."""
 
@@ -46,7 +46,7 @@ class ChildSpec:
     count_instructions: bool = False
 
 
-@dataclass
+@datarecord
 class ChildResult:
     """How the child ended, and what it left behind."""
 

@@ -18,11 +18,11 @@ import math
 import os
 import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from perfstack.errors import OutputError
+from perfstack.records import datarecord
 from perfstack.run.filenames import (
     HOOK_ERRORS_FILE,
     LATEST,
@@ -38,7 +38,7 @@ from perfstack.run.filenames import (
 )
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class WorkloadRun:
     """What the workload's bootstrap recorded of one run: its process and start (None until
     it ran), how many steps it marked and each step's time (known once it exited)."""
@@ -49,7 +49,7 @@ class WorkloadRun:
     step_times: list[float]
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class RunFolder:
     """One run's folder (a warm-up, a baseline or a backend's run) and what the workload's
     bootstrap left in it: the one object the driver and the analyses ask.

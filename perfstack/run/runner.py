@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from perfstack.backend import InProcessHook, Launch, Outcome, Workload
+from perfstack.records import replace
 from perfstack.report import Quantity, RunRecord
 from perfstack.run import baseline as baselines
 from perfstack.run import launch as launching

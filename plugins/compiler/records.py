@@ -22,8 +22,9 @@ records' durations: what ``torch._dynamo.utils.compile_times()`` shows as
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
+
+from perfstack.records import datarecord, field
 
 #: A compile record's counts of graphs found in a cache (inductor's FX graph cache,
 #: AOTAutograd's), local or remote: such a compile built nothing, and records no inductor time.
@@ -33,7 +34,7 @@ CACHE_HITS = ("inductor_fx_local_cache_hit_count", "inductor_fx_remote_cache_hit
 RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$")
 
 
-@dataclass
+@datarecord
 class Compile:
     """One compile of a frame: when, how long by phase, and why it happened."""
 
@@ -53,7 +54,7 @@ class Compile:
     cached: bool = False  # inductor or AOTAutograd found the graph in a cache: nothing built
 
 
-@dataclass
+@datarecord
 class Frame:
     """A user function that torch.compile compiled (or a resume function after a break)."""
 
@@ -79,7 +80,7 @@ class Frame:
         return [c for c in self.compiles if c.recompile_reason]
 
 
-@dataclass
+@datarecord
 class GraphBreak:
     """A graph break: where in the user's code, why, and how often dynamo met it compiling."""
 
@@ -97,7 +98,7 @@ class GraphBreak:
                 if ln.strip().startswith("Hint:")]
 
 
-@dataclass
+@datarecord
 class CompileRun:
     """Everything torch.compile did in one run of the workload."""
 

@@ -5,8 +5,8 @@ given figures and recorded sweeps (tests/test_gil.py)."""
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
 
+from perfstack.records import datarecord, field
 from perfstack.report import Finding
 
 SOURCE = "gil"
@@ -16,7 +16,7 @@ GIL_BOUND_GAIN = 0.3
 SCALES_EFFICIENCY = 0.6
 
 
-@dataclass
+@datarecord
 class Series:
     """The sweep of one interpreter: a measure per thread count, from repeated runs."""
 

@@ -8,12 +8,12 @@ one click. An unknown value is "n/a" with its reason once per table, never a 0.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from perfstack.analysis.origin import origin, workload_dir
 from perfstack.analysis.views.drilldown import same_function
 from perfstack.analysis.views.layers import display_name
+from perfstack.records import datarecord, field
 from perfstack.render.words.common import value_title
 from perfstack.report import Layer, Report, Row
 from perfstack.report.units import fmt_value
@@ -234,7 +234,7 @@ ROW_WORDS = {Layer.PYTHON: "Python", Layer.FRAMEWORK: "op", Layer.KERNEL: "kerne
              Layer.MODULE: "module"}
 
 
-@dataclass
+@datarecord
 class Tables:
     """The page's tables of rows, by layer, as the panes place them."""
 

@@ -20,11 +20,11 @@ import functools
 import itertools
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from perfstack.analysis.origin import module_of, origin
+from perfstack.records import datarecord, field
 
 #: A Python frame as memray gives it: (function, file, line being run).
 Frame = tuple[str, str, int]
@@ -40,7 +40,7 @@ _COMPREHENSIONS = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>
 _IMPORTING = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>")
 
 
-@dataclass
+@datarecord
 class Site:
     """One function's memory over the run."""
 
@@ -60,7 +60,7 @@ class Site:
     at_steps: list[int] = field(default_factory=list)
 
 
-@dataclass
+@datarecord
 class Capture:
     """What one capture says, in plain numbers."""
 

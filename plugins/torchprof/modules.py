@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from perfstack.records import datarecord, field
 from perfstack.report import Row
 
 from .opgroups import SOURCE, US, q
@@ -41,7 +41,7 @@ def module_type(name: str) -> str:
     return name.rpartition("_")[0] or name
 
 
-@dataclass
+@datarecord
 class _Calls:
     """One thread's module calls in depth-first order: start, end, path and parent call."""
 
@@ -66,7 +66,7 @@ class _Calls:
         return out
 
 
-@dataclass
+@datarecord
 class _Entry:
     calls: int = 0
     forward: float = 0.0

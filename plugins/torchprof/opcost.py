@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from typing import Any
+
+from perfstack.records import datarecord
 
 #: Bytes per element of the types the trace names (Kineto writes C++ type names).
 ELEMENT_BYTES = {
@@ -61,7 +62,7 @@ FILL = {"aten::fill_", "aten::zero_"}
 EMBEDDING = {"aten::embedding"}
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Cost:
     """What one call of an op costs: FLOPs (None: not counted for this op), the least bytes it
     moves (None: unknown), the element type its arithmetic is in (``fp32``...), its kind."""

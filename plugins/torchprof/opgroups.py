@@ -12,9 +12,9 @@ from __future__ import annotations
 import functools
 import json
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import Any
 
+from perfstack.records import datarecord, field
 from perfstack.report import Quantity, Row
 
 from .opcost import Cost, cost
@@ -30,7 +30,7 @@ US = 1e-6  # the trace's unit is the microsecond
 MAX_LINKS = 5
 
 
-@dataclass
+@datarecord
 class Group:
     """The ops of one name and input shapes (one framework row), times in µs."""
 

@@ -20,15 +20,16 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+from perfstack.records import datarecord, field
 
 Segments = list[tuple[float, float]]
 
 COMPUTE, COMMUNICATION, MEMORY = "compute", "communication", "memory"
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class DeviceEvent:
     """One kernel, memcpy or memset on the device's clock (µs)."""
 
@@ -79,7 +80,7 @@ def clip(intervals: Iterable[tuple[float, float]], lo: float, hi: float) -> Segm
     return [(max(s, lo), min(e, hi)) for s, e in intervals if e > lo and s < hi]
 
 
-@dataclass
+@datarecord
 class DeviceTime:
     """One device's time within the window, in µs."""
 
@@ -162,7 +163,7 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
-@dataclass
+@datarecord
 class StreamTime:
     """One stream's time within the window, in µs: busy, its idle time by cause, and how deep
     its launch queue was.

@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 import re
 from array import array
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from perfstack.records import datarecord, field
 
 from .busbytes import bus_bytes
 from .moduleranges import MODULE_PREFIX
@@ -37,7 +38,7 @@ def _bad_time(value: Any) -> bool:
     return type(value) is float and value - value != 0.0
 
 
-@dataclass
+@datarecord
 class Kernel:
     """A device kernel (or memcpy/memset) and the ids that lead to the op that launched it.
 
@@ -55,7 +56,7 @@ class Kernel:
     moved: float | None = None  # a collective's bytes over each rank's links (busbytes)
 
 
-@dataclass
+@datarecord
 class RuntimeCall:
     """A CUDA/HIP runtime call (``cudaLaunchKernel``, ``hipMemcpyAsync``...) on a CPU thread:
     the link between a device event (same correlation id) and the op that made the call."""
@@ -74,7 +75,7 @@ NO_ID = -1
 _ID_BITS = 40
 
 
-@dataclass
+@datarecord
 class TraceAggregate:
     """Compact records of one or more traces, ready to be turned into rows.
 

@@ -23,7 +23,6 @@ runs) share that metric's verdict.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from typing import Any
 
 from perfstack.analysis.diff.changes import EnvChange as EnvChange  # re-exported: moved there
@@ -42,6 +41,7 @@ from perfstack.analysis.diff.lead import (
 )
 from perfstack.analysis.diff.rows import RowChange, row_changes
 from perfstack.analysis.stats import MIN_EFFECT, compare, compare_paired, summarize
+from perfstack.records import as_dict, datarecord
 from perfstack.report import Better, Metric, Report
 from perfstack.report.units import fmt_seconds
 
@@ -67,7 +67,7 @@ ENV_FACTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("installed packages", ("packages",)),
 )
 
-@dataclass
+@datarecord
 class Diff:
     """The whole comparison."""
 
@@ -96,11 +96,11 @@ class Diff:
         gate's verdict too."""
         out = {
             "schema": "perfstack/diff", "version": 1, "base": self.base, "new": self.new,
-            "environment": [asdict(e) for e in self.environment],
-            "metrics": [asdict(m) for m in self.metrics],
-            "rows": {layer: [asdict(r) for r in rows] for layer, rows in self.rows.items()},
+            "environment": [as_dict(e) for e in self.environment],
+            "metrics": [as_dict(m) for m in self.metrics],
+            "rows": {layer: [as_dict(r) for r in rows] for layer, rows in self.rows.items()},
             "row_noise": self.row_noise, "row_noise_reason": self.row_noise_reason,
-            "machine": {**asdict(self.machine), "summary": self.machine.describe()},
+            "machine": {**as_dict(self.machine), "summary": self.machine.describe()},
             "lead": self.lead.to_dict() if self.lead else None,
         }
         if threshold is not None:
@@ -262,7 +262,7 @@ def _family_wise(changes: list[MetricChange], alpha: float = FAMILY_ALPHA,
 
 
 def _scaled(m: Metric, factor: float) -> Metric:
-    from dataclasses import replace
+    from perfstack.records import replace
 
     return replace(m, value=m.value * factor if m.value is not None else None,
                    samples=[v * factor for v in m.samples] if m.samples else m.samples)

@@ -5,11 +5,12 @@ Plain records, shared by the diff (``analysis.diff``) and its lead (``analysis.l
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from perfstack.records import datarecord
 
-@dataclass
+
+@datarecord
 class EnvChange:
     """One environment fact that differs."""
 
@@ -18,7 +19,7 @@ class EnvChange:
     new: Any
 
 
-@dataclass
+@datarecord
 class MetricChange:
     """A metric on either side, and the verdict."""
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
 
+from perfstack.records import datarecord
 from perfstack.report import Report, RunRecord
 
 #: The between-session noise assumed when nothing better is known: how far two sessions of the
@@ -80,7 +80,7 @@ def instructions_reason(report: Report) -> str | None:
                  and r.instructions.reason), None)
 
 
-@dataclass
+@datarecord
 class MachineDrift:
     """How the machine's speed and the workload's work compare between two reports."""
 

@@ -6,10 +6,9 @@ how a change between two separate sessions is told from the machine's own.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from perfstack.analysis.diff.drift import MachineDrift, corrected
 from perfstack.analysis.stats import MIN_EFFECT
+from perfstack.records import datarecord
 
 #: Between separate sessions, a time that moved by less than this share of the run's wall time
 #: is not called a change, whatever its relative size.
@@ -22,7 +21,7 @@ def one_run_threshold(noise: float) -> float:
     return max(MIN_EFFECT * 2.5, 3 * noise)
 
 
-@dataclass
+@datarecord
 class Judge:
     """What every comparison in one diff shares: pairing, noise and the machine's drift."""
 

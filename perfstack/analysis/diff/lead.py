@@ -19,11 +19,11 @@ import difflib
 import math
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from perfstack.analysis.diff.changes import EnvChange, MetricChange
 from perfstack.analysis.diff.rows import RowChange
+from perfstack.records import datarecord, field
 from perfstack.report import Better, Metric, Report
 from perfstack.report.units import fmt_seconds
 
@@ -33,7 +33,7 @@ BATCH_FLAGS = ("--batch-size", "--batch_size", "--batchsize", "--bs")
 LEAD_ROWS = 8
 
 
-@dataclass
+@datarecord
 class Lead:
     """The head of a diff."""
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 import functools
 import os
 from collections import Counter
-from dataclasses import dataclass, field
 
 from perfstack.analysis.diff.drift import corrected, speed_ratio_of_runs
 from perfstack.analysis.diff.judge import Judge, one_run_threshold
 from perfstack.analysis.origin import workload_dir
 from perfstack.analysis.primary import Primary
 from perfstack.analysis.views.layers import display_name
+from perfstack.records import datarecord, field
 from perfstack.report import Layer, Report, Row
 
 #: The placeholder for the workload's own script in a row's match key.
@@ -78,7 +78,7 @@ def is_startup(row: Row) -> bool:
 AGGREGATE_KINDS = ("thread", "thread-sweep")
 
 
-@dataclass
+@datarecord
 class RowChange:
     """A row on either side: the value it is compared by, and how it moved."""
 

@@ -16,9 +16,9 @@ import re
 from perfstack.analysis.rules.children import children_compete, ranks_here
 from perfstack.analysis.rules.time import share_of, time_rules
 from perfstack.analysis.stats import summarize
+from perfstack.hookmark import hookimpl
 from perfstack.machine import cpus
 from perfstack.machine import load as machineload
-from perfstack.pluginmanager import hookimpl
 from perfstack.report import Finding, Layer, Overhead, Report, RunRecord, Status
 from perfstack.report.units import fmt_seconds, pct
 

@@ -21,8 +21,7 @@ time, so every line says which backend measured it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+from perfstack.records import datarecord, field
 from perfstack.report import Better, Layer, Metric, Report
 
 #: part -> (title, layer), in the order the budget lists them.
@@ -51,7 +50,7 @@ UNSAMPLED_PARTS = ("before_sampling",)
 SPLIT_PARTS = ("framework", "kernels", "openmp", "os", "runtime", "other")
 
 
-@dataclass
+@datarecord
 class BudgetLine:
     """One line of the budget: a part of the wall time, who measured it, how."""
 
@@ -64,7 +63,7 @@ class BudgetLine:
     depth: int = 0  # 1: a subdivision of the line above it
 
 
-@dataclass
+@datarecord
 class Budget:
     """The time budget of a report; empty ``lines`` when no backend measured one."""
 

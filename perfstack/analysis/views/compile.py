@@ -10,17 +10,17 @@ the renderers word them.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 
 from perfstack.analysis.origin import origin, workload_dir
 from perfstack.analysis.views.layers import display_name
+from perfstack.records import datarecord, field
 from perfstack.report import Layer, Report, Row
 
 #: Frames and breaks listed (the JSON holds them all).
 SHOWN = 8
 
 
-@dataclass
+@datarecord
 class FrameLine:
     """One compiled frame."""
 
@@ -34,7 +34,7 @@ class FrameLine:
     failed: bool  # a compile of it failed: it runs eagerly
 
 
-@dataclass
+@datarecord
 class BreakLine:
     """One graph break at the user's line."""
 
@@ -46,7 +46,7 @@ class BreakLine:
     crossed: int | None = None
 
 
-@dataclass
+@datarecord
 class CompileView:
     """torch.compile's part of the report."""
 

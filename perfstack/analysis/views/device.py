@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
 
 from perfstack.analysis.stats import median
+from perfstack.records import datarecord, field
 from perfstack.report import Metric, Report
 from perfstack.report.rankrows import MANY_RANKS
 from perfstack.report.units import numeric
 
 
-@dataclass
+@datarecord
 class DevicePart:
     """One part of the device's time over the profiled steps."""
 
@@ -24,7 +24,7 @@ class DevicePart:
     metric: str
 
 
-@dataclass
+@datarecord
 class DeviceTime:
     """The device's time (the ``gpu_busy`` and ``gpu_time.*`` metrics a backend published)."""
 
@@ -44,7 +44,7 @@ DEVICE_METRICS = ("gpu_busy", "gpu_comm_overlap", "gpu_launch_delay",
                   *(name for _, name, _ in DEVICE_PARTS))
 
 
-@dataclass
+@datarecord
 class RankTable:
     """A job's ranks side by side: each ``name[rankN]`` metric as a column, a rank a row."""
 

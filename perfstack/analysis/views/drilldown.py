@@ -4,14 +4,13 @@ workload's child processes is labelled so and given no share of its wall time.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from perfstack.analysis.origin import origin, short_key, workload_dir
 from perfstack.analysis.primary import Primary
+from perfstack.records import datarecord, field
 from perfstack.report import Layer, Report, Row
 
 
-@dataclass
+@datarecord
 class Node:
     """A line of the drill-down tree: numbers only; renderers word them."""
 

@@ -12,8 +12,8 @@ GEMM, reduction (and normalisation, softmax), elementwise; the rest is "other".
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from perfstack.records import datarecord
 from perfstack.report import Layer, Report
 
 #: Kinds, in the order a name is tried against them (convolution before GEMM: cuDNN and
@@ -75,7 +75,7 @@ def short_name(name: str) -> str:
     return base + args
 
 
-@dataclass
+@datarecord
 class Kernel:
     """One kernel: its time on the device over what was profiled, summed over ranks' rows of
     the same name."""
@@ -88,7 +88,7 @@ class Kernel:
     mean_s: float | None
 
 
-@dataclass
+@datarecord
 class Kind:
     """One kind of kernel: its device time, share and how many distinct kernels it holds."""
 
@@ -98,7 +98,7 @@ class Kind:
     kernels: int
 
 
-@dataclass
+@datarecord
 class KernelView:
     """The device's kernel time, by kernel (the top ones) and by kind (all of them)."""
 

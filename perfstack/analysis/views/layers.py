@@ -5,10 +5,9 @@ reason, and a backend whose rows only restate its metrics shown as those metrics
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from perfstack.analysis.origin import origin, short_key, workload_dir
 from perfstack.analysis.primary import Primary
+from perfstack.records import datarecord, field
 from perfstack.report import Layer, Quantity, Report, Row
 
 #: Rows of each layer's first table in the default view (the drill-down already shows the
@@ -16,7 +15,7 @@ from perfstack.report import Layer, Quantity, Report, Row
 DEFAULT_LAYER_ROWS = 3
 
 
-@dataclass
+@datarecord
 class LayerTable:
     """One source's top rows of one layer, with the columns to show."""
 

@@ -11,10 +11,9 @@ measured them; the view names none.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from perfstack.analysis.origin import workload_dir
 from perfstack.analysis.views.layers import display_name
+from perfstack.records import datarecord, field
 from perfstack.report import Layer, Metric, Report, Row
 
 #: The metrics this view shows (the report's default metrics table leaves them out).
@@ -27,7 +26,7 @@ METRICS = ("peak_heap", "peak_heap_at", "peak_heap_step", "heap_growth_per_step"
 GROWING = 1024
 
 
-@dataclass
+@datarecord
 class Holder:
     """One function's part of the memory."""
 
@@ -40,7 +39,7 @@ class Holder:
     ours: bool
 
 
-@dataclass
+@datarecord
 class MemoryView:
     """The peaks, the holders at the peak and what grew."""
 

@@ -11,8 +11,8 @@ rows; the view names none.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
 
+from perfstack.records import datarecord, field
 from perfstack.report import Layer, Report, Row
 
 #: A module is listed when it holds this share of the model's time (or --full: FULL_SHARE).
@@ -22,7 +22,7 @@ FULL_SHARE = 0.5
 SEP = "/"
 
 
-@dataclass
+@datarecord
 class ModuleLine:
     """One module of the tree, as shown."""
 
@@ -48,7 +48,7 @@ class ModuleLine:
         return f"{'.'.join(attrs)}{parts[-1][parts[-1].rindex(' ('):]}"
 
 
-@dataclass
+@datarecord
 class ModuleView:
     """The model's time by module: the largest parts as a tree, and by module type."""
 

@@ -9,10 +9,9 @@ chart.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from perfstack.analysis.roofline import ceilings_of
 from perfstack.machine.ceilingrecord import Ceilings
+from perfstack.records import datarecord, field
 from perfstack.report import Layer, Metric, Report, Row
 
 #: The metrics this view shows (the report's default metrics table leaves them out).
@@ -20,7 +19,7 @@ METRICS = ("roofline.peak_share", "roofline.memory_bound_share",
            "roofline.latency_bound_share", "roofline.coverage")
 
 
-@dataclass
+@datarecord
 class RoofOp:
     """One op on its roofline."""
 
@@ -37,7 +36,7 @@ class RoofOp:
     bound: str
 
 
-@dataclass
+@datarecord
 class RoofView:
     """The ceilings, the step's figures, the heaviest ops and every placed op."""
 

@@ -10,9 +10,8 @@ the most.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from perfstack.analysis.stats import median
+from perfstack.records import datarecord
 from perfstack.report import Metric, Report
 
 #: The families of per-step phases, in the order a report shows them: (prefix, phases that
@@ -24,7 +23,7 @@ FAMILIES = (("gpu_step.", ("compute", "communication", "memory", "idle"), ("host
 OUTLIER = 1.5
 
 
-@dataclass
+@datarecord
 class Phase:
     """One phase of the steps: its seconds in each step, in order."""
 
@@ -40,7 +39,7 @@ class Phase:
         return median(self.seconds)
 
 
-@dataclass
+@datarecord
 class Outlier:
     """A step that took much longer than the median step, and the phase that grew most."""
 
@@ -51,7 +50,7 @@ class Outlier:
     extra: float  # the phase's seconds beyond its median
 
 
-@dataclass
+@datarecord
 class StepView:
     """The steps of one backend's profile, by phase."""
 

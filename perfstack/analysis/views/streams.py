@@ -5,8 +5,8 @@ metrics a backend published, one per stream)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from perfstack.records import datarecord
 from perfstack.report import Report
 
 #: A per-stream metric: its figure and the stream (``stream7``, ``device1.stream7``).
@@ -17,7 +17,7 @@ FIGURES = ("gpu_stream_busy", "gpu_stream_idle.host", "gpu_stream_idle.streams",
            "gpu_stream_idle.other", "gpu_queue_depth", "gpu_queue_depth_max")
 
 
-@dataclass
+@datarecord
 class StreamRow:
     """One stream's figures (None where the backend published none)."""
 
@@ -25,7 +25,7 @@ class StreamRow:
     figures: dict[str, float | None]
 
 
-@dataclass
+@datarecord
 class StreamView:
     """Every stream of the trace, busiest first; which metrics it shows."""
 

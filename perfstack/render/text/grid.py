@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from perfstack.records import datarecord
 from perfstack.render.base import terminal_safe
 
 #: The narrowest a name column gets before value columns are dropped instead: enough for a
@@ -80,7 +80,7 @@ def _without_trailing_scalars(shapes: str) -> str:
     return shapes if core == shapes else core[:-1] + ",…]"
 
 
-@dataclass
+@datarecord
 class Column:
     """A table column: its heading, and whether it is the name column (cut to fit), a word
     column (left-aligned) or a number (right-aligned); only the name column is ever cut."""

@@ -18,10 +18,10 @@ import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from perfstack.errors import InputNotFound, UsageError
+from perfstack.records import datarecord
 from perfstack.report import Report
 from perfstack.run.driver import Session
 
@@ -67,7 +67,7 @@ def run_interleaved(base: Session, new: Session, repeat: int, warmup: int) -> tu
     return reports
 
 
-@dataclass
+@datarecord
 class Checkout:
     """One side's files: where the script is and where to run it from."""
 

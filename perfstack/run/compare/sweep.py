@@ -17,12 +17,12 @@ import re
 import statistics
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 from perfstack import errors
 from perfstack.analysis.stats import compare
 from perfstack.machine import cpus
+from perfstack.records import datarecord, field
 from perfstack.report import Report
 
 SWEEP_SCHEMA = "perfstack-sweep"
@@ -79,7 +79,7 @@ def environment(env: dict[str, str]) -> Iterator[None]:
                 os.environ[k] = v
 
 
-@dataclass
+@datarecord
 class Measure:
     """What a setting is judged by."""
 

@@ -21,11 +21,11 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from perfstack import errors
+from perfstack.records import datarecord
 from perfstack.run.recorded import watch
 
 #: Dask's own setting of the scheduler a client connects to.
@@ -41,7 +41,7 @@ PEAK_PER_BYTE = 2.0
 POOL_FROM_BYTES = 128 << 20
 
 
-@dataclass
+@datarecord
 class Plan:
     """Where the units are read, in words for the report and the progress line."""
 

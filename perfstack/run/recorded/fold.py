@@ -17,13 +17,13 @@ its ranks were read in one process or on any number of workers.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import Any
 
 from perfstack.analysis.distributed import op_seconds
 from perfstack.analysis.primary import Primary
 from perfstack.backend import Collected, Recorded
 from perfstack.pluginmanager import BackendEntry
+from perfstack.records import datarecord, field
 from perfstack.report import Layer
 from perfstack.report.rankfold import Position, RowFold
 from perfstack.report.rankrows import MANY_RANKS
@@ -36,7 +36,7 @@ Shares = dict[int, tuple[float, float]]
 _Placed = dict[int, tuple[Position, float, float]]
 
 
-@dataclass
+@datarecord
 class _Record:
     """One rank's records of one backend, its rows dropped once folded."""
 
@@ -45,7 +45,7 @@ class _Record:
     recorded: Recorded
 
 
-@dataclass
+@datarecord
 class _Backend:
     """What one backend's ranks left in the fold."""
 
@@ -57,7 +57,7 @@ class _Backend:
     shares: dict[str, tuple[int, Position, _Placed]] = field(default_factory=dict)
 
 
-@dataclass
+@datarecord
 class Folded:
     """The job as folded: per backend its records (rows merged from ``MANY_RANKS`` ranks),
     the facts of each rank, step times, collective shares and how rows were merged."""

@@ -23,16 +23,16 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, as_completed
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from perfstack.backend import Backend, Recorded
 from perfstack.calls import call
+from perfstack.records import datarecord, field
 from perfstack.run.recorded.executors import json_bytes, stop_children
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Unit:
     """Files of one backend read together: one rank's or process's."""
 
@@ -40,7 +40,7 @@ class Unit:
     files: tuple[Path, ...]
 
 
-@dataclass
+@datarecord
 class UnitResult:
     """A unit's records, or why it has none."""
 
@@ -52,7 +52,7 @@ class UnitResult:
     seconds: float = 0.0  # reading it, where it was read
 
 
-@dataclass
+@datarecord
 class Reduced:
     """Every unit's result, in the units' order, and whether Ctrl-C stopped the reading."""
 
