@@ -54,6 +54,27 @@ def test_round_trip_through_a_file(tmp_path):
         assert loaded.layers[Layer.HARDWARE][0].values["count"].value is None
 
 
+def test_a_nan_or_infinity_is_written_as_unknown(tmp_path):
+    """The writer's C encoder refuses a NaN or an infinity; only then is the report walked
+    and each made null (unknown), wherever it is: a metric's value, its samples, a fact."""
+    import json
+    import math
+
+    report = _report()
+    report.metrics[0].samples = [1.5, math.inf]
+    report.environment["python"]["odd"] = (-math.inf, 2.0)
+    path = tmp_path / "r.json"
+    save_report(report, path)
+    data = json.loads(path.read_text(), parse_constant=lambda c: pytest.fail(f"bare {c}"))
+    assert data["metrics"][0]["samples"] == [1.5, None]
+    assert data["environment"]["python"]["odd"] == [None, 2.0]
+    assert load_report(path).metrics[0].samples == [1.5, None]
+    report.metrics[0].value = math.nan
+    save_report(report, path)
+    data = json.loads(path.read_text(), parse_constant=lambda c: pytest.fail(f"bare {c}"))
+    assert data["metrics"][0]["value"] is None
+
+
 def test_schema_rejects_silent_unknowns_and_foreign_fields():
     data = _report().to_dict()
     assert schema_errors(data) == []

@@ -112,8 +112,10 @@ class Database:
 
 
 def _storable(params: Sequence[Any]) -> tuple[Any, ...]:
-    """Statement parameters, each text one as UTF-8 can hold it."""
-    return tuple(utf8_safe(v) if isinstance(v, str) else v for v in params)
+    """Statement parameters, each text one as UTF-8 can hold it (ASCII text, nearly all of
+    it, as it is: a job's history entry binds ~200,000 parameters)."""
+    return tuple(utf8_safe(v) if isinstance(v, str) and not v.isascii() else v
+                 for v in params)
 
 
 def retry_while(locked: Callable[[BaseException], bool], db: Database,

@@ -48,7 +48,7 @@ def _process(path: Path) -> tuple[str, str]:
 def units(files: Sequence[Path]) -> list[list[Path]]:
     """The files of each process, ranks in order, then the processes that say no rank;
     ValueError when two processes claim one rank."""
-    from .trace import trace_header
+    from .reader import trace_header
 
     by_rank: dict[int, dict[tuple[str, str], list[Path]]] = {}
     unranked: dict[tuple[str, str], list[Path]] = {}
