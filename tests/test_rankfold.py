@@ -177,3 +177,35 @@ def test_small_ranks_go_in_batches_and_big_ones_alone(tmp_path: Path) -> None:
     assert [len(b) for b in batches(mixed, 1, folded=True)] == [1, 2, 1, 10, 10, 10, 6]
     assert [len(b) for b in batches(many[:64], 1, folded=True)] == [16] * 4
     assert all(len(b) == 1 for b in batches(many, 2, folded=False))
+
+
+def test_what_ranks_repeat_is_held_once() -> None:
+    """Each rank's copy of the same facts (device properties) and metric texts, read on
+    workers and pickled back, is dropped for the first equal one: the parent holds one; the
+    report's JSON is what it was."""
+    import pickle
+
+    from perfstack.report import Better, Metric
+
+    facts = {"devices": ["GPU"] * 4, "device_properties": [{"name": "GPU", "numSms": 104}] * 4}
+    results = _unit_results(6, 6)
+    for result in results:
+        assert result.records
+        record = result.records[0]
+        record.environment = copy.deepcopy(facts)
+        record.collected.metrics = [Metric("gpu_busy", 50.0 + (record.rank or 0), "%", "kernel",
+                                           "torch", Better.HIGHER,
+                                           description="".join(["the share ", "of steps"]))]
+    workers = [JobFold({}), JobFold({})]
+    for i, result in enumerate(results):
+        workers[i % 2].add(i, pickle.loads(pickle.dumps(result)))
+    job = JobFold({})
+    for worker in workers:
+        job.merge(pickle.loads(pickle.dumps(worker)))
+    done = job.finish()
+    held = [done.recorded[f"rank{r}"]["device_properties"] for r in range(6)]
+    assert all(h is held[0] for h in held) and held[0] == facts["device_properties"]
+    descriptions = [m.description for c in done.collected.values() for m in c.metrics]
+    assert len(descriptions) == 6 and all(d is descriptions[0] for d in descriptions)
+    assert sorted(m.value for c in done.collected.values() for m in c.metrics) == [
+        50.0 + r for r in range(6)]

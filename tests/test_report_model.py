@@ -116,3 +116,26 @@ def test_durations_read_without_exponents() -> None:
     assert fmt_seconds(1640.0) == "1,640 s"
     for exponent in range(-15, 6):
         assert "e" not in fmt_seconds(10.0 ** exponent).replace("µs", "").replace(" s", "")
+
+
+def test_the_report_written_in_pieces_is_the_report_encoded_whole(tmp_path):
+    """``save_report`` writes a report a piece at a time (a job of thousands of ranks never
+    held whole as JSON): the bytes are those of its whole encoding, on recorded reports of
+    every size, with a NaN in a piece, and across more than one piece of rows."""
+    import math
+
+    from perfstack.report.encode import PIECE_ITEMS, finite, json_bytes, report_pieces
+    from tests.conftest import ROOT
+
+    reports = [load_report(p) for p in sorted((ROOT / "tests/fixtures/reports").glob("*.json*"))
+               if p.name in {"v1-busy.json", "resnet50.json.gz", "split_60_40.json.gz"}]
+    many = _report()
+    many.layers[Layer.HARDWARE] = [Row(f"k{i}", f"row {i}", "perf",
+                                       {"time": Quantity(i * 1e-3, "s")})
+                                   for i in range(2 * PIECE_ITEMS + 7)]
+    many.metrics[0].samples = [1.5, math.nan]
+    for report in [*reports, many, _report()]:
+        whole = json_bytes(finite(report.to_dict()))
+        assert b"".join(report_pieces(report)) == whole
+        save_report(report, tmp_path / "r.json")
+        assert (tmp_path / "r.json").read_bytes() == whole

@@ -114,6 +114,9 @@ class Database:
 def _storable(params: Sequence[Any]) -> tuple[Any, ...]:
     """Statement parameters, each text one as UTF-8 can hold it (ASCII text, nearly all of
     it, as it is: a job's history entry binds ~200,000 parameters)."""
+    if isinstance(params, tuple) and not any(isinstance(v, str) and not v.isascii()
+                                             for v in params):
+        return params  # no copy: a job's entry holds a hundred thousand rows
     return tuple(utf8_safe(v) if isinstance(v, str) and not v.isascii() else v
                  for v in params)
 

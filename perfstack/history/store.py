@@ -28,21 +28,26 @@ from perfstack.history.schema import ensure_schema
 from perfstack.report import Report
 
 
+def _digest(path: Path) -> str:
+    """The SHA-256 of a file, read a MiB at a time (a job's report is tens of MB)."""
+    found = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while piece := fh.read(1 << 20):
+            found.update(piece)
+    return found.hexdigest()
+
+
 def add(location: Location, report: Report, report_path: Path,
         data: bytes | None = None) -> bool:
     """Add one report to the history at ``location`` in one transaction; return False when it
     was there already (the same digest). ``data`` is the report file's bytes, when the caller
     has them."""
-    raw = data if data is not None else report_path.read_bytes()
-    digest = hashlib.sha256(raw).hexdigest()
+    digest = hashlib.sha256(data).hexdigest() if data is not None else _digest(report_path)
     facts = machine_facts(report)
     repo = report.environment.get("repository")
     repo = repo if isinstance(repo, dict) else {}
     workload = workload_of(report)
     primary = Primary(report)
-    metric_rows = [(m.name, m.source, float(m.value) if isinstance(m.value, (int, float))
-                    and not isinstance(m.value, bool) else None, m.unit, m.layer,
-                    m.better.value) for m in report.metrics]
     from perfstack.analysis.origin import workload_dir
     from perfstack.analysis.views.layers import display_name
 
@@ -83,7 +88,10 @@ def add(location: Location, report: Report, report_path: Path,
                 return False
             run_id = run[0]
             db.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           [(run_id, *m) for m in metric_rows])
+                           [(run_id, m.name, m.source, float(m.value)
+                             if isinstance(m.value, (int, float))
+                             and not isinstance(m.value, bool) else None, m.unit, m.layer,
+                             m.better.value) for m in report.metrics])
             db.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                            [(run_id, *r) for r in layer_rows])
             db.commit()

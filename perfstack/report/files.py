@@ -10,17 +10,20 @@ from __future__ import annotations
 import errno
 import gzip
 import json
-import math
 import os
 import stat
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from pathlib import Path
 from typing import IO, Any
 
 from perfstack.errors import InputNotFound, NotAReport, OutputError, UnsupportedVersion
 from perfstack.report import SCHEMA_NAME, SCHEMA_VERSION, Report
+from perfstack.report.encode import finite as finite
+from perfstack.report.encode import report_json as report_json
+from perfstack.report.encode import report_pieces, strict_json
+from perfstack.report.encode import utf8_safe as utf8_safe
 
 
 @cache
@@ -120,18 +123,6 @@ def _read_big(path: Path) -> Any:
 
 def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
-
-
-def finite(data: Any) -> Any:
-    """Return ``data`` with every NaN or infinite float replaced by None (unknown), so the JSON
-    written is strict JSON that any reader accepts."""
-    if isinstance(data, float):
-        return data if math.isfinite(data) else None
-    if isinstance(data, dict):
-        return {k: finite(v) for k, v in data.items()}
-    if isinstance(data, (list, tuple)):
-        return [finite(v) for v in data]
-    return data
 
 
 def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
@@ -252,8 +243,9 @@ def _remember_checked(raw: bytes) -> None:
         pass
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary file and a rename (gzip when it ends .gz).
+def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> None:
+    """Write ``data`` (bytes, or its pieces in order) to ``path`` via a temporary file and a
+    rename (gzip when it ends .gz).
 
     A path that exists and is not a regular file (a device such as /dev/null or /dev/stdout,
     a FIFO), or lies in /dev or /proc (/dev/stdout redirected to a file), is written through,
@@ -277,9 +269,9 @@ def write_atomic(path: Path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as raw:
             if path.suffix == ".gz":
                 with gzip.GzipFile(fileobj=raw, mode="wb") as gz:
-                    gz.write(data)
+                    _write_pieces(gz.write, data)
             else:
-                raw.write(data)
+                _write_pieces(raw.write, data)
             raw.flush()
             os.fsync(raw.fileno())
         os.replace(tmp, path)
@@ -328,7 +320,15 @@ def _open_fifo(path: Path) -> int:
         return fd
 
 
-def _write_through(path: Path, data: bytes) -> None:
+def _write_pieces(write: Callable[[bytes], object], data: bytes | Iterable[bytes]) -> None:
+    if isinstance(data, bytes):
+        write(data)
+        return
+    for piece in data:
+        write(piece)
+
+
+def _write_through(path: Path, data: bytes | Iterable[bytes]) -> None:
     if path.is_dir():
         raise OutputError(f"{path}: is a folder; give a file name")
     try:
@@ -337,9 +337,9 @@ def _write_through(path: Path, data: bytes) -> None:
         with open(fd, "wb") as fh:
             if path.suffix == ".gz":
                 with gzip.GzipFile(fileobj=fh, mode="wb") as gz:
-                    gz.write(data)
+                    _write_pieces(gz.write, data)
             else:
-                fh.write(data)
+                _write_pieces(fh.write, data)
     except OSError as exc:
         raise OutputError(f"{path}: cannot write ({exc.strerror})") from None
 
@@ -352,40 +352,7 @@ def _umask_mode() -> int:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write ``data`` as JSON to ``path`` atomically."""
-    write_atomic(path, _strict_json(data)[1])
-
-
-def _strict_json(data: Any) -> tuple[Any, bytes]:
-    """``data`` made finite (``finite``) and its JSON bytes. The C encoder refuses a NaN or
-    an infinity itself: only then is the data walked in Python to replace them (a report of
-    a thousand ranks is ~300,000 values, a tenth of a second to walk)."""
-    try:
-        return data, _json_bytes(data)
-    except ValueError:  # a NaN or an infinity: made unknown (None), then written
-        data = finite(data)
-        return data, _json_bytes(data)
-
-
-def _json_bytes(data: Any) -> bytes:
-    """Strict JSON (``data`` already finite), as perfstack writes it: compact, because only
-    Python's C encoder is fast and it does not indent (an indented report took 4.4x as long to
-    write and was 1.6x the size; ``perfstack show`` and ``jq`` are how a report is read)."""
-    return json.dumps(data, separators=(",", ":"), allow_nan=False).encode("utf-8")
-
-
-def utf8_safe(text: str) -> str:
-    """``text`` as UTF-8 can hold it: the undecodable bytes Python keeps from a file name or an
-    argument (``\udcff`` for a byte 0xff) written as ``\xff``, any other lone surrogate
-    escaped; text without them is returned as it is."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        pass
-    try:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    write_atomic(path, strict_json(data)[1])
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -393,17 +360,25 @@ def write_text_atomic(path: Path, text: str) -> None:
     write_atomic(path, utf8_safe(text).encode("utf-8"))
 
 
-def report_json(report: Report) -> str:
-    """The report as the JSON text ``save_report`` writes (one line, newline-ended)."""
-    return _strict_json(report.to_dict())[1].decode("utf-8") + "\n"
-
-
 def save_report(report: Report, path: Path) -> None:
-    """Write ``report`` to ``path`` atomically; a small one is checked against the schema as
-    it is written and remembered as checked, so that reading it back (``show``, ``diff``)
-    need not load the schema's validator."""
-    data, raw = _strict_json(report.to_dict())
-    write_atomic(path, raw)
-    if path.suffix != ".gz" and len(raw) <= BIG_JSON and path.is_file() \
-            and not schema_errors(finite(data)):  # finite: tuples as the lists JSON has
-        _remember_checked(raw)
+    """Write ``report`` to ``path`` atomically, a piece at a time (``report_pieces``); a
+    small one is checked against the schema as it is written and remembered as checked, so
+    that reading it back (``show``, ``diff``) need not load the schema's validator."""
+    kept: list[bytes] = []
+    size = 0
+
+    def pieces() -> Iterator[bytes]:
+        nonlocal size
+        for piece in report_pieces(report):
+            size += len(piece)
+            if size <= BIG_JSON:
+                kept.append(piece)
+            elif kept:
+                kept.clear()
+            yield piece
+
+    write_atomic(path, pieces())
+    if path.suffix != ".gz" and size <= BIG_JSON and path.is_file():
+        raw = b"".join(kept)
+        if not schema_errors(json.loads(raw)):
+            _remember_checked(raw)

@@ -19,6 +19,8 @@ from typing import IO, Any
 
 import msgspec
 
+from perfstack.report.shared import Canon
+
 from .gunzip import TraceError, gunzip
 from .repair import repaired_event
 
@@ -337,7 +339,11 @@ def _header_of(path: str, size: int, mtime_ns: int, limit: int) -> dict[str, Any
     key = head.find('"traceEvents"')
     if key < 0 or not head.lstrip().startswith("{"):
         return None
-    return _header(head[:key])
+    # A job's ranks repeat their headers' facts (device properties...): held once here.
+    return {_SAME.same(k): _SAME.same(v) for k, v in _header(head[:key]).items()}
+
+
+_SAME = Canon()
 
 
 def _read_to_events(fh: IO[str], limit: int) -> str:

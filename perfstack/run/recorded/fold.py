@@ -27,6 +27,7 @@ from perfstack.records import datarecord, field
 from perfstack.report import Layer
 from perfstack.report.rankfold import Position, RowFold
 from perfstack.report.rankrows import MANY_RANKS
+from perfstack.report.shared import Canon
 from perfstack.run import assembly
 from perfstack.run.recorded.reduce import UnitResult
 
@@ -98,6 +99,22 @@ class JobFold:
         self.folding = False  # rows folded (MANY_RANKS ranks with rows seen)
         self.with_rows: set[int] = set()  # ranks that had rows
         self.world: int | None = None
+        self.canon = Canon()  # what the ranks repeat, held once
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What a worker's fold sends: all but its canon (the parent has its own)."""
+        return {k: v for k, v in self.__dict__.items() if k != "canon"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """A fold received from a worker, with a canon of its own."""
+        self.__dict__.update(state)
+        self.canon = Canon()
+
+    def _share(self, recorded: Recorded) -> None:
+        """The record's facts and its metrics' texts, shared with the other ranks'."""
+        recorded.environment = self.canon.facts(recorded.environment)
+        for metric in recorded.collected.metrics:
+            self.canon.metric(metric)
 
     def add(self, index: int, result: UnitResult) -> UnitResult:
         """Take unit ``index``'s records in; return its result without them (its rows
@@ -108,6 +125,7 @@ class JobFold:
         for j, item in enumerate(result.records):
             if item.world:
                 self.world = max(self.world or 0, item.world)
+            self._share(item)
             record = _Record((index, j), item.rank, item)
             state.records.append(record)
             if item.rank is not None:
@@ -146,6 +164,8 @@ class JobFold:
         if other.world:
             self.world = max(self.world or 0, other.world)
         for name, theirs in other.backends.items():
+            for record in theirs.records:
+                self._share(record.recorded)
             mine = self.backends.get(name)
             if mine is None:
                 self.backends[name] = theirs

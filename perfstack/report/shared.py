@@ -1,0 +1,60 @@
+"""One copy of what many ranks repeat: equal facts and texts shared, not held once a rank.
+
+A job's ranks say the same things: the same device properties, the same metric descriptions
+and units. Read on workers and sent back pickled, each rank's copy is a new object; kept per
+rank for the report, they made most of what the parent held per rank. :class:`Canon` hands
+back the first equal value it saw, so that later ranks' copies are dropped. The JSON written
+is the same: a shared object is written where each copy was.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from perfstack.report.measures import Metric
+
+
+class Canon:
+    """Equal values, shared: texts interned, containers by their JSON text."""
+
+    #: the most distinct containers remembered (each job's few kinds of facts)
+    KEPT = 4096
+
+    def __init__(self) -> None:
+        """An empty canon."""
+        self._seen: dict[str, Any] = {}
+
+    def same(self, value: Any) -> Any:
+        """``value``, or an equal one seen before (texts and JSON-able containers)."""
+        if isinstance(value, str):
+            return sys.intern(value)
+        if not isinstance(value, (dict, list)) or not value:
+            return value
+        try:
+            key = json.dumps(value, sort_keys=True, allow_nan=True)
+        except (TypeError, ValueError):  # not JSON: kept as it is
+            return value
+        found = self._seen.get(key)
+        if found is not None:
+            return found
+        if len(self._seen) < self.KEPT:
+            self._seen[key] = value
+        return value
+
+    def facts(self, facts: dict[str, Any]) -> dict[str, Any]:
+        """A rank's facts with each value shared where an earlier rank had it."""
+        return {self.same(k): self.same(v) for k, v in facts.items()}
+
+    def metric(self, metric: Metric) -> Metric:
+        """A metric's texts shared with the other ranks' (in place; returned)."""
+        metric.unit = sys.intern(metric.unit)
+        metric.layer = sys.intern(metric.layer)
+        metric.source = sys.intern(metric.source)
+        metric.samples_of = sys.intern(metric.samples_of)
+        for name in ("description", "reason", "group"):
+            text = getattr(metric, name)
+            if text is not None:
+                setattr(metric, name, sys.intern(text))
+        return metric
