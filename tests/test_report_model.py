@@ -6,6 +6,7 @@ import copy
 
 import pytest
 
+from perfstack.errors import NotAReport
 from perfstack.report import (
     BackendResult,
     Better,
@@ -139,3 +140,34 @@ def test_the_report_written_in_pieces_is_the_report_encoded_whole(tmp_path):
         assert b"".join(report_pieces(report)) == whole
         save_report(report, tmp_path / "r.json")
         assert (tmp_path / "r.json").read_bytes() == whole
+
+
+def test_a_big_report_perfstack_wrote_is_trusted_and_a_bad_part_is_not(tmp_path, monkeypatch):
+    """save_report checks each part of a report as it writes it (the head, each piece of
+    rows, metrics, findings), big ones included: a report perfstack wrote and checked is read
+    back without the schema's validator, whatever its size; a report with one bad part, or
+    bytes changed since, is checked on reading, and the bad one refused."""
+    from perfstack.report import files
+
+    monkeypatch.setenv("PERFSTACK_CACHE_DIR", str(tmp_path / "cache"))
+    big = _report()
+    big.layers[Layer.FRAMEWORK] = [Row(f"op{i}", f"op {i}", "torch",
+                                       {"self": Quantity(i * 1e-6, "s")}, {"shape": "x" * 120})
+                                   for i in range(16_000)]
+    path = tmp_path / "big.json"
+    save_report(big, path)
+    assert path.stat().st_size > files.BIG_JSON
+    checked: list[object] = []
+    real = files.check_report_data
+    monkeypatch.setattr(files, "check_report_data",
+                        lambda data, where: checked.append(where) or real(data, where))
+    assert len(load_report(path).layers[Layer.FRAMEWORK]) == 16_000 and checked == []
+    path.write_bytes(path.read_bytes().replace(b'"op 7"', b'"op 8"', 1))
+    load_report(path)
+    assert checked == [str(path)]  # changed bytes: checked again
+    bad = _report()
+    bad.layers[Layer.KERNEL] = [Row("k", "k", "torch", {"time": Quantity(1.0, "s")})]
+    bad.layers[Layer.KERNEL][0].values["time"].unit = 5  # type: ignore[assignment]
+    save_report(bad, tmp_path / "bad.json")
+    with pytest.raises(NotAReport, match="does not match the report schema"):
+        load_report(tmp_path / "bad.json")

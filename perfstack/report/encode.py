@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from perfstack.report import SCHEMA_NAME, SCHEMA_VERSION, Layer, Report
@@ -45,30 +45,44 @@ def json_bytes(data: Any) -> bytes:
 PIECE_ITEMS = 2000
 
 
-def report_pieces(report: Report) -> Iterator[bytes]:
+#: Told each part of a report as it is encoded (``report_pieces``): where it goes (``"head"``:
+#: the report without its rows, metrics and findings; ``"layers.NAME"``, ``"metrics"``,
+#: ``"findings"``: some of those, in order) and its data, made finite.
+PartSeen = Callable[[str, Any], None]
+
+
+def _ignore(where: str, data: Any) -> None:
+    """The default ``PartSeen``: nothing."""
+
+
+def report_pieces(report: Report, seen: PartSeen = _ignore) -> Iterator[bytes]:
     """The report's JSON as ``save_report`` writes it, a piece at a time: the same bytes as
     encoding ``report.to_dict()`` whole, without holding the whole of it (a job of 4,096
-    ranks is 27 MB of JSON, and its dict form several times that)."""
+    ranks is 27 MB of JSON, and its dict form several times that). ``seen`` is told each
+    part's data as it is encoded (``save_report`` checks them against the schema)."""
     head = {"schema": SCHEMA_NAME, "version": SCHEMA_VERSION, "run": report.run.to_dict(),
             "environment": report.environment,
             "backends": [b.to_dict() for b in report.backends]}
-    yield strict_json(head)[1][:-1] + b',"layers":{'
+    data, raw = strict_json(head)
+    seen("head", data)
+    yield raw[:-1] + b',"layers":{'
     for i, layer in enumerate(Layer):
         yield (b"," if i else b"") + json.dumps(layer.value).encode() + b":"
-        yield from _list_pieces(report.layers[layer])
+        yield from _list_pieces(report.layers[layer], f"layers.{layer.value}", seen)
     yield b'},"metrics":'
-    yield from _list_pieces(report.metrics)
+    yield from _list_pieces(report.metrics, "metrics", seen)
     yield b',"findings":'
-    yield from _list_pieces(report.findings)
+    yield from _list_pieces(report.findings, "findings", seen)
     yield b"}"
 
 
-def _list_pieces(items: list[Any]) -> Iterator[bytes]:
+def _list_pieces(items: list[Any], where: str, seen: PartSeen) -> Iterator[bytes]:
     """A JSON array of the items' ``to_dict()``, PIECE_ITEMS at a time."""
     yield b"["
     for start in range(0, len(items), PIECE_ITEMS):
-        chunk = [item.to_dict() for item in items[start:start + PIECE_ITEMS]]
-        yield (b"," if start else b"") + strict_json(chunk)[1][1:-1]
+        data, raw = strict_json([item.to_dict() for item in items[start:start + PIECE_ITEMS]])
+        seen(where, data)
+        yield (b"," if start else b"") + raw[1:-1]
     yield b"]"
 
 

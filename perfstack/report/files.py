@@ -13,64 +13,19 @@ import json
 import os
 import stat
 import zlib
-from collections.abc import Callable, Iterable, Iterator
-from functools import cache
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
 from perfstack.errors import InputNotFound, NotAReport, OutputError, UnsupportedVersion
 from perfstack.report import SCHEMA_NAME, SCHEMA_VERSION, Report
+from perfstack.report.checking import PartCheck, schema_bytes
+from perfstack.report.checking import schema as schema
+from perfstack.report.checking import schema_errors as schema_errors
 from perfstack.report.encode import finite as finite
 from perfstack.report.encode import report_json as report_json
 from perfstack.report.encode import report_pieces, strict_json
 from perfstack.report.encode import utf8_safe as utf8_safe
-
-
-@cache
-def schema() -> dict[str, Any]:
-    """Return the report's JSON Schema (draft 2020-12)."""
-    text = _schema_bytes().decode("utf-8")
-    loaded: dict[str, Any] = json.loads(text)
-    return loaded
-
-
-@cache
-def _validator(definition: str | None) -> Any:
-    """A validator of the whole report, or of one of its definitions: jsonschema-rs (compiled,
-    ~1 ms per thousand rows) when installed, else the pure-Python jsonschema."""
-    full = schema()
-    target = full if definition is None else {"$defs": full["$defs"],
-                                              "$ref": f"#/$defs/{definition}"}
-    try:
-        import jsonschema_rs
-    except ImportError:
-        from jsonschema import Draft202012Validator  # lazy: only validation pays for it
-
-        return Draft202012Validator(target)
-    return jsonschema_rs.Draft202012Validator(target)
-
-
-def schema_errors(data: Any, definition: str | None = None) -> list[str]:
-    """Return the schema violations in ``data``, one readable line each (empty when valid).
-
-    ``definition`` names a part of the schema (``"row"``, ``"metric"``, ``"finding"``) to
-    check a single record against instead of a whole report.
-    """
-    validator = _validator(definition)
-    if validator.is_valid(data):
-        return []
-    found = []
-    for error in validator.iter_errors(data):
-        path = list(getattr(error, "instance_path", None) or getattr(error, "absolute_path", []))
-        found.append((path, f"{_where(path)}: {error.message}"))
-    found.sort(key=lambda item: [(0, p) if isinstance(p, int) else (1, str(p))
-                                 for p in item[0]])
-    return [line for _, line in found]
-
-
-def _where(path: Any) -> str:
-    parts = [f"[{p}]" if isinstance(p, int) else f".{p}" for p in path]
-    return "report" + "".join(parts)
 
 
 def _open_text(path: Path, mode: str) -> IO[str]:
@@ -92,14 +47,14 @@ def read_json(path: Path) -> Any:
 
 
 def _read(path: Path) -> tuple[Any, bytes | None]:
-    """The parsed JSON in ``path``, and its bytes when it is a small plain file."""
+    """The parsed JSON in ``path``, and its bytes when it is a plain file."""
     if not path.is_file():
         raise InputNotFound(f"{path}: no such file")
     try:
         if path.suffix != ".gz":
-            if path.stat().st_size > BIG_JSON:
-                return _read_big(path), None
             raw = path.read_bytes()
+            if len(raw) > BIG_JSON:
+                return _read_big(raw), raw
             return json.loads(raw.decode("utf-8"), parse_constant=_no_constants), raw
         with _open_text(path, "r") as fh:
             return json.load(fh, parse_constant=_no_constants), None
@@ -112,11 +67,11 @@ def _read(path: Path) -> tuple[Any, bytes | None]:
         raise NotAReport(f"{path}: cannot be read ({exc.strerror or exc})") from None
 
 
-def _read_big(path: Path) -> Any:
+def _read_big(raw: bytes) -> Any:
     import msgspec
 
     try:
-        return msgspec.json.decode(path.read_bytes())
+        return msgspec.json.decode(raw)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise ValueError(str(exc)) from None
 
@@ -172,8 +127,8 @@ def read_report_data(path: Path, trust_written: bool = False) -> dict[str, Any]:
     """Return the JSON of the report in ``path``, checked against the schema and migrated to
     the current version, without building the report's objects (``perfstack validate``).
 
-    ``trust_written``: a small report whose exact bytes perfstack wrote and checked against
-    this schema version as it wrote them (``save_report``) is not checked again; any other
+    ``trust_written``: a report (a plain file) whose exact bytes perfstack wrote and checked
+    against this schema as it wrote them (``save_report``) is not checked again; any other
     file, or any change to it, is."""
     data, raw = _read(path)
     if (trust_written and raw is not None and isinstance(data, dict)
@@ -188,20 +143,6 @@ def load_report(path: Path) -> Report:
     return Report.from_dict(read_report_data(path, trust_written=True))
 
 
-@cache
-def _schema_bytes() -> bytes:
-    """The report schema's text, read from its package's folder (importlib.resources, with
-    zipfile, only for an install that is not a folder)."""
-    import importlib
-
-    where = getattr(importlib.import_module("perfstack_schemas"), "__file__", None)
-    if where is not None:
-        return (Path(where).parent / "report.schema.json").read_bytes()
-    from importlib import resources
-
-    return (resources.files("perfstack_schemas") / "report.schema.json").read_bytes()
-
-
 #: How many written reports ``save_report`` remembers as checked.
 CHECKED_KEPT = 2000
 
@@ -211,7 +152,7 @@ def _checked_file() -> Path:
     schema is checked again."""
     from perfstack.cachedir import cache_folder
 
-    crc = zlib.crc32(_schema_bytes())
+    crc = zlib.crc32(schema_bytes())
     return cache_folder() / f"checked-reports-v{SCHEMA_VERSION}-{crc:08x}.txt"
 
 
@@ -228,14 +169,15 @@ def _checked() -> set[str]:
         return set()
 
 
-def _remember_checked(raw: bytes) -> None:
-    """Note that these bytes are a report checked against the schema (best effort: a cache
-    that cannot be written only means the next read checks the file)."""
+def _remember(fingerprint: str) -> None:
+    """Note that the bytes of this fingerprint (``_fingerprint``) are a report checked
+    against the schema (best effort: a cache that cannot be written only means the next read
+    checks the file)."""
     path = _checked_file()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a", encoding="utf-8") as fh:
-            fh.write(_fingerprint(raw) + "\n")
+            fh.write(fingerprint + "\n")
         if path.stat().st_size > CHECKED_KEPT * 16:  # "size:crc32\n", about 16 characters
             kept = path.read_text("utf-8").split()[-CHECKED_KEPT // 2:]
             write_text_atomic(path, "".join(f"{k}\n" for k in kept))
@@ -361,24 +303,11 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 
 def save_report(report: Report, path: Path) -> None:
-    """Write ``report`` to ``path`` atomically, a piece at a time (``report_pieces``); a
-    small one is checked against the schema as it is written and remembered as checked, so
-    that reading it back (``show``, ``diff``) need not load the schema's validator."""
-    kept: list[bytes] = []
-    size = 0
-
-    def pieces() -> Iterator[bytes]:
-        nonlocal size
-        for piece in report_pieces(report):
-            size += len(piece)
-            if size <= BIG_JSON:
-                kept.append(piece)
-            elif kept:
-                kept.clear()
-            yield piece
-
-    write_atomic(path, pieces())
-    if path.suffix != ".gz" and size <= BIG_JSON and path.is_file():
-        raw = b"".join(kept)
-        if not schema_errors(json.loads(raw)):
-            _remember_checked(raw)
+    """Write ``report`` to ``path`` atomically, a piece at a time (``report_pieces``), each
+    part checked against the schema as it is written; a plain file whose every part passed
+    is remembered as checked, so that reading it back (``show``, ``diff``) need not check it
+    again, nor load the schema's validator."""
+    check = PartCheck()
+    write_atomic(path, check.pieces(report_pieces(report, check.seen)))
+    if path.suffix != ".gz" and check.valid and path.is_file():
+        _remember(f"{check.size}:{check.crc:08x}")
