@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perfstack.calls import call
 from perfstack.errors import PluginModuleNotFound
 from perfstack.pluginmanager import CORE_PLUGINS, PluginInfo, Plugins
+
+if TYPE_CHECKING:
+    from pluggy import PluginManager
 
 ENTRY_POINT_GROUP = "perfstack"
 #: Set (to any non-empty value) to load no plugin from entry points, as pytest's
@@ -57,7 +60,7 @@ def load_plugins(
     infos: dict[str, PluginInfo] = {name: PluginInfo(name, None) for name in CORE_PLUGINS}
     skip = set(disabled) | disabled_from_env()
 
-    def start() -> Any:
+    def start() -> PluginManager:
         from perfstack.pluginhost import new_host
 
         host = new_host()
@@ -110,7 +113,7 @@ def _missing(module: str) -> bool:
         return True
 
 
-def _register(pm: Any, name: str, package: str | None, load: Any) -> PluginInfo:
+def _register(pm: PluginManager, name: str, package: str | None, load: Any) -> PluginInfo:
     from perfstack import hookspecs
     from perfstack.pluginhost import PluginValidationError
 

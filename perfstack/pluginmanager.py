@@ -78,14 +78,14 @@ class Plugins:
     #: every hook call that raised, (hook name, answer), in order: each becomes a
     #: ``perfstack.plugin-error`` finding of the report (``findings``)
     errors: list[tuple[str, HookResult]] = field(default_factory=list)
-    _pm: Any = field(default=None, repr=False)
+    _pm: pluggy.PluginManager | None = field(default=None, repr=False)
 
     @property
     def pm(self) -> pluggy.PluginManager:
         """pluggy's manager, made on first use."""
         if self._pm is None:
             self._pm = self.start()
-        return self._pm  # type: ignore[no-any-return]
+        return self._pm
 
     def load_all(self) -> None:
         """Load every plugin not loaded yet (deferred loading), and refresh the cache."""

@@ -87,7 +87,7 @@ def field(*, default: Any = MISSING, default_factory: Any = MISSING,
 
 def _is_classvar(annotation: object) -> bool:
     text = annotation if isinstance(annotation, str) else repr(annotation)
-    return text.startswith(("ClassVar", "typing.ClassVar")) or text == "ClassVar"
+    return text.startswith(("ClassVar", "typing.ClassVar"))
 
 
 def _fields_of(cls: type) -> dict[str, Field]:
@@ -347,8 +347,8 @@ def as_dict(obj: object) -> Any:
     if isinstance(obj, list):
         return [as_dict(v) for v in obj]
     if isinstance(obj, tuple):
-        return type(obj)(as_dict(v) for v in obj) if not hasattr(obj, "_fields") else \
-            type(obj)(*[as_dict(v) for v in obj])
+        items = [as_dict(v) for v in obj]
+        return type(obj)(*items) if hasattr(obj, "_fields") else type(obj)(items)
     if isinstance(obj, dict):
         return type(obj)((as_dict(k), as_dict(v)) for k, v in obj.items())
     return obj

@@ -86,9 +86,8 @@ class PartCheck:
         self.valid = True
         self.size = 0
         self.crc = 0
-        empty: dict[str, Any] = {"layers": {layer.value: [] for layer in Layer},
-                                 "metrics": [], "findings": []}
-        self.empty = empty
+        self.empty: dict[str, Any] = {"layers": {layer.value: [] for layer in Layer},
+                                      "metrics": [], "findings": []}
         self.head: dict[str, Any] = {}
 
     def seen(self, where: str, data: Any) -> None:

@@ -88,7 +88,7 @@ def _list_pieces(items: list[Any], where: str, seen: PartSeen) -> Iterator[bytes
 
 def report_json(report: Report) -> str:
     """The report as the JSON text ``save_report`` writes (one line, newline-ended)."""
-    return strict_json(report.to_dict())[1].decode("utf-8") + "\n"
+    return b"".join(report_pieces(report)).decode("utf-8") + "\n"
 
 
 def utf8_safe(text: str) -> str:
