@@ -157,13 +157,18 @@ def _ranked(base: str, values: dict[int, float], unit: str = "%") -> list[Metric
             for r, v in values.items()]
 
 
+def _of(metrics: list[Metric]) -> Callable[[str], dict[int, float]]:
+    """Each rank's value of a figure, from its ``base[rankN]`` metrics."""
+    return lambda base: straggler.per_rank(metrics, base)
+
+
 def test_the_slowest_ranks_cause_is_the_figure_it_exceeds_most() -> None:
     """Given figures of four ranks, rank 3 the slowest (120 ms steps, others 100 ms)."""
     steps = {0: 0.100, 1: 0.100, 2: 0.100, 3: 0.120}
     # More device compute: 60% of 120 ms = 72 ms a step against 50% of 100 ms = 50 ms.
     compute = _ranked("gpu_time.compute", {0: 50.0, 1: 50.0, 2: 50.0, 3: 60.0})
     host = _ranked("gpu_idle.host_wait", {0: 20.0, 1: 21.0, 2: 20.0, 3: 17.0})
-    found = straggler.evidence([*compute, *host], 3, {}, steps)
+    found = straggler.evidence(_of([*compute, *host]), 3, {}, steps)
     pointed = straggler.cause(found)
     assert pointed is not None and pointed.cause == "more compute"
     assert pointed.line == ("device compute: 72.0 ms a step against 50.0 ms on the other "
@@ -171,17 +176,17 @@ def test_the_slowest_ranks_cause_is_the_figure_it_exceeds_most() -> None:
     # A host stall: the device idle waiting for the host 40 ms a step against 20 ms.
     host = _ranked("gpu_idle.host_wait", {0: 20.0, 1: 20.0, 2: 20.0, 3: 33.3})
     compute = _ranked("gpu_time.compute", {0: 50.0, 1: 50.0, 2: 50.0, 3: 42.0})
-    pointed = straggler.cause(straggler.evidence([*compute, *host], 3, {}, steps))
+    pointed = straggler.cause(straggler.evidence(_of([*compute, *host]), 3, {}, steps))
     assert pointed is not None and pointed.cause == "a host stall"
     # A share tripled but small (1% of the wall time to 3%) explains nothing; CPU op time
     # outside collectives (seconds) does.
     python = _ranked("budget.interpreter", {0: 1.0, 1: 1.0, 2: 1.0, 3: 3.0})
     cpu = {0: 1.0, 1: 1.0, 2: 1.1, 3: 1.5}
-    found = straggler.evidence(python, 3, cpu, steps)
+    found = straggler.evidence(_of(python), 3, cpu, steps)
     assert [e.cause for e in found] == ["a host stall", "more compute"]  # by relative excess
     pointed = straggler.cause(found)
     assert pointed is not None and pointed.cause == "more compute"
-    assert straggler.cause(straggler.evidence(python, 3, {}, steps)) is None
+    assert straggler.cause(straggler.evidence(_of(python), 3, {}, steps)) is None
 
 
 def test_the_straggler_finding_says_why_first(tmp_path: Path) -> None:

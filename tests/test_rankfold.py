@@ -160,8 +160,9 @@ def test_folds_of_workers_merge_into_the_fold_of_one_reader() -> None:
 
 def test_small_ranks_go_in_batches_and_big_ones_alone(tmp_path: Path) -> None:
     """Many small ranks are read 32 to a batch (one message each, not one a rank), a
-    worker's share in at least four; a rank of many MiB of JSON is a batch of its own; with
-    no fold every unit comes back alone."""
+    worker's share in at least four, the last batches smaller (a share of what is left, down
+    to a quarter of the first: the workers end together); a rank of many MiB of JSON is a
+    batch of its own; with no fold every unit comes back alone."""
     from perfstack.run.recorded.reduce import BATCH_BYTES, batches
 
     small = tmp_path / "small.json"
@@ -170,12 +171,13 @@ def test_small_ranks_go_in_batches_and_big_ones_alone(tmp_path: Path) -> None:
     big.write_bytes(b" " * (BATCH_BYTES + 1))
     many = [(i, Unit("torch", (small,))) for i in range(1024)]
     cut = batches(many, 2, folded=True)
-    assert [len(b) for b in cut] == [32] * 32
+    assert [len(b) for b in cut] == [32] * 25 + [28, 25, 22, 19, 17, 15, 13, 11, 10] + [8] * 8
     assert [i for b in cut for i, _ in b] == list(range(1024))
-    assert [len(b) for b in batches(many[:40], 2, folded=True)] == [5] * 8
+    assert [len(b) for b in batches(many[:40], 2, folded=True)] == [5, 5, 4, 4, 3, 3] + [2] * 4 \
+        + [1] * 8
     mixed = [(0, Unit("torch", (big,))), *many[1:3], (3, Unit("torch", (big,))), *many[4:40]]
-    assert [len(b) for b in batches(mixed, 1, folded=True)] == [1, 2, 1, 10, 10, 10, 6]
-    assert [len(b) for b in batches(many[:64], 1, folded=True)] == [16] * 4
+    assert [len(b) for b in batches(mixed, 1, folded=True)] == [1, 2, 1, 9, 7, 5, 4, 3] + [2] * 4
+    assert [len(b) for b in batches(many[:64], 1, folded=True)] == [16, 12, 9, 7, 5, 4, 4, 4, 3]
     assert all(len(b) == 1 for b in batches(many, 2, folded=False))
 
 

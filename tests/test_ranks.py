@@ -5,6 +5,7 @@ whose worker dies, is marked and the rest is read; Ctrl-C leaves the ranks read 
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import os
@@ -189,9 +190,23 @@ def test_1024_ranks_are_folded_on_the_workers(tmp_path: Path) -> None:
     # (a tie for the least goes to the lowest rank)
     assert mm["attrs"]["across_ranks"]["self"] == {"min": 0.010, "min_rank": 0,
                                                    "max": 0.030, "max_rank": 700}
+    # A big job's per-rank figures are distributions over every rank; the ranks that stand
+    # out (rank 700 waits least in collectives) are listed as a small job's are.
+    across = report["environment"]["across_ranks"]
+    assert across["ranks"] == 1024 and 700 in across["kept"] and len(across["kept"]) <= 6
+    share = {f["name"]: f for f in across["figures"]}["communication_share"]
+    assert (share["known"], share["min_rank"]) == (1024, 700)
+    assert abs(share["min"] - 500 / 36) < 1e-9 and abs(share["median"] - 3000 / 41) < 1e-9
     shares = {m["name"]: m["value"] for m in report["metrics"]
               if m["name"].startswith("communication_share[")}
-    assert len(shares) == 1024 and abs(shares["communication_share[rank700]"] - 500 / 36) < 1e-9
+    assert set(shares) == {f"communication_share[rank{r}]" for r in across["kept"]}
+    assert abs(shares["communication_share[rank700]"] - 500 / 36) < 1e-9
+    shown = perfstack_in(tmp_path, "show", "r.json", env={"COLUMNS": "80"}).stdout
+    ranks = shown[shown.index("Ranks (1024)"):].split("\n\n")[0].splitlines()
+    assert "each figure's median, p90 and most over all 1,024 ranks" in " ".join(ranks)
+    assert [line.split()[0] for line in ranks if line.startswith("  ") and
+            line.split()[0] in ("median", "p90", "max", "rank")][:4] == [
+        "rank", "median", "p90", "max"] and any(line.startswith("  rank 700 ") for line in ranks)
     [imbalance] = [f for f in report["findings"] if f["rule"] == "dist.imbalance"]
     assert "rank 700 is the straggler" in imbalance["title"], imbalance["title"]
 
@@ -450,6 +465,49 @@ def test_a_dask_worker_lets_go_of_each_ranks_records(dask_cluster: Path,
             reduced = reduce_units(units, {name: entries[name].backend}, ex, progress, workers)
     assert [r.error for r in reduced.results] == [None] * 16
     assert held and held[0] <= 1, held
+
+
+def test_a_dask_cluster_merges_the_folds_on_its_workers(dask_cluster: Path,
+                                                        job64: tuple[Path, dict[str, Any]],
+                                                        ) -> None:
+    """64 ranks in batches on a Dask cluster (its two workers told to merge, as a cluster of
+    TREE_WORKERS would be): the batches' folds are merged on the workers, two at a time, and
+    this process takes in one fold, the job's (its fold merged once, of
+    more than two batches): every rank counted, as one reader folds them."""
+    from perfstack.pluginload import load_plugins
+    from perfstack.run.recorded import executors
+    from perfstack.run.recorded.fold import JobFold, declared_primary
+    from perfstack.run.recorded.ingest import claim
+    from perfstack.run.recorded.reduce import Unit, batches, reduce_units
+
+    class Counted(JobFold):
+        """The job's fold, counting the folds it takes in (a real fold: it folds)."""
+
+        merged = 0
+
+        def merge(self, other: JobFold) -> None:
+            type(self).merged += 1
+            super().merge(other)
+
+    job, _ = job64
+    entries, _ = load_plugins().backends()
+    claimed, _ = claim(sorted(job.glob("rank-*.json.gz")), entries)
+    [(name, files)] = claimed.items()
+    units = [Unit(name, (path,)) for path in files]
+    declared = declared_primary(entries)
+    one = JobFold(declared)
+    reduce_units(units, {name: entries[name].backend}, None, fold=one)
+    fold = Counted(declared)
+    with executors.executor(executors.Plan("a Dask cluster", 0), dask_cluster) as (ex, workers):
+        reduced = reduce_units(units, {name: entries[name].backend}, ex, None, workers,
+                               fold=fold, new_fold=functools.partial(JobFold, declared),
+                               tree_from=2)
+    assert reduced.read() == 64 and not reduced.results and Counted.merged == 1
+    assert len(batches(list(enumerate(units)), workers, True)) > 2
+    want, got = one.finish(), fold.finish()
+    assert got.ranks == want.ranks and got.rows_across_ranks == want.rows_across_ranks
+    assert [m.to_dict() for m in got.collected[name].metrics] == [
+        m.to_dict() for m in want.collected[name].metrics]
 
 
 def test_many_ranks_read_as_distributions(tmp_path: Path) -> None:

@@ -122,7 +122,8 @@ def test_durations_read_without_exponents() -> None:
 def test_the_report_written_in_pieces_is_the_report_encoded_whole(tmp_path):
     """``save_report`` writes a report a piece at a time (a job of thousands of ranks never
     held whole as JSON): the bytes are those of its whole encoding, on recorded reports of
-    every size, with a NaN in a piece, and across more than one piece of rows."""
+    every size, with a NaN in a piece, and across more than one piece of rows and of ranks'
+    facts."""
     import math
 
     from perfstack.report.encode import PIECE_ITEMS, finite, json_bytes, report_pieces
@@ -135,6 +136,9 @@ def test_the_report_written_in_pieces_is_the_report_encoded_whole(tmp_path):
                                        {"time": Quantity(i * 1e-3, "s")})
                                    for i in range(2 * PIECE_ITEMS + 7)]
     many.metrics[0].samples = [1.5, math.nan]
+    many.environment = {"first": 1, "recorded": {f"rank{i}": {"devices": ["A100"], "load": (
+        math.nan if i == PIECE_ITEMS + 3 else 0.5)} for i in range(2 * PIECE_ITEMS + 7)},
+        "last": {"x": [1, 2]}}  # each rank's facts, written in pieces
     for report in [*reports, many, _report()]:
         whole = json_bytes(finite(report.to_dict()))
         assert b"".join(report_pieces(report)) == whole

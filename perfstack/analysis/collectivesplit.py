@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 
 from perfstack.records import datarecord, field
-from perfstack.report import Report
 
 COLLECTIVES = re.compile(r"^gpu_collectives\[(?P<group>[^\]]+)\]\[rank(?P<rank>\d+)\]$")
 SIZES = re.compile(r"^gpu_collective_bytes\[(?P<group>[^\]]+)\]\[rank(?P<rank>\d+)\]$")
@@ -46,18 +46,19 @@ class Split:
     sized_time: float = 0.0  # their time moving data (s)
 
 
-def split(report: Report) -> Split | None:
-    """The split of ``report``'s ranks' collective time, or None where fewer than two ranks
-    published their collectives."""
+def split(published: Iterable[tuple[str, list[float] | None]]) -> Split | None:
+    """The split of the ranks' collective time from their figures ``published`` (each
+    metric's name and samples), or None where fewer than two ranks published their
+    collectives."""
     by_group: dict[str, dict[int, list[float]]] = defaultdict(dict)
     sizes: dict[str, dict[int, list[float]]] = defaultdict(dict)
-    for metric in report.metrics:
-        found = COLLECTIVES.match(metric.name)
-        if found and metric.samples:
-            by_group[found["group"]][int(found["rank"])] = metric.samples
-        sized = SIZES.match(metric.name)
-        if sized and metric.samples:
-            sizes[sized["group"]][int(sized["rank"])] = metric.samples
+    for name, samples in published:
+        found = COLLECTIVES.match(name)
+        if found and samples:
+            by_group[found["group"]][int(found["rank"])] = samples
+        sized = SIZES.match(name)
+        if sized and samples:
+            sizes[sized["group"]][int(sized["rank"])] = samples
     out = Split()
     for group, ranks in sorted(by_group.items()):
         if len(ranks) < 2:

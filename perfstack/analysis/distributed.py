@@ -12,12 +12,17 @@ from __future__ import annotations
 import re
 import statistics
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from perfstack.analysis import straggler
+from perfstack.analysis.perrank import PerRank
 from perfstack.analysis.primary import Primary
 from perfstack.report import Better, Finding, Layer, Metric, Report, Row
 from perfstack.report.units import fmt_bytes, fmt_si
+
+if TYPE_CHECKING:
+    from perfstack.report.rankcolumns import RankColumns
 
 #: Op names of collective communication in torch traces (c10d, gloo, nccl, DDP's markers).
 COLLECTIVE = re.compile(r"all_?reduce|broadcast|all_?gather|reduce_?scatter|all_?to_?all|"
@@ -70,9 +75,10 @@ def op_seconds(row: Row, primary: Primary) -> tuple[float, float] | None:
             seconds)
 
 
-def rank_figures(report: Report, samples: dict[int, list[float]], publish_steps: bool,
+def rank_figures(report: Report, samples: Mapping[int, Sequence[float]], publish_steps: bool,
                  steps_from: str = "the baseline runs",
                  shares: tuple[str, dict[int, tuple[float, float]]] | None = None,
+                 columns: RankColumns | None = None,
                  ) -> tuple[list[Metric], list[Finding]]:
     """Return the cross-rank figures from each rank's step times (seconds per step).
 
@@ -84,8 +90,13 @@ def rank_figures(report: Report, samples: dict[int, list[float]], publish_steps:
 
     ``shares``: each rank's time in collective ops and in all ops, and their source, where
     the ranks' rows were folded as they were read (``perfstack.run.recorded.fold``); by
-    default they come from the report's per-rank framework rows."""
+    default they come from the report's per-rank framework rows.
+
+    ``columns``: a big job's per-rank figures (``perfstack.report.rankcolumns``), read in
+    place of the report's ``name[rankN]`` metrics; the per-rank figures computed here join
+    them, and are published only for the ranks they keep whole."""
     comm = shares if shares is not None else _comm_shares(report)
+    ranked = PerRank(report, columns)
     metrics: list[Metric] = []
     findings: list[Finding] = []
     medians: dict[int, float] = {}
@@ -94,23 +105,22 @@ def rank_figures(report: Report, samples: dict[int, list[float]], publish_steps:
             medians[rank] = statistics.median(times)
             if publish_steps:
                 metrics.append(Metric(f"step_time[rank{rank}]", medians[rank], "s", "run",
-                                      "perfstack", Better.LOWER, samples=times[:1000],
+                                      "perfstack", Better.LOWER, samples=list(times[:1000]),
                                       samples_of="steps"))
         elif publish_steps:
             metrics.append(Metric(f"step_time[rank{rank}]", None, "s", "run", "perfstack",
                                   Better.LOWER, reason="this rank marked no steps "
                                   "(perfstack.step() or an optimizer step)"))
-    metrics += _budget_means(report)
-    device_metrics, device_findings, last = _device_figures(report, samples)
+    metrics += _budget_means(report, ranked)
+    device_metrics, device_findings, last = _device_figures(report, ranked, samples)
     extra_metrics: list[Metric] = []
     extra_findings: list[Finding] = []
-    if not any(m.name.startswith("collective_wait[") for m in device_metrics):
+    if "collective_wait" not in ranked.published:
         # (where the device's collective wait is known, it says it better than CPU time)
-        extra_metrics, extra_findings, last = _cpu_comm_figures(comm)
-    every = [*report.metrics, *metrics, *device_metrics, *extra_metrics]
+        extra_metrics, extra_findings, last = _cpu_comm_figures(comm, ranked)
     for finding in (*device_findings, *extra_findings):
         if finding.rule == "dist.imbalance" and last is not None:
-            why, lines = _why(comm, every, last, medians)
+            why, lines = _why(comm, ranked, last, medians)
             finding.title += f" ({why})" if why else ""
             finding.evidence[:0] = lines[:1] if why else []
             finding.evidence += lines[1:] if why else lines
@@ -129,7 +139,7 @@ def rank_figures(report: Report, samples: dict[int, list[float]], publish_steps:
                               Better.LOWER, description="the slowest rank's median step time "
                               f"over the fastest's ({steps_from})"))
         if gap > IMBALANCE and beyond:
-            why, lines = _why(comm, every, slowest, medians)
+            why, lines = _why(comm, ranked, slowest, medians)
             steps = f"median step time ({steps_from}): " + _steps_line(medians, slowest)
             lines.insert(1 if why else 0, steps)
             findings.append(Finding(
@@ -141,13 +151,13 @@ def rank_figures(report: Report, samples: dict[int, list[float]], publish_steps:
             findings + device_findings + extra_findings)
 
 
-def _why(comm: tuple[str, dict[int, tuple[float, float]]], metrics: list[Metric], rank: int,
+def _why(comm: tuple[str, dict[int, tuple[float, float]]], ranked: PerRank, rank: int,
          medians: dict[int, float]) -> tuple[str | None, list[str]]:
     """Why ``rank`` is slow: the cause its figures point at (or None), and each figure beside
     the other ranks' median, the one that says why first."""
     _, shares = comm
     cpu = {r: total - comm for r, (comm, total) in shares.items()}
-    found = straggler.evidence(metrics, rank, cpu, medians)
+    found = straggler.evidence(ranked.values, rank, cpu, medians)
     pointed = straggler.cause(found)
     if pointed:
         found.remove(pointed)
@@ -179,22 +189,21 @@ def _steps_line(medians: dict[int, float], slowest: int) -> str:
             f"{medians[slowest] * 1e3:.1f} ms")
 
 
-def _budget_means(report: Report) -> list[Metric]:
+def _budget_means(report: Report, ranked: PerRank) -> list[Metric]:
     """The job's time budget: each ``budget.*`` and ``split.*`` share the ranks measured
     (``budget.idle[rank3]``), as the mean over the ranks that have it."""
-    ranked: dict[str, list[Metric]] = defaultdict(list)
-    for m in report.metrics:
-        found = BUDGET_RANKED.match(m.name)
-        if found and isinstance(m.value, (int, float)) and m.unit == "%":
-            ranked[found["name"]].append(m)
-    return [Metric(name, statistics.fmean(float(m.value or 0.0) for m in ms), "%", ms[0].layer,
-                   ms[0].source, ms[0].better, detail=ms[0].detail, group=ms[0].group,
-                   description=f"the mean over {len(ms)} ranks of {name}[rankN], each a share "
-                   "of that rank's wall time")
-            for name, ms in ranked.items() if report.metric(name) is None]
+    out = []
+    for name, m in ranked.bases():
+        if BUDGET_RANKED.match(f"{name}[rank0]") and m.unit == "%" \
+                and report.metric(name) is None and (values := ranked.values(name)):
+            out.append(Metric(name, statistics.fmean(values.values()), "%", m.layer, m.source,
+                              m.better, detail=m.detail, group=m.group,
+                              description=f"the mean over {len(values)} ranks of "
+                              f"{name}[rankN], each a share of that rank's wall time"))
+    return out
 
 
-def _slower_beyond_noise(fastest: list[float], slowest: list[float],
+def _slower_beyond_noise(fastest: Sequence[float], slowest: Sequence[float],
                          gap: float) -> tuple[bool, str]:
     """Whether the slowest rank's steps are slower than the fastest's beyond their noise (the
     comparison ``diff`` uses); with one step a rank, whether the gap passes IMBALANCE."""
@@ -208,11 +217,8 @@ def _slower_beyond_noise(fastest: list[float], slowest: list[float],
     return bool(found.significant), found.reason
 
 
-def _per_rank(report: Report, name: str) -> dict[int, float]:
-    return straggler.per_rank(report.metrics, name)
-
-
-def _device_figures(report: Report, samples: dict[int, list[float]]) -> tuple[
+def _device_figures(report: Report, ranked: PerRank,
+                    samples: Mapping[int, Sequence[float]]) -> tuple[
         list[Metric], list[Finding], int | None]:
     """The job's device figures, each rank's collective wait and stall, and the imbalance
     finding with the rank the others wait for (or None)."""
@@ -220,21 +226,22 @@ def _device_figures(report: Report, samples: dict[int, list[float]]) -> tuple[
     findings: list[Finding] = []
     last: int | None = None
     for name, better in JOB_MEANS:
-        values = _per_rank(report, name)
+        values = ranked.values(name)
         if values and report.metric(name) is None:
             metrics.append(Metric(
                 name, statistics.fmean(values.values()), "%", "kernel", "perfstack", better,
                 detail=name != "gpu_busy",
                 description=f"the mean over {len(values)} ranks of {name}[rankN], each a share "
                 "of that rank's profiled steps"))
-    comm = _per_rank(report, "gpu_comm_time")
-    waits = {r: 100 * c / sum(samples[r]) for r, c in comm.items() if sum(samples.get(r, []))}
-    for rank, wait in sorted(waits.items()):
-        metrics.append(Metric(f"collective_wait[rank{rank}]", wait, "%", "kernel", "perfstack",
-                              Better.LOWER, description="the rank's collective kernels' time "
-                              "on its device over its step time: waiting for the others "
-                              "included"))
-    stall, stall_lines = _stall_figures(report, samples)
+    comm = ranked.values("gpu_comm_time")
+    waits = {r: w for r, c in comm.items()
+             if (w := collective_wait(c, samples.get(r, ()))) is not None}
+    if waits:
+        metrics += ranked.publish(Metric(
+            "collective_wait", None, "%", "kernel", "perfstack", Better.LOWER,
+            description="the rank's collective kernels' time on its device over its step "
+            "time: waiting for the others included"), waits)
+    stall, stall_lines = _stall_figures(ranked, samples)
     metrics += stall
     if len(waits) >= 2:
         high = max(waits, key=lambda r: waits[r])
@@ -253,7 +260,14 @@ def _device_figures(report: Report, samples: dict[int, list[float]]) -> tuple[
     return metrics, findings, last
 
 
-def _stall_figures(report: Report, samples: dict[int, list[float]]) -> tuple[
+def collective_wait(comm_s: float, steps: Sequence[float]) -> float | None:
+    """A rank's collective wait (%): its collective kernels' device time (``gpu_comm_time``)
+    over its step time; None without steps."""
+    total = sum(steps)
+    return 100 * comm_s / total if total else None
+
+
+def _stall_figures(ranked: PerRank, samples: Mapping[int, Sequence[float]]) -> tuple[
         list[Metric], list[str]]:
     """Each rank's time in collectives waiting for the last rank (``collective_stall``,
     a share of its step time), the job's mean of it and its time moving data
@@ -261,18 +275,18 @@ def _stall_figures(report: Report, samples: dict[int, list[float]]) -> tuple[
     of the imbalance finding."""
     from perfstack.analysis import collectivesplit
 
-    found = collectivesplit.split(report)
+    found = collectivesplit.split(ranked.samples())
     if found is None:
         return [], []
     metrics: list[Metric] = []
     steps = {r: sum(samples.get(r, [])) for r in found.waiting}
     shares = {r: 100 * w / steps[r] for r, w in found.waiting.items() if steps[r] > 0}
-    for rank, share in sorted(shares.items()):
-        metrics.append(Metric(
-            f"collective_stall[rank{rank}]", share, "%", "kernel", "perfstack", Better.LOWER,
+    if shares:
+        metrics += ranked.publish(Metric(
+            "collective_stall", None, "%", "kernel", "perfstack", Better.LOWER,
             description="the rank's time in collectives waiting for the last rank to arrive "
             "(each collective's device time over the least any rank took for it), over its "
-            "step time"))
+            "step time"), shares)
     known = [steps[r] for r in found.moving if steps[r] > 0]
     moving = next(iter(found.moving.values()), 0.0)
     metrics.append(Metric(
@@ -327,17 +341,18 @@ def _more(by_rank: Mapping[int, object], *extremes: int) -> list[str]:
             "each figure's median, p90 and max"]
 
 
-def _cpu_comm_figures(by_rank: tuple[str, dict[int, tuple[float, float]]]) -> tuple[
-        list[Metric], list[Finding], int | None]:
+def _cpu_comm_figures(by_rank: tuple[str, dict[int, tuple[float, float]]],
+                      ranked: PerRank) -> tuple[list[Metric], list[Finding], int | None]:
     """Each rank's share of its CPU op time in collectives, and the imbalance finding with the
     rank the others wait for (or None)."""
     metrics: list[Metric] = []
     findings: list[Finding] = []
     last: int | None = None
     source, shares = by_rank
-    for rank, (comm, total) in sorted(shares.items()):
-        metrics.append(Metric(f"communication_share[rank{rank}]", 100 * comm / total, "%",
-                              "framework", source, Better.LOWER))
+    if shares:
+        metrics += ranked.publish(Metric("communication_share", None, "%", "framework", source,
+                                         Better.LOWER),
+                                  {r: 100 * c / t for r, (c, t) in shares.items()})
     if len(shares) >= 2:
         pct = {r: 100 * c / t for r, (c, t) in shares.items()}
         low, high = min(pct, key=lambda r: pct[r]), max(pct, key=lambda r: pct[r])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from perfstack.records import datarecord
 from perfstack.report import Metric
@@ -51,14 +51,15 @@ def per_rank(metrics: Iterable[Metric], base: str) -> dict[int, float]:
             if (found := pattern.fullmatch(m.name)) and isinstance(m.value, (int, float))}
 
 
-def evidence(metrics: list[Metric], slowest: int, cpu_compute: dict[int, float],
-             step_median: dict[int, float]) -> list[Evidence]:
+def evidence(figures: Callable[[str], dict[int, float]], slowest: int,
+             cpu_compute: dict[int, float], step_median: dict[int, float]) -> list[Evidence]:
     """The slowest rank's figures beside the other ranks' median, most telling first.
-    ``cpu_compute``: each rank's CPU op time outside collectives (s); ``step_median``: each
-    rank's median step time (s), to say a share of the step time in milliseconds a step."""
+    ``figures(base)``: each rank's known value of a per-rank figure; ``cpu_compute``: each
+    rank's CPU op time outside collectives (s); ``step_median``: each rank's median step time
+    (s), to say a share of the step time in milliseconds a step."""
     out = []
     for base, what, reason, of_step in EXPLAINERS:
-        values = cpu_compute if base == "cpu_compute" else per_rank(metrics, base)
+        values = cpu_compute if base == "cpu_compute" else figures(base)
         if of_step:  # a share of the step time, in seconds a step: shares dilute
             values = {r: v / 100 * step_median[r] for r, v in values.items()
                       if r in step_median}

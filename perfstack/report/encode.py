@@ -60,12 +60,27 @@ def report_pieces(report: Report, seen: PartSeen = _ignore) -> Iterator[bytes]:
     encoding ``report.to_dict()`` whole, without holding the whole of it (a job of 4,096
     ranks is 27 MB of JSON, and its dict form several times that). ``seen`` is told each
     part's data as it is encoded (``save_report`` checks them against the schema)."""
+    environment = report.environment
+    recorded = environment.get("recorded")
+    if not isinstance(recorded, dict) or len(recorded) <= PIECE_ITEMS:
+        recorded = None  # (a job of many ranks: each rank's facts, written a piece at a time)
     head = {"schema": SCHEMA_NAME, "version": SCHEMA_VERSION, "run": report.run.to_dict(),
-            "environment": report.environment,
+            "environment": environment if recorded is None else {**environment, "recorded": {}},
             "backends": [b.to_dict() for b in report.backends]}
     data, raw = strict_json(head)
     seen("head", data)
-    yield raw[:-1] + b',"layers":{'
+    if recorded is None:
+        yield raw[:-1] + b',"layers":{'
+    else:
+        first = {k: head[k] for k in ("schema", "version", "run")}
+        yield strict_json(first)[1][:-1] + b',"environment":{'
+        for i, (key, value) in enumerate(environment.items()):
+            yield (b"," if i else b"") + json_bytes(key) + b":"
+            if key == "recorded":
+                yield from _dict_pieces(recorded)
+            else:
+                yield strict_json(value)[1]
+        yield b'},"backends":' + strict_json(head["backends"])[1] + b',"layers":{'
     for i, layer in enumerate(Layer):
         yield (b"," if i else b"") + json.dumps(layer.value).encode() + b":"
         yield from _list_pieces(report.layers[layer], f"layers.{layer.value}", seen)
@@ -73,6 +88,16 @@ def report_pieces(report: Report, seen: PartSeen = _ignore) -> Iterator[bytes]:
     yield from _list_pieces(report.metrics, "metrics", seen)
     yield b',"findings":'
     yield from _list_pieces(report.findings, "findings", seen)
+    yield b"}"
+
+
+def _dict_pieces(items: dict[str, Any]) -> Iterator[bytes]:
+    """A JSON object of ``items``, PIECE_ITEMS entries at a time."""
+    yield b"{"
+    entries = list(items.items())
+    for start in range(0, len(entries), PIECE_ITEMS):
+        raw = strict_json(dict(entries[start:start + PIECE_ITEMS]))[1]
+        yield (b"," if start else b"") + raw[1:-1]
     yield b"}"
 
 

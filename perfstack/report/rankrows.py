@@ -12,6 +12,7 @@ per-rank rows before they are merged.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from perfstack.report import Report, Row
@@ -22,6 +23,28 @@ if TYPE_CHECKING:
 #: From this many ranks a job's rows are merged across ranks, and every table speaks in
 #: distributions, not one line per rank.
 MANY_RANKS = 8
+
+
+#: Runs of consecutive ranks named one by one at most; more are said as a count.
+NAMED_RUNS = 4
+
+
+def said_ranks(ranks: Iterable[int]) -> str:
+    """Ranks in words: "rank 3", "ranks 0-3", "ranks 0-6, 8-4095"; past NAMED_RUNS runs of
+    consecutive ranks, their count and span ("4,000 ranks in 0-4095")."""
+    ordered = sorted(set(ranks))
+    if len(ordered) == 1:
+        return f"rank {ordered[0]}"
+    runs: list[list[int]] = []
+    for rank in ordered:
+        if runs and rank == runs[-1][1] + 1:
+            runs[-1][1] = rank
+        else:
+            runs.append([rank, rank])
+    if len(runs) > NAMED_RUNS:
+        return f"{len(ordered):,} ranks in {ordered[0]}-{ordered[-1]}"
+    return "ranks " + ", ".join(f"{a}-{b}" if b > a + 1 else (f"{a}, {b}" if b > a else str(a))
+                                for a, b in runs)
 
 
 def merge_across_ranks(report: Report) -> int:

@@ -44,8 +44,10 @@ class Canon:
         return value
 
     def facts(self, facts: dict[str, Any]) -> dict[str, Any]:
-        """A rank's facts with each value shared where an earlier rank had it."""
-        return {self.same(k): self.same(v) for k, v in facts.items()}
+        """A rank's facts with each value shared where an earlier rank had it, and the whole
+        shared where an earlier rank's facts were equal (not to be changed in place)."""
+        shared: dict[str, Any] = self.same({self.same(k): self.same(v) for k, v in facts.items()})
+        return shared
 
     def metric(self, metric: Metric) -> Metric:
         """A metric's texts shared with the other ranks' (in place; returned)."""

@@ -32,7 +32,13 @@ MOST_CELLS = 4096
 
 
 def _steps(report: Report) -> dict[int, list[float]]:
-    """Each rank's step times, from the first kind of per-rank step metric the report has."""
+    """Each rank's step times, from the first kind of per-rank step metric the report has,
+    or, of a big job, from its distributions (``environment.across_ranks.steps``)."""
+    steps = (report.environment.get("across_ranks") or {}).get("steps")
+    if isinstance(steps, dict) and isinstance(steps.get("ranks"), list) \
+            and isinstance(steps.get("times"), list):
+        return {int(r): [float(t) for t in times] for r, times in
+                zip(steps["ranks"], steps["times"], strict=False) if isinstance(times, list)}
     found: dict[str, dict[int, list[float]]] = {}
     for m in report.metrics:
         match = RANKED.match(m.name)

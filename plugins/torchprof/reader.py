@@ -340,7 +340,7 @@ def _header_of(path: str, size: int, mtime_ns: int, limit: int) -> dict[str, Any
     if key < 0 or not head.lstrip().startswith("{"):
         return None
     # A job's ranks repeat their headers' facts (device properties...): held once here.
-    return {_SAME.same(k): _SAME.same(v) for k, v in _header(head[:key]).items()}
+    return _SAME.facts(_header(head[:key]))  # (the whole too, where ranks' are equal)
 
 
 _SAME = Canon()

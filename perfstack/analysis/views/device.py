@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 from perfstack.analysis.stats import median
 from perfstack.records import datarecord, field
@@ -59,6 +60,9 @@ class RankTable:
     summary: list[tuple[str, list[tuple[float, str] | None]]] = field(default_factory=list)
     ranks: int = 0  # how many ranks the job has (``rows`` may list fewer)
     merged_rows: bool = False  # the layers' rows are each key's mean per rank (rankrows)
+    #: a big job (``perfstack.report.rankcolumns``): the report keeps whole only the ranks
+    #: that stand out, every rank's figures are in the distributions
+    kept_only: bool = False
 
 
 RANKED = re.compile(r"^(?P<base>.+)\[rank(?P<rank>\d+)\]$")
@@ -94,6 +98,9 @@ def _distributions(columns: list[str], rows: list[tuple[int, list[Metric | None]
 def rank_table(report: Report, full: bool) -> RankTable | None:
     """The ranks table of a report of two ranks or more (every per-rank figure with
     ``full``, else those not marked detail), or None."""
+    across = report.environment.get("across_ranks")
+    if isinstance(across, dict) and across.get("figures"):
+        return _big_table(report, across, full)
     by_rank: dict[int, dict[str, Metric]] = {}
     order: list[str] = []
     detail: set[str] = set()
@@ -123,6 +130,37 @@ def rank_table(report: Report, full: bool) -> RankTable | None:
         bool(report.environment.get("rows_across_ranks")))
 
 
+def _big_table(report: Report, across: dict[str, Any], full: bool) -> RankTable:
+    """The ranks table of a big job: each figure's distribution over every rank (the
+    report's ``environment.across_ranks``), then the ranks that stand out (the slowest, the
+    rank of each column's most and least; with ``full`` every rank kept whole)."""
+    figures = [f for f in across["figures"] if isinstance(f, dict) and "name" in f]
+    order = [str(f["name"]) for f in figures]
+    shown = [f for f in figures if full or not f.get("detail")]
+    columns = [str(f["name"]) for f in shown]
+    by_rank: dict[int, dict[str, Metric]] = {}
+    for m in report.metrics:
+        found = RANKED.match(m.name)
+        if found is not None:
+            by_rank.setdefault(int(found["rank"]), {})[found["base"]] = m
+    slowest, gap = report.metric("slowest_rank"), report.metric("straggler_gap")
+    slow = int(slowest.value) if slowest is not None and slowest.value is not None else None
+    summary: list[tuple[str, list[tuple[float, str] | None]]] = [
+        (label, [(float(f[label]), str(f.get("unit") or "")) if numeric(f.get(label)) is not None
+                 else None for f in shown]) for label in ("median", "p90", "max")]
+    standing = [slow] if slow is not None else []
+    for f in shown:
+        standing += [r for r in (f.get("max_rank"), f.get("min_rank")) if isinstance(r, int)]
+    keep = sorted(by_rank) if full else list(dict.fromkeys(standing))[:STANDING_OUT]
+    rows = [(rank, [by_rank[rank].get(c) for c in columns]) for rank in keep if rank in by_rank]
+    ranks = across.get("ranks")
+    return RankTable(
+        columns, rows, slow,
+        float(gap.value) if gap is not None and gap.value is not None else None,
+        len(order) - len(columns), summary, ranks if isinstance(ranks, int) else len(by_rank),
+        bool(report.environment.get("rows_across_ranks")), kept_only=True)
+
+
 def device_time(report: Report) -> DeviceTime | None:
     """The device's time over the profiled steps (or the run), from the metrics a backend
     published, or None where none did."""
@@ -139,6 +177,10 @@ def device_time(report: Report) -> DeviceTime | None:
     window = "the profiled steps" if stepped else "the run"
     ranks = sum(1 for m in report.metrics if RANKED.match(m.name)
                 and m.name.startswith("gpu_busy["))
+    across = report.environment.get("across_ranks")
+    if isinstance(across, dict):  # a big job: its ranks are counted in the distributions
+        ranks = next((int(f.get("known") or 0) for f in across.get("figures") or []
+                      if isinstance(f, dict) and f.get("name") == "gpu_busy"), ranks)
     if busy is not None and busy.source == "perfstack" and ranks > 1:  # the job's mean
         window += f" (the mean of {ranks} ranks)"
     overlap = report.metric("gpu_comm_overlap")

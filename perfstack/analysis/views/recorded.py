@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from perfstack.report.rankrows import said_ranks
+
 
 def ranks_read(recorded: dict[str, Any]) -> str:
     """Which ranks' files a report of recorded traces holds: "rank 0 read", "ranks 0-3 read",
@@ -15,11 +17,7 @@ def ranks_read(recorded: dict[str, Any]) -> str:
     ranks = sorted(int(k[4:]) for k in recorded if k.startswith("rank") and k[4:].isdigit())
     if not ranks:
         return "which ranks were read is not known"
-    if len(ranks) == 1:
-        return f"rank {ranks[0]} read"
-    if ranks == list(range(ranks[0], ranks[-1] + 1)):
-        return f"ranks {ranks[0]}-{ranks[-1]} read"
-    return "ranks " + ", ".join(map(str, ranks)) + " read"
+    return f"{said_ranks(ranks)} read"
 
 
 def read_in_part(recorded: dict[str, Any]) -> list[str]:

@@ -169,10 +169,13 @@ class Page:
         self.lines.append(self.style(text, *styles))
 
     def section(self, title: str) -> None:
-        """A section's title, after a blank line."""
+        """A section's title, after a blank line (wrapped where it is wider than the page:
+        a job of thousands of ranks says so in it)."""
         if self.lines and self.lines[-1]:
             self.lines.append("")
-        self.add(title, "bold")
+        lines = wrap(title, self.width - 2) if len(title) > self.width else [title]
+        for i, line in enumerate(lines):
+            self.add(f"  {line}" if i else line, "bold")
 
     def extend(self, lines: list[str]) -> None:
         """Lines as they are."""

@@ -278,7 +278,9 @@ def ranks_note(t: RankTable, where_all: str = "--full lists every rank") -> str 
               if t.merged_rows else "")
     if not t.summary:
         return merged[2:].capitalize() if merged else None
-    return (f"each figure's median, p90 and most over all {t.ranks} ranks, then the ranks "
+    if t.kept_only:  # a big job: no rank but those that stand out is in the report
+        where_all = "the report keeps only those whole; its JSON has each distribution"
+    return (f"each figure's median, p90 and most over all {t.ranks:,} ranks, then the ranks "
             f"that stand out ({where_all}){merged}")
 
 

@@ -303,7 +303,7 @@ def _watched_client(client: Any, where: str, timeout: float) -> tuple[Executor, 
             f"the Dask scheduler at {where} has no workers (waited {timeout:g} s, Dask's "
             "connect timeout): start some with 'dask worker'")
     return watch.Watched(client.get_executor(pure=False),
-                         watch.dask_health(client, where, timeout)), workers
+                         watch.dask_health(client, where, timeout), client), workers
 
 
 

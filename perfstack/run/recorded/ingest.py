@@ -27,6 +27,7 @@ from perfstack.backend import Collected
 from perfstack.calls import call
 from perfstack.pluginmanager import BackendEntry, Plugins
 from perfstack.report import BackendResult, Finding, Metric, Report, RunInfo, Status
+from perfstack.report.rankcolumns import BIG_JOB
 from perfstack.run import assembly
 from perfstack.run.ceilingstep import recorded_ceilings
 from perfstack.run.recorded import executors
@@ -196,12 +197,13 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None,
     plan = (executors.local_workers(jobs, [u.files for u in units]) if cluster is None
             else executors.Plan("a Dask cluster", 0))
     declared = declared_primary(backends)
-    fold = JobFold(declared)
+    big = len(units) >= BIG_JOB  # (known before reading: the same wherever ranks are read)
+    fold = JobFold(declared, big)
     with executors.executor(plan, cluster) as (ex, workers):
         reduced = reduce_units(units, {n: e.backend for n, e in backends.items()}, ex,
                                progress, workers, fresh_pool=executors.watched_pool
                                if ex is not None and cluster is None else None,
-                               fold=fold, new_fold=partial(JobFold, declared))
+                               fold=fold, new_fold=partial(JobFold, declared, big))
     failed = [r for r in reduced.results if r.error is not None]
     if failed and len(failed) == len(units) and all(r.bad_input for r in failed):
         raise errors.NotAReport(failed[0].error or "unreadable")
@@ -213,8 +215,8 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None,
     multi = len({r for rank_of in job.ranks.values() for r in rank_of}) > 1
     environment: dict[str, Any] = {"recorded": job.recorded, "reading": {
         "where": plan.kind, "workers": workers,
-        "units": len(units), "read": sum(r.error is None for r in reduced.results),
-        "seconds": round(sum(r.seconds for r in reduced.results), 3),
+        "units": len(units), "read": reduced.read(),
+        "seconds": round(reduced.seconds(), 3),
         "wall_seconds": round(reduced.wall_s, 3),
         **({"why": plan.why} if plan.why else {}),
         **({"retried": reduced.retried} if reduced.retried else {}),
@@ -257,8 +259,12 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None,
     across = None
     if multi:
         def across(report: Report) -> tuple[list[Metric], list[Finding]]:
-            return rank_figures(report, job.samples, publish_steps=False,
-                                steps_from="the traces' profiled steps", shares=job.shares)
+            found = rank_figures(report, job.samples, publish_steps=False,
+                                 steps_from="the traces' profiled steps", shares=job.shares,
+                                 columns=job.columns)
+            if job.columns is not None:  # (with the figures computed across its ranks)
+                report.environment["across_ranks"] = job.columns.summary()
+            return found
 
     if job.rows_across_ranks is not None:  # (where build_report would say it)
         environment["rows_across_ranks"] = job.rows_across_ranks

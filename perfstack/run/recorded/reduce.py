@@ -20,21 +20,22 @@ what was read makes the partial report.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, Future, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from perfstack.backend import Backend, Recorded
 from perfstack.calls import call
 from perfstack.records import datarecord, field
+from perfstack.run.recorded import tree
 from perfstack.run.recorded.executors import json_bytes, stop_children
 
 
-@datarecord(frozen=True)
-class Unit:
-    """Files of one backend read together: one rank's or process's."""
+class Unit(NamedTuple):
+    """Files of one backend read together: one rank's or process's (a tuple: a job of
+    thousands of ranks holds one a rank)."""
 
     backend: str
     files: tuple[Path, ...]
@@ -54,12 +55,24 @@ class UnitResult:
 
 @datarecord
 class Reduced:
-    """Every unit's result, in the units' order, and whether Ctrl-C stopped the reading."""
+    """The units' results, in the units' order, and whether Ctrl-C stopped the reading. A
+    unit read and folded whole (nothing left of its result but that it was read) is only
+    counted: a job of thousands of ranks holds no result a rank."""
 
-    results: list[UnitResult]
+    results: list[UnitResult]  # the units not read, and those whose records were kept
     interrupted: bool = False
     retried: int = 0  # units read again after their worker pool broke
     wall_s: float = 0.0  # from the first unit submitted to the last one back
+    folded: int = 0  # units read and folded whole, not in ``results``
+    folded_s: float = 0.0  # their reading time, summed
+
+    def read(self) -> int:
+        """How many units were read."""
+        return self.folded + sum(r.error is None for r in self.results)
+
+    def seconds(self) -> float:
+        """The units' reading time, summed, where each was read."""
+        return self.folded_s + sum(r.seconds for r in self.results)
 
 
 #: Told (done, total, seconds so far) after each unit.
@@ -85,22 +98,34 @@ Batch = list[tuple[int, "Unit"]]
 BATCH_UNITS = 32
 BATCH_BYTES = 8 << 20
 BATCHES_A_WORKER = 4
+#: From this many Dask workers, their batches' folds are merged on the workers (a tree of
+#: merges) and this process receives one. With fewer, this process merges each as it comes:
+#: on two workers the tree was slower (1.34x one reader at 4,096 small ranks, against 1.48x)
+#: and its merging worker held the job's fold (158 MiB, against 64), for no gain here (the
+#: job's fold comes whole either way; merging it here took 25 ms at 1,024 ranks).
+TREE_WORKERS = 8
 
 
 def batches(todo: list[tuple[int, Unit]], workers: int, folded: bool) -> list[Batch]:
     """``todo`` cut into the batches workers read, in order: one unit each without a fold
     (each unit's records come back), else units until BATCH_BYTES of JSON or BATCH_UNITS,
-    and no more than a worker's share over BATCHES_A_WORKER."""
+    and no more than a worker's share over BATCHES_A_WORKER of the units, then of the units
+    left (the last batches small)."""
     if not folded:
         return [[item] for item in todo]
-    most = max(1, min(BATCH_UNITS, len(todo) // max(1, workers * BATCHES_A_WORKER)))
+    share = max(1, workers * BATCHES_A_WORKER)
+    most = max(1, min(BATCH_UNITS, len(todo) // share))
     out: list[Batch] = []
     filled = 0
-    for item in todo:
+    limit = most
+    for k, item in enumerate(todo):
         size = sum(_json_bytes(p) for p in item[1].files)
-        if not out or len(out[-1]) >= most or filled + size > BATCH_BYTES:
+        if not out or len(out[-1]) >= limit or filled + size > BATCH_BYTES:
             out.append([])
             filled = 0
+            # smaller towards the end (a share of what is left): the workers finish
+            # together, none idle while another reads a whole batch alone
+            limit = max(1, most // 4, min(most, -(-(len(todo) - k) // share)))
         out[-1].append(item)
         filled += size
     return out
@@ -148,20 +173,33 @@ def reduce_units(units: Sequence[Unit], backends: dict[str, Backend], ex: Execut
                  progress: Progress | None = None, workers: int = 1,
                  fresh_pool: Callable[[int], Executor] | None = None,
                  fold: Fold | None = None,
-                 new_fold: Callable[[], Fold] | None = None) -> Reduced:
+                 new_fold: Callable[[], Fold] | None = None,
+                 tree_from: int = TREE_WORKERS) -> Reduced:
     """Read every unit through ``ex`` (None: in this process, one after another), which
     has ``workers`` workers; ``fresh_pool(n)`` makes a local pool of n workers to replace
     one that broke. Given ``fold`` (the job's) and ``new_fold`` (an empty one, made on a
     worker), every unit's result is folded as it is read, on the worker that read it, and
-    each batch's fold merged into ``fold`` as it comes; the results kept are what the fold
-    leaves of them."""
+    each batch's fold merged into ``fold`` as it comes (on a Dask cluster of ``tree_from``
+    workers or more, merged on its workers two at a time: ``perfstack.run.recorded.tree``);
+    the results kept are what the fold leaves of them."""
     begin = time.perf_counter()
     results: dict[int, UnitResult] = {}
+    out = Reduced([])
+    seen: set[int] = set()  # the units read or given up, for the progress
+
+    def tick(indices: Iterable[int]) -> None:
+        seen.update(indices)
+        if progress is not None:
+            progress(len(seen), len(units), time.perf_counter() - begin)
 
     def done(i: int, result: UnitResult) -> None:
-        results[i] = result
-        if progress is not None:
-            progress(len(results), len(units), time.perf_counter() - begin)
+        if result.error is None and not result.records:  # folded whole: counted
+            out.folded += 1
+            out.folded_s += result.seconds
+        else:  # (its unit this process's, not a worker's copy of it)
+            results[i] = UnitResult(units[i], result.records, result.error, result.bad_input,
+                                    result.traceback, result.seconds)
+        tick((i,))
 
     def folded(batch_out: tuple[list[tuple[int, UnitResult]], Fold | None]) -> None:
         read, part = batch_out
@@ -170,7 +208,6 @@ def reduce_units(units: Sequence[Unit], backends: dict[str, Backend], ex: Execut
         for i, result in read:  # (not folded where read: folded here)
             done(i, fold.add(i, result) if fold is not None and part is None else result)
 
-    out = Reduced([])
     try:
         if ex is None:
             for i, unit in enumerate(units):
@@ -179,7 +216,12 @@ def reduce_units(units: Sequence[Unit], backends: dict[str, Backend], ex: Execut
         else:
             todo = batches(list(enumerate(units)), workers, fold is not None)
             make = new_fold if fold is not None else None
-            broken = _through(ex, todo, backends, make, folded, done)
+            client = getattr(ex, "client", None) if workers >= tree_from else None
+            if client is not None and make is not None:  # Dask: merged on its workers
+                _on_tree(client, todo, backends, make, folded, done, tick,
+                         getattr(ex, "health", None))
+            broken = [] if client is not None and make is not None else \
+                _through(ex, todo, backends, make, folded, done)
             if broken and fresh_pool is not None:  # a fresh pool, then one worker each
                 out.retried = sum(map(len, broken))
                 with fresh_pool(max(1, min(out.retried, workers))) as fresh:
@@ -198,6 +240,23 @@ def reduce_units(units: Sequence[Unit], backends: dict[str, Backend], ex: Execut
     out.results = [results[i] for i in sorted(results)]
     out.wall_s = time.perf_counter() - begin
     return out
+
+
+def _on_tree(client: Any, todo: list[Batch], backends: dict[str, Backend],
+             new_fold: Callable[[], Fold], folded: Callable[[Any], None],
+             done: Callable[[int, UnitResult], None], tick: Callable[[Iterable[int]], None],
+             health: Callable[[], str | None] | None) -> None:
+    """Read the batches on the Dask cluster of ``client``, their folds merged there two at a
+    time (``perfstack.run.recorded.tree``): this process receives the job's fold once."""
+    leaves = {client.submit(read_batch, {u.backend: backends[u.backend] for _, u in batch},
+                            batch, new_fold, pure=False): batch for batch in todo}
+
+    def lost(batch: Batch, why: str) -> None:
+        for i, unit in batch:
+            done(i, UnitResult(unit, error=why))
+
+    tree.through(client, leaves, folded, lambda batch: tick(i for i, _ in batch), lost,
+                 health)
 
 
 def cancel_now(ex: Executor) -> None:

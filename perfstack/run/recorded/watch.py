@@ -28,9 +28,13 @@ class Watched(Executor):
     (and may act: a local worker stopped by a signal is ended, so that its pool breaks and
     its unit is read again)."""
 
-    def __init__(self, inner: Executor, health: Callable[[], str | None]) -> None:
+    def __init__(self, inner: Executor, health: Callable[[], str | None],
+                 client: Any = None) -> None:
+        """``client``: a Dask cluster's, whose workers can merge what they read
+        (``perfstack.run.recorded.tree``); None for a local pool."""
         self.inner = inner
         self.health = health
+        self.client = client
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         """Submit to the executor watched."""

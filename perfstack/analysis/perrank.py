@@ -1,0 +1,73 @@
+"""Each rank's figures by name, as the figures across a job's ranks read them.
+
+A report of a few ranks lists each rank's figures as ``name[rankN]`` metrics; a big job's
+are columns (``perfstack.report.rankcolumns``), only the ranks that stand out listed.
+:class:`PerRank` reads either the same way, and takes the per-rank figures the job's analysis
+computes (``perfstack.analysis.distributed``): a small job's as metrics of every rank, a big
+job's into a column of their own, listed for the ranks that stand out.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from perfstack.analysis import straggler
+from perfstack.records import replace
+from perfstack.report import Metric, Report
+
+if TYPE_CHECKING:
+    from perfstack.report.rankcolumns import RankColumns
+
+#: A rank's own figure: its base name and rank.
+RANKED = re.compile(r"^(?P<base>.+)\[rank(?P<rank>\d+)\]$")
+
+
+class PerRank:
+    """Each rank's figures by name: the report's ``name[rankN]`` metrics, or a big job's
+    columns (``perfstack.report.rankcolumns``), with the figures computed here added."""
+
+    def __init__(self, report: Report, columns: RankColumns | None) -> None:
+        """The figures of ``report``'s ranks, those of ``columns`` where given."""
+        self.report = report
+        self.columns = columns
+        self.added: list[Metric] = []  # per-rank metrics computed here (a small job's)
+        self.published: set[str] = set()  # the figures computed here, by name
+
+    def values(self, base: str) -> dict[int, float]:
+        """Each rank's known value of figure ``base``."""
+        if self.columns is not None:
+            return self.columns.values(base)
+        return straggler.per_rank([*self.report.metrics, *self.added], base)
+
+    def bases(self) -> list[tuple[str, Metric]]:
+        """Each figure the ranks published (its base name) with one rank's metric of it."""
+        if self.columns is not None:
+            return [(n, self.columns.columns[n].template) for n in self.columns.names()]
+        out: dict[str, Metric] = {}
+        for m in self.report.metrics:
+            found = RANKED.match(m.name)
+            if found:
+                out.setdefault(found["base"], m)
+        return list(out.items())
+
+    def samples(self) -> list[tuple[str, list[float] | None]]:
+        """(name, samples) of each rank's figures that keep their samples."""
+        if self.columns is not None:
+            return [(name, samples) for name, _, samples in self.columns.samples()]
+        return [(m.name, m.samples) for m in self.report.metrics]
+
+    def publish(self, template: Metric, values: dict[int, float]) -> list[Metric]:
+        """Each rank's ``template.name[rankN]`` metric with its value; of a big job only those
+        of the ranks kept whole (the rest is in the figure's column)."""
+        ranks = sorted(values)
+        self.published.add(template.name)
+        if self.columns is not None:  # the ranks kept whole, and this figure's ends
+            self.columns.derive(template, values)
+            listed = set(self.columns.whole) | self.columns.ends(template.name)
+            ranks = [r for r in ranks if r in listed]
+        out = [replace(template, name=f"{template.name}[rank{r}]", value=values[r])
+               for r in ranks]
+        if self.columns is None:
+            self.added += out
+        return out
