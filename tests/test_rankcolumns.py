@@ -13,7 +13,7 @@ from typing import Any
 
 from perfstack.backend import Collected, Recorded
 from perfstack.pluginload import load_plugins
-from perfstack.report import Better, Metric
+from perfstack.report import Better, Metric, Report, RunInfo
 from perfstack.report.rankcolumns import BIG_JOB
 from perfstack.report.rankrows import said_ranks
 from perfstack.run.recorded.fold import Folded, JobFold, declared_primary
@@ -143,3 +143,37 @@ def test_ranks_in_words() -> None:
     assert said_ranks([4, 0, 1, 5]) == "ranks 0, 1, 4, 5"
     assert said_ranks([*range(7), *range(8, 4096)]) == "ranks 0-6, 8-4095"
     assert said_ranks(range(0, 20, 2)) == "10 ranks in 0-18"
+
+
+def _job_report(metrics: list[Metric], environment: dict[str, Any]) -> Report:
+    return Report(run=RunInfo([], "/job", "2026-01-01T00:00:00Z", 1.0, "0.1.0", 1, 0, None,
+                              True, [], analyzed=[{"path": "/job/rank-0.json",
+                                                   "backend": "torch"}]),
+                  environment=environment, backends=[], metrics=metrics)
+
+
+def test_a_big_job_is_diffed_by_its_ranks_distributions() -> None:
+    """``diff`` of a job that lists its ten ranks against a big job: each per-rank figure is
+    compared by its median, p90 and most over the ranks (the small job's computed from its
+    ranks as the big job's were), not rank by rank (which ranks a big job keeps whole is not
+    a change); the big job's distributions are not an environment change."""
+    from perfstack.analysis.diff import diff
+    from perfstack.analysis.perrank import distributions
+
+    small = _job_report([Metric(f"gpu_busy[rank{r}]", 50.0 + r, "%", "kernel", "torch",
+                                Better.HIGHER) for r in range(10)], {})
+    figures = [{"name": "gpu_busy", "unit": "%", "layer": "kernel", "source": "torch",
+                "better": "higher", "ranks": 4096, "known": 4096, "mean": 60.0,
+                "median": 60.0, "p90": 70.0, "min": 40.0, "min_rank": 3, "max": 80.0,
+                "max_rank": 9}]
+    big = _job_report([Metric("gpu_busy[rank3]", 40.0, "%", "kernel", "torch", Better.HIGHER),
+                       Metric("gpu_busy[rank9]", 80.0, "%", "kernel", "torch", Better.HIGHER)],
+                      {"across_ranks": {"ranks": 4096, "kept": [3, 9], "figures": figures,
+                                        "steps": {"ranks": [], "times": []}}})
+    assert {m.name: m.value for m in distributions(small)} == {
+        "gpu_busy[median]": 54.5, "gpu_busy[p90]": 58.0, "gpu_busy[max]": 59.0}
+    found = diff(small, big)
+    changes = {m.name: (m.base, m.new) for m in found.metrics}
+    assert changes == {"gpu_busy[median]": (54.5, 60.0), "gpu_busy[p90]": (58.0, 70.0),
+                       "gpu_busy[max]": (59.0, 80.0)}
+    assert not found.environment

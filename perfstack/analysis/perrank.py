@@ -9,12 +9,14 @@ job's into a column of their own, listed for the ranks that stand out.
 
 from __future__ import annotations
 
+import math
 import re
+import statistics
 from typing import TYPE_CHECKING
 
 from perfstack.analysis import straggler
 from perfstack.records import replace
-from perfstack.report import Metric, Report
+from perfstack.report import Better, Metric, Report
 
 if TYPE_CHECKING:
     from perfstack.report.rankcolumns import RankColumns
@@ -71,3 +73,52 @@ class PerRank:
         if self.columns is None:
             self.added += out
         return out
+
+
+#: What ``diff`` compares of a big job's per-rank figures: each one's median, p90 and most.
+SPREAD = ("median", "p90", "max")
+
+
+def is_big(report: Report) -> bool:
+    """Whether ``report`` is of a big job (its per-rank figures are distributions)."""
+    across = report.environment.get("across_ranks")
+    return isinstance(across, dict) and bool(across.get("figures"))
+
+
+def distributions(report: Report) -> list[Metric]:
+    """Each per-rank figure's median, p90 and most over the job's ranks, as metrics named
+    ``name[median]``, ``name[p90]``, ``name[max]``: a big job's from its distributions, a
+    job that lists every rank from its ``name[rankN]`` metrics (the same definitions), so
+    that two jobs compare by what their ranks did, not by which ranks stand out."""
+    found: list[tuple[Metric, int, dict[str, float]]] = []
+    if is_big(report):
+        for f in report.environment["across_ranks"]["figures"]:
+            if isinstance(f, dict) and isinstance(f.get("name"), str):
+                template = Metric(f["name"], None, str(f.get("unit") or ""),
+                                  str(f.get("layer") or "run"), str(f.get("source") or ""),
+                                  _better(f.get("better")), detail=bool(f.get("detail")))
+                stats = {k: float(f[k]) for k in SPREAD if isinstance(f.get(k), (int, float))}
+                found.append((template, int(f.get("known") or 0), stats))
+    else:
+        by_base: dict[str, tuple[Metric, list[float]]] = {}
+        for m in report.metrics:
+            match = RANKED.match(m.name)
+            if match and isinstance(m.value, (int, float)) and not isinstance(m.value, bool):
+                by_base.setdefault(match["base"], (m, []))[1].append(float(m.value))
+        for base, (m, values) in by_base.items():
+            values.sort()
+            stats = {"median": statistics.median(values),
+                     "p90": values[max(0, math.ceil(0.9 * len(values)) - 1)],
+                     "max": values[-1]}
+            found.append((replace(m, name=base), len(values), stats))
+    return [replace(t, name=f"{t.name}[{stat}]", value=stats[stat], samples=None,
+                    samples_of="runs", reason=None,
+                    description=f"the {stat} over the job's {n} ranks of {t.name}[rankN]")
+            for t, n, stats in found for stat in SPREAD if stat in stats]
+
+
+def _better(value: object) -> Better:
+    try:
+        return Better(str(value))
+    except ValueError:
+        return Better.NEITHER

@@ -112,7 +112,9 @@ def _pyperf_metadata() -> dict[str, Any]:
 CORE_BLOCKS = frozenset({
     "python", "os", "cpu", "threads", "packages", "perf_event_paranoid", "pyperf", "torch",
     "backends", "distributed", "recorded", "plugin_errors", "free_threaded_interpreters",
-    "system", "noise_advice", "repository", "ceilings", "ceilings_unknown"})
+    "system", "noise_advice", "repository", "ceilings", "ceilings_unknown",
+    # (analyze's and merge's: how the files were read, and the figures across ranks)
+    "reading", "rows_across_ranks", "across_ranks", "merged_from"})
 
 
 def plugin_blocks(env: dict[str, Any]) -> list[str]:

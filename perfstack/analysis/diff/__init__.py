@@ -40,6 +40,7 @@ from perfstack.analysis.diff.lead import (
     workload_identity,
 )
 from perfstack.analysis.diff.rows import RowChange, row_changes
+from perfstack.analysis.perrank import RANKED, distributions, is_big
 from perfstack.analysis.stats import MIN_EFFECT, compare, compare_paired, summarize
 from perfstack.records import as_dict, datarecord
 from perfstack.report import Better, Metric, Report
@@ -273,10 +274,16 @@ def metric_changes(base: Report, new: Report, judge: Judge,
                    lead: str | None = None) -> list[MetricChange]:
     """Return every metric of either report, matched by (name, source), judged; a metric
     named in ``scale`` is judged with its values multiplied by the factors given for the base
-    and the new side (a per-step figure put per sample)."""
+    and the new side (a per-step figure put per sample). Where either is a big job's, each
+    per-rank figure is compared by its median, p90 and most over the ranks
+    (``perfstack.analysis.perrank.distributions``), not rank by rank."""
+    big = is_big(base) or is_big(new)  # (a big job's ranks compare as distributions)
+
     def index(report: Report, side: int) -> dict[tuple[str, str], Metric]:
+        metrics = ([m for m in report.metrics if not RANKED.match(m.name)]
+                   + distributions(report)) if big else report.metrics
         return {(m.name, m.source): _scaled(m, scale[m.name][side])
-                if scale and m.name in scale else m for m in report.metrics}
+                if scale and m.name in scale else m for m in metrics}
 
     a, b = index(base, 0), index(new, 1)
     keys = list(dict.fromkeys([*a, *b]))
