@@ -177,3 +177,18 @@ def test_a_big_job_is_diffed_by_its_ranks_distributions() -> None:
     assert changes == {"gpu_busy[median]": (54.5, 60.0), "gpu_busy[p90]": (58.0, 70.0),
                        "gpu_busy[max]": (59.0, 80.0)}
     assert not found.environment
+
+
+def test_a_big_job_s_backend_with_a_malformed_rank_is_left_out_of_the_distributions() -> None:
+    """One rank's records do not fit the schema: its backend is left out of the report (as
+    in a small job), its figures out of the distributions and of the ranks kept whole."""
+    results = _results()
+    results[5].records[0].collected.metrics.append(
+        Metric("bad", 1.0, "%", "nolayer", "torch", Better.HIGHER))
+    fold = JobFold(_declared())
+    for i, result in enumerate(results):
+        fold.add(i, result)
+    job = fold.finish()
+    assert job.problems["torch"] and job.columns is not None
+    summary = job.columns.summary()
+    assert summary["figures"] == [] and summary["kept"] == []

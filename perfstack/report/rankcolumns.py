@@ -57,6 +57,7 @@ class Column:
     #: for the least, to the higher for the most
     low: tuple[float, int] | None = None
     high: tuple[float, int] | None = None
+    backends: set[str] = field(default_factory=set)  # the backends that published it
 
     def add(self, rank: int, metric: Metric, at: Position) -> None:
         """Take one rank's value of the figure."""
@@ -83,6 +84,7 @@ class Column:
         self.values.extend(other.values)
         self.reasons.update(other.reasons)
         self.samples.update(other.samples)
+        self.backends |= other.backends
         for pair in (other.low, other.high):
             if pair is not None:
                 self.low = pair if self.low is None else min(self.low, pair)
@@ -157,6 +159,7 @@ class RankColumns:
             if column is None:
                 column = self.columns[metric.name] = Column((*at, i), _template(metric))
             column.add(rank, metric, (*at, i))
+            column.backends.add(backend)
         for name, value in (standing or {}).items():
             hidden = HIDDEN + name
             column = self.columns.get(hidden)
@@ -181,6 +184,16 @@ class RankColumns:
         for rank, wholes in other.whole.items():
             self.whole.setdefault(rank, []).extend(wholes)
         self._prune()
+
+    def drop(self, backends: set[str]) -> None:
+        """Leave out what only ``backends`` published (a backend whose records do not fit
+        the schema is left out of the report whole)."""
+        for name in [n for n, c in self.columns.items() if c.backends and c.backends <= backends]:
+            del self.columns[name]
+        for rank in list(self.whole):
+            self.whole[rank] = [w for w in self.whole[rank] if w.backend not in backends]
+            if not self.whole[rank]:
+                del self.whole[rank]
 
     def standing_out(self) -> set[int]:
         """The ranks at either end of some figure."""

@@ -303,6 +303,9 @@ class JobFold:
                     self._take(name, state, record)
         every = {r.rank for s in self.backends.values() for r in s.records}
         multi = len(every) > 1
+        failed = {name for name, state in self.backends.items() if state.problems}
+        if self.big and failed:  # (their figures are not in the report: nor across ranks)
+            self.columns.drop(failed)
         order = sorted(self.backends, key=lambda n: self.backends[n].records[0].at)
         collected: dict[str, Collected] = {}
         recorded: dict[str, dict[str, Any]] = {}

@@ -262,8 +262,9 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None,
             found = rank_figures(report, job.samples, publish_steps=False,
                                  steps_from="the traces' profiled steps", shares=job.shares,
                                  columns=job.columns)
-            if job.columns is not None:  # (with the figures computed across its ranks)
-                report.environment["across_ranks"] = job.columns.summary()
+            summary = job.columns.summary() if job.columns is not None else None
+            if summary and summary["figures"]:  # (with the figures computed across ranks)
+                report.environment["across_ranks"] = summary
             return found
 
     if job.rows_across_ranks is not None:  # (where build_report would say it)
