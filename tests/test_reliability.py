@@ -79,6 +79,22 @@ def test_hang_is_stopped_at_the_timeout_with_its_whole_group(perfstack, tmp_path
         assert not _alive(pid), f"process {pid} of the hung workload survived"
 
 
+def test_the_answer_so_far_says_a_hang_however_few_samples_it_gave() -> None:
+    """A first run that hung on a cold machine gave its sampler a few samples, too few for a
+    hottest function: the answer so far says the hang (it said nothing, and the hang test
+    failed on a cold start, 2 of 13 runs)."""
+    from perfstack.cli.progress import early_answer
+    from perfstack.report import Finding, Report, RunInfo
+
+    report = Report(run=RunInfo(["python", "hang.py"], "/tmp", "2026-01-01T00:00:00Z", 3.0,
+                                "0.1.0", 1, 0, 3.0, False, []), environment={}, backends=[])
+    assert early_answer(lambda: report) == []  # nothing measured, nothing failed: silent
+    report.findings = [Finding("run.timeout", "the workload hung: stopped at the 3 s timeout",
+                               "run", "critical", [], "find where it waits", "perfstack")]
+    assert early_answer(lambda: report) == [
+        "The workload failed: the workload hung: stopped at the 3 s timeout."]
+
+
 def test_a_hang_under_the_first_sampler_waits_out_the_timeout_once(perfstack, tmp_path):
     """The sampler's run comes first; when it hangs, the warm-up, the baseline and the other
     backends are not made (each would wait out the timeout again): one run, its stack, the

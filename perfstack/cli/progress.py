@@ -26,15 +26,18 @@ if TYPE_CHECKING:
 
 def early_answer(report: Callable[[], Report]) -> list[str]:
     """The answer the runs so far give, in the report's words: what bounds the time and the
-    workload's hottest function (nothing when no backend in measured either)."""
+    workload's hottest function (nothing when no backend measured either), or that the
+    workload failed (hung, crashed) however few samples its run gave."""
     from perfstack.analysis.view import build
-    from perfstack.render.words.common import answer_lines
+    from perfstack.render.words.common import FAILED_RUN_RULES, answer_lines
 
     view = build(report(), top=3)
-    if view.headline.bound is None and view.headline.hottest is None:
+    finding = view.headline.finding
+    failed = finding is not None and finding.rule in FAILED_RUN_RULES  # (hung, crashed...)
+    if not failed and view.headline.bound is None and view.headline.hottest is None:
         return []
     return [ln for ln in answer_lines(view)
-            if not ln.startswith(("Top finding", "No time budget"))][:3]
+            if not ln.startswith(("Top finding", "No time budget", "The figures below"))][:3]
 
 
 def left(seconds: float | None) -> str:
