@@ -346,6 +346,11 @@ def _header_of(path: str, size: int, mtime_ns: int, limit: int) -> dict[str, Any
 _SAME = Canon()
 
 
+def forget_headers() -> None:
+    """Forget the headers remembered (``trace_header``), once a job's files are claimed."""
+    _header_of.cache_clear()
+
+
 def _read_to_events(fh: IO[str], limit: int) -> str:
     """A trace's text up to its ``traceEvents`` key (and a chunk past it), at most ``limit``
     characters."""

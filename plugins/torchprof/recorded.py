@@ -47,15 +47,20 @@ def _process(path: Path) -> tuple[str, str]:
 
 def units(files: Sequence[Path]) -> list[list[Path]]:
     """The files of each process, ranks in order, then the processes that say no rank;
-    ValueError when two processes claim one rank."""
-    from .reader import trace_header
+    ValueError when two processes claim one rank. The headers remembered since the files
+    were claimed are forgotten then (a job's thousands of them; each rank's reader reads its
+    own header again as it reads the trace)."""
+    from .reader import forget_headers, trace_header
 
     by_rank: dict[int, dict[tuple[str, str], list[Path]]] = {}
     unranked: dict[tuple[str, str], list[Path]] = {}
-    for path in files:
-        rank = rank_of(path, trace_header(path) or {})
-        group = unranked if rank is None else by_rank.setdefault(rank, {})
-        group.setdefault(_process(path), []).append(path)
+    try:
+        for path in files:
+            rank = rank_of(path, trace_header(path) or {})
+            group = unranked if rank is None else by_rank.setdefault(rank, {})
+            group.setdefault(_process(path), []).append(path)
+    finally:
+        forget_headers()
     out = []
     for rank, processes in sorted(by_rank.items()):
         if len(processes) > 1:
@@ -70,19 +75,19 @@ def read(paths: Sequence[Path]) -> Recorded:
     """Read one process's trace files (its profiling cycles) into its records."""
     from .gunzip import TraceError
     from .rows import summarize
-    from .trace import TraceAggregate, trace_header
+    from .trace import TraceAggregate
 
-    header = trace_header(paths[0]) or {}
-    info = header.get("distributedInfo")
-    world = _int(info.get("world_size")) if isinstance(info, dict) else None
-    props = header.get("deviceProperties")
-    props = [d for d in props if isinstance(d, dict)] if isinstance(props, list) else []
     agg = TraceAggregate()
     for path in paths:
         try:
             agg.add_file(path)
         except (TraceError, OSError, EOFError, ValueError) as exc:
             raise ValueError(f"{path}: cannot read the trace: {exc}") from None
+    header = agg.headers[0] if agg.headers else {}  # (the first file's, as it was read)
+    info = header.get("distributedInfo")
+    world = _int(info.get("world_size")) if isinstance(info, dict) else None
+    props = header.get("deviceProperties")
+    props = [d for d in props if isinstance(d, dict)] if isinstance(props, list) else []
     rows, metrics, notes = summarize(agg)
     names = [str(d.get("name")) for d in props]
     if names:
