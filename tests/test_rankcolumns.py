@@ -66,7 +66,8 @@ def test_a_big_job_s_figures_are_its_ranks_distributions() -> None:
     """RANKS ranks read one after another: each figure's distribution is the one computed
     from every rank's value (exact: mean, median, p90, least and most with their ranks); no
     record is held; the ranks at either end are kept whole, their own descriptions with
-    them; a note every rank has is said once with its ranks."""
+    them, and their files (every rank's are the report's ``analyzed``); a note every rank has
+    is said once with its ranks."""
     fold = JobFold(_declared())
     for i, result in enumerate(_results()):
         fold.add(i, result)
@@ -96,8 +97,7 @@ def test_a_big_job_s_figures_are_its_ranks_distributions() -> None:
     out = job.collected["torch"]
     assert out.notes == [f"ranks 0-{RANKS - 1}: 2 profiled steps", "100 ranks in 0-198: 0 odd "
                          "steps", "100 ranks in 1-199: 1 odd steps"]
-    assert len(out.artifacts) == RANKS and out.artifacts["trace.rank7"] == Path(
-        "/job/rank-7.json")
+    assert out.artifacts == {f"trace.rank{r}": Path(f"/job/rank-{r}.json") for r in kept}
     assert set(job.recorded) == {f"rank{r}" for r in range(RANKS)}
     assert list(job.samples) == list(range(RANKS)) and list(job.samples[5]) == [
         0.010 + 5e-6, 0.012 + 5e-6]

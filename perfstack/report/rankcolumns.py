@@ -134,6 +134,7 @@ class Whole:
     backend: str
     at: Position
     metrics: list[Metric]
+    files: dict[str, str] = field(default_factory=dict)  # its artifacts: label -> path
 
 
 class RankColumns:
@@ -147,10 +148,12 @@ class RankColumns:
         self.derived: list[str] = []  # figures computed across ranks (see ``derive``)
 
     def add(self, backend: str, rank: int, metrics: list[Metric], at: Position,
-            standing: dict[str, float] | None = None) -> None:
+            standing: dict[str, float] | None = None,
+            files: dict[str, str] | None = None) -> None:
         """Fold one record's figures of ``rank`` (``at``: the record's place in the job);
         ``standing``: figures the job's analysis computes later, by which the rank may stand
-        out (kept whole at their extremes, not listed)."""
+        out (kept whole at their extremes, not listed); ``files``: the record's artifacts,
+        listed for a rank kept whole (every rank's files are the report's ``analyzed``)."""
         steps = next((m for m in metrics if is_steps(m)), None)
         if steps is not None and (rank not in self.steps or at < self.steps[rank][0]):
             self.steps[rank] = (at, array("d", (float(s) for s in steps.samples or ())))
@@ -168,7 +171,7 @@ class RankColumns:
                     hidden, None, "", "run", "perfstack", Better.NEITHER))
             column.add(rank, replace(column.template, value=value), (*at, len(metrics)))
         if metrics or standing:
-            self.whole.setdefault(rank, []).append(Whole(backend, at, metrics))
+            self.whole.setdefault(rank, []).append(Whole(backend, at, metrics, files or {}))
             self._prune()
 
     def merge(self, other: RankColumns) -> None:

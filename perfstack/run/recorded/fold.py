@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from perfstack.analysis.distributed import collective_wait, op_seconds
@@ -211,7 +212,8 @@ class JobFold:
         state = self.backends[name]
         if collected.metrics:
             self.columns.add(name, record.rank, collected.metrics, record.at,
-                             _standing(state, record.rank, collected.metrics))
+                             _standing(state, record.rank, collected.metrics),
+                             {label: str(path) for label, path in collected.artifacts.items()})
             collected.metrics = []
         self._strip(state, record)
 
@@ -336,6 +338,8 @@ class JobFold:
                     for metric in whole.metrics:
                         metric.name = f"{metric.name}[rank{rank}]"
                         out.metrics.append(metric)
+                    out.artifacts.update({f"{label}.rank{rank}": Path(path)
+                                          for label, path in whole.files.items()})
             if self.folding:
                 folded = state.fold.rows()
                 for layer, rows in folded.items():

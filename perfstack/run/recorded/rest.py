@@ -4,14 +4,15 @@ A rank's records hold, beside the rows (``perfstack.report.rankfold``) and the f
 (``perfstack.report.rankcolumns``), its facts (device properties...), its notes, its files
 and its findings. A job of thousands of ranks keeps no record a rank: :class:`Rest` takes
 these out of each record as it is folded, each with the record's place, and lists them at the
-end in the order a small job's are, a note every rank repeats once, with its ranks.
+end in the order a small job's are, a note every rank repeats once, with its ranks. Its files
+are listed only for the ranks kept whole (``RankColumns``): every rank's files are the
+report's ``run.analyzed``.
 """
 
 from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from perfstack.backend import Collected, Recorded
@@ -29,7 +30,6 @@ class Rest:
     #: each note: where it first appeared, and its ranks (a note most ranks repeat is held
     #: once, with a number a rank)
     notes: dict[str, tuple[Position, array[int]]] = field(default_factory=dict)
-    artifacts: list[tuple[Position, str, str]] = field(default_factory=list)  # label.rankN
     findings: list[tuple[Position, Finding]] = field(default_factory=list)
 
     def take(self, rank: int, at: Position, recorded: Recorded) -> None:
@@ -41,8 +41,6 @@ class Rest:
             recorded.environment = {}
         for i, note in enumerate(collected.notes):
             self.note(note, (*at, i), (rank,))
-        self.artifacts += [(at, f"{label}.rank{rank}", str(path))
-                           for label, path in collected.artifacts.items()]
         for finding in collected.findings:
             finding.title = f"[rank {rank}] {finding.title}"
             self.findings.append((at, finding))
@@ -59,17 +57,14 @@ class Rest:
         self.facts += other.facts
         for note, (at, ranks) in other.notes.items():
             self.note(note, at, ranks)
-        self.artifacts += other.artifacts
         self.findings += other.findings
 
     def listed(self, out: Collected, recorded: dict[str, dict[str, Any]]) -> None:
         """Each rank's facts into ``recorded`` ("rankN"), its notes (each once, with its
-        ranks), files and findings into ``out``, in the order of their records."""
+        ranks) and findings into ``out``, in the order of their records."""
         for _, rank, facts in sorted(self.facts, key=lambda f: (f[0], f[1])):
             key = f"rank{rank}"  # (shared with equal ranks' facts while no other adds to it)
             recorded[key] = {**recorded[key], **facts} if key in recorded else facts
         for note, (_, ranks) in sorted(self.notes.items(), key=lambda kv: kv[1][0]):
             out.notes.append(f"{said_ranks(ranks)}: {note}")
-        for _, key, path in sorted(self.artifacts, key=lambda a: (a[0], a[1])):
-            out.artifacts[key] = Path(path)
         out.findings += [f for _, f in sorted(self.findings, key=lambda af: af[0])]
