@@ -260,6 +260,11 @@ def _device_figures(report: Report, ranked: PerRank,
     return metrics, findings, last
 
 
+def communication_share(comm_s: float, total_s: float) -> float:
+    """A rank's communication share (%): its collective ops' time over all its ops' time."""
+    return 100 * comm_s / total_s
+
+
 def collective_wait(comm_s: float, steps: Sequence[float]) -> float | None:
     """A rank's collective wait (%): its collective kernels' device time (``gpu_comm_time``)
     over its step time; None without steps."""
@@ -352,9 +357,9 @@ def _cpu_comm_figures(by_rank: tuple[str, dict[int, tuple[float, float]]],
     if shares:
         metrics += ranked.publish(Metric("communication_share", None, "%", "framework", source,
                                          Better.LOWER),
-                                  {r: 100 * c / t for r, (c, t) in shares.items()})
+                                  {r: communication_share(c, t) for r, (c, t) in shares.items()})
     if len(shares) >= 2:
-        pct = {r: 100 * c / t for r, (c, t) in shares.items()}
+        pct = {r: communication_share(c, t) for r, (c, t) in shares.items()}
         low, high = min(pct, key=lambda r: pct[r]), max(pct, key=lambda r: pct[r])
         if pct[high] - pct[low] > WAIT_SPREAD_POINTS:
             findings.append(Finding(

@@ -9,7 +9,6 @@ job's into a column of their own, listed for the ranks that stand out.
 
 from __future__ import annotations
 
-import math
 import re
 import statistics
 from typing import TYPE_CHECKING
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING
 from perfstack.analysis import straggler
 from perfstack.records import replace
 from perfstack.report import Better, Metric, Report
+from perfstack.report.units import nearest_rank
 
 if TYPE_CHECKING:
     from perfstack.report.rankcolumns import RankColumns
@@ -108,7 +108,7 @@ def distributions(report: Report) -> list[Metric]:
         for base, (m, values) in by_base.items():
             values.sort()
             stats = {"median": statistics.median(values),
-                     "p90": values[max(0, math.ceil(0.9 * len(values)) - 1)],
+                     "p90": nearest_rank(values, 0.9),
                      "max": values[-1]}
             found.append((replace(m, name=base), len(values), stats))
     return [replace(t, name=f"{t.name}[{stat}]", value=stats[stat], samples=None,

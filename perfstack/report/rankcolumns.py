@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 from array import array
 from typing import Any
 
 from perfstack.records import datarecord, field, replace
 from perfstack.report.measures import Better, Metric
-from perfstack.report.units import numeric
+from perfstack.report.units import nearest_rank, numeric
 
 #: From this many ranks with figures a job's per-rank figures are folded into columns.
 BIG_JOB = 128
@@ -106,20 +107,14 @@ class Column:
         if t.description:
             out["description"] = t.description
         if known and self.low is not None and self.high is not None:
-            out.update({"mean": math.fsum(known) / len(known), "median": median(known),
-                        "p90": known[max(0, math.ceil(0.9 * len(known)) - 1)],
+            out.update({"mean": math.fsum(known) / len(known),
+                        "median": statistics.median(known), "p90": nearest_rank(known, 0.9),
                         "min": self.low[0], "min_rank": self.low[1],
                         "max": self.high[0], "max_rank": self.high[1]})
         if self.reasons:
             first = min(self.reasons)
             out["reason"] = f"rank {first}: {self.reasons[first]}"
         return out
-
-
-def median(ordered: list[float]) -> float:
-    """The median of values already in order."""
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def _template(metric: Metric) -> Metric:

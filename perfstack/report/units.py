@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from perfstack.report import Quantity
 
@@ -94,6 +95,12 @@ def pct_fine(value: float) -> str:
         return "<0.0001%"
     decimals = 1 - math.floor(math.log10(value))
     return f"{value:.{decimals}f}%"
+
+
+def nearest_rank(ordered: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0 to 1) of values already in order, by nearest rank: a value one
+    of them is (the p90 every ranks table gives)."""
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
 def numeric(value: object) -> float | None:

@@ -4,7 +4,6 @@ backend published), and a job's ranks side by side (each ``name[rankN]`` metric)
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
@@ -12,7 +11,7 @@ from perfstack.analysis.stats import median
 from perfstack.records import datarecord, field
 from perfstack.report import Metric, Report
 from perfstack.report.rankrows import MANY_RANKS
-from perfstack.report.units import numeric
+from perfstack.report.units import nearest_rank, numeric
 
 
 @datarecord
@@ -87,7 +86,7 @@ def _distributions(columns: list[str], rows: list[tuple[int, list[Metric | None]
         unit = known[0][2]
         values = [v for v, _, _ in known]
         stats["median"].append((median(values), unit))
-        stats["p90"].append((values[max(0, math.ceil(0.9 * len(values)) - 1)], unit))
+        stats["p90"].append((nearest_rank(values, 0.9), unit))
         stats["max"].append((values[-1], unit))
         standing += [known[-1][1], known[0][1]]
     keep = list(dict.fromkeys(standing))[:STANDING_OUT]

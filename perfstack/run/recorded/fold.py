@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from perfstack.analysis.distributed import collective_wait, op_seconds
+from perfstack.analysis.distributed import collective_wait, communication_share, op_seconds
 from perfstack.analysis.primary import Primary
 from perfstack.backend import Collected, Recorded
 from perfstack.pluginmanager import BackendEntry
@@ -105,7 +105,7 @@ def _standing(state: _Backend, rank: int, metrics: list[Metric]) -> dict[str, fl
     out = {}
     for source, (_, _, placed) in state.shares.items():
         if rank in placed and placed[rank][2] > 0:
-            out[f"communication_share:{source}"] = 100 * placed[rank][1] / placed[rank][2]
+            out[f"communication_share:{source}"] = communication_share(*placed[rank][1:])
     comm = next((numeric(m.value) for m in metrics if m.name == "gpu_comm_time"), None)
     steps = next((m.samples for m in metrics if is_steps(m)), None)
     wait = collective_wait(comm, steps) if comm is not None and steps else None
