@@ -489,3 +489,29 @@ def test_a_rank_cut_short_is_named_under_the_header(tmp_path: Path) -> None:
     report = json.loads((tmp_path / "r.json").read_text())
     assert "read_in_part" in report["environment"]["recorded"]["rank1"]
     assert "read_in_part" not in report["environment"]["recorded"]["rank0"]
+
+
+def test_a_trace_s_header_is_what_its_json_says_and_a_cut_gzip_is_no_header(tmp_path):
+    """The header read to claim a rank (a few KB inflated, not the whole gzip) equals the
+    keys before ``traceEvents`` in the whole JSON, on every recorded rank; a gzip cut short
+    within its first few KB is not a trace (as Python's gzip reader says: EOFError), one cut
+    later is claimed (its reader says how much of it was read); a file that is not gzip at
+    all, or is empty, is none either."""
+    from perfstack_plugins.torchprof.header import GZ_CHUNK, trace_header
+
+    for path in sorted(TRACES.glob("*/*.json.gz")):
+        with gzip.open(path, "rt") as fh:
+            whole = json.load(fh)
+        keys = list(whole)  # (in the file's order)
+        assert trace_header(path) == {k: whole[k] for k in keys[:keys.index("traceEvents")]}
+    raw = (TRACES / "a100_negq" / "rank-0.json.gz").read_bytes()  # (1.4 MB)
+    for cut, claimed in ((300, False), (2000, False), (GZ_CHUNK * 3, True), (len(raw) // 2, True)):
+        part = tmp_path / f"rank-{cut}.json.gz"
+        part.write_bytes(raw[:cut])
+        with pytest.raises(EOFError), gzip.open(part, "rb") as fh:
+            fh.read()
+        assert (trace_header(part) is not None) is claimed, cut
+    (tmp_path / "plain.json.gz").write_text('{"traceEvents": []}')
+    (tmp_path / "empty.json.gz").write_bytes(b"")
+    assert trace_header(tmp_path / "plain.json.gz") is None
+    assert trace_header(tmp_path / "empty.json.gz") is None

@@ -102,9 +102,9 @@ class TorchBackend(Backend):
 
     def recognizes(self, path: Path) -> bool:
         """A torch.profiler (Kineto) Chrome trace: ``.json`` or ``.json.gz`` whose top level
-        holds a ``traceEvents`` array. (From the reader: the trace's aggregation imports
-        numpy, which claiming a job's files, in the parent, does not need.)"""
-        from .reader import trace_header
+        holds a ``traceEvents`` array. (From its header alone: the events' reader and the
+        trace's aggregation, msgspec and numpy, are not what claiming a job's files needs.)"""
+        from .header import trace_header
 
         return path.name.endswith((".json", ".json.gz")) and trace_header(path) is not None
 

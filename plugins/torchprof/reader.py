@@ -8,9 +8,7 @@ stream; ``trace.TraceAggregate`` keeps what it needs of each event.
 from __future__ import annotations
 
 import contextlib
-import functools
 import gc
-import gzip
 import json
 import re
 from collections.abc import Iterator
@@ -19,9 +17,8 @@ from typing import IO, Any
 
 import msgspec
 
-from perfstack.report.shared import Canon
-
 from .gunzip import TraceError, gunzip
+from .header import parse_header
 from .repair import repaired_event
 
 CHUNK = 1 << 20
@@ -165,7 +162,7 @@ class TraceReader:
                 if key >= 0:
                     bracket = buf.find(b"[", key)
                     if bracket >= 0:
-                        self.header = _header(buf[:key].decode("utf-8", "replace"))
+                        self.header = parse_header(buf[:key].decode("utf-8", "replace"))
                         buf = buf[bracket + 1:]
                         break
                 elif len(buf) > 64:
@@ -300,78 +297,7 @@ class TraceReader:
             if key >= 0:
                 bracket = buf.find("[", key)
                 if bracket >= 0:
-                    self.header = _header(buf[:key])
+                    self.header = parse_header(buf[:key])
                     return buf, bracket + 1
             elif len(buf) > 64:
                 buf = buf[-64:]
-
-
-#: How much of a trace is read at a time while looking for its header's end.
-HEADER_CHUNK = 1 << 14
-
-
-def trace_header(path: Path, limit: int = 1 << 20) -> dict[str, Any] | None:
-    """Return the keys a Chrome trace has before its ``traceEvents`` array ({} when none
-    parse), or None when the first ``limit`` characters hold no ``traceEvents`` key.
-
-    Read a chunk at a time, up to the key (a trace's header is a few KB: reading the whole
-    first MiB of each rank, three times, was a fifth of what ``analyze`` does outside its
-    workers); asked again of the same file, unchanged, the answer is remembered."""
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    found = _header_of(str(path), info.st_size, info.st_mtime_ns, limit)
-    return dict(found) if found is not None else None
-
-
-@functools.lru_cache(maxsize=4096)
-def _header_of(path: str, size: int, mtime_ns: int, limit: int) -> dict[str, Any] | None:
-    try:
-        if path.endswith(".gz"):
-            with gzip.open(path, "rt", encoding="utf-8", errors="replace") as fh:
-                head = _read_to_events(fh, limit)
-        else:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                head = _read_to_events(fh, limit)
-    except (OSError, EOFError, gzip.BadGzipFile):
-        return None
-    key = head.find('"traceEvents"')
-    if key < 0 or not head.lstrip().startswith("{"):
-        return None
-    # A job's ranks repeat their headers' facts (device properties...): held once here.
-    return _SAME.facts(_header(head[:key]))  # (the whole too, where ranks' are equal)
-
-
-_SAME = Canon()
-
-
-def forget_headers() -> None:
-    """Forget the headers remembered (``trace_header``), once a job's files are claimed."""
-    _header_of.cache_clear()
-
-
-def _read_to_events(fh: IO[str], limit: int) -> str:
-    """A trace's text up to its ``traceEvents`` key (and a chunk past it), at most ``limit``
-    characters."""
-    head = ""
-    while len(head) < limit:
-        chunk = fh.read(min(HEADER_CHUNK, limit - len(head)))
-        if not chunk:
-            break
-        head += chunk
-        if '"traceEvents"' in head[-len(chunk) - 16:]:
-            break
-    return head
-
-
-def _header(text: str) -> dict[str, Any]:
-    """Parse the keys before ``traceEvents`` (``{"schemaVersion": 1, ...,``), or return {}."""
-    text = text.strip().rstrip(",").strip()
-    if not text.startswith("{"):
-        return {}
-    try:
-        data = json.loads(text + "}") if text != "{" else {}
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}

@@ -50,7 +50,7 @@ def units(files: Sequence[Path]) -> list[list[Path]]:
     ValueError when two processes claim one rank. The headers remembered since the files
     were claimed are forgotten then (a job's thousands of them; each rank's reader reads its
     own header again as it reads the trace)."""
-    from .reader import forget_headers, trace_header
+    from .header import forget_headers, trace_header
 
     by_rank: dict[int, dict[tuple[str, str], list[Path]]] = {}
     unranked: dict[tuple[str, str], list[Path]] = {}

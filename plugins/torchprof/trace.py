@@ -20,9 +20,10 @@ from typing import Any
 from perfstack.records import datarecord, field
 
 from .busbytes import bus_bytes
+from .header import trace_header
 from .moduleranges import MODULE_PREFIX
 from .optree import ThreadFrames, ThreadOps, Tree
-from .reader import Args, Event, TraceReader, trace_header, without_gc
+from .reader import Args, Event, TraceReader, without_gc
 
 __all__ = ["TraceAggregate", "TraceReader", "build_trees", "python_key", "trace_header",
            "without_gc"]
