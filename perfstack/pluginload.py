@@ -79,11 +79,17 @@ def load_plugins(
         if autoload:
             from importlib.metadata import entry_points
 
+            # (a distribution's metadata parsed once, not once per entry point: perfstack's
+            # own backends are a dozen entry points of one package)
+            packages: dict[int, str] = {}
             for ep in entry_points(group=ENTRY_POINT_GROUP):
                 if ep.name in skip or ep.name in infos:
                     continue
                 dist = getattr(ep, "dist", None)
-                package = f"{dist.name} {dist.version}" if dist is not None else None
+                package = None
+                if dist is not None:
+                    package = packages.get(id(dist)) or packages.setdefault(
+                        id(dist), f"{dist.name} {dist.version}")
                 infos[ep.name] = _register(pm, ep.name, package, ep.load)
         for module in named:
             if module not in skip and module not in infos:

@@ -451,3 +451,31 @@ def test_a_run_measured_otherwise_is_a_series_of_its_own_and_torch_is_not_the_ma
     plain = copy.deepcopy(whole)
     plain.environment.pop("torch", None)
     assert fingerprint(machine_facts(with_torch)) == fingerprint(machine_facts(plain))
+
+
+def test_an_analysed_job_is_one_series_however_its_files_are_named(tmp_path: Path,
+                                                                    monkeypatch) -> None:
+    """A job's traces, named through a linked folder, relatively, or as links to files, are
+    keyed by where they really are (each folder resolved once, not each rank's path): the
+    same series as named plainly, the same paths as ``os.path.realpath`` gives."""
+    from perfstack.history.identity import workload_of
+
+    job = tmp_path / "job"
+    job.mkdir()
+    for rank in range(3):
+        (job / f"rank-{rank}.json.gz").write_bytes(b"")
+    (tmp_path / "via").symlink_to(job, target_is_directory=True)
+    (job / "rank-9.json.gz").symlink_to(job / "rank-2.json.gz")
+    report = load_report(FIXTURE)
+    report.run.command = []
+    named = {"plain": [str(job / f"rank-{r}.json.gz") for r in range(3)],
+             "linked": [str(tmp_path / "via" / f"rank-{r}.json.gz") for r in (0, 1, 9)],
+             "relative": [f"via/rank-{r}.json.gz" for r in (0, 1, 2)]}
+    monkeypatch.chdir(tmp_path)
+    keys = set()
+    for paths in named.values():
+        report.run.analyzed = [{"path": p, "backend": "torch"} for p in paths]
+        shown, key = workload_of(report)
+        assert shown[2:] == sorted({os.path.realpath(p) for p in paths}), shown
+        keys.add(key)
+    assert len(keys) == 1

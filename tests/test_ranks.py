@@ -547,15 +547,12 @@ def test_many_ranks_read_as_distributions(tmp_path: Path) -> None:
     assert firsts[1] == [f"rank {r}" for r in range(9)], firsts[1]
 
 
-def test_the_local_pool_fits_the_memory_available(tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_local_pool_fits_the_memory_available(monkeypatch: pytest.MonkeyPatch) -> None:
     """One worker per usable CPU, fewer where the memory available would not hold that many
     readers of the largest rank, none for a small job, and --jobs as given."""
     from perfstack.run.recorded import executors
 
-    big = [[tmp_path / f"r{i}.json"] for i in range(8)]
-    for [path] in big:
-        path.write_bytes(b" " * (32 << 20))  # 32 MiB of JSON a rank: 256 MiB in all
+    big = [32 << 20] * 8  # 32 MiB of JSON a rank: 256 MiB in all
     monkeypatch.setattr(executors, "usable_cpus", lambda: 4)
     monkeypatch.setattr(executors, "memory_available", lambda: 64 << 30)
     assert executors.local_workers(None, big) == executors.Plan("local", 4)
@@ -564,7 +561,8 @@ def test_the_local_pool_fits_the_memory_available(tmp_path: Path,
     plan = executors.local_workers(None, big)
     assert plan.workers == 2 and plan.why is not None and plan.why.startswith("2 of 4 CPUs")
     assert executors.local_workers(None, big[:1]).workers == 1  # one rank: one worker
-    small = executors.local_workers(None, [[TRACES / "mi250_rocm" / "rank-0.json.gz"]] * 4)
+    small = executors.local_workers(
+        None, [executors.json_bytes(TRACES / "mi250_rocm" / "rank-0.json.gz")] * 4)
     assert small.kind == "this process" and small.why is not None
     assert executors.local_workers(1, big) == executors.Plan("this process", 1)
     # --jobs past the work, the CPUs or the memory is cut to them, and says so: --jobs 1000

@@ -164,7 +164,8 @@ def cmd_analyze(plugins: Plugins, argv: list[str]) -> int:
     outputs.refuse_collisions(_outputs(ns), [("an input", p) for p in (*named, *found)])
     if ns.output is not None and not outputs.to_stdout(ns.output):
         rundir.check_writable(ns.output)
-    report = analyze(ns.paths, plugins, jobs=ns.jobs, cluster=cluster, progress=_RankProgress())
+    report = analyze(ns.paths, plugins, jobs=ns.jobs, cluster=cluster, progress=_RankProgress(),
+                     expanded=(named, found))
     files = len(report.run.analyzed or [])
     code = _output(plugins, report, ns, f"analysed from {files} file{'s' * (files != 1)}")
     if not report.run.complete:

@@ -18,6 +18,15 @@ if TYPE_CHECKING:
     from perfstack.pluginmanager import Plugins
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    """An existing file's device and inode (after links), or None."""
+    try:
+        info = path.stat()
+    except (OSError, RuntimeError, ValueError):
+        return None
+    return info.st_dev, info.st_ino
+
+
 def same_file(a: Path, b: Path) -> bool:
     """Return whether two paths name one file (after links), existing or not."""
     try:
@@ -31,10 +40,14 @@ def refuse_collisions(outputs: Iterable[tuple[str, Path | None]],
     """Raise UsageError where an output (``(option, path)``; None: not asked for) would
     overwrite an input (``(what it is, path)``) or another output."""
     wanted = [(option, path) for option, path in outputs if path is not None]
-    given = list(inputs)
+    given = [(what, source, _identity(source)) for what, source in inputs]
     for i, (option, path) in enumerate(wanted):
-        for what, source in given:
-            if same_file(path, source):
+        mine = _identity(path)
+        for what, source, theirs in given:
+            # an existing file is one by device and inode; an output not there yet is no
+            # input that is (a job's thousands of files: a stat each, not a path resolved)
+            if (mine == theirs if mine is not None or theirs is not None
+                    else same_file(path, source)):
                 raise errors.UsageError(f"{option} {path}: that is {what}; name another file")
         for other, earlier in wanted[:i]:
             if same_file(path, earlier) and (path.is_file() or not path.exists()):

@@ -114,12 +114,24 @@ def workload_of(report: Report) -> tuple[list[str], str]:
             return command, workload_key(command)
         shown = [*command, f"(measured with {' '.join(config)})"]
         return shown, workload_key([*command, "perfstack:", *config])
-    paths = sorted({os.path.realpath(a.get("path", "")) for a in report.run.analyzed})
+    folders: dict[str, str] = {}
+    paths = sorted({_real(a.get("path", ""), folders) for a in report.run.analyzed})
     recorded = report.environment.get("recorded")
     names = sorted({str(d) for rank in (recorded or {}).values() if isinstance(rank, dict)
                     for d in rank.get("devices") or []}) if isinstance(recorded, dict) else []
     shown = ["perfstack", "analyze", *paths]
     return shown, workload_key([*shown, *names])
+
+
+def _real(path: str, folders: dict[str, str]) -> str:
+    """``os.path.realpath(path)``, each folder resolved once (in ``folders``), not once a
+    rank of a job; a file that is a link itself resolved whole."""
+    head, name = os.path.split(path)
+    if not name or name in (".", "..") or os.path.islink(path):
+        return os.path.realpath(path)
+    if head not in folders:
+        folders[head] = os.path.realpath(head or ".")
+    return os.path.join(folders[head], name)
 
 
 def disturbed(report: Report) -> str | None:

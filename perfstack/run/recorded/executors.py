@@ -80,18 +80,17 @@ def json_bytes(path: Path) -> int:
     return size
 
 
-def local_workers(requested: int | None, units: Sequence[Sequence[Path]]) -> Plan:
-    """The local pool for ``units`` (lists of files read together): ``requested`` workers,
-    else one per usable CPU; never more than there are units, nor than usable CPUs, nor than
-    the memory available holds readers of the largest unit (a request past them is cut to
-    them, and the plan says so)."""
-    sizes = [sum(json_bytes(p) for p in unit) for unit in units]
-    if requested is None and min(usable_cpus(), len(units)) > 1 \
+def local_workers(requested: int | None, sizes: Sequence[int]) -> Plan:
+    """The local pool for units of ``sizes`` (bytes of JSON, the files read together):
+    ``requested`` workers, else one per usable CPU; never more than there are units, nor
+    than usable CPUs, nor than the memory available holds readers of the largest unit (a
+    request past them is cut to them, and the plan says so)."""
+    if requested is None and min(usable_cpus(), len(sizes)) > 1 \
             and sum(sizes) < POOL_FROM_BYTES:
         return Plan("this process", 1, f"{sum(sizes) / 2**20:.0f} MB of traces: read here, "
                     "sooner than workers start (--jobs N starts them)")
     cpus = usable_cpus()
-    workers = min(requested if requested is not None else cpus, max(len(units), 1))
+    workers = min(requested if requested is not None else cpus, max(len(sizes), 1))
     why = None
     if requested is not None and workers < requested:
         why = f"--jobs {requested}: {workers} worker(s), one per rank to read"

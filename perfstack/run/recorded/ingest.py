@@ -32,7 +32,7 @@ from perfstack.run import assembly
 from perfstack.run.ceilingstep import recorded_ceilings
 from perfstack.run.recorded import executors
 from perfstack.run.recorded.fold import JobFold, declared_primary
-from perfstack.run.recorded.reduce import Progress, Unit, UnitResult, reduce_units
+from perfstack.run.recorded.reduce import Progress, Unit, UnitResult, reduce_units, unit_bytes
 
 #: The rule of the finding that names files left out (and the CLI's exit 9 for it).
 LEFT_OUT_RULE = "analyze.files-left-out"
@@ -154,6 +154,12 @@ def _unread_finding(failed: Sequence[UnitResult], of: int) -> Finding:
         "analyse again; every figure across ranks here leaves them out.")
 
 
+def unit_sized(unit: Unit) -> Unit:
+    """``unit`` with its JSON's size (measured once: the pool's size and its batches are
+    decided from it)."""
+    return unit._replace(size=unit_bytes(unit))
+
+
 def _units(claimed: dict[str, list[Path]], backends: dict[str, BackendEntry],
            results: list[BackendResult]) -> list[Unit]:
     """Each backend's files split into the units read independently (one per rank)."""
@@ -169,21 +175,23 @@ def _units(claimed: dict[str, list[Path]], backends: dict[str, BackendEntry],
                 reason=f"splitting the files into ranks failed: {split.exception}"[:300],
                 traceback=split.error))
             continue
-        units += [Unit(name, tuple(unit)) for unit in split.value or () if unit]
+        units += [unit_sized(Unit(name, tuple(unit))) for unit in split.value or () if unit]
     return units
 
 
 # long: `perfstack analyze` in order: find, claim, split, read, reduce, assemble
 def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None,
             jobs: int | None = None, cluster: str | Path | None = None,
-            progress: Progress | None = None) -> Report:
+            progress: Progress | None = None,
+            expanded: tuple[list[Path], list[Path]] | None = None) -> Report:
     """Build a report from recorded files, each rank read by a worker (``jobs`` local
     processes, or the Dask cluster at ``cluster``); raise NotAReport when no backend reads
-    them, or when no rank could be read."""
+    them, or when no rank could be read. ``expanded``: what ``expand(paths)`` returned, where
+    the caller has it already."""
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     begin = time.perf_counter()
     backends, _ = plugins.backends()
-    named, found = expand(paths)
+    named, found = expanded if expanded is not None else expand(paths)
     claimed, unclaimed = claim([*named, *found], backends)
     missed = left_out(claimed, unclaimed)
     stray = [p for p in unclaimed if p in named]
@@ -197,8 +205,8 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None,
     results: list[BackendResult] = []
     units = _units(claimed, backends, results)
     if cluster is not None:  # Dask's workers run in folders of their own: absolute paths
-        units = [Unit(u.backend, tuple(p.absolute() for p in u.files)) for u in units]
-    plan = (executors.local_workers(jobs, [u.files for u in units]) if cluster is None
+        units = [u._replace(files=tuple(p.absolute() for p in u.files)) for u in units]
+    plan = (executors.local_workers(jobs, [unit_bytes(u) for u in units]) if cluster is None
             else executors.Plan("a Dask cluster", 0))
     declared = declared_primary(backends)
     big = len(units) >= BIG_JOB  # (known before reading: the same wherever ranks are read)

@@ -19,6 +19,7 @@ what was read makes the partial report.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, Future, as_completed
@@ -39,6 +40,7 @@ class Unit(NamedTuple):
 
     backend: str
     files: tuple[Path, ...]
+    size: int | None = None  # its files' JSON in bytes (``unit_bytes``); None: not measured
 
 
 @datarecord
@@ -119,7 +121,7 @@ def batches(todo: list[tuple[int, Unit]], workers: int, folded: bool) -> list[Ba
     filled = 0
     limit = most
     for k, item in enumerate(todo):
-        size = sum(_json_bytes(p) for p in item[1].files)
+        size = unit_bytes(item[1])
         if not out or len(out[-1]) >= limit or filled + size > BATCH_BYTES:
             out.append([])
             filled = 0
@@ -131,11 +133,16 @@ def batches(todo: list[tuple[int, Unit]], workers: int, folded: bool) -> list[Ba
     return out
 
 
-def _json_bytes(path: Path) -> int:
-    try:
-        return json_bytes(path)
-    except OSError:  # read (and said) where the unit is read
-        return 0
+def unit_bytes(unit: Unit) -> int:
+    """A unit's JSON in bytes: as measured when the job was split, else measured now (a
+    file that cannot be read counts 0: it is said where the unit is read)."""
+    if unit.size is not None:
+        return unit.size
+    total = 0
+    for path in unit.files:
+        with contextlib.suppress(OSError):
+            total += json_bytes(path)
+    return total
 
 
 def read_unit(backend: Backend, unit: Unit) -> UnitResult:
