@@ -350,6 +350,13 @@ class Backend:
         ``ValueError`` with one line when a file cannot be read."""
         return []
 
+    def load_reader(self) -> None:
+        """Import what ``analyze`` needs, without reading anything. ``perfstack analyze``
+        calls it once, in its own process, before it forks local workers to read a job's
+        units, so that each worker begins with the reader loaded instead of importing it
+        again (a reader's imports can cost more than reading a small rank). The default
+        imports nothing: each worker then loads the reader as it reads its first unit."""
+
     def analysis_units(self, files: Sequence[Path]) -> list[list[Path]]:
         """Split the files this backend recognized into units that are read independently,
         each by one ``analyze`` call that may run in another process or on another machine

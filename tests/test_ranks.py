@@ -704,6 +704,59 @@ def test_the_local_pool_forks_cleanly(tmp_path: Path) -> None:
         helper.join()
 
 
+_LOADED_CHILD = """
+import os, sys
+from pathlib import Path
+from perfstack import hookimpl
+from perfstack.backend import Backend, Collected, Recorded
+from perfstack.pluginload import load_plugins
+from perfstack.report import Layer
+from perfstack.run.recorded.ingest import analyze
+
+PARENT = os.getpid()
+loads = []
+
+class Counted(Backend):
+    name = "counted"
+    layers = (Layer.PYTHON,)
+
+    def recognizes(self, path):
+        return path.suffix == ".rec"
+
+    def load_reader(self):
+        import colorsys  # (a module nothing else here imports: the reader's stand-in)
+        loads.append(os.getpid())
+
+    def analysis_units(self, files):
+        return [[f] for f in files]
+
+    def analyze(self, files):
+        note = f"{os.getpid() != PARENT} {'colorsys' in sys.modules} {len(loads)}"
+        return [Recorded(Collected(notes=[note]), list(files), rank=int(files[0].stem))]
+
+class Plugin:
+    @hookimpl
+    def perfstack_backends(self):
+        return [Counted()]
+
+for rank in range(4):
+    Path(f"{rank}.rec").write_text("")
+plugins = load_plugins(autoload=False, extra=[("counted", Plugin())])
+report = analyze([Path(".")], plugins, jobs=2)
+print(loads == [PARENT], sorted({n.split(': ', 1)[1] for b in report.backends for n in b.notes}))
+"""
+
+
+def test_a_reader_is_loaded_once_before_the_workers_fork(tmp_path: Path) -> None:
+    """A backend's ``load_reader`` is called once, in the process that starts the local
+    pool, before it forks: every worker reads its ranks with the reader already imported
+    (the torch reader's numpy and msgspec once, not once a worker)."""
+    proc = subprocess.run([sys.executable, "-c", _LOADED_CHILD], cwd=tmp_path,
+                          env=perfstack_env(), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[0] == "True ['True True 1']", proc.stdout
+
+
 def test_ctrl_c_while_a_dask_cluster_reads_leaves_the_report_of_the_ranks_read(
         tmp_path: Path, dask_cluster: Path) -> None:
     """Issue 57: a signal while Dask's workers read was an internal error (Dask's executor

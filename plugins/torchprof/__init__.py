@@ -115,6 +115,11 @@ class TorchBackend(Backend):
 
         return [read(unit) for unit in self.analysis_units(files)]
 
+    def load_reader(self) -> None:
+        """Import the trace's reader and aggregation (numpy among them): forked, the
+        workers that read a job's ranks begin with them."""
+        from . import recorded, rows, trace  # noqa: F401
+
     def analysis_units(self, files: Sequence[Path]) -> list[list[Path]]:
         """Each process's traces: a rank's (from ``distributedInfo``, else the file name) in
         one folder under one Kineto worker name; ValueError when two processes claim a rank."""

@@ -208,6 +208,9 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None,
         units = [u._replace(files=tuple(p.absolute() for p in u.files)) for u in units]
     plan = (executors.local_workers(jobs, [unit_bytes(u) for u in units]) if cluster is None
             else executors.Plan("a Dask cluster", 0))
+    if plan.workers > 1 and cluster is None and executors.start_method() == "fork":
+        for name in {u.backend for u in units}:  # (loaded once here, not in each worker)
+            call(backends[name].backend.load_reader, "load_reader")
     declared = declared_primary(backends)
     big = len(units) >= BIG_JOB  # (known before reading: the same wherever ranks are read)
     fold = JobFold(declared, big)
