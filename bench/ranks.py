@@ -12,12 +12,15 @@ summed over its processes as proportional set sizes (a page shared by a forked w
 parent counted once), and of its largest process, sampled every 50 ms from /proc, and the
 report's size. ``--ranks 64,1024,4096 --trace mi250_rocm`` measures a job at each count (the
 small trace for the big counts); ``--code CHECKOUT`` runs another checkout's perfstack, to set
-a change beside what came before. Run it alone: the machine's other work shows.
+a change beside what came before (its Dask workers too). While a local reader runs, the Dask
+cluster is stopped (SIGSTOP), so that its idle ticking takes nothing from it. Run it alone: the
+machine's other work shows.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import os
@@ -29,10 +32,11 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from timing import perfstack_command
+from timing import checkout_env, perfstack_command
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -145,7 +149,10 @@ def _job(folder: Path, ranks: int, trace: str) -> int:
     return size
 
 
-def _cluster(folder: Path) -> tuple[list[subprocess.Popen[bytes]], Path]:
+def _cluster(folder: Path, env: dict[str, str] | None
+             ) -> tuple[list[subprocess.Popen[bytes]], Path]:
+    """A Dask scheduler and two single-threaded workers on 127.0.0.1, with ``env`` (the
+    workers run the same perfstack as the command: another checkout's under --code)."""
     scheduler_file = folder / "scheduler.json"
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -154,14 +161,14 @@ def _cluster(folder: Path) -> tuple[list[subprocess.Popen[bytes]], Path]:
                                "127.0.0.1", "--port", str(port), "--no-dashboard",
                                "--scheduler-file", str(scheduler_file)], cwd=folder,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              start_new_session=True)]
+                              start_new_session=True, env=env)]
     while not scheduler_file.exists():
         time.sleep(0.1)
     procs.append(subprocess.Popen(
         [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
          str(scheduler_file), "--nworkers", "2", "--nthreads", "1", "--no-dashboard", "--host",
          "127.0.0.1"], cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True))
+        start_new_session=True, env=env))
     from distributed import Client
 
     with Client(scheduler_file=str(scheduler_file), timeout=60) as client:
@@ -181,14 +188,33 @@ def _measure(job: Path, folder: Path, ranks: int, rounds: int, scheduler_file: P
     got: dict[str, list[Sample]] = {k: [] for k in ways}
     for n in range(rounds):  # each round's order reversed from the last
         for name in (list(ways) if n % 2 == 0 else list(reversed(ways))):
-            got[name].append(_timed(ways[name], folder, Path(ways[name][-1]), sampled=False,
-                                    env=env))
+            with _cluster_only(name, procs):
+                got[name].append(_timed(ways[name], folder, Path(ways[name][-1]),
+                                        sampled=False, env=env))
     out = {}
     for name, argv in ways.items():  # memory: one more run of each, sampled
         watch = [p.pid for p in procs] if name.startswith("Dask") else None
-        sampled = _timed(argv, folder, Path(argv[-1]), watch, env=env)
+        with _cluster_only(name, procs):
+            sampled = _timed(argv, folder, Path(argv[-1]), watch, env=env)
         out[name] = (got[name], sampled, (folder / argv[-1]).stat().st_size)
     return out
+
+
+@contextlib.contextmanager
+def _cluster_only(name: str, procs: list[subprocess.Popen[bytes]]) -> Iterator[None]:
+    """While a local reader runs, the Dask scheduler and workers are stopped (SIGSTOP to
+    their process groups), then continued: idle, they still wake several times a second
+    (heartbeats, their event loops), time taken from two workers on two CPUs."""
+    if name.startswith("Dask"):
+        yield
+        return
+    for proc in procs:
+        os.killpg(proc.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for proc in procs:
+            os.killpg(proc.pid, signal.SIGCONT)
 
 
 def main() -> None:
@@ -198,10 +224,11 @@ def main() -> None:
     parser.add_argument("--trace", default="a100_negq")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--code", type=Path, metavar="CHECKOUT",
-                        help="run another checkout's perfstack (its folder first on "
-                        "PYTHONPATH), to set a change beside what came before")
+                        help="run another checkout's perfstack and plugins (its folder "
+                        "first on PYTHONPATH), to set a change beside what came before")
     ns = parser.parse_args()
-    env = {**os.environ, "PYTHONPATH": str(ns.code.resolve())} if ns.code else None
+    links = tempfile.TemporaryDirectory()
+    env = checkout_env(ns.code, Path(links.name)) if ns.code else None
     counts = [int(c) for c in ns.ranks.split(",")]
     print(f"{ns.trace}, {ns.rounds} round(s) at each count, the readers' order reversed each "
           "round; time: median; speed: one reader's time over the reader's, within each round "
@@ -216,7 +243,7 @@ def main() -> None:
             job = folder / "job"
             job.mkdir()
             size = _job(job, count, ns.trace)
-            procs, scheduler_file = _cluster(folder)
+            procs, scheduler_file = _cluster(folder, env)
             try:
                 found = _measure(job, folder, count, ns.rounds, scheduler_file, procs, env)
             finally:

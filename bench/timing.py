@@ -6,6 +6,7 @@ to a reference taken within a round, then summarised as min, median and max."""
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import statistics
 import subprocess
@@ -22,6 +23,17 @@ def perfstack_command() -> str:
     if not script.is_file():
         raise SystemExit(f"{script}: no installed perfstack script (run scripts/install.sh)")
     return str(script)
+
+
+def checkout_env(checkout: Path, links: Path) -> dict[str, str]:
+    """The environment that runs another checkout's perfstack and its plugins through the
+    installed script: the checkout first on PYTHONPATH, then ``links``, a folder made here in
+    which ``perfstack_plugins`` names the checkout's ``plugins`` (the installed package maps
+    that name to this checkout's: without it, the other core runs with these plugins)."""
+    link = links / "perfstack_plugins"
+    if not link.is_symlink():
+        link.symlink_to(checkout.resolve() / "plugins", target_is_directory=True)
+    return {**os.environ, "PYTHONPATH": f"{checkout.resolve()}{os.pathsep}{links}"}
 
 
 #: The README's own command, the workload benches time by default.
