@@ -161,6 +161,15 @@ def test_each_streams_idle_is_split_by_cause_and_adds_up(negq: Path) -> None:
     text = perfstack_in(negq.parent, "show", str(negq), env={"COLUMNS": "80"}).stdout
     section = text[text.index("Streams: busy, and why each idled"):].split("\n\n")[0]
     assert "stream7" in section and "994" in section  # stream 7's deepest queue
+    # A mean queue depth keeps its fraction, and reads the same in the table as its metric
+    # (stream 25's 1.357 was "1.4" here and "1" in the metrics).
+    from perfstack.report.units import fmt_value
+
+    depth = next(m["value"] for m in report["metrics"] if m["name"] == "gpu_queue_depth[stream25]")
+    [row] = [line for line in section.splitlines() if line.split()[:1] == ["stream25"]]
+    assert fmt_value(depth, "count") == "1.36" and row.split()[-2] == "1.36", row
+    assert [fmt_value(v, "count") for v in (0.5, 3.0, 12.5, 1234.5)] == ["0.5", "3", "12.5",
+                                                                         "1,234"]
     assert all(len(line) <= 80 for line in section.splitlines())
     html = perfstack_in(negq.parent, "show", str(negq), "--format", "html").stdout
     assert 'id="streams"' in html

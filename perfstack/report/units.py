@@ -67,8 +67,9 @@ def fmt_value(value: float | int | None, unit: str, reason: str | None = None) -
         return fmt_bytes(float(value))
     if unit == "%":
         return f"{value:.1f}%" if not 0 < value < 0.1 else pct_fine(float(value))
-    if unit == "count":
-        return f"{value:,.0f}"
+    if unit == "count":  # (a mean of counts, a queue's depth, keeps its fraction)
+        whole = float(value).is_integer() or abs(value) >= 100
+        return f"{value:,.0f}" if whole else f"{value:.3g}"
     if unit in SI_UNITS:
         return fmt_si(float(value), unit)
     number = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"

@@ -10,7 +10,7 @@ from perfstack.analysis.views.kernels import KernelView, short_name
 from perfstack.analysis.views.roofline import RoofOp, RoofView
 from perfstack.analysis.views.steps import Outlier, Phase, StepView
 from perfstack.analysis.views.streams import FIGURES, StreamView
-from perfstack.report.units import fmt_seconds, fmt_si, pct, pct_fine
+from perfstack.report.units import fmt_seconds, fmt_si, fmt_value, pct, pct_fine
 
 #: The device breakdown's parts in words.
 DEVICE_WORDS = {
@@ -201,10 +201,8 @@ def stream_cells(v: StreamView) -> list[list[str]]:
             value = row.figures.get(figure)
             if value is None:
                 cells.append("-")
-            elif figure == "gpu_queue_depth_max":
-                cells.append(f"{value:,.0f}")
-            elif figure == "gpu_queue_depth":
-                cells.append(f"{value:,.0f}" if value >= 10 else f"{value:.1f}")
+            elif figure in ("gpu_queue_depth", "gpu_queue_depth_max"):
+                cells.append(fmt_value(value, "count"))  # (as its metric is shown)
             else:
                 cells.append(pct(value))
         out.append(cells)
