@@ -175,3 +175,24 @@ def test_a_big_report_perfstack_wrote_is_trusted_and_a_bad_part_is_not(tmp_path,
     save_report(bad, tmp_path / "bad.json")
     with pytest.raises(NotAReport, match="does not match the report schema"):
         load_report(tmp_path / "bad.json")
+
+
+def test_equal_facts_of_many_ranks_are_held_once() -> None:
+    """A job's ranks repeat their facts: parsed apart, equal facts come back as one shared
+    dict (and each container value as one), unequal ones apart: another value, a float's
+    sign, a bool for an int; a value that is no JSON is kept as it is."""
+    import json
+
+    from perfstack.report.shared import Canon
+
+    canon = Canon()
+    text = json.dumps({"devices": [{"name": "A100", "mem": 80}], "world": 8, "ok": True,
+                       "zero": 0.0, "none": None, "empty": []})
+    first, second = (canon.facts(json.loads(text)) for _ in range(2))
+    assert first is second and first == json.loads(text)
+    assert canon.facts(json.loads(text.replace("80", "40"))) is not first
+    other = canon.facts(json.loads(text.replace('"zero": 0.0', '"zero": -0.0')))
+    assert other is not first and other["devices"] is first["devices"]
+    assert canon.facts(json.loads(text.replace('"ok": true', '"ok": 1'))) is not first
+    odd = {"when": object()}
+    assert canon.facts(odd) == odd

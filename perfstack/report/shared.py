@@ -25,6 +25,8 @@ class Canon:
     def __init__(self) -> None:
         """An empty canon."""
         self._seen: dict[str, Any] = {}
+        self._held: set[int] = set()  # the ids of the containers in ``_seen`` (held: stable)
+        self._wholes: dict[tuple[Any, ...], dict[str, Any]] = {}
 
     def same(self, value: Any) -> Any:
         """``value``, or an equal one seen before (texts and JSON-able containers)."""
@@ -41,13 +43,39 @@ class Canon:
             return found
         if len(self._seen) < self.KEPT:
             self._seen[key] = value
+            self._held.add(id(value))
         return value
 
     def facts(self, facts: dict[str, Any]) -> dict[str, Any]:
         """A rank's facts with each value shared where an earlier rank had it, and the whole
         shared where an earlier rank's facts were equal (not to be changed in place)."""
-        shared: dict[str, Any] = self.same({self.same(k): self.same(v) for k, v in facts.items()})
-        return shared
+        values = {self.same(k): self.same(v) for k, v in facts.items()}
+        key = self._identity(values)
+        if key is None:
+            shared: dict[str, Any] = self.same(values)
+            return shared
+        found = self._wholes.get(key)
+        if found is not None:
+            return found
+        if len(self._wholes) < self.KEPT:
+            self._wholes[key] = values
+        return values
+
+    def _identity(self, values: dict[str, Any]) -> tuple[Any, ...] | None:
+        """What makes facts whose values are shared equal: each key, and its value's own
+        identity (a container held here) or a scalar's type and text; None where a value is
+        neither (the whole is then compared by its JSON text, each value written again)."""
+        key: list[Any] = []
+        for name, value in values.items():
+            if isinstance(value, (dict, list)):
+                if value and id(value) not in self._held:
+                    return None
+                key.append((name, "id", id(value)) if value else (name, type(value).__name__))
+            elif value is None or isinstance(value, (str, int, float)):
+                key.append((name, type(value).__name__, repr(value)))
+            else:
+                return None
+        return tuple(key)
 
     def metric(self, metric: Metric) -> Metric:
         """A metric's texts shared with the other ranks' (in place; returned)."""
