@@ -38,12 +38,19 @@ class Canon:
             key = json.dumps(value, sort_keys=True, allow_nan=True)
         except (TypeError, ValueError):  # not JSON: kept as it is
             return value
-        found = self._seen.get(key)
+        kept = self._kept(self._seen, key, value)
+        if kept is value and key in self._seen:
+            self._held.add(id(value))  # (held from now on: its id is not reused)
+        return kept
+
+    def _kept(self, store: dict[Any, Any], key: Any, value: Any) -> Any:
+        """What ``store`` holds under ``key``, else ``value``, kept there while the store
+        has room (KEPT)."""
+        found = store.get(key)
         if found is not None:
             return found
-        if len(self._seen) < self.KEPT:
-            self._seen[key] = value
-            self._held.add(id(value))
+        if len(store) < self.KEPT:
+            store[key] = value
         return value
 
     def facts(self, facts: dict[str, Any]) -> dict[str, Any]:
@@ -54,12 +61,8 @@ class Canon:
         if key is None:
             shared: dict[str, Any] = self.same(values)
             return shared
-        found = self._wholes.get(key)
-        if found is not None:
-            return found
-        if len(self._wholes) < self.KEPT:
-            self._wholes[key] = values
-        return values
+        whole: dict[str, Any] = self._kept(self._wholes, key, values)
+        return whole
 
     def _identity(self, values: dict[str, Any]) -> tuple[Any, ...] | None:
         """What makes facts whose values are shared equal: each key, and its value's own
