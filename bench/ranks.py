@@ -227,8 +227,8 @@ def main() -> None:
                         help="run another checkout's perfstack and plugins (its folder "
                         "first on PYTHONPATH), to set a change beside what came before")
     ns = parser.parse_args()
-    links = tempfile.TemporaryDirectory()
-    env = checkout_env(ns.code, Path(links.name)) if ns.code else None
+    links = tempfile.TemporaryDirectory() if ns.code else None
+    env = checkout_env(ns.code, Path(links.name)) if ns.code and links else None
     counts = [int(c) for c in ns.ranks.split(",")]
     print(f"{ns.trace}, {ns.rounds} round(s) at each count, the readers' order reversed each "
           "round; time: median; speed: one reader's time over the reader's, within each round "

@@ -86,10 +86,9 @@ def load_plugins(
                 if ep.name in skip or ep.name in infos:
                     continue
                 dist = getattr(ep, "dist", None)
-                package = None
-                if dist is not None:
-                    package = packages.get(id(dist)) or packages.setdefault(
-                        id(dist), f"{dist.name} {dist.version}")
+                if dist is not None and id(dist) not in packages:
+                    packages[id(dist)] = f"{dist.name} {dist.version}"
+                package = packages.get(id(dist)) if dist is not None else None
                 infos[ep.name] = _register(pm, ep.name, package, ep.load)
         for module in named:
             if module not in skip and module not in infos:

@@ -39,8 +39,8 @@ class Canon:
         except (TypeError, ValueError):  # not JSON: kept as it is
             return value
         kept = self._kept(self._seen, key, value)
-        if kept is value and key in self._seen:
-            self._held.add(id(value))  # (held from now on: its id is not reused)
+        if key in self._seen:
+            self._held.add(id(kept))  # (held from now on: its id is not reused)
         return kept
 
     def _kept(self, store: dict[Any, Any], key: Any, value: Any) -> Any:
