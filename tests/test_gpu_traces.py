@@ -375,7 +375,7 @@ def test_kernel_kinds_and_short_names_read_as_a_person_would() -> None:
         == "cutlass_80_tensorop_s1688gemm_256x64_16x4_tn_align1"
     assert short_name("void at::native::reduce_kernel<128, 4, at::native::ReduceOp<float> >"
                       "(float)") == "reduce_kernel<128, 4, at::native::ReduceOp<float> >"
-    assert short_name("Memcpy DtoD (Device -> Device)") == "Memcpy DtoD "
+    assert short_name("Memcpy DtoD (Device -> Device)") == "Memcpy DtoD (Device -> Device)"
     assert short_name("volta_sgemm_64x64_nt") == "volta_sgemm_64x64_nt"
 
 

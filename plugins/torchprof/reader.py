@@ -54,6 +54,7 @@ class Args(msgspec.Struct):
     input_types: Any = msgspec.field(name="Input type", default=None)
     concrete_inputs: Any = msgspec.field(name="Concrete Inputs", default=None)
     size: Any = msgspec.field(name="Bytes", default=None)
+    nbytes: Any = msgspec.field(name="bytes", default=None)  # a memcpy's or memset's
     device_type: Any = msgspec.field(name="Device Type", default=None)
     # A collective kernel's process group (NCCL/RCCL kernels, Kineto from 2023).
     group: Any = msgspec.field(name="Process Group Name", default=None)

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import bisect
 import json
-import re
 import statistics
 from collections import defaultdict
 from typing import Any
 
+from perfstack.analysis.kernelnames import (
+    LINK_DIRECTIONS,
+    MATRIX_KINDS,
+    copy_of,
+    kernel_kind,
+    tensor_cores,
+)
 from perfstack.report import Better, Layer, Metric, Quantity, Row
 
 from ..demangle import demangle
@@ -28,13 +34,6 @@ from .timeline import (
     stream_times,
 )
 from .trace import TraceAggregate, build_trees, without_gc
-
-#: Copies between host and device (or between devices): their roof is the link, not memory.
-HOST_COPY = re.compile(r"Memcpy (HtoD|DtoH|HtoH|PtoP)")
-#: Kernels that run on tensor cores (NVIDIA's MMA instructions, by the names CUTLASS, cuBLAS
-#: and cuDNN give them): an fp32 product among them runs in TF32.
-TENSOR_CORE = re.compile(r"tensorop|hmma|xmma|wmma|s1688|s16816|h1688|h16816|i8816|"
-                         r"_mma_|gemm_.*tf32", re.IGNORECASE)
 
 
 def summarize(agg: TraceAggregate, with_flops: bool = True, stepped: bool = True) -> tuple[
@@ -288,8 +287,10 @@ def _device_kernels(agg: TraceAggregate, linker: Linker, ops: OpGroups) -> tuple
                                   call.ts if call is not None else None))
         entry = per_kernel.setdefault(k.name, {"calls": 0, "time": 0.0, "cat": k.cat,
                                                "devices": set(), "ops": defaultdict(float),
-                                               "none": 0.0})
+                                               "none": 0.0, "bytes": 0})
         entry["calls"] += 1
+        if entry["bytes"] is not None:  # a copy's bytes, where every one of them says
+            entry["bytes"] = None if k.nbytes is None else entry["bytes"] + k.nbytes
         entry["time"] += k.dur
         entry["devices"].add(k.device)
         total += k.dur
@@ -315,13 +316,21 @@ def _device_kernels(agg: TraceAggregate, linker: Linker, ops: OpGroups) -> tuple
         if e["none"]:
             values["unattributed"] = q(e["none"] * US, "s")
         attrs = {"kind": e["cat"], "devices": sorted(str(d) for d in e["devices"])}
-        if HOST_COPY.match(name):
+        copy = copy_of(name) if e["cat"] == "gpu_memcpy" else None
+        if copy is not None and copy[0] in LINK_DIRECTIONS:
             for op in e["ops"]:  # its launching ops' time is the link's, not the memory's
                 ops.groups[op].transfer = True
         elif not e["none"]:
             attrs.update(_kernel_cost(values, e["ops"], launched, ops.groups))
-        if e["cat"] == "kernel" and TENSOR_CORE.search(name):
-            attrs["tensor_cores"] = True
+        if copy is not None:
+            attrs["copy"] = {"direction": copy[0], **({"host": copy[1]} if copy[1] else {})}
+            if e["bytes"] is not None:
+                values["bytes"] = q(e["bytes"], "B")
+        said = readable.get(name, name)  # a mangled name's C++ name tells more
+        if e["cat"] == "kernel" and kernel_kind(said) in MATRIX_KINDS:
+            cores = tensor_cores(said)
+            if cores is not None:
+                attrs["tensor_cores"] = cores
         rows.append(Row(name, readable.get(name, name), SOURCE, values, attrs,
                         {"framework": top_links(e["ops"])} if e["ops"] else {}))
     rows.sort(key=lambda r: -(r.values["device"].value or 0))

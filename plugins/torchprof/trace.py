@@ -55,6 +55,7 @@ class Kernel:
     stream: Any
     group: str | None = None  # a collective kernel's process group, where the trace says
     moved: float | None = None  # a collective's bytes over each rank's links (busbytes)
+    nbytes: int | None = None  # a memcpy's or memset's bytes, where the trace says
 
 
 @datarecord
@@ -218,7 +219,8 @@ class TraceAggregate:
                 str(args.group) if args.group is not None else None,
                 None if args.collective is None else bus_bytes(
                     args.collective, args.nelems_in, args.nelems_out, args.dtype,
-                    args.group_size)))
+                    args.group_size),
+                args.nbytes if type(args.nbytes) is int and args.nbytes >= 0 else None))
         elif cat in RUNTIME_CATEGORIES:
             args = ev.args or _NO_ARGS
             if args.correlation is not None:

@@ -13,66 +13,12 @@ from __future__ import annotations
 
 import re
 
+from perfstack.analysis.kernelnames import MATRIX_KINDS, kernel_kind, short_name
 from perfstack.records import datarecord
 from perfstack.report import Layer, Report
 
-#: Kinds, in the order a name is tried against them (convolution before GEMM: cuDNN and
-#: CUTLASS convolutions are implicit GEMMs and name both).
-KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("communication", re.compile(r"nccl|rccl|allreduce|all_reduce|allgather|all_gather|"
-                                 r"reducescatter|reduce_scatter|alltoall|sendrecv|broadcast",
-                                 re.I)),
-    ("memory", re.compile(r"^(memcpy|memset)\b", re.I)),
-    ("attention", re.compile(r"flash|fmha|attention|attn|sdpa|\bmha", re.I)),
-    ("convolution", re.compile(r"conv|dgrad|wgrad|fprop|winograd|implicit_gemm|"
-                               r"implicit_convolve", re.I)),
-    ("GEMM", re.compile(r"gemm|gemv|cutlass|cublas|xmma|matmul|wgmma|mfma|tensorop|^cijk_|"
-                        r"s\d{4}gemm|_nn_|_nt_|_tn_", re.I)),
-    ("reduction", re.compile(r"reduce|reduction|softmax|norm|bn_|_bn|batch_norm|layer_norm|"
-                             r"argmax|argmin|topk|cumsum|scan|sum_|mean", re.I)),
-    ("elementwise", re.compile(r"elementwise|pointwise|vectorized|unrolled|triton_poi|"
-                               r"functor|_kernel_impl|multi_tensor_apply|index|scatter|gather",
-                               re.I)),
-)
-MEMORY_CATEGORIES = ("gpu_memcpy", "gpu_memset")
-#: The kinds of kernel that can run on tensor cores.
-MATRIX_KINDS = ("GEMM", "convolution", "attention")
-
-
-def kernel_kind(name: str, category: str | None = None) -> str:
-    """The kind of a device kernel, from its trace category and its name."""
-    if category in MEMORY_CATEGORIES:
-        return "memory"
-    return next((kind for kind, pattern in KINDS if pattern.search(name)), "other")
-
-
-def _top_level(text: str, stop: str) -> int:
-    """The index of the first ``stop`` character outside <...>, or len(text)."""
-    depth = 0
-    for i, ch in enumerate(text):
-        if ch in stop and depth == 0 and i > 0:
-            return i
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth = max(depth - 1, 0)
-    return len(text)
-
-
-def short_name(name: str) -> str:
-    """A kernel's name as a table shows it: no ``void``, parameter list or namespaces, and a
-    generic wrapper (``cutlass::Kernel<cutlass_80_tensorop_s1688gemm_...>``) named by what
-    it wraps. The report keeps the whole name."""
-    text = name.removeprefix("void ").strip()
-    text = text[:_top_level(text, "(")]
-    cut = text.find("<")
-    base, args = (text, "") if cut < 0 else (text[:cut], text[cut:])
-    base = base.rsplit("::", 1)[-1]
-    if base.lower() in ("kernel", "kernel2", "device_kernel") and args:
-        inner = args[1:]
-        inner = inner[:_top_level(inner, ",>")]
-        return short_name(inner) if inner else base + args
-    return base + args
+__all__ = ["MATRIX_KINDS", "Kernel", "KernelView", "Kind", "kernel_kind", "kernel_view",
+           "short_name"]
 
 
 @datarecord
@@ -106,10 +52,12 @@ class KernelView:
     count: int  # distinct kernels
     top: list[Kernel]
     kinds: list[Kind]
-    #: GEMM and convolution time, and the part of it in kernels that ran on tensor cores (the
-    #: trace's kernel rows say which: ``attrs.tensor_cores``)
+    #: GEMM, convolution and attention time, the part of it in kernels that ran on tensor
+    #: cores and the part that did not (the kernel rows say which, from their names:
+    #: ``attrs.tensor_cores`` true or false); the rest, the names do not say
     matrix_s: float = 0.0
     tensor_core_s: float = 0.0
+    cuda_core_s: float = 0.0
 
 
 def _base(key: str) -> str:
@@ -123,7 +71,7 @@ def kernel_view(report: Report, top: int = 5) -> KernelView | None:
     times: dict[str, float] = {}
     calls: dict[str, int | None] = {}
     kinds: dict[str, str] = {}
-    tensor: set[str] = set()
+    tensor: dict[str, bool] = {}
     for row in report.layers.get(Layer.KERNEL, []):
         device = row.values.get("device")
         if device is None or device.value is None:
@@ -135,8 +83,8 @@ def kernel_view(report: Report, top: int = 5) -> KernelView | None:
         calls[name] = None if count is None or count.value is None or known is None \
             else known + int(count.value)
         kinds[name] = kernel_kind(name, str(row.attrs.get("kind") or ""))
-        if row.attrs.get("tensor_cores"):
-            tensor.add(name)
+        if isinstance(row.attrs.get("tensor_cores"), bool):
+            tensor[name] = bool(row.attrs["tensor_cores"])
     total = sum(times.values())
     if not times or total <= 0:
         return None
@@ -154,4 +102,6 @@ def kernel_view(report: Report, top: int = 5) -> KernelView | None:
                                times[name] / n if n else None))
     matrix = [n for n in times if kinds[n] in MATRIX_KINDS]
     return KernelView(total, len(times), top_rows, kind_rows,
-                      sum(times[n] for n in matrix), sum(times[n] for n in matrix if n in tensor))
+                      sum(times[n] for n in matrix),
+                      sum(times[n] for n in matrix if tensor.get(n) is True),
+                      sum(times[n] for n in matrix if tensor.get(n) is False))

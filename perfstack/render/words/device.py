@@ -58,12 +58,20 @@ def kernels_title(k: KernelView) -> str:
 
 
 def tensor_core_line(k: KernelView) -> str | None:
-    """'tensor cores: 78% of the GEMM, convolution and attention time' (None without such
-    kernels)."""
+    """'tensor cores ran 78% of the GEMM, convolution and attention kernel time' (None
+    without such kernels), with the part on the CUDA cores and the part the names do not
+    tell."""
     if k.matrix_s <= 0:
         return None
-    return (f"tensor cores ran {pct(100 * k.tensor_core_s / k.matrix_s)} of the GEMM, "
-            "convolution and attention kernel time (kernels named for MMA instructions)")
+    line = (f"tensor cores ran {pct(100 * k.tensor_core_s / k.matrix_s)} of the GEMM, "
+            "convolution and attention kernel time")
+    unknown = max(k.matrix_s - k.tensor_core_s - k.cuda_core_s, 0.0)
+    rest = []
+    if k.cuda_core_s > 0:
+        rest.append(f"CUDA cores {pct(100 * k.cuda_core_s / k.matrix_s)}")
+    if unknown > 1e-4 * k.matrix_s:
+        rest.append(f"not told by the name {pct(100 * unknown / k.matrix_s)}")
+    return line + (f" ({', '.join(rest)})" if rest else " (from the kernels' names)")
 
 
 def kernel_kind_cells(k: KernelView) -> list[list[str]]:
