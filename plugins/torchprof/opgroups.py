@@ -125,6 +125,7 @@ class OpGroups:
         compiling = [name.endswith(COMPILING) for name in names]
         ts, end, name, parent = tree.ts, tree.end, tree.name, tree.parent
         removed, frame, alloc, inputs = tree.removed, tree.frame, tree.alloc, tree.inputs
+        redispatch = tree.redispatch
         first, last = self.first, self.last
         costed = bytearray(len(ts))  # the op or one above it has a known cost
         for i in range(len(ts)):
@@ -156,6 +157,10 @@ class OpGroups:
                 # dynamo compiling inside an op (the compiled model's call): its own phase,
                 # taken out of the op's
                 self.step_children.append((start, stop, "compile_in"))
+            if redispatch[i]:  # autocast's outer call: the inner one is the op's call
+                if p >= 0 and costed[p]:
+                    costed[i] = 1
+                continue
             g = self.group(tree, i)
             dur = stop - start
             own = tree.own(i)

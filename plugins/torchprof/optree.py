@@ -9,13 +9,18 @@ the next, and its parent is ``parent[i]``.
 The nesting is torch's own (``EventList``): an op is a child of the innermost op on the same
 thread that contains it, and a call whose only child is the same op counts once; the child is
 *removed* and what points to it points to the op it was merged into, its *survivor*.
+
+A call that only dispatched itself again in another type is a *redispatch*: under autocast,
+``aten::addmm`` of fp32 inputs casts them (``aten::to`` children) and calls ``aten::addmm``
+of bf16 inputs, which does the work. The outer call is not the op's call: its cost, calls and
+device time are the inner one's (counted twice, and priced in the wrong type, otherwise).
 """
 
 from __future__ import annotations
 
 import bisect
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -97,6 +102,7 @@ class Tree:
         self.nchildren = array("i", [0]) * n
         self.childsum = array("d", [0.0]) * n  # the children's summed durations
         self.removed = bytearray(n)
+        self.redispatch = bytearray(n)  # see the module's docstring
         self.frame: array[int] | None = None  # the innermost user frame's key id at the start
         self.alloc: dict[int, float] = {}  # host bytes allocated in the op itself
         self._nest()
@@ -135,6 +141,22 @@ class Tree:
             p = parent[i]
             if p >= 0 and name[i] != 0 and name[i] == name[p] and nchildren[p] == 1:
                 removed[i] = 1
+
+    def mark_redispatches(self, same_shapes_other_types: Callable[[int, int], bool]) -> None:
+        """Mark each call whose child is the same op on the same shapes in other types
+        (``same_shapes_other_types(outer dims id, inner dims id)``): autocast's."""
+        if not len(self.name):
+            return
+        names = np.frombuffer(self.name, dtype=np.int32)
+        parents = np.frombuffer(self.parent, dtype=np.int32)
+        has = parents >= 0
+        children = np.nonzero(has & (names == names[np.where(has, parents, 0)])
+                              & (names != 0))[0]
+        for i in children.tolist():
+            p = self.parent[i]
+            if not self.removed[i] and not self.removed[p] and \
+                    same_shapes_other_types(self.dims[p], self.dims[i]):
+                self.redispatch[p] = 1
 
     def gone(self, i: int) -> bool:
         """Whether op ``i`` is not an op of its own (merged into its parent, or unnamed)."""
@@ -177,9 +199,10 @@ class Tree:
             node = c
 
     def ancestors(self, i: int) -> Iterator[int]:
-        """Yield op ``i`` and every op above it that is an op (not a step, not merged)."""
+        """Yield op ``i`` and every op above it that is an op (not a step, not merged, not a
+        redispatch of the op under it)."""
         while i >= 0:
-            if not self.gone(i) and not self.is_step(i):
+            if not self.gone(i) and not self.is_step(i) and not self.redispatch[i]:
                 yield i
             i = self.parent[i]
 

@@ -166,6 +166,11 @@ class TraceAggregate:
             code = self._odd_ids[key] = -2 - len(self._odd_ids)
         return code
 
+    def same_shapes_other_types(self, a: int, b: int) -> bool:
+        """Whether two input-shape ids hold the same shapes in other types (autocast's
+        redispatch of an op: see ``optree``)."""
+        return a != b and self.dims[a] == self.dims[b] and self.types[a] != self.types[b]
+
     def step_ids(self) -> set[int]:
         """Return the name ids of profiler step ranges (``ProfilerStep#N``)."""
         return {i for i, name in enumerate(self.names) if name.startswith(STEP_PREFIX)}
@@ -272,6 +277,7 @@ def build_trees(agg: TraceAggregate) -> dict[str, Tree]:
         trees: dict[str, Tree] = {}
         for tid in list(agg.ops):
             tree = trees[tid] = Tree(agg.ops.pop(tid), steps)
+            tree.mark_redispatches(agg.same_shapes_other_types)
             if tid in agg.memory:
                 tree.assign_memory(*agg.memory[tid])
             if tid in agg.frames:

@@ -106,15 +106,26 @@ def _ceiling_low(timed: list[Placement], ceilings: dict[str, Ceilings]) -> list[
     top = above[0]
     return [Finding(
         "roofline.ceiling-low",
-        f"{len(above)} op{'' if len(above) == 1 else 's'} ran above the measured "
-        f"{top.peak_name or 'compute'} peak (up to {percent(top.share or 0.0)}): the ceiling "
-        "is too low, and every share of it with it",
+        f"{len(above)} op{'' if len(above) == 1 else 's'} ran above the roof perfstack "
+        f"priced {'it' if len(above) == 1 else 'them'} at (up to {percent(top.share or 0.0)} "
+        f"of the {top.peak_name or 'compute'} peak): a figure of perfstack's is wrong, the "
+        "type it priced the op in or the ceiling, and every share of it with it",
         Layer.HARDWARE.value, "warning",
-        [f"{p.row.name}: {percent(p.share or 0.0)} of its roof" for p in above[:3]]
+        [_above_words(p) for p in above[:3]]
         + [f"the {kind} ceilings were {when}"],
-        "measure them again alone: perfstack env --measure-ceilings (perfstack keeps the best "
-        "of its measurements); until then read the roofline's shares as relative, not "
-        "absolute", SOURCE)]
+        "if the op ran in a faster type than its inputs' (tensor cores, a library's own "
+        "choice), its roof is that type's; else measure the ceilings again alone: perfstack "
+        "env --measure-ceilings (perfstack keeps the best of its measurements); until then "
+        "read the roofline's shares as relative, not absolute", SOURCE)]
+
+
+def _above_words(p: Placement) -> str:
+    """One op above its roof: which op, in which type the trace records it, which ceiling
+    it was held to."""
+    peak = f" ({fmt_si(p.peak, 'flop/s')})" if p.peak else ""
+    typed = f"inputs in {p.dtype}" if p.dtype else "no type recorded"
+    return (f"{p.row.name[:70]}: {percent(p.share or 0.0)} of the {p.peak_name or 'compute'} "
+            f"roof{peak}, {typed}")
 
 
 def _heaviest(ops: list[Placement], total: float) -> list[str]:
