@@ -281,6 +281,20 @@ def two_rank_job(folder: Path, edit: Callable[[dict[str, Any]], None],
     return folder
 
 
+def slow_host(data: dict[str, Any], factor: float) -> None:
+    """Make a recorded trace's host ``factor`` times slower, as a slow host is: every event
+    starts that much later from the trace's first one (what follows a longer host step starts
+    later), the host's events (ops, step ranges, runtime calls) last that much longer, and
+    the device's kernels and copies as long as before (its device waits for its host)."""
+    events = [e for e in data["traceEvents"] if isinstance(e.get("ts"), (int, float))]
+    origin = min(e["ts"] for e in events)
+    for e in events:
+        e["ts"] = origin + (e["ts"] - origin) * factor
+        if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset") and \
+                isinstance(e.get("dur"), (int, float)):
+            e["dur"] *= factor
+
+
 def assert_one_line_error(result: Result, code: int) -> None:
     """Bad input: the given exit code, one line on stderr, no traceback, nothing on stdout."""
     assert result.code == code, (result.code, result.stderr)

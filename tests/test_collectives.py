@@ -15,7 +15,7 @@ import pytest
 
 from perfstack.analysis import straggler
 from perfstack.report import Better, Metric
-from tests.conftest import ROOT, perfstack_in
+from tests.conftest import ROOT, perfstack_in, slow_host
 
 TRACE = ROOT / "tests" / "fixtures" / "gpu-traces" / "a100_nccl" / "rank-0.json.gz"
 DELAY_US = 100.0
@@ -193,9 +193,8 @@ def test_the_straggler_finding_says_why_first(tmp_path: Path) -> None:
     """Recorded ranks where rank 1's steps are longer with the same kernels: its device
     waits for its host; the finding's title says so and its first line shows it."""
     def slower(rank: int, data: dict[str, Any]) -> None:
-        for e in data["traceEvents"]:
-            if rank == 1 and str(e.get("name", "")).startswith("ProfilerStep#"):
-                e["dur"] *= 1.25
+        if rank == 1:
+            slow_host(data, 1.25)
 
     out = tmp_path / "job.json"
     proc = perfstack_in(tmp_path, "analyze", str(_job(tmp_path / "job", 2, slower)),

@@ -29,7 +29,7 @@ from perfstack_plugins.torchprof.trace import TraceAggregate, build_trees
 
 from perfstack.report import Layer
 from perfstack.report.units import pct
-from tests.conftest import Result, perfstack_in, two_rank_job
+from tests.conftest import Result, perfstack_in, slow_host, two_rank_job
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TRACES = FIXTURES / "gpu-traces"
@@ -174,11 +174,32 @@ def test_collectives_belong_to_their_nccl_op(read: Any) -> None:
                    for op in row.links["framework"]), row.links
 
 
+def _steps_as_the_device_ran_them(events: list[dict[str, Any]]) -> tuple[float, float]:
+    """The profiled steps' span on the device: from the first step range's start, or the
+    end of the device work queued before it (launched before it, or by no call in the
+    trace) where that ran into the first step, to the later of the last range's end and
+    the end of the device work its launch calls made."""
+    steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
+                   if e.get("cat") == "user_annotation"
+                   and e["name"].startswith("ProfilerStep#"))
+    calls = {e["args"]["correlation"]: e["ts"] for e in events
+             if e.get("cat") in ("cuda_runtime", "cuda_driver", "runtime")
+             and "correlation" in e.get("args", {})}
+    device = [(calls.get(e["args"].get("correlation")), e["ts"], e["ts"] + e["dur"])
+              for e in events if e.get("cat") in DEVICE_CATS]
+
+    def finish(a: float, b: float) -> float:
+        return max([b, *(end for launched, _, end in device
+                         if launched is not None and a <= launched <= b)])
+
+    first_end = finish(*steps[0])
+    lo = max([steps[0][0], *(end for launched, ts, end in device if ts < first_end
+                             and (launched is None or launched < steps[0][0]))])
+    return lo, max(finish(*steps[-1]), lo)
+
+
 def _union_share(events: list[dict[str, Any]]) -> float:
-    steps = [e for e in events if e.get("cat") == "user_annotation"
-             and e["name"].startswith("ProfilerStep#")]
-    lo = min(e["ts"] for e in steps)
-    hi = max(e["ts"] + e["dur"] for e in steps)
+    lo, hi = _steps_as_the_device_ran_them(events)
     spans = sorted((max(e["ts"], lo), min(e["ts"] + e["dur"], hi)) for e in events
                    if e.get("cat") in DEVICE_CATS and e["ts"] < hi and e["ts"] + e["dur"] > lo)
     busy, end = 0.0, lo
@@ -202,9 +223,7 @@ def test_gpu_busy_is_the_union_of_device_intervals(name: str, read: Any) -> None
 def test_each_stream_has_its_own_union(read: Any) -> None:
     _, _, metrics = read["a100_negq"]
     events = _events("a100_negq")
-    steps = [e for e in events if e.get("cat") == "user_annotation"
-             and e["name"].startswith("ProfilerStep#")]
-    lo, hi = min(e["ts"] for e in steps), max(e["ts"] + e["dur"] for e in steps)
+    lo, hi = _steps_as_the_device_ran_them(events)
     streams = {e["args"]["stream"] for e in events if e.get("cat") in DEVICE_CATS}
     assert len(streams) == 6
     for stream in streams:
@@ -253,10 +272,9 @@ def test_hta_counts_and_sums_agree_where_it_counts_the_same_events(name: str) ->
 
 
 def test_analyze_one_trace_and_a_folder_of_ranks(tmp_path: Path) -> None:
-    def slower(data: dict[str, Any]) -> None:  # rank 1: slower steps, shorter waits
+    def slower(data: dict[str, Any]) -> None:  # rank 1: a slower host, shorter waits
+        slow_host(data, 1.25)
         for e in data["traceEvents"]:
-            if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"):
-                e["dur"] *= 1.25
             if e.get("cat") == "kernel" and "nccl" in e["name"].lower():
                 e["dur"] *= 0.2
 
@@ -515,3 +533,42 @@ def test_a_trace_s_header_is_what_its_json_says_and_a_cut_gzip_is_no_header(tmp_
     (tmp_path / "empty.json.gz").write_bytes(b"")
     assert trace_header(tmp_path / "plain.json.gz") is None
     assert trace_header(tmp_path / "empty.json.gz") is None
+
+
+def _with_metrics(metrics: dict[str, Any]) -> Any:
+    from perfstack.report import Report, RunInfo
+
+    run = RunInfo(command=["x.py"], cwd="/", started="2026-11-28T00:00:00", duration_s=1.0,
+                  perfstack_version="0", repeat=1, warmup=0, timeout_s=None, complete=True,
+                  runs=[])
+    return Report(run=run, environment={}, backends=[], metrics=list(metrics.values()))
+
+
+def test_a_step_is_what_the_device_ran_not_what_the_host_queued(read: Any) -> None:
+    """v100_ns: the host queued its first two profiled steps in 35 and 72 ms while the device
+    ran each step's work in ~95 ms. A step is the device's: every step ~95 ms, their sum the
+    span from the first step's start to the end of the last step's device work."""
+    from perfstack.analysis.views.steps import step_view
+
+    _, _, metrics = read["v100_ns"]
+    host = metrics["gpu_step_host"].samples
+    steps = metrics["torch_step_time"].samples
+    assert host[0] < 0.4 * steps[0] and host[1] < 0.8 * steps[1]
+    assert all(s == pytest.approx(0.0955, rel=0.07) for s in steps), steps
+    lo, hi = _steps_as_the_device_ran_them(_events("v100_ns"))
+    assert sum(steps) == pytest.approx((hi - lo) * 1e-6, rel=1e-9)
+    view = step_view(_with_metrics(metrics))
+    assert view is not None and view.bound == "device"
+    assert sum(view.totals) == pytest.approx(sum(steps))
+
+
+def test_a_step_whose_device_waits_says_for_whom(read: Any) -> None:
+    """a100_nccl's device idles 76% of its steps, most of it before the host launched (the
+    host bounds the step); a100_negq's idles 65% with its work launched (it waits on other
+    streams and ranks, while its host blocks in copies to pageable memory)."""
+    from perfstack.analysis.views.steps import step_view
+
+    nccl = step_view(_with_metrics(read["a100_nccl"][2]))
+    negq = step_view(_with_metrics(read["a100_negq"][2]))
+    assert nccl is not None and nccl.bound == "host"
+    assert negq is not None and negq.bound == "waits"

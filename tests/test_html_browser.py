@@ -25,7 +25,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from perfstack.report import Layer, Quantity, Report, Row
 from perfstack.report.files import load_report, save_report
-from tests.conftest import ROOT, perfstack_in, two_rank_job
+from tests.conftest import ROOT, perfstack_in, slow_host, two_rank_job
 
 UNITS = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}
 
@@ -260,10 +260,8 @@ def test_gpu_traces_of_two_ranks(browser: WebDriver, tmp_path: Path, shots: Path
     ranks pane names the slowest rank, nothing overflows at 1400 or 800 px."""
     import json
 
-    def slower(data: dict[str, Any]) -> None:  # rank 1's steps 25% longer
-        for e in data["traceEvents"]:
-            if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"):
-                e["dur"] *= 1.25
+    def slower(data: dict[str, Any]) -> None:  # rank 1's host 25% slower
+        slow_host(data, 1.25)
 
     job = two_rank_job(tmp_path / "job", slower)
     out = tmp_path / "job.json"

@@ -333,10 +333,12 @@ def main(argv: list[str]) -> None:
             except Exception:
                 _hook_failed(folder or ".", target)
         if folder:
+            from perfstack.inprocess import devicemarks
             from perfstack.inprocess import steps as marks
 
+            times = marks._step_times
+            on_device = devicemarks.epochs(len(times))  # waits for the device's queue
             with open(os.path.join(folder, STEPS_FILE), "w", encoding="utf-8") as fh:
-                times = marks._step_times
                 json.dump({"steps": marks._steps, "explicit": marks._explicit,
                            "limit": marks._stop_after,
                            "step_times_s": [b - a for a, b in itertools.pairwise(times)],
@@ -352,7 +354,9 @@ def main(argv: list[str]) -> None:
                            # with it (a compile's start) can be placed in their step
                            "first_mark_epoch_s": (time.time() - time.perf_counter() + times[0]
                                                   if times else None),
-                           "script_end_epoch_s": script_end}, fh)
+                           "script_end_epoch_s": script_end,
+                           # each mark as the GPU reached it (CUDA runs asynchronously)
+                           "device_mark_epoch_s": on_device}, fh)
             # Best effort: without it the report lacks the live torch facts, nothing more.
             with contextlib.suppress(Exception):
                 _write_workload_env(folder)

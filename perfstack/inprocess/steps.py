@@ -11,6 +11,7 @@ import threading
 from time import perf_counter as _perf_counter
 from typing import Any
 
+from perfstack.inprocess import devicemarks
 from perfstack.run.filenames import METRICS_FILE
 
 #: Set by the bootstrap when this process is a workload run by perfstack: its artifact folder.
@@ -106,6 +107,7 @@ def _count_step(explicit: bool) -> None:
             # the first mark so that reading /proc is in no step's time
             _children_at_first = _children_cpu() + _live_children_cpu()
         _step_times.append(_perf_counter())
+        devicemarks.mark(len(_step_times) - 1)  # on the device's clock too, where it runs
         if _statm is not None:
             _step_rss.append(_resident())
     for callback in _step_callbacks:

@@ -46,6 +46,7 @@ from perfstack.render.words.device import (
     roof_summary,
     roof_title,
     step_cells,
+    step_sides_line,
     steps_title,
     stream_cells,
     streams_title,
@@ -117,6 +118,8 @@ def render_view(view: View) -> str:
         out += ["", f"### {escape(steps_title(steps))}", ""]
         out += _table(["phase", "median", "share", "fastest", "slowest"],
                       [[escape(c) for c in row] for row in step_cells(steps)])
+        if (sides := step_sides_line(steps)) is not None:
+            out += [f"- {escape(sides)}"]
         out += [f"- {escape(outlier_line(o))}" for o in steps.outliers]
     roof = view.roofline
     if roof is not None:

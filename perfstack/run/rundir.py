@@ -13,6 +13,7 @@ output; under torchrun one ``rank-N/`` folder per rank. The names are
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import math
 import os
@@ -103,8 +104,15 @@ class RunFolder:
         return self.rank(rank)._steps()[0]
 
     def step_times(self, rank: int | None = None) -> list[float]:
-        """Each step's duration in seconds (saved at the workload's exit), or []."""
+        """Each step's duration in seconds (saved at the workload's exit), or []: as the GPU
+        ran it where the workload ran CUDA and the device stamped both its ends, else on the
+        host's clock."""
         return self.rank(rank)._steps()[1]
+
+    def host_step_times(self, rank: int | None = None) -> list[float]:
+        """Each step's duration on the host's clock (its marks), or []: on a GPU, the time
+        to queue the step's work."""
+        return self.rank(rank)._steps(device=False)[1]
 
     def step_resident(self, rank: int | None = None) -> list[int]:
         """The process's resident memory (bytes) just after each step, or [] where the
@@ -155,7 +163,7 @@ class RunFolder:
                 out.append(None)
         return out
 
-    def _steps(self) -> tuple[int | None, list[float]]:
+    def _steps(self, device: bool = True) -> tuple[int | None, list[float]]:
         data = _read_json(self.path / STEPS_FILE)
         try:
             steps: int | None = int(data["steps"])
@@ -165,6 +173,11 @@ class RunFolder:
             times = [float(t) for t in data["step_times_s"] if isinstance(t, (int, float))]
         except (KeyError, TypeError, ValueError):
             times = []
+        marks = data.get("device_mark_epoch_s") if isinstance(data, dict) and device else None
+        if isinstance(marks, list) and len(marks) == len(times) + 1:
+            for i, (a, b) in enumerate(itertools.pairwise(marks)):
+                if _number(a) and _number(b) and b >= a:
+                    times[i] = float(b) - float(a)  # the step as the device ran it
         return steps, times
 
     def window(self, rank: int | None = None) -> int | None:
@@ -277,6 +290,10 @@ class RunFolder:
 PRINTED_THROUGHPUT = re.compile(
     r"(?im)^[ \t]*throughput[ \t]*[:=][ \t]*([0-9][0-9,]*(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)"
     r"[ \t]*([A-Za-z%][\w/%.-]*(?:[ \t]*/[ \t]*[A-Za-z]+)?)?[ \t]*$")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _read_json(path: Path) -> Any:

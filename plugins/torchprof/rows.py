@@ -22,7 +22,7 @@ from .collectives import collective_metrics
 from .links import COMM_KERNEL, Linker
 from .modules import module_rows
 from .opgroups import SOURCE, US, Group, OpGroups, q, top_links
-from .steps import cpu_steps, gpu_steps, stream_metrics
+from .steps import cpu_steps, device_windows, gpu_steps, stream_metrics
 from .timeline import (
     COMMUNICATION,
     COMPUTE,
@@ -77,15 +77,17 @@ def _summarize(agg: TraceAggregate, with_flops: bool, stepped: bool) -> tuple[
             f"device events linked to the op that launched them: {counts['external id']:,} by "
             f"External id, {counts['runtime call']:,} through the runtime call, "
             f"{counts['none']:,} with no launching op (unattributed)")
-        if windows:
-            start, end = min(w[0] for w in windows), max(w[1] for w in windows)
+        ran = device_windows(windows, events)
+        if ran.windows:  # the steps as the device ran them: their work and its queue too
+            start, end = ran.windows[0][0], ran.windows[-1][1]
+            steps = [(b - a) * US for a, b in ran.windows]
         elif ops.first is not None and ops.last is not None:
             start, end = ops.first, ops.last
         else:
             start, end = min(e.ts for e in events), max(e.end for e in events)
         metrics += device_metrics(device_times(events, start, end),
                                   "the profiled steps'" if windows else "the profiled run's")
-        metrics += gpu_steps(windows, events)
+        metrics += gpu_steps(ran, events)
         metrics += collective_metrics(agg.kernels, start, end)
         metrics += stream_metrics(stream_times(events, start, end),
                                   "the profiled steps'" if windows else "the profiled run's")
@@ -105,8 +107,14 @@ def _summarize(agg: TraceAggregate, with_flops: bool, stepped: bool) -> tuple[
                SOURCE, Better.NEITHER, detail=True),
     ]
     if steps:
-        metrics.insert(0, Metric("torch_step_time", statistics.median(steps), "s", "framework",
-                                 SOURCE, Better.LOWER, samples=steps, samples_of="steps"))
+        metrics.insert(0, Metric(
+            "torch_step_time", statistics.median(steps), "s", "framework", SOURCE,
+            Better.LOWER, samples=steps, samples_of="steps",
+            description=("each profiled step as the device ran it: from the end of the step "
+                         "before to the later of the host's step range and the end of the "
+                         "device work it launched (CUDA runs asynchronously: the host's range "
+                         "alone is the time to queue the work)") if agg.kernels and windows
+            else "each profiled step's range (ProfilerStep#N) on the main thread"))
     metrics += compiled_metrics(groups, steps, kernel_rows if agg.kernels else [])
     if agg.truncated:
         notes.append(f"trace cut short (the run ended while writing it): {agg.truncated}")

@@ -1,10 +1,19 @@
 """Each profiled step split into its phases, as metrics whose samples are the steps; and each
 stream's idle time by cause and its launch queue (``stream_metrics``).
 
-On a GPU, the device's time in each step's window (``timeline.device_times``): compute,
-communication not hidden behind compute, memcpy/memset alone, and idle, with the idle time the
-device waited for the host to launch; summed over the devices in the trace, divided by their
-count. On a CPU, the main thread's step split into the DataLoader's ranges (data loading), the
+On a GPU a step is what the device ran, not only what the host did: CUDA runs asynchronously,
+and a host that only queues the work ends its ``ProfilerStep`` range long before the device
+ends the step's work (2.7 ms on the host for 38 ms of GEMMs). The device work of a step is
+the kernels and copies its launch calls made (linked by correlation id, the call inside the
+host's step range); the step ends when both the host's range and that work have ended, and
+the next step starts there (``device_windows``). Each step's window is then split by what the
+device did in it (``timeline.device_times``): compute, communication not hidden behind
+compute, memcpy/memset alone, and idle, with the idle time the device waited for the host to
+launch; summed over the devices in the trace, divided by their count. The host's own step
+and the device time of the step's own work are kept beside (``gpu_step_host``,
+``gpu_step_device``): they say which side bounds the step.
+
+On a CPU, the main thread's step split into the DataLoader's ranges (data loading), the
 other ops directly under the step, and the rest (Python between the ops, and waiting).
 Each metric's value is the phase's median over the profiled steps (the phases' medians need
 not add up to the median step); ``samples`` are the steps in order, so a step outlier can be
@@ -17,9 +26,10 @@ import bisect
 import statistics
 from collections.abc import Sequence
 
+from perfstack.records import datarecord
 from perfstack.report import Better, Metric
 
-from .timeline import DeviceEvent, StreamTime, device_times
+from .timeline import DeviceEvent, StreamTime, device_times, length, union
 
 SOURCE = "torch"
 US = 1e-6
@@ -44,13 +54,55 @@ def _metric(name: str, samples: list[float], what: str) -> Metric:
                   "samples are the steps in order)")
 
 
-def gpu_steps(windows: Sequence[tuple[float, float]],
-              events: Sequence[DeviceEvent]) -> list[Metric]:
-    """Each step's device time by phase, in seconds."""
-    if not windows or not events:
+@datarecord
+class DeviceSteps:
+    """The profiled steps as the device ran them, µs on the trace's clock, in order."""
+
+    windows: list[tuple[float, float]]  # each step's [start, end]: they follow one another
+    host: list[float]  # the host's step range's duration
+    device: list[float | None]  # the union of the step's own device work (None: it had none)
+
+
+def device_windows(windows: Sequence[tuple[float, float]],
+                   events: Sequence[DeviceEvent]) -> DeviceSteps:
+    """Each host step range with the device work its launch calls made: the step ends at
+    the later of the range's end and that work's end, and the next one starts there. The
+    first starts at the host's range, or later where the device was still busy then with
+    work queued before it (launched before the profiled window opened, or by no call in the
+    trace): when that work ended."""
+    ordered = sorted(windows)
+    starts = [w[0] for w in ordered]
+    own: list[list[DeviceEvent]] = [[] for _ in ordered]
+    for ev in events:
+        if ev.launched is None:
+            continue
+        i = bisect.bisect_right(starts, ev.launched) - 1
+        if i >= 0 and ev.launched <= ordered[i][1]:
+            own[i].append(ev)
+    out = DeviceSteps([], [], [])
+    if not ordered:
+        return out
+    opened = ordered[0][0]
+    first_end = max([ordered[0][1], *(e.end for e in own[0])])
+    cursor = max([opened, *(e.end for e in events if e.ts < first_end and (
+        e.launched is None or e.launched < opened))])
+    for (start, end), evs in zip(ordered, own, strict=True):
+        finish = max([end, *(e.end for e in evs)])
+        finish = max(finish, cursor)
+        out.windows.append((cursor, finish))
+        out.host.append(end - start)
+        out.device.append(length(union((e.ts, e.end) for e in evs)) if evs else None)
+        cursor = finish
+    return out
+
+
+def gpu_steps(steps: DeviceSteps, events: Sequence[DeviceEvent]) -> list[Metric]:
+    """Each step's device time by phase, in seconds, over the step's window as the device
+    ran it; and the host's step and the device time of the step's own work beside it."""
+    if not steps.windows or not events:
         return []
     per: dict[str, list[float]] = {part: [] for part, _ in GPU_PHASES}
-    for start, end in sorted(windows):
+    for start, end in steps.windows:
         times = device_times(events, start, end)
         count = max(len(times), 1)
         for part, _ in GPU_PHASES:
@@ -58,7 +110,15 @@ def gpu_steps(windows: Sequence[tuple[float, float]],
                 per[part].append(sum(getattr(t, part) for t in times) / count * US)
             else:  # no device event in the step: the device idled through it
                 per[part].append((end - start) * US if part == "idle" else 0.0)
-    return [_metric(f"gpu_step.{part}", per[part], what) for part, what in GPU_PHASES]
+    out = [_metric(f"gpu_step.{part}", per[part], what) for part, what in GPU_PHASES]
+    out.append(_metric("gpu_step_host", [h * US for h in steps.host],
+                       "the host's own step (its ProfilerStep range): what it took to queue "
+                       "the step's work, not to run it"))
+    if all(d is not None for d in steps.device):
+        out.append(_metric("gpu_step_device", [(d or 0.0) * US for d in steps.device],
+                           "the device time of the step's own work (the union of the kernels "
+                           "and copies its launch calls made)"))
+    return out
 
 
 def cpu_steps(windows: Sequence[tuple[float, float]],

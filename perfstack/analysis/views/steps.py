@@ -6,6 +6,12 @@ Read from metrics whose samples are the steps and whose names share a prefix
 add up to the step (host_wait is part of idle and is shown under it). A step is an outlier
 when it took ``OUTLIER`` times the median step or more; it is named with the phase that grew
 the most.
+
+On a GPU two figures stand beside the phases, each a step's: the host's own step range
+(``gpu_step_host``: what it took to queue the step's work) and the device time of the step's
+own work (``gpu_step_device``). The step is bound by the device when its own work fills
+most of the step (``DEVICE_FILLS``), else by the host; where the device's work ended after
+the host's range (a step well past the host's), the host ran ahead of the device.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ FAMILIES = (("gpu_step.", ("compute", "communication", "memory", "idle"), ("host
             ("cpu_step.", ("data", "compile", "ops", "other"), ()))
 #: A step this many times the median step is an outlier.
 OUTLIER = 1.5
+#: The device bounds a step whose own device work is at least this share of it.
+DEVICE_FILLS = 0.85
 
 
 @datarecord
@@ -59,6 +67,25 @@ class StepView:
     phases: list[Phase]
     totals: list[float]  # each step's seconds (the phases that add up)
     outliers: list[Outlier]
+    #: on a GPU: each step's host range and the device time of its own work (None: unknown)
+    host: list[float] | None = None
+    device_work: list[float] | None = None
+
+    @property
+    def bound(self) -> str | None:
+        """Which side bounds the steps: "device" (its own work fills the step), "host" (the
+        device idles in it, mostly before the host made the next launch call), "waits" (the
+        device idles with its work launched: a synchronisation, another stream, another
+        rank), None where the report does not say."""
+        if not self.device_work or not self.totals or self.median <= 0:
+            return None
+        if median(self.device_work) >= DEVICE_FILLS * self.median:
+            return "device"
+        idle = next((p for p in self.phases if p.name == "idle"), None)
+        wait = next((p for p in self.phases if p.name == "host_wait"), None)
+        if idle is None or wait is None or sum(wait.seconds) >= 0.5 * sum(idle.seconds):
+            return "host"
+        return "waits"
 
     @property
     def median(self) -> float:
@@ -93,8 +120,13 @@ def step_view(report: Report) -> StepView | None:
                   for name in (*present, *within) if name in found]
         totals = [sum(p.seconds[i] for p in phases if not p.within) for i in range(count)]
         source = found[present[0]].source
+        beside = {name: [float(v) for v in (m.samples or [])][:count]
+                  for m in report.metrics if (name := m.name) in ("gpu_step_host",
+                                                                 "gpu_step_device")
+                  and m.samples and m.samples_of == "steps"}
         return StepView(prefix.split("_")[0], source, phases, totals,
-                        outliers(phases, totals))
+                        outliers(phases, totals), beside.get("gpu_step_host"),
+                        beside.get("gpu_step_device"))
     return None
 
 

@@ -20,6 +20,7 @@ from perfstack.render.words.device import (
     roof_summary,
     roof_title,
     step_cells,
+    step_sides_line,
     steps_title,
     stream_cells,
     streams_title,
@@ -82,6 +83,9 @@ def steps(page: Page, view: View) -> None:
     page.section(steps_title(v))
     page.extend(table([Column("phase", name=True), Column("median"), Column("share"),
                        Column("fastest"), Column("slowest")], step_cells(v), page.width))
+    sides = step_sides_line(v)
+    if sides:
+        page.extend(wrap(sides, page.width, indent=4, first="  "))
     for o in v.outliers:
         page.extend(wrap(outlier_line(o), page.width, indent=4, first="  "))
 

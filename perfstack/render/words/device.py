@@ -5,6 +5,7 @@ machine (the roofline). ``perfstack.render.words.common`` holds the rest of the 
 
 from __future__ import annotations
 
+from perfstack.analysis.stats import median
 from perfstack.analysis.views.device import DeviceTime
 from perfstack.analysis.views.kernels import KernelView, short_name
 from perfstack.analysis.views.roofline import RoofOp, RoofView
@@ -171,6 +172,24 @@ def steps_title(v: StepView) -> str:
     count = len(v.totals)
     return (f"Steps: {count} profiled step{'s' if count != 1 else ''}, median "
             f"{fmt_seconds(v.median)}, by phase {where} ({v.source})")
+
+
+def step_sides_line(v: StepView) -> str | None:
+    """'the host's step 2.68 ms (to queue its work), the device's work 38.4 ms: the device
+    bounds the step' (None without both figures)."""
+    if not v.host or not v.device_work or v.bound is None:
+        return None
+    host, device = median(v.host), median(v.device_work)
+    phase = next((p for p in v.phases if p.name == "idle"), None)
+    idle = (v.share(phase) or 0.0) if phase is not None else 0.0
+    why = {"device": "the device bounds the step",
+           "host": f"the host bounds the step (the device idles {pct(max(idle, 0.0))} of it, "
+                   "waiting for launches)",
+           "waits": f"the device idles {pct(max(idle, 0.0))} of the step with its work "
+                    "launched (synchronisations, other streams or ranks)"}[v.bound]
+    ahead = (", the host queued it ahead" if host < 0.5 * v.median else "")
+    return (f"the host's step {fmt_seconds(host)} (its ProfilerStep range), the device's "
+            f"own work {fmt_seconds(device)} a step: {why}{ahead}")
 
 
 def step_cells(v: StepView) -> list[list[str]]:

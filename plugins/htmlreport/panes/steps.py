@@ -4,7 +4,13 @@ side (the text's table beside it), outlier steps marked."""
 from __future__ import annotations
 
 from perfstack.analysis.view import View
-from perfstack.render.words.device import outlier_line, phase_words, step_cells, steps_title
+from perfstack.render.words.device import (
+    outlier_line,
+    phase_words,
+    step_cells,
+    step_sides_line,
+    steps_title,
+)
 from perfstack.report.units import fmt_seconds
 
 from ..charts import esc
@@ -53,7 +59,9 @@ def steps_section(view: View) -> str:
     legend = "".join(f'<span><i class="swatch" style="background:'
                      f'{PHASE_COLOURS.get(p.name, "#999")}"></i>{esc(phase_words(p.name))}</span>'
                      for p in parts)
-    notes = "".join(f"<li>{esc(outlier_line(o))}</li>" for o in v.outliers)
+    sides = step_sides_line(v)
+    notes = (f"<li>{esc(sides)}</li>" if sides else "") + "".join(
+        f"<li>{esc(outlier_line(o))}</li>" for o in v.outliers)
     return (f'<section id="steps"><h2>{esc(steps_title(v))}</h2>' + "".join(svg)
             + f'<p class="legend">{legend}</p>'
             + (f"<ul>{notes}</ul>" if notes else "")
