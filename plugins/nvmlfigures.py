@@ -1,7 +1,14 @@
 """The NVML sampler's figures, from its timeline: each GPU's rows (mean, max, p95 of every
 field), its metrics, and its energy, from the total-energy counter where the GPU has one
 (over the whole run, and a step's across the measured steps' span), else integrated from the
-power samples."""
+power samples.
+
+The figures are of the measured steps: the samples taken inside their span (on the timeline's
+own clock), never a mean over the process's start-up and teardown, when the GPU idles (a GPU
+99% busy in its steps read 14% over the whole run). A span that holds fewer than
+``MIN_SAMPLES`` samples is too short for NVML to say: its figures are unknown, with the fix.
+Without steps (the workload marked none), the whole run, said so. The whole run's mean and
+maximum stay in each row beside (``run_mean``, ``run_max``)."""
 
 from __future__ import annotations
 
@@ -86,34 +93,75 @@ def per_step_energy(samples: list[dict[str, Any]], steps: StepSpan,
     return spent / count, None
 
 
+#: The fewest samples inside the measured steps that NVML's figures of them are read from.
+MIN_SAMPLES = 3
+
+
+def _window(steps: StepSpan | None) -> str:
+    """What the rows are over."""
+    if steps is None:
+        return "the whole run (the workload marked no step)"
+    start, end, count = steps
+    return f"the {count} measured steps ({(end - start) * 1e3:.0f} ms)"
+
+
+def _over(samples: list[dict[str, Any]], steps: StepSpan | None) -> list[dict[str, Any]]:
+    return samples if steps is None else [s for s in samples
+                                          if steps[0] <= float(s["t"]) <= steps[1]]
+
+
+def _too_few(steps: StepSpan, period: float, found: int) -> str:
+    span = (steps[1] - steps[0]) * 1e3
+    return (f"the {steps[2]} measured steps lasted {span:.0f} ms: {found} NVML sample(s) "
+            f"inside them (every {period:g} s), under {MIN_SAMPLES}: measure more steps "
+            "(--steps N) or sample more often (--nvml-period)")
+
+
 def summarize(header: dict[str, Any], samples: list[dict[str, Any]],
               steps: StepSpan | None) -> tuple[list[Row], list[Metric], list[str]]:
-    """Return hardware rows (mean, max, p95 per GPU and field), metrics, and notes; the
-    energy per step from the counter across ``steps``, the steps' span on the timeline (the
-    sampler ran on into the teardown: its whole energy over the steps counted the exit)."""
+    """Return hardware rows (mean, max, p95 per GPU and field, over the measured steps),
+    metrics, and notes; the energy per step from the counter across ``steps``, the steps'
+    span on the timeline (the sampler ran on into the teardown: its whole energy over the
+    steps counted the exit)."""
     rows: list[Row] = []
     metrics: list[Metric] = []
     notes: list[str] = []
+    period = float(header.get("period_s", 0) or 0)
+    window = _window(steps)
     for gpu in header.get("gpus", []):
         idx = gpu["index"]
         mine = [s for s in samples if s.get("gpu") == idx]
+        inside = _over(mine, steps)
         unsupported = gpu.get("unsupported", {})
         for field, (title, unit, better) in FIELDS.items():
-            values = [float(s[field]) for s in mine if s.get(field) is not None]
+            every = [float(s[field]) for s in mine if s.get(field) is not None]
+            values = [float(s[field]) for s in inside if s.get(field) is not None]
             key = f"gpu{idx}.{field}"
-            if not values:
+            if not every:
                 reason = unsupported.get(field, "no sample was taken")
                 rows.append(Row(key, f"GPU {idx} {title}", SOURCE,
                                 {"mean": Quantity.unsupported(unit, reason)}, {"gpu": gpu}))
                 continue
+            run = {"run_mean": Quantity(statistics.fmean(every), unit),
+                   "run_max": Quantity(max(every), unit)}
+            attrs = {"gpu": gpu, "samples": len(values), "window": window}
+            if len(values) < MIN_SAMPLES and steps is not None:
+                why = _too_few(steps, period, len(values))
+                rows.append(Row(key, f"GPU {idx} {title}", SOURCE,
+                                {"mean": Quantity.unsupported(unit, why), **run}, attrs))
+                if field in ("power_w", "util_gpu", "proc_mem_b", "util_mem"):
+                    metrics.append(Metric(f"gpu{idx}_{field}_mean", None, unit, "hardware",
+                                          SOURCE, better, reason=why))
+                continue
             rows.append(Row(key, f"GPU {idx} {title}", SOURCE, {
                 "mean": Quantity(statistics.fmean(values), unit),
-                "max": Quantity(max(values), unit), "p95": Quantity(_p95(values), unit)},
-                {"gpu": gpu, "samples": len(values)}))
+                "max": Quantity(max(values), unit), "p95": Quantity(_p95(values), unit),
+                **run}, attrs))
             if field in ("power_w", "util_gpu", "proc_mem_b", "util_mem"):
                 metrics.append(Metric(f"gpu{idx}_{field}_mean", statistics.fmean(values), unit,
                                       "hardware", SOURCE, better, samples=values,
-                                      samples_of="intervals"))
+                                      samples_of="intervals",
+                                      description=f"NVML's {title}, mean over {window}"))
         joules, how = energy(mine)
         if joules is not None:
             name = f"gpu{idx}_energy" + ("" if how == "counter" else "_integrated")
@@ -121,10 +169,10 @@ def summarize(header: dict[str, Any], samples: list[dict[str, Any]],
             rows.append(Row(f"gpu{idx}.energy", f"GPU {idx} energy ({how})", SOURCE,
                             {"total": Quantity(joules, "J")}, {"gpu": gpu, "method": how}))
             if steps:
-                per_step, why = per_step_energy(mine, steps, float(header.get("period_s", 0)))
+                per_step, short = per_step_energy(mine, steps, period)
                 metrics.append(Metric(
                     f"gpu{idx}_joules_per_step", per_step, "J/step", "hardware", SOURCE,
-                    Better.LOWER, reason=why,
+                    Better.LOWER, reason=short,
                     description=f"the energy counter across the {steps[2]} steps' span "
                     f"({(steps[1] - steps[0]) * 1e3:.0f} ms), read between samples "
                     f"{header.get('period_s', 0):g} s apart, over the steps"))

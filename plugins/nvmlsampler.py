@@ -222,8 +222,12 @@ LOW_POWER_SHARE = 0.3
 
 @hookimpl
 def perfstack_findings(report: Report) -> list[Finding]:
-    """Flag a GPU whose mean utilisation or power draw is low while the workload ran."""
+    """Flag a GPU whose mean utilisation or power draw is low over the measured steps (over
+    the whole run only where the workload marked no step, and said so). Where a trace
+    measured the device's busy share over the steps (``gpu_busy``), that finer figure is the
+    verdict's and NVML's utilisation stands beside it, never against it."""
     found = []
+    traced = report.metric("gpu_busy") is not None
     for row in report.layers.get(Layer.HARDWARE, []):
         if row.source != SOURCE or not row.key.endswith((".util_gpu", ".power_w")):
             continue
@@ -232,14 +236,18 @@ def perfstack_findings(report: Report) -> list[Finding]:
             continue
         gpu = row.attrs.get("gpu") or {}
         label = f"GPU {gpu.get('index', '?')} ({gpu.get('name', 'unknown')})"
-        if row.key.endswith(".util_gpu") and mean.value < LOW_UTIL:
+        window = str(row.attrs.get("window") or "the whole run")
+        steps = "measured steps" in window
+        if row.key.endswith(".util_gpu") and mean.value < LOW_UTIL and not traced:
             found.append(Finding(
                 rule="gpu.low-utilisation",
-                title=f"{label} was busy {mean.value:.0f}% of the time on average",
-                layer="hardware", severity="warning",
+                title=(f"{label} was busy {mean.value:.0f}% of "
+                       + ("its measured steps" if steps else "the whole run, start-up "
+                          "included")),
+                layer="hardware", severity="warning" if steps else "info",
                 evidence=[f"NVML utilisation mean {mean.value:.1f}%, p95 "
                           f"{row.values['p95'].value:.1f}% over {row.attrs.get('samples')} "
-                          "samples"],
+                          f"samples of {window}"],
                 action=("the host does not keep the GPU fed: data loading, Python overhead "
                         "between kernels, synchronisation (.item(), .cpu()); larger batches or "
                         "CUDA graphs help"),
@@ -249,7 +257,8 @@ def perfstack_findings(report: Report) -> list[Finding]:
                 and mean.value < LOW_POWER_SHARE * limit:
             found.append(Finding(
                 rule="gpu.low-power",
-                title=f"{label} drew {mean.value:.0f} W of its {limit:.0f} W limit on average",
+                title=f"{label} drew {mean.value:.0f} W of its {limit:.0f} W limit over "
+                      + ("its measured steps" if steps else "the whole run"),
                 layer="hardware", severity="info",
                 evidence=[f"NVML power mean {mean.value:.1f} W, max "
                           f"{row.values['max'].value:.1f} W, limit {limit:.0f} W"],

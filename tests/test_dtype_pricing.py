@@ -94,5 +94,6 @@ def test_an_op_above_its_roof_is_perfstacks_error_said_with_op_type_and_ceiling(
     found = [f for f in findings if f.rule == "roofline.ceiling-low"]
     assert len(found) == 1
     f = found[0]
-    assert "perfstack" in f.title and "tf32" in f.title
-    assert any("aten::mm" in e and "fp32" in e and "tf32 roof" in e for e in f.evidence)
+    assert "perfstack" in f.title and "tf32" in f.title and "above its roof" in f.title
+    assert any(e.startswith("aten::mm: ") and "fp32 inputs" in e and "tf32 roof" in e
+               for e in f.evidence), f.evidence

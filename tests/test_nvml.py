@@ -109,7 +109,12 @@ def test_energy_per_step_is_unknown_over_steps_too_short_for_the_counter(recordi
     assert per_step.value is None and "too short" in str(per_step.reason)
     assert "--steps" in str(per_step.reason)
     power = {r.key: r for r in rows}["gpu0.power_w"].values
-    assert 150 < power["mean"].value < 200  # NVML's averaged power, W
+    # 103 ms hold one sample or none (every 0.1 s): the steps' power is unknown, with the
+    # fix; the whole run's (start-up and teardown included) stays beside, named as such
+    assert power["mean"].value is None and "NVML sample(s) inside them" in str(
+        power["mean"].reason) and "--nvml-period" in str(power["mean"].reason)
+    assert 150 < power["run_mean"].value < 200  # NVML's averaged power, W
+    assert m["gpu0_util_gpu_mean"].value is None
     assert energy_between(samples, 5.0, 6.0) is None  # past the timeline: unknown
     # the same timeline with the steps over its whole second: the counter over them
     whole = (samples[0]["t"], samples[-1]["t"], 50)
@@ -132,3 +137,25 @@ def test_the_html_draws_the_gpu_over_time_only_where_nvml_ran():
     assert "GPU 0 power_w (W)" in page
     cpu = load_report(Path(__file__).parent / "fixtures/reports/rules/threads_gil.json.gz")
     assert 'id="timeseries"' not in html.render(cpu, RenderOptions())
+
+
+def test_nvml_figures_are_the_measured_steps_not_the_whole_run() -> None:
+    """The H200's real timeline (recheck/resnet): the GPU busy 52% in the samples taken while
+    the model trained, 0% through the second of teardown after; over the whole run that is a
+    mean of 13%. Read over a span of steps that holds the busy samples, the figure is 52%,
+    and the row says what it is over."""
+    from perfstack_plugins.nvmlsampler import read_timeline
+
+    header, samples = read_timeline(GPU_RUN.parent.parent / "recheck" / "resnet" / "nvml"
+                                    / "nvml-timeline.jsonl")
+    busy = [s["t"] for s in samples if s["util_gpu"] > 0]
+    assert len(busy) == 3
+    rows, metrics, _ = summarize(header, samples, (busy[0], busy[-1], 12))
+    util = {r.key: r for r in rows}["gpu0.util_gpu"]
+    assert util.values["mean"].value == 52 and util.values["run_mean"].value == 13
+    assert util.attrs["window"].startswith("the 12 measured steps")
+    assert {m.name: m for m in metrics}["gpu0_util_gpu_mean"].value == 52
+    rows, _, _ = summarize(header, samples, None)
+    whole = {r.key: r for r in rows}["gpu0.util_gpu"]
+    assert whole.values["mean"].value == 13
+    assert whole.attrs["window"] == "the whole run (the workload marked no step)"

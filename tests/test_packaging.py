@@ -59,6 +59,7 @@ TORCH_THE_LIBRARY = {
     "perfstack/analysis/rules/time.py",
     "perfstack/analysis/view.py",
     "perfstack/history/identity.py",
+    "perfstack/inprocess/devicemarks.py",
     "perfstack/machine/ceilingprobe.py",
     "perfstack/machine/ceilings.py",
     "perfstack/machine/cpus.py",

@@ -101,6 +101,19 @@ def test_a_heavy_op_far_below_its_roof_is_a_finding_that_names_its_shapes() -> N
     assert "small" in far.action and "[[16, 4096], [4096, 16]]" in " ".join(far.evidence)
 
 
+def test_one_op_far_below_its_roof_in_many_shapes_is_one_finding() -> None:
+    """aten::mm in three shapes, each far below its roof: one finding that lists the three,
+    the heaviest first (it was three findings with one title each)."""
+    shapes = ([[16, 4096], [4096, 16]], [[8, 4096], [4096, 16]], [[4, 4096], [4096, 16]])
+    rows = [_op(f"aten::mm {dims}", 1.0 - 0.1 * i, 2e9 * (1 - 0.1 * i), 1e6,
+                input_dims=dims) for i, dims in enumerate(shapes)]
+    _, found = roofrules.annotate(_report(rows))
+    (far,) = [f for f in found if f.rule == "roofline.far-below-roof"]
+    assert far.title.startswith("aten::mm in 3 shapes ran far below what this machine can reach")
+    assert [e.rsplit(": ", 1)[0] for e in far.evidence] == [r.name for r in rows]
+    assert far.action.startswith("the heaviest: its matrices are small")
+
+
 def test_no_ceilings_or_no_shapes_say_why() -> None:
     costed = _report([_op("aten::mm [[4, 4], [4, 4]]", 1.0, 128, 192)], roofs={})
     costed.environment["ceilings_unknown"] = "PERFSTACK_CEILINGS=off"

@@ -162,10 +162,16 @@ def test_low_gpu_utilisation_and_power_and_idle_device():
             Row("gpu0.power_w", "GPU 0 power", "nvml",
                 {"mean": Quantity(120.0, "W"), "max": Quantity(180.0, "W"),
                  "p95": Quantity(170.0, "W")}, {"gpu": gpu, "samples": 40})]
-    found = _findings(_recorded(
-        [Metric("gpu_busy", 31.0, "%", "kernel", "torch", Better.HIGHER)], rows))
-    assert {"gpu.low-utilisation", "gpu.low-power", "time.device-idle"} <= set(found), found
+    found = _findings(_recorded([], rows))
+    assert {"gpu.low-utilisation", "gpu.low-power"} <= set(found), found
     assert "700 W" in found["gpu.low-power"].title
+    # rows of no window are of the whole run: said so, and only as information
+    assert found["gpu.low-utilisation"].title.endswith("of the whole run, start-up included")
+    assert found["gpu.low-utilisation"].severity == "info"
+    # a trace's busy share over the steps is the verdict: NVML's never contradicts it
+    traced = _findings(_recorded(
+        [Metric("gpu_busy", 31.0, "%", "kernel", "torch", Better.HIGHER)], rows))
+    assert "gpu.low-utilisation" not in traced and "time.device-idle" in traced
 
 
 def _ops_report(rows: list[tuple[str, int, float]], busy: float | None = None) -> Any:

@@ -116,9 +116,9 @@ def test_tensor_core_use_is_the_gemm_time_of_mma_kernels(negq: Path) -> None:
 
 @functools.cache  # each trace read once per session: the tests only read the events
 def _device_events(name: str):  # type: ignore[no-untyped-def]
+    from perfstack_plugins.torchprof.devicerows import _device_kernels
     from perfstack_plugins.torchprof.links import Linker
     from perfstack_plugins.torchprof.opgroups import OpGroups
-    from perfstack_plugins.torchprof.rows import _device_kernels
     from perfstack_plugins.torchprof.trace import TraceAggregate, build_trees
 
     agg = TraceAggregate()

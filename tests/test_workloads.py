@@ -39,6 +39,8 @@ SMALL = {
                       "--width", "32", "--heads", "2", "--vocab", "256"],
     "lightning_fit.py": ["--max-steps", "2", "--batch-size", "8", "--width", "8",
                          "--hidden", "8"],
+    # the GPU loops' smallest on a CPU: the launch-bound one (the others' sizes are a GPU's)
+    "gpu_loops.py": ["--loop", "launch", "--steps", "2", "--device", "cpu"],
 }
 
 

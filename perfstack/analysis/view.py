@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from perfstack.analysis.rules.gpu import RULES as GPU_RULES
 from perfstack.analysis.rules.time import GIL_RULE
 from perfstack.analysis.stats import Summary, summarize
 from perfstack.analysis.views import homes
@@ -90,6 +91,8 @@ class Headline:
     #: started after the warm-up steps) the time it sampled, the process's start-up and
     #: teardown left out: the answer is about the steps
     scope: str = "the wall time"
+    #: what bounds a GPU's steps (perfstack.analysis.rules.gpu), where a device was measured
+    gpu: Finding | None = None
 
 
 @datarecord
@@ -250,9 +253,10 @@ def _headline(budget: Budget, tree: list[Node], findings: list[Finding]) -> Head
         steps = sum(ln.share for ln in parts if ln.depth == 0)
         share, scope = (100 * top.share / steps if steps else None,
                         "the measured steps' sampled time")
+    gpu = next((f for f in findings if f.rule in GPU_RULES.values()), None)
     return Headline(bound, top.title if top else None, share,
                     top.source if top else None, hottest,
-                    findings[0] if findings else None, scope)
+                    findings[0] if findings else None, scope, gpu)
 
 
 def _related(report: Report) -> dict[str, list[Metric]]:

@@ -18,6 +18,8 @@ best, measured alone.
   the roof. (A CPU whose caches allocate on write reads a fresh output before writing it:
   the copy and the triad move a third more than they count, the update in place does not;
   an op writing a fresh output therefore tops out near three quarters of the roof.)
+- **Host link** (a GPU only): copies of 256 MiB between host and device, each direction,
+  from and to pinned and pageable host memory: the roof of a copy between them.
 - **Dispatch floor**: the time of one tiny op (``torch.add`` of one-element tensors), the
   cost of a call that does no work; ops whose calls take a few times this are bound by it.
 """
@@ -162,6 +164,28 @@ def bandwidth(torch: Any, device: str, array_mib: int | None = None) -> dict[str
             "last_level_cache": cache}
 
 
+#: The buffer each direction of the host link is timed with.
+LINK_MIB = 256
+
+
+def host_link(torch: Any, device: str, mib: int = LINK_MIB) -> dict[str, float]:
+    """Copies between host and GPU, bytes/s: each direction (``htod``, ``dtoh``), from and to
+    pinned and pageable host memory, the fastest of a few copies of ``mib`` MiB. Empty on a
+    CPU."""
+    if device == "cpu":
+        return {}
+    size = mib * MIB
+    gpu = torch.empty(size, dtype=torch.uint8, device=device)
+    out = {}
+    for host, buffer in (("pinned", torch.empty(size, dtype=torch.uint8, pin_memory=True)),
+                         ("pageable", torch.empty(size, dtype=torch.uint8))):
+        out[f"htod_{host}"] = size / _timed(
+            torch, device, partial(gpu.copy_, buffer, non_blocking=True), CALLS)
+        out[f"dtoh_{host}"] = size / _timed(
+            torch, device, partial(buffer.copy_, gpu, non_blocking=True), CALLS)
+    return out
+
+
 def dispatch_floor(torch: Any, device: str) -> float:
     """The median time of one call of a tiny op, in seconds."""
     x = torch.ones(1, device=device)
@@ -206,6 +230,7 @@ def measure(threads: int | None, device: str = "cpu", sizes: tuple[int, ...] = S
         "torch": str(torch.__version__), "capability": _capability(torch),
         "peak_flops": peaks, "bandwidth": memory["best"], "copy_bandwidth": memory["copy"],
         "dispatch_s": dispatch_floor(torch, device),
+        "link": host_link(torch, device),
         "how": {"matmul": how, "memory": memory},
         "seconds": time.perf_counter() - started,
     }

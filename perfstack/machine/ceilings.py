@@ -117,13 +117,18 @@ def measure(threads: int | None, device: str = "cpu", python: str | None = None,
     how = dict(found.get("how") or {})
     props = found.get("device_properties")
     if isinstance(props, dict):  # a GPU: its datasheet beside what was measured
-        from perfstack.machine.datasheets import identify
+        from perfstack.machine.datasheets import identify, link_of
 
         how["device_properties"] = props
         sheet = identify(props)
         if sheet is not None:
             how["datasheet"] = {"model": sheet.model, "peak_flops": sheet.peak_flops,
                                 "bandwidth": sheet.bandwidth, "source": sheet.source}
+        link = found.get("link")
+        if isinstance(link, dict) and link:  # the host link, as the probe measured it
+            how["link"] = {**link, "source": "measured"}
+        elif sheet is not None and sheet.host_link:
+            how["link"] = link_of(sheet)
     how["measured"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     # What else ran meanwhile (a peak measured beside a busy program is low): kept with it.
     how["load"] = load.between(before, load.snapshot(), time.monotonic() - started)

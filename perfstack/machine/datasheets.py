@@ -25,38 +25,49 @@ class Datasheet:
     peak_flops: dict[str, float]
     bandwidth: float
     source: str
+    #: the host link, bytes/s in one direction (the datasheet's figure for both, halved),
+    #: and what it is
+    host_link: float | None = None
+    host_link_what: str | None = None
+
+
+#: The host links of the datasheets below, one direction.
+PCIE3 = (16e9, "PCIe Gen3 x16, one direction (the datasheet's 32 GB/s both ways, halved)")
+PCIE4 = (32e9, "PCIe Gen4 x16, one direction (the datasheet's 64 GB/s both ways, halved)")
+PCIE5 = (64e9, "PCIe Gen5 x16, one direction (the datasheet's 128 GB/s both ways, halved)")
 
 
 A100_SXM_40 = Datasheet("NVIDIA A100 SXM4 40GB", {
     "fp64": 9.7 * T, "fp32": 19.5 * T, "tf32": 156 * T, "fp16": 312 * T, "bf16": 312 * T,
-    "int8": 624 * T}, 1555e9, "NVIDIA A100 Tensor Core GPU datasheet (2021)")
+    "int8": 624 * T}, 1555e9, "NVIDIA A100 Tensor Core GPU datasheet (2021)", *PCIE4)
 A100_SXM_80 = Datasheet("NVIDIA A100 SXM4 80GB", A100_SXM_40.peak_flops, 2039e9,
-                        "NVIDIA A100 Tensor Core GPU datasheet (2021)")
+                        "NVIDIA A100 Tensor Core GPU datasheet (2021)", *PCIE4)
 A100_PCIE_80 = Datasheet("NVIDIA A100 PCIe 80GB", A100_SXM_40.peak_flops, 1935e9,
-                         "NVIDIA A100 Tensor Core GPU datasheet (2021)")
+                         "NVIDIA A100 Tensor Core GPU datasheet (2021)", *PCIE4)
 V100_SXM2 = Datasheet("NVIDIA V100 SXM2", {
     "fp64": 7.8 * T, "fp32": 15.7 * T, "fp16": 125 * T}, 900e9,
-    "NVIDIA Tesla V100 GPU datasheet (2020)")
+    "NVIDIA Tesla V100 GPU datasheet (2020)", *PCIE3)
 V100_PCIE = Datasheet("NVIDIA V100 PCIe", {
     "fp64": 7 * T, "fp32": 14 * T, "fp16": 112 * T}, 900e9,
-    "NVIDIA Tesla V100 GPU datasheet (2020)")
+    "NVIDIA Tesla V100 GPU datasheet (2020)", *PCIE3)
 H100_SXM = Datasheet("NVIDIA H100 SXM5", {
     "fp64": 34 * T, "fp32": 67 * T, "tf32": 494.7 * T, "fp16": 989.4 * T, "bf16": 989.4 * T,
-    "int8": 1978.9 * T}, 3.35e12, "NVIDIA H100 Tensor Core GPU datasheet (2023)")
+    "int8": 1978.9 * T}, 3.35e12, "NVIDIA H100 Tensor Core GPU datasheet (2023)", *PCIE5)
 H100_PCIE = Datasheet("NVIDIA H100 PCIe", {
     "fp64": 26 * T, "fp32": 51 * T, "tf32": 378 * T, "fp16": 756 * T, "bf16": 756 * T,
-    "int8": 1513 * T}, 2.0e12, "NVIDIA H100 Tensor Core GPU datasheet (2023)")
+    "int8": 1513 * T}, 2.0e12, "NVIDIA H100 Tensor Core GPU datasheet (2023)", *PCIE5)
 H200_SXM = Datasheet("NVIDIA H200 SXM", H100_SXM.peak_flops, 4.8e12,
-                     "NVIDIA H200 Tensor Core GPU datasheet (2024)")
+                     "NVIDIA H200 Tensor Core GPU datasheet (2024)", *PCIE5)
 #: one GCD of an MI250 (the card's 45.3 TF fp32 vector, 362.1 TF fp16/bf16 matrix, 3.2 TB/s
 #: HBM2e, halved)
 MI250_GCD = Datasheet("AMD Instinct MI250 (one GCD)", {
     "fp64": 45.3 / 2 * T, "fp32": 45.3 / 2 * T, "fp16": 362.1 / 2 * T,
     "bf16": 362.1 / 2 * T, "int8": 362.1 / 2 * T}, 3.2768e12 / 2,
-    "AMD Instinct MI250 accelerator datasheet (2021)")
+    "AMD Instinct MI250 accelerator datasheet (2021)", *PCIE4)
 MI250X_GCD = Datasheet("AMD Instinct MI250X (one GCD)", {
     "fp64": 47.9 / 2 * T, "fp32": 47.9 / 2 * T, "fp16": 383 / 2 * T, "bf16": 383 / 2 * T,
-    "int8": 383 / 2 * T}, 3.2768e12 / 2, "AMD Instinct MI250X accelerator datasheet (2021)")
+    "int8": 383 / 2 * T}, 3.2768e12 / 2, "AMD Instinct MI250X accelerator datasheet (2021)",
+    *PCIE4)
 
 GIB = 1 << 30
 
@@ -92,6 +103,14 @@ def ceilings_of(props: dict[str, Any]) -> Ceilings | None:
     sheet = identify(props)
     if sheet is None:
         return None
+    how: dict[str, Any] = {"source": sheet.source, "device_name": props.get("name")}
+    if sheet.host_link:
+        how["link"] = link_of(sheet)
     return Ceilings(device="gpu", source="datasheet", peak_flops=dict(sheet.peak_flops),
-                    bandwidth=sheet.bandwidth, name=sheet.model,
-                    how={"source": sheet.source, "device_name": props.get("name")})
+                    bandwidth=sheet.bandwidth, name=sheet.model, how=how)
+
+
+def link_of(sheet: Datasheet) -> dict[str, Any]:
+    """The host link as the ceilings' ``how.link`` holds a published one."""
+    return {"per_direction": sheet.host_link, "what": sheet.host_link_what,
+            "source": "datasheet"}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from perfstack.analysis.rules.children import children_compete, ranks_here
+from perfstack.analysis.rules.gpu import gpu_findings
 from perfstack.analysis.rules.time import share_of, time_rules
 from perfstack.analysis.stats import summarize
 from perfstack.hookmark import hookimpl
@@ -333,8 +334,8 @@ def _oversubscription(report: Report) -> list[Finding]:
 def perfstack_findings(report: Report) -> list[Finding]:
     """Return findings about crashes, hangs, a machine busy with other programs, baseline
     noise, backend overhead (never for a run other programs disturbed), the time budget
-    (Python-bound, dispatch-bound, waiting, idle device, start-up and imports),
+    (Python-bound, dispatch-bound, waiting, start-up and imports), what bounds a GPU's steps,
     oversubscribed threads, and torch's threads competing with the workload's children."""
     return [*_failures(report), *_busy(report), *_noise(report), *_overheads(report),
-            *time_rules(report), *_startup(report), *_oversubscription(report),
-            *children_compete(report)]
+            *gpu_findings(report), *time_rules(report), *_startup(report),
+            *_oversubscription(report), *children_compete(report)]

@@ -46,19 +46,11 @@ def findings(ops: list[Placement], ceilings: dict[str, Ceilings]) -> list[Findin
     total = sum(p.seconds for p in timed)
     if not total:
         return []
-    out = []
-    for p in sorted(timed, key=lambda p: -p.seconds):
-        # a cache-bound op's roof is its cache's, which is not measured: no verdict on it
-        if (p.bound not in ("compute", "memory") or p.seconds / total < HEAVY
-                or p.share is None or p.share >= FAR_BELOW):
-            continue
-        out.append(Finding(
-            "roofline.far-below-roof",
-            f"{_op_name(p.row)} ran at {percent(p.share)} of what this machine can reach "
-            f"for it ({p.bound}-bound)", Layer.FRAMEWORK.value, "info",
-            _evidence(p, total), _why(p), SOURCE))
-        if len(out) == 3:
-            break
+    # a cache-bound op's roof is its cache's, which is not measured: no verdict on it
+    far = [p for p in sorted(timed, key=lambda p: -p.seconds)
+           if p.bound in ("compute", "memory") and p.seconds / total >= HEAVY
+           and p.share is not None and p.share < FAR_BELOW][:5]
+    out = _far_below(far, total)
     groups = (
         ("roofline.latency-bound", [p for p in timed if p.bound == "latency"],
          "of the costed op time is in calls too small for this machine",
@@ -106,10 +98,10 @@ def _ceiling_low(timed: list[Placement], ceilings: dict[str, Ceilings]) -> list[
     top = above[0]
     return [Finding(
         "roofline.ceiling-low",
-        f"{len(above)} op{'' if len(above) == 1 else 's'} ran above the roof perfstack "
-        f"priced {'it' if len(above) == 1 else 'them'} at (up to {percent(top.share or 0.0)} "
-        f"of the {top.peak_name or 'compute'} peak): a figure of perfstack's is wrong, the "
-        "type it priced the op in or the ceiling, and every share of it with it",
+        f"{len(above)} op{'' if len(above) == 1 else 's'} above "
+        f"{'its' if len(above) == 1 else 'their'} roof (up to {percent(top.share or 0.0)} of "
+        f"the {top.peak_name or 'compute'} peak): "
+        "perfstack's type or ceiling is wrong, and the shares with it",
         Layer.HARDWARE.value, "warning",
         [_above_words(p) for p in above[:3]]
         + [f"the {kind} ceilings were {when}"],
@@ -123,9 +115,9 @@ def _above_words(p: Placement) -> str:
     """One op above its roof: which op, in which type the trace records it, which ceiling
     it was held to."""
     peak = f" ({fmt_si(p.peak, 'flop/s')})" if p.peak else ""
-    typed = f"inputs in {p.dtype}" if p.dtype else "no type recorded"
-    return (f"{p.row.name[:70]}: {percent(p.share or 0.0)} of the {p.peak_name or 'compute'} "
-            f"roof{peak}, {typed}")
+    typed = f"{p.dtype} inputs" if p.dtype else "no type recorded"
+    return (f"{_op_name(p.row)[:40]}: {percent(p.share or 0.0)} of the "
+            f"{p.peak_name or 'compute'} roof{peak}, {typed}")
 
 
 def _heaviest(ops: list[Placement], total: float) -> list[str]:
@@ -190,6 +182,31 @@ def _faster_type(timed: list[Placement], total: float,
 
 def _elementwise(row: Row) -> bool:
     return row.attrs.get("op_kind") == "elementwise"
+
+
+def _far_below(far: list[Placement], total: float) -> list[Finding]:
+    """Heavy ops far below their roof, as one finding: one op with its figures, several
+    (one op in many shapes, or many ops) under one title, the heaviest first."""
+    if not far:
+        return []
+    top = far[0]
+    if len(far) == 1:
+        return [Finding(
+            "roofline.far-below-roof",
+            f"{_op_name(top.row)} ran at {percent(top.share)} of what this machine can reach "
+            f"for it ({top.bound}-bound)", Layer.FRAMEWORK.value, "info",
+            _evidence(top, total), _why(top), SOURCE)]
+    names = {_op_name(p.row) for p in far}
+    what = (f"{_op_name(top.row)} in {len(far)} shapes" if len(names) == 1
+            else f"{len(far)} heavy ops")
+    return [Finding(
+        "roofline.far-below-roof",
+        f"{what} ran far below what this machine can reach (the heaviest at "
+        f"{percent(top.share)} of its roof, {top.bound}-bound)", Layer.FRAMEWORK.value,
+        "info",
+        [f"{p.row.name[:60]}: {percent(p.share)} of its {p.bound} roof, "
+         f"{fmt_seconds(p.seconds)} ({100 * p.seconds / total:.0f}% of the costed op time)"
+         for p in far], f"the heaviest: {_why(top)}", SOURCE)]
 
 
 def _evidence(p: Placement, total: float) -> list[str]:

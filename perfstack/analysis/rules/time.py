@@ -1,12 +1,12 @@
 """The finding rules of where the time went, read from the time budget's metric convention
 (``budget.*``, ``split.*``, ``gpu_*``; see perfstack.analysis.views.budget) and never from a
 particular backend: a run bound by the interpreter or by framework dispatch, a main thread
-that mostly waits, an idle device."""
+that mostly waits (a GPU's verdict is perfstack.analysis.rules.gpu's)."""
 
 from __future__ import annotations
 
 from perfstack.report import Finding, Layer, Report
-from perfstack.report.units import fmt_seconds, pct
+from perfstack.report.units import fmt_seconds
 
 #: Interpreter share of the wall time (%) from which a run is Python-bound.
 PYTHON_BOUND = 50.0
@@ -18,8 +18,6 @@ WAITING_LIMIT = 25.0
 #: CPU seconds of the workload's child processes from which its main thread's waiting may be
 #: for them (and loading data in workers is not the advice).
 CHILDREN_AT_WORK_S = 0.2
-#: Device busy share (%) below which the GPU is starved.
-DEVICE_BUSY_LIMIT = 50.0
 
 
 def share_of(report: Report, name: str) -> tuple[float, str] | None:
@@ -28,37 +26,6 @@ def share_of(report: Report, name: str) -> tuple[float, str] | None:
     if m is None or m.value is None:
         return None
     return float(m.value), m.source
-
-
-def _device_idle(report: Report) -> list[Finding]:
-    """The device busy (``gpu_busy``: the union of its kernels and copies) under half the
-    profiled steps, with what its idle time was."""
-    busy = share_of(report, "gpu_busy")
-    if busy is None or busy[0] >= DEVICE_BUSY_LIMIT:
-        return []
-    evidence = [f"kernels, memcpy and memset cover {busy[0]:.1f}% of the profiled steps' wall "
-                f"time on the device (gpu_busy, the union of their intervals, from {busy[1]})"]
-    parts = [(name, share_of(report, f"gpu_time.{name}"))
-             for name in ("compute", "communication", "memory", "idle")]
-    if all(share is not None for _, share in parts):
-        evidence.append("the steps' device time: " + ", ".join(
-            f"{name} {share[0]:.1f}%" for name, share in parts if share is not None))
-    wait = share_of(report, "gpu_idle.host_wait")
-    action = ("the host does not feed the device fast enough: look at the Python and "
-              "data-loading time between kernels, larger batches, CUDA graphs")
-    if wait is not None:
-        evidence.append(f"idle before the next launch call was even made: {wait[0]:.1f}% "
-                        "(gpu_idle.host_wait): the device waited for the host")
-        idle = share_of(report, "gpu_time.idle")
-        if idle is not None and idle[0] > 0 and wait[0] < idle[0] / 2:
-            action = ("the device is idle though the launches were made: look for "
-                      "synchronisations (.item(), .cpu(), cudaStreamSynchronize), waits on "
-                      "other ranks and dependencies between streams")
-    return [Finding(
-        rule="time.device-idle",
-        title=f"the GPU is busy only {pct(busy[0])} of the profiled steps",
-        layer="kernel", severity="warning", evidence=evidence, action=action,
-        source="perfstack")]
 
 
 #: Worker threads that ran this share of the wall time (%), mostly holding the GIL, while
@@ -114,7 +81,7 @@ def gil_contention(report: Report) -> Finding | None:
 
 def time_rules(report: Report) -> list[Finding]:
     """Where the time went, from the time budget's metrics: Python-bound, dispatch-bound, a
-    main thread that mostly waits, an idle device."""
+    main thread that mostly waits."""
     out = []
     interp, native = share_of(report, "budget.interpreter"), share_of(report, "budget.native")
     if interp is not None and interp[0] >= PYTHON_BOUND:
@@ -184,5 +151,4 @@ def time_rules(report: Report) -> list[Finding]:
             title=f"the main thread waits {idle[0]:.0f}% of the wall time",
             layer="run", severity="warning", evidence=evidence, action=action,
             source="perfstack"))
-    out += _device_idle(report)
     return out

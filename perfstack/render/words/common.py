@@ -195,6 +195,8 @@ def answer_lines(view: View) -> list[str]:
         out.append(device_answer(view.device))
     else:
         out.append("No time budget was measured" + by_whom(view.budget.measured_by) + ".")
+    if h.gpu is not None:  # a GPU's steps: what bounds them comes before the host's story
+        out.append(f"What bounds the GPU's steps: {h.gpu.title}.")
     if h.hottest is not None:
         node = h.hottest
         share = (f", {pct(node.share)} of its run's wall time" + (
@@ -210,7 +212,7 @@ def answer_lines(view: View) -> list[str]:
     elif view.tree:
         out.append("None of the sampled functions is in the workload's own files: see the "
                    "drill-down for the library code it spends its time in.")
-    if h.finding is not None and h.finding.rule != BUSY_RULE:
+    if h.finding is not None and h.finding.rule != BUSY_RULE and h.finding is not h.gpu:
         out.append(f"Top finding [{h.finding.severity}]: {h.finding.title}.")
     return out
 
