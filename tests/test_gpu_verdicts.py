@@ -190,3 +190,18 @@ def test_a_recorded_gpus_host_link_is_its_datasheets_one_direction() -> None:
     measured = {"htod_pinned": 53e9, "htod_pageable": 5.4e9, "source": "measured"}
     assert _link_rate(measured, "HtoD", "pageable")[0] == 5.4e9
     assert _link_rate(measured, "HtoD", None)[0] == 53e9
+
+
+def test_the_budget_says_the_hosts_device_sync_from_the_trace() -> None:
+    """A sampler sees a host blocked in cudaStreamSynchronize as native code running (the
+    sync loop read "Native-bound: 60%", "device sync 0.0%"): the budget says the host's time
+    blocked in synchronisations beside, from the trace's runtime calls."""
+    from perfstack.analysis.views.budget import time_budget
+
+    report = _plain({"gpu_busy": 12.0, "gpu_time.idle": 88.0, "gpu_idle.host_wait": 70.0},
+                    per_step={"gpu_sync_time": [0.002] * 5})
+    report.metrics += [Metric("budget.native", 60.0, "%", "framework", "pyspy", Better.NEITHER),
+                       Metric("budget.idle", 10.0, "%", "run", "pyspy", Better.NEITHER)]
+    line = next(ln for ln in time_budget(report).lines if ln.part == "device_sync")
+    assert line.share == 50.0 and line.source == "torch"
+    assert line.title.endswith("2 ms a step")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from perfstack.records import datarecord, field
 from perfstack.report import Better, Layer, Metric, Report
+from perfstack.report.units import fmt_seconds
 
 #: part -> (title, layer), in the order the budget lists them.
 PARTS: dict[str, tuple[str, str]] = {
@@ -39,6 +40,8 @@ PARTS: dict[str, tuple[str, str]] = {
     "other": ("other native code", "kernel"),
     "idle": ("waiting: sleep, I/O, locks, device sync", "run"),
     "gil_wait": ("beside: a thread that wants the GIL waits", "python"),
+    "device_sync": ("beside: the host blocked in device synchronisations (share of the "
+                    "profiled steps, from the trace's runtime calls)", "run"),
     # reports of perfstack 0.1 before issue 16: kernel time summed (overlaps count twice)
     "gpu_kernels": ("beside: GPU kernel time summed over the steps (older report)", "kernel"),
 }
@@ -146,7 +149,27 @@ def time_budget(report: Report, providers: dict[str, list[str]] | None = None) -
                             + _who(providers, "split."))
     if budget.lines and wall is None:
         budget.notes.append("no baseline wall time: shares only")
+    synced = _device_sync(report)
+    if budget.lines and synced is not None:  # what a sampler sees as native code running
+        title, layer = PARTS["device_sync"]
+        budget.lines.append(BudgetLine(
+            "device_sync", f"{title}: {fmt_seconds(synced[1])} a step", layer, synced[0],
+            None, synced[2]))
     return budget
+
+
+def _device_sync(report: Report) -> tuple[float, float, str] | None:
+    """The host's time blocked in device synchronisations a profiled step (``gpu_sync_time``),
+    as a share of the step and in seconds a step, with its source; None where not measured."""
+    from perfstack.analysis.stats import median
+    from perfstack.analysis.views.steps import step_view
+
+    m = report.metric("gpu_sync_time")
+    steps = step_view(report)
+    if m is None or not m.samples or steps is None or steps.median <= 0:
+        return None
+    blocked = median([float(v) for v in m.samples])
+    return 100 * blocked / steps.median, blocked, m.source
 
 
 def hardware_beside(report: Report) -> list[Metric]:
