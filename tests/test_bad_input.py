@@ -235,6 +235,23 @@ def test_names_that_are_not_utf8_are_written_escaped(tmp_path):
     assert len(json.loads(found.stdout)) == 1
 
 
+def test_a_trace_whose_name_is_not_utf8_analyzes_to_html(perfstack, tmp_path):
+    """Issue 70: `perfstack analyze TRACE --html` of a trace named with a byte that is not
+    UTF-8 was an internal error (70, UnicodeEncodeError) where the text path worked: the
+    page shows the byte as \xe9 and links the file by its own bytes (%E9)."""
+    import shutil
+
+    from tests.conftest import ROOT
+
+    name = os.fsdecode(b"tr\xe9ce.json.gz")
+    shutil.copy(ROOT / "tests/fixtures/gpu-traces/mi250_rocm/rank-0.json.gz", tmp_path / name)
+    result = perfstack("analyze", name, "-q", "-o", "r.json", "--html", "page.html")
+    assert result.code == 0, result.stderr
+    page = (tmp_path / "page.html").read_bytes()
+    page.decode("utf-8")  # valid UTF-8 throughout
+    assert b"tr\\xe9ce.json.gz" in page and b'href="./tr%E9ce.json.gz"' in page
+
+
 def test_merge_refuses_a_report_twice_and_other_workloads_unless_forced(perfstack, tmp_path):
     """A node report given twice (by one path or a copy) would count its ranks twice; reports
     of different workloads are not one job unless --force says so."""

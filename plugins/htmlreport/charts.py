@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from perfstack.analysis.views.budget import Budget
 from perfstack.report import Report
+from perfstack.report.encode import utf8_safe
 
 from ..artifacts import TIMELINE, locate, read_nvml
 
@@ -25,8 +26,9 @@ PART_COLOURS = {"startup": "#9c755f", "interpreter": "#4e79a7", "native": "#f28e
 
 
 def esc(text: object) -> str:
-    """Escape a workload-derived string for HTML text and attribute values."""
-    return html.escape(str(text), quote=True)
+    """Escape a workload-derived string for HTML text and attribute values; the undecodable
+    bytes of a file name (``\udce9``) are shown as ``\xe9``, never an encoding error."""
+    return html.escape(utf8_safe(str(text)), quote=True)
 
 
 #: A URL scheme (``javascript:``, ``data:``, ``file:``...) at the start of a link.
@@ -42,7 +44,8 @@ def file_href(path: str) -> str | None:
         return None
     if os.path.isabs(path):
         return None
-    quoted = quote(path.replace(os.sep, "/"), safe="/")  # ':' '?' '#' '%' become %-escapes
+    # ':' '?' '#' '%' become %-escapes; a file name's undecodable bytes, their own
+    quoted = quote(os.fsencode(path.replace(os.sep, "/")), safe="/")
     return quoted if quoted.startswith(("./", "../")) else "./" + quoted
 
 
