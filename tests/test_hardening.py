@@ -119,6 +119,50 @@ def test_nan_and_infinity_are_not_json(perfstack: Callable[..., Result],
     json.loads(out.stdout, parse_constant=lambda c: pytest.fail(f"bare {c} in the output"))
 
 
+def _huge(data: object, value: float) -> None:
+    """Every measured number of a report's metrics or layers made ``value``."""
+    if isinstance(data, dict):
+        for key, item in data.items():
+            if isinstance(item, float) or (isinstance(item, int) and not isinstance(item, bool)
+                                           and key == "value"):
+                data[key] = value
+            elif key == "samples" and isinstance(item, list):
+                data[key] = [value] * len(item)
+            else:
+                _huge(item, value)
+    elif isinstance(data, list):
+        for item in data:
+            _huge(item, value)
+
+
+@pytest.mark.parametrize("fixture", ["reports/resnet50.json.gz",
+                                     "gpu-runs/recheck/resnet/report.json.gz",
+                                     "reports/frameworks/gpt2_steps.json.gz"])
+def test_huge_values_are_shown_and_compared_without_overflow(tmp_path: Path,
+                                                             fixture: str) -> None:
+    """Issue 70: a report holding huge (finite) values made `diff --format json` an internal
+    error (70, "intermediate overflow in fsum"), and the HTML's roofline chart another. Sums,
+    squares and margins over report values are taken where they cannot overflow: every
+    format of show and of diff gives an answer."""
+    import gzip
+
+    from tests.conftest import ROOT
+
+    with gzip.open(ROOT / "tests" / "fixtures" / fixture, "rt", encoding="utf-8") as fh:
+        data = json.load(fh)
+    _huge(data["metrics"], 1.7e308)
+    _huge(data["layers"], 1.7e308)
+    (tmp_path / "huge.json").write_text(json.dumps(data))
+    for fmt in ("text", "markdown", "json", "html"):
+        result = perfstack_in(tmp_path, "show", "huge.json", "--format", fmt, "-o", f"s.{fmt}")
+        assert result.code == 0, (fmt, result.stderr)
+        result = perfstack_in(tmp_path, "diff", "huge.json", "huge.json", "--format", fmt,
+                              "-o", f"d.{fmt}")
+        assert result.code == 0, (fmt, result.stderr)
+    json.loads((tmp_path / "d.json").read_text(),
+               parse_constant=lambda c: pytest.fail(f"bare {c} in the output"))
+
+
 def test_a_plugin_module_that_does_not_exist_is_one_line(
         perfstack: Callable[..., Result]) -> None:
     result = perfstack("-p", "no_such_plugin_module", "run", "--plugins", "resources",

@@ -41,6 +41,26 @@ def median(values: Sequence[float]) -> float:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
+#: Values this large in magnitude are scaled down before they are summed or squared: a sum
+#: of a few of them, or a square of one, would overflow (a report may hold any finite value).
+_HUGE = 2.0 ** 480
+
+
+def scale_of(*samples: Sequence[float]) -> float:
+    """A power of two that brings every value of ``samples`` under ``_HUGE`` when divided by
+    it (exactly: only the exponent changes), 1.0 when they are all under it already.
+    Everything computed here is a ratio, a test statistic or a location and spread that
+    scale with the values, so dividing first and multiplying back never overflows."""
+    import math
+
+    top = max((abs(v) for values in samples for v in values), default=0.0)
+    if not top < _HUGE or not math.isfinite(top):
+        if not math.isfinite(top):
+            raise ValueError("an infinite or NaN value is unknown, not a number")
+        return 2.0 ** (math.frexp(top)[1] - 1 - 480)
+    return 1.0
+
+
 def summarize(values: Sequence[float], name: str = "values") -> Summary:
     """Return the summary of ``values`` (at least one, all positive), as pyperf's
     ``Benchmark`` computes it (``statistics.median``, ``mean`` and ``stdev``), without
@@ -55,12 +75,14 @@ def summarize(values: Sequence[float], name: str = "values") -> Summary:
     if any(not v > 0 for v in values):
         raise ValueError(f"{name}: every value must be positive")
     n = len(values)
-    mean = math.fsum(values) / n
+    k = scale_of(values)
+    scaled = [v / k for v in values] if k != 1.0 else values
+    mean = math.fsum(scaled) / n
     return Summary(
         n=n,
         median=median(values),
-        mean=mean,
-        stdev=math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1
+        mean=mean * k,
+        stdev=k * math.sqrt(math.fsum((v - mean) ** 2 for v in scaled) / (n - 1)) if n > 1
         else None,
         minimum=min(values),
         maximum=max(values),
@@ -233,6 +255,9 @@ def compare(base: Sequence[float], new: Sequence[float],
 
     if not base or not new:
         raise ValueError("compare() needs samples on both sides")
+    k = scale_of(base, new)  # the change and the tests are the same on scaled values
+    if k != 1.0:
+        base, new = [v / k for v in base], [v / k for v in new]
     mb, mn = statistics.median(base), statistics.median(new)
     change = (mn / mb - 1) if mb else (0.0 if mn == mb else float("inf"))
     if len(base) < 2 or len(new) < 2:
@@ -321,6 +346,9 @@ def compare_paired(base: Sequence[float], new: Sequence[float],
 
     if len(base) != len(new):
         raise ValueError("compare_paired() needs as many samples on both sides")
+    k = scale_of(base, new)  # the change and the test are the same on scaled values
+    if k != 1.0:
+        base, new = [v / k for v in base], [v / k for v in new]
     n = len(base)
     if n < 2:
         return Comparison(0.0 if n == 0 else (new[0] / base[0] - 1 if base[0] else 0.0), None,

@@ -10,6 +10,7 @@ one side the same (two lambdas of one file), those rows keep their full key.
 from __future__ import annotations
 
 import functools
+import math
 import os
 from collections import Counter
 
@@ -146,7 +147,8 @@ def _sampled_totals(rows: list[Row]) -> dict[str, float]:
         if (q is not None and q.unit == "count" and isinstance(q.value, (int, float))
                 and row.attrs.get("kind") not in AGGREGATE_KINDS):
             out[row.source] = out.get(row.source, 0.0) + float(q.value)
-    return out
+    # counts so large their sum overflows say nothing of shares: unknown, not infinite
+    return {source: total for source, total in out.items() if math.isfinite(total)}
 
 
 def _share_change(a: Row, b: Row, totals_a: dict[str, float],
@@ -159,7 +161,10 @@ def _share_change(a: Row, b: Row, totals_a: dict[str, float],
     if not ta or not tb or qa is None or qb is None or not isinstance(qa.value, (int, float)) \
             or not isinstance(qb.value, (int, float)) or qa.value <= 0:
         return None
-    return float((qb.value / tb) / (qa.value / ta) - 1)
+    before, after = qa.value / ta, qb.value / tb
+    if not before > 0 or not math.isfinite(after):  # a share too small to tell
+        return None
+    return float(after / before - 1)
 
 
 def _appeared_beyond_noise(row: Row) -> bool:

@@ -32,9 +32,13 @@ def _log(value: float) -> float:
     return math.log10(value)
 
 
+LOG2 = math.log10(2)
+
+
 def _chart(v: RoofView) -> str:
     """The log-log chart, or a line saying why there is none."""
-    points = [o for o in v.points if o.flop_s and o.intensity]
+    points = [o for o in v.points if o.flop_s and o.intensity
+              and math.isfinite(o.flop_s) and math.isfinite(o.intensity)]
     memory_only = len([o for o in v.points if not o.flop_s])
     note = (f'<p class="muted">{memory_only} op shapes that only move memory (no FLOPs) are '
             "not on the chart: the table gives their share of the bandwidth.</p>"
@@ -51,10 +55,15 @@ def _chart(v: RoofView) -> str:
     if not points or not peaks or not c.bandwidth:
         return '<p class="muted" id="roofline-empty">no op with FLOPs to draw</p>' + note
     bandwidth = c.bandwidth
-    xs = [o.intensity for o in points if o.intensity] + [max(peaks.values()) / bandwidth]
-    ys = [o.flop_s for o in points if o.flop_s] + list(peaks.values())
-    x0, x1 = math.floor(_log(min(xs) / 2)), math.ceil(_log(max(xs) * 2))
-    y0, y1 = math.floor(_log(min(ys) / 2)), math.ceil(_log(max(ys) * 2))
+    xs = [v for v in [*(o.intensity for o in points), max(peaks.values()) / bandwidth]
+          if v and math.isfinite(v)]
+    ys = [v for v in [*(o.flop_s for o in points), *peaks.values()] if v and math.isfinite(v)]
+    if not xs or not ys:
+        return '<p class="muted" id="roofline-empty">no op with FLOPs to draw</p>' + note
+    # a margin of a factor of two each way, added in logs (x * 2 overflows near the top)
+    # (10 ** 308 is the largest decade a float holds)
+    x0, x1 = math.floor(_log(min(xs)) - LOG2), min(math.ceil(_log(max(xs)) + LOG2), 300)
+    y0, y1 = math.floor(_log(min(ys)) - LOG2), min(math.ceil(_log(max(ys)) + LOG2), 300)
 
     def px(x: float) -> float:
         return LEFT + (W - LEFT - RIGHT) * (_log(x) - x0) / max(x1 - x0, 1)
