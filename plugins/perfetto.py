@@ -21,7 +21,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from perfstack import hookimpl
+from perfstack import errors, hookimpl
 from perfstack.render.base import Renderer, RenderOptions
 from perfstack.report import Layer, Report
 from perfstack.run.rundir import RunFolder
@@ -229,17 +229,21 @@ class PerfettoRenderer(Renderer):
     output_file_extension = ".json"
 
     def render(self, report: Report, options: RenderOptions) -> str:
-        """Return the merged trace as JSON text; what it left out, and an empty trace, are
-        said in ``options.notices``."""
+        """Return the merged trace as JSON text; what it left out is said in
+        ``options.notices``. A trace that would hold no event is no answer: raise
+        ``InputNotFound`` (its artifacts cannot be read) or ``UsageError`` (the report names
+        none), and nothing is written."""
         trace = merged_trace(report, options.report_dir)
         left_out = trace["metadata"]["left_out"]
         options.notices.extend(f"left out of the trace: {why}" for why in left_out)
         if not trace["traceEvents"]:
-            options.notices.append(
-                "the trace holds no events: " + ("none of its artifacts could be read"
-                                                 if left_out else
-                                                 "the report names no torch, py-spy or NVML "
-                                                 "artifact (run with --plugins torch or pyspy)"))
+            if left_out:
+                raise errors.InputNotFound(
+                    f"the trace would hold no events: none of the report's {len(left_out)} "
+                    "artifact(s) could be read (each is said above)")
+            raise errors.UsageError("the trace would hold no events: the report names no "
+                                    "torch, py-spy or NVML artifact (run with --plugins torch "
+                                    "or pyspy)")
         return json.dumps(trace, separators=(",", ":")) + "\n"
 
 

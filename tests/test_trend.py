@@ -216,6 +216,12 @@ def test_the_gate_fails_on_a_regression_beyond_noise_and_threshold(
     refused = perfstack("gate", "--db", str(db), "--threshold", "0.5")
     assert_one_line_error(refused, 2)
     assert "0.5% or 50%" in refused.stderr
+    # issue 70: one '%' at most, the same rule for every PCT option; --rows 1 or more
+    for args in (("gate", "--threshold", "5%%"), ("trend", "--min-change", "5%%"),
+                 ("trend", "--rows", "0"), ("diff", "a.json", "b.json",
+                                            "--fail-on-regression", "5%%")):
+        assert_one_line_error(perfstack(*args, "--db", str(db)) if args[0] != "diff"
+                              else perfstack(*args), 2)
     # A 3% slower run: beyond nothing.
     db2 = tmp_path / "h2.sqlite"
     folder = tmp_path / "small"

@@ -96,7 +96,8 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
 def _parser(plugins: Plugins) -> Parser:
     """The parser of ``perfstack ab``: its scripts or revisions, the diff's options and a
     session's."""
-    from perfstack.cli.diff import diff_formats, percent
+    from perfstack.cli.common import percentage
+    from perfstack.cli.diff import diff_formats
     from perfstack.cli.runargs import add_session_options
 
     parser = Parser(
@@ -112,7 +113,7 @@ def _parser(plugins: Plugins) -> Parser:
                         help="a git revision (twice: BASE then NEW) to check the script's "
                         "repository out at, in temporary worktrees")
     parser.add_argument("--format", choices=diff_formats(plugins), default="text")
-    parser.add_argument("--fail-on-regression", type=percent, metavar="PCT",
+    parser.add_argument("--fail-on-regression", type=percentage, metavar="PCT",
                         help="exit 1 when a metric regressed significantly by more than PCT")
     parser.add_argument("--top", type=int, default=10, metavar="N",
                         help="rows per layer in the diff (default: 10)")

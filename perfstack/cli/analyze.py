@@ -50,9 +50,11 @@ def _output(plugins: Plugins, report: Report, ns: argparse.Namespace, what: str)
         options = plugins.render_options(
             top=ns.top, depth=ns.depth, width=output_width(), full=ns.full,
             all_frames=ns.all_frames, report_dir=output.parent.resolve())
-        text = plugins.renderers()[ns.format].render(report, options)
-        for notice in options.notices:
-            print(f"perfstack: {terminal_safe(notice)}", file=sys.stderr)
+        try:
+            text = plugins.renderers()[ns.format].render(report, options)
+        finally:  # what a renderer left out is said, whether it drew or refused
+            for notice in options.notices:
+                print(f"perfstack: {terminal_safe(notice)}", file=sys.stderr)
         sys.stdout.write(terminal_safe(text) if ns.format == "markdown" else text)
     print(f"report: {output}  ({what})", file=sys.stderr)
     html = ns.html

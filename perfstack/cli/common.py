@@ -97,6 +97,25 @@ def terminal_columns(default: int) -> int:
         return default
 
 
+def percentage(text: str) -> float:
+    """'5%' or '5' -> 0.05: a percentage, always, for every PCT option (argparse's ``type``).
+    One '%' at most ('5%%' is refused, not read as 5%); a bare number under 1 ('0.5') is
+    refused too: half a percent or a fraction meaning 50%, it cannot be told, and reading it
+    either way made a threshold jump (1 was 1%, 0.99 was 99%)."""
+    bare = text.strip()
+    number = bare[:-1] if bare.endswith("%") else bare
+    try:
+        value = float(number)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a percentage: {text!r} (give e.g. 5%)") from None
+    if not bare.endswith("%") and 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a percentage is meant; write {value:g}% "
+                                         f"or {value * 100:g}%")
+    if not 0 <= value < 1000:
+        raise argparse.ArgumentTypeError(f"percentage out of range: {text!r} (0% to 1000%)")
+    return value / 100
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line and exit code 2, not a usage dump."""
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -11,22 +10,18 @@ from typing import TYPE_CHECKING
 from perfstack import errors
 from perfstack.analysis.diff.drift import SESSION_NOISE
 from perfstack.cli import outputs
-from perfstack.cli.common import DEFAULT_RUNS_DIR, EXIT_OK, EXIT_REGRESSION, Parser
+from perfstack.cli.common import (
+    DEFAULT_RUNS_DIR,
+    EXIT_OK,
+    EXIT_REGRESSION,
+    Parser,
+    percentage,
+)
 
 if TYPE_CHECKING:
     from perfstack.analysis.diff import Diff
 from perfstack.pluginmanager import Plugins
 from perfstack.run.filenames import REPORT_FILE
-
-
-def percent(text: str) -> float:
-    try:
-        value = float(text.strip().rstrip("%"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage like 5%") from None
-    if not 0 <= value < 1000:
-        raise argparse.ArgumentTypeError(f"must be between 0% and 1000%, got {text}")
-    return value / 100
 
 
 def latest_two(base: Path = DEFAULT_RUNS_DIR) -> tuple[Path, Path]:
@@ -55,10 +50,10 @@ def cmd_diff(plugins: Plugins, argv: list[str]) -> int:
     parser.add_argument("--format", choices=formats, default="text",
                         help=", ".join(formats) + " (pages from installed output formats "
                         "need -o)" if len(formats) > 3 else "text, markdown or json")
-    parser.add_argument("--fail-on-regression", type=percent, metavar="PCT",
+    parser.add_argument("--fail-on-regression", type=percentage, metavar="PCT",
                         help="exit 1 when a metric that must not get worse regressed "
                         "significantly by more than PCT (e.g. 5%%)")
-    parser.add_argument("--session-noise", type=percent, default=SESSION_NOISE, metavar="PCT",
+    parser.add_argument("--session-noise", type=percentage, default=SESSION_NOISE, metavar="PCT",
                         help="between-session noise of this machine: changes within it are not "
                         "called changes when the reports come from separate sessions "
                         f"(default: {100 * SESSION_NOISE:g}%%; measure yours with an A/A pair)")

@@ -96,9 +96,11 @@ def cmd_show(plugins: Plugins, argv: list[str]) -> int:
         top=ns.top, depth=ns.depth, width=output_width(), color=to_terminal,
         report_dir=path.parent.resolve(), full=ns.full, all_frames=ns.all_frames,
         output_dir=ns.output.parent.resolve() if ns.output is not None else None)
-    text = renderer.render(report, options)
-    for notice in options.notices:
-        print(f"perfstack: {terminal_safe(notice)}", file=sys.stderr)
+    try:
+        text = renderer.render(report, options)
+    finally:  # what a renderer left out is said, whether it drew or refused
+        for notice in options.notices:
+            print(f"perfstack: {terminal_safe(notice)}", file=sys.stderr)
     if ns.output is None or ns.format in ("text", "markdown"):
         text = terminal_safe(text)  # a workload's escape sequences cannot drive a terminal
     if ns.output is not None:

@@ -9,25 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from perfstack import errors
-from perfstack.cli.common import EXIT_DISTURBED, EXIT_OK, EXIT_REGRESSION, Parser
+from perfstack.cli.common import (
+    EXIT_DISTURBED,
+    EXIT_OK,
+    EXIT_REGRESSION,
+    Parser,
+    percentage,
+)
 from perfstack.cli.history import DB_HELP, database
 from perfstack.render.base import terminal_safe
-
-
-def _percent(text: str) -> float:
-    """'5%' or '5' -> 0.05: a percentage, always. A bare number under 1 ('0.5') is refused:
-    half a percent or a fraction meaning 50%, it cannot be told, and reading it either way
-    made the threshold jump (1 was 1%, 0.99 was 99%)."""
-    try:
-        value = float(text.strip().rstrip("%"))
-    except ValueError:
-        raise errors.UsageError(f"not a percentage: {text!r} (give e.g. 5%)") from None
-    if not text.strip().endswith("%") and 0 < value < 1:
-        raise errors.UsageError(f"--threshold {text}: a percentage is meant; write "
-                                f"{value:g}% or {value * 100:g}%")
-    if not 0 <= value < 1000:
-        raise errors.UsageError(f"percentage out of range: {text!r} (0% to 1000%)")
-    return value / 100
 
 
 def _filters(parser: Parser) -> None:
@@ -85,7 +75,7 @@ def cmd_trend(argv: list[str]) -> int:
                     "--min-change to show. examples: perfstack trend | perfstack trend "
                     "--workload train.py --html trend.html | perfstack trend --format json")
     _filters(parser)
-    parser.add_argument("--min-change", default="5%", metavar="PCT",
+    parser.add_argument("--min-change", type=percentage, default="5%", metavar="PCT",
                         help="the smallest step that counts (default: 5%%)")
     parser.add_argument("--rows", type=int, default=5, metavar="N",
                         help="rows of each layer followed (the newest run's largest; "
@@ -96,9 +86,10 @@ def cmd_trend(argv: list[str]) -> int:
     parser.add_argument("--html", type=Path, metavar="FILE",
                         help="also write an offline HTML page with a chart per series")
     ns = parser.parse_args(argv)
-    if ns.rows < 0:
-        raise errors.UsageError("--rows must be 0 or more")
-    min_change = _percent(ns.min_change)
+    if ns.rows < 1:
+        raise errors.UsageError(f"--rows {ns.rows}: give 1 or more (the metrics are followed "
+                                "whatever --rows says)")
+    min_change = ns.min_change
     trends = [trend.analyse(g, min_change) for g in _groups(ns, ns.rows)]
     if ns.html is not None:
         from perfstack.report.files import write_text_atomic
@@ -128,11 +119,11 @@ def cmd_gate(argv: list[str]) -> int:
                     f"doing; exit {EXIT_DISTURBED} when the newest run was disturbed by "
                     "other programs (run it again).",
                     epilog="example, in CI after 'perfstack run ... ': perfstack gate "
-                    "--workload train.py --branch main --threshold 5%%. A regression keeps "
+                    "--workload train.py --branch main --threshold 5%. A regression keeps "
                     f"failing for {gate.RECENT} runs unless fixed; --since DATE (after it) "
                     "accepts the new level sooner.")
     _filters(parser)
-    parser.add_argument("--threshold", default="5%", metavar="PCT",
+    parser.add_argument("--threshold", type=percentage, default="5%", metavar="PCT",
                         help="a change smaller than this never fails, in percent: 5%% or 5 (a "
                         "bare number under 1 is refused as ambiguous; default: 5%%)")
     parser.add_argument("--alpha", type=float, default=gate.GATE_ALPHA, metavar="P",
@@ -145,7 +136,7 @@ def cmd_gate(argv: list[str]) -> int:
     ns = parser.parse_args(argv)
     if not 0 < ns.alpha < 1:
         raise errors.UsageError("--alpha must be between 0 and 1")
-    threshold = _percent(ns.threshold)
+    threshold = ns.threshold
     groups = _groups(ns, top_rows=0, row_keys=ns.metric)
     if len(groups) > 1:
         names = "; ".join(f"{' '.join(g.workload)[:40]} on {g.machine[:8]}" for g in groups)
