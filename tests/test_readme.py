@@ -67,7 +67,9 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
                               timeout=300)
         assert proc.returncode == 0, proc.stderr[-2000:]
         shutil.copy(here / ".perfstack/runs/latest/report.json", here / name)
-    shutil.copy(here / "new.json", here / "report.json")
+    # report.json with its run folder's artifacts beside it, as a run writes them (the
+    # Perfetto example reads them: a copy of the report alone exports no event)
+    shutil.copytree(here / ".perfstack/runs/latest", here, dirs_exist_ok=True)
     return here
 
 
