@@ -38,11 +38,29 @@ def _raise(signum: int, frame: FrameType | None) -> None:
 
 
 def install() -> None:
-    """Make SIGTERM and SIGHUP interrupt perfstack as Ctrl-C does (main thread only)."""
+    """Make SIGTERM and SIGHUP interrupt perfstack as Ctrl-C does (main thread only); a
+    Ctrl-C that ``defer_early`` recorded is raised as Python raises Ctrl-C again."""
     if threading.current_thread() is not threading.main_thread():
         return
     for sig in STOPPING:
         signal.signal(sig, _raise)
+    if signal.getsignal(signal.SIGINT) is _postpone:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def defer_early(program: str) -> None:
+    """From the command line's first import until ``main`` installs its handlers, record a
+    Ctrl-C, TERM or HUP instead of acting on it: the interpreter's own action killed the
+    process by the signal (exit -15) before anything could be said; ``main`` then ends at
+    once with the signal's code (``pending``). Only where perfstack is the program
+    (``program``: ``sys.argv[0]``), never in a process that imports it as a library."""
+    name = program.replace("\\", "/").rstrip("/")
+    if not (name.endswith("/perfstack") or name == "perfstack"
+            or name.endswith("/perfstack/__main__.py")):
+        return
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, *STOPPING):
+            signal.signal(sig, _postpone)
 
 
 def note_interrupt() -> None:

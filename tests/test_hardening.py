@@ -70,6 +70,32 @@ def test_a_termination_signal_writes_the_partial_report_and_stops_everything(
     assert not _alive(workload) and not _alive(child), "the workload was left running"
 
 
+_EARLY = """
+import os, signal, sys
+sys.argv[0] = os.path.join(os.path.dirname(sys.executable), "perfstack")
+import perfstack.cli  # the command's first import: from here a signal is recorded
+os.kill(os.getpid(), signal.{sig})  # while the rest is still being imported
+from perfstack.cli.main import console
+sys.argv[1:] = ["run", "--plugins", "resources", "--repeat", "1", "--warmup", "0",
+                {workload!r}]
+console()
+"""
+
+
+@pytest.mark.parametrize(("sig", "code"), [("SIGTERM", 143), ("SIGHUP", 129), ("SIGINT", 130)])
+def test_a_signal_while_the_command_is_imported_ends_it_cleanly(tmp_path: Path, sig: str,
+                                                                code: int) -> None:
+    """Issue 70: a SIGTERM 0.15 s after `perfstack run` started killed it by the signal
+    (-15), before its handler was in place. From the command's first import a signal is
+    recorded; main() then ends at once with its code, having run and written nothing."""
+    proc = subprocess.run([sys.executable, "-c", _EARLY.format(
+        sig=sig, workload=str(WORKLOADS / "busy.py"))], cwd=tmp_path, env=perfstack_env(),
+        capture_output=True, text=True, timeout=60)
+    assert proc.returncode == code, proc.stderr
+    assert proc.stderr.strip() == "perfstack: interrupted before it began: nothing was run"
+    assert not (tmp_path / ".perfstack").exists()
+
+
 def test_output_onto_a_device_writes_through_it(perfstack: Callable[..., Result],
                                                 tmp_path: Path) -> None:
     report = tmp_path / "r.json"

@@ -79,6 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the perfstack command line; return its exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     signals.install()  # SIGTERM and SIGHUP stop a session as Ctrl-C does
+    if signals.pending() is not None:  # came while the command was still being imported
+        print("perfstack: interrupted before it began: nothing was run", file=sys.stderr)
+        return signals.exit_code()
     reportfile.stop_waiting = lambda: signals.pending() is not None
     try:
         code = _dispatch(args)
