@@ -96,6 +96,37 @@ def test_a_signal_while_the_command_is_imported_ends_it_cleanly(tmp_path: Path, 
     assert not (tmp_path / ".perfstack").exists()
 
 
+def test_a_signal_as_a_run_starts_stops_its_workload(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 70: a SIGHUP 5.5 s into `perfstack run --plugins resources,pyspy --repeat 2`
+    left the workload's process running: a signal between a child's start and its watch
+    unwound past the code that stops it (the child runs in a session of its own). Here a
+    real SIGHUP arrives in that window: the run ends interrupted and its workload is gone."""
+    from perfstack import signals
+    from perfstack.run import process
+
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    signals.install()
+    start = process._Waiter.start
+
+    def start_then_hangup(self: process._Waiter) -> None:
+        os.kill(os.getpid(), signal.SIGHUP)  # in the window: the child started, not watched
+        start(self)
+
+    monkeypatch.setattr(process._Waiter, "start", start_then_hangup)
+    spec = process.ChildSpec([sys.executable, "-c", "import time; time.sleep(60)"],
+                             dict(os.environ), str(tmp_path), tmp_path / "run",
+                             kill_grace_s=2.0)
+    try:
+        result = process.run_child(spec)
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+        signals._received = None
+    assert result.exit.status == "interrupted", result.exit
+    assert result.wall_s is not None and result.wall_s < 10
+
+
 def test_output_onto_a_device_writes_through_it(perfstack: Callable[..., Result],
                                                 tmp_path: Path) -> None:
     report = tmp_path / "r.json"

@@ -138,7 +138,9 @@ def run_child(
     stdout_path = spec.artifact_dir / STDOUT_FILE
     stderr_path = spec.artifact_dir / STDERR_FILE
     started = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+    # From the child's start until it is watched, a stopping signal waits: acted on there, it
+    # left a child of its own session running (a SIGHUP between the start and the watch).
+    with signals.deferred(), open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         load_start = machineload.snapshot()
         begin = time.perf_counter()
         try:
@@ -157,13 +159,14 @@ def run_child(
             err.write(f"perfstack: cannot start {spec.argv[0]}: {exc}\n".encode())
             return ChildResult(started, None, ExitInfo("not_started"), stdout=stdout_path,
                                stderr=stderr_path)
-    counter, counter_reason = _instruction_counter(proc.pid) if spec.count_instructions else (
-        None, None)
-    waiter = _Waiter(proc.pid)
-    waiter.start()
-    state = _Supervision(spec, proc.pid, on_started)
+        counter, counter_reason = _instruction_counter(proc.pid) if spec.count_instructions \
+            else (None, None)
+        waiter = _Waiter(proc.pid)
+        waiter.start()
+        state = _Supervision(spec, proc.pid, on_started)
     stop_reason: str | None = None
     try:
+        signals.raise_pending()  # a signal that came while it started: stopped like any
         while not waiter.done.wait(0.1):
             elapsed = time.perf_counter() - begin
             state.poll_started()
