@@ -127,6 +127,33 @@ def test_a_signal_as_a_run_starts_stops_its_workload(tmp_path: Path,
     assert result.wall_s is not None and result.wall_s < 10
 
 
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_a_signal_during_a_backends_collect_stops_the_session(tmp_path: Path,
+                                                              sig: signal.Signals,
+                                                              code: int) -> None:
+    """Issue 70: SIGTERM or SIGHUP while the memray backend read a capture of 3M objects was
+    ignored, the run finishing with exit 0. A backend reading for long (holding the GIL)
+    is stopped by the signal: the session ends within seconds, its report partial."""
+    mark = tmp_path / "collecting"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "perfstack", "-p", "tests.testplugins.slowcollect", "run",
+         "--plugins", "slowcollect", "--repeat", "0", "--warmup", "0", "-q", "-o",
+         "report.json", str(WORKLOADS / "busy.py")],
+        cwd=tmp_path, env=perfstack_env({"SLOW_COLLECT_MARK": str(mark),
+                                         "PYTHONPATH": str(Path(__file__).parents[1])}),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not mark.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert mark.exists(), proc.communicate()[1]
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    assert time.monotonic() - sent < 10 and "Traceback" not in err
+    assert json.loads((tmp_path / "report.json").read_text())["run"]["complete"] is False
+
+
 def test_output_onto_a_device_writes_through_it(perfstack: Callable[..., Result],
                                                 tmp_path: Path) -> None:
     report = tmp_path / "r.json"
