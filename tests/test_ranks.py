@@ -880,3 +880,56 @@ def test_a_cluster_without_workers_or_losing_them_or_its_scheduler_ends(tmp_path
         assert any("went away" in line for line in unread["evidence"]), unread
     finally:
         cluster.stop()
+
+
+def test_a_slow_rank_among_hundreds_is_named_on_the_first_screen(tmp_path: Path) -> None:
+    """Issue 70: 256 ranks, rank 17 50x slower than the rest: no finding named it (its few
+    steps against rank 0's few were "within noise", and the big job kept 3 ranks whole).
+    From the distribution of every rank's median step it stands out, and the answer names
+    it first."""
+    from tests.conftest import slow_host
+
+    job = tmp_path / "job"
+    job.mkdir()
+    with gzip.open(TRACES / "mi250_rocm" / "rank-0.json.gz", "rt", encoding="utf-8") as fh:
+        source = json.load(fh)
+    for rank in range(256):
+        data = json.loads(json.dumps(source))
+        data["distributedInfo"] = {**(data.get("distributedInfo") or {}), "rank": rank,
+                                   "world_size": 256}
+        if rank == 17:
+            slow_host(data, 50)
+        with gzip.open(job / f"rank-{rank}.json.gz", "wt", encoding="utf-8",
+                       compresslevel=1) as fh:
+            json.dump(data, fh)
+    result = _analyze(tmp_path, "job", "-o", "job.json")
+    assert result.code == 0, result.stderr
+    first = " ".join(result.stdout.splitlines()[:12])
+    assert "rank 17 takes 50x as long a step as the median rank of 256" in first, first
+    metrics = {m["name"]: m for m in json.loads((tmp_path / "job.json").read_text())["metrics"]}
+    assert metrics["slowest_rank"]["value"] == 17
+
+
+@pytest.mark.parametrize("ranks", [16, 256, 4096])
+def test_a_straggler_is_judged_from_the_spread_of_every_rank(ranks: int) -> None:
+    """Every rank's two steps, one rank 50x slower (two steps a rank cannot say it against one
+    other rank): named at 16, 256 and 4,096 ranks; ranks that only spread (each 0-8% off) name
+    none."""
+    import random
+
+    from perfstack.analysis.distributed import rank_figures
+    from perfstack.report import Report, RunInfo
+
+    report = Report(run=RunInfo(command=[], cwd="/", started="", duration_s=1.0,
+                                perfstack_version="0", repeat=1, warmup=0, timeout_s=None,
+                                complete=True), environment={})
+    rng = random.Random(70)
+    spread = {r: [0.1 * (1 + 0.08 * rng.random()), 0.0105] for r in range(ranks)}
+    slow = {**spread, 17 % ranks: [5.0, 0.5]}
+    metrics, found = rank_figures(report, slow, publish_steps=False, steps_from="the traces")
+    straggling = [f for f in found if f.rule == "dist.straggler"]
+    assert len(straggling) == 1 and straggling[0].title.startswith(f"rank {17 % ranks} takes")
+    assert next(m for m in metrics if m.name == "slowest_rank").value == 17 % ranks
+    metrics, found = rank_figures(report, spread, publish_steps=False, steps_from="the traces")
+    assert not [f for f in found if f.rule == "dist.straggler"]
+    assert next(m for m in metrics if m.name == "slowest_rank").value is None

@@ -89,3 +89,29 @@ def cause(found: list[Evidence]) -> Evidence | None:
     the slowest rank exceeds the others by the most (relatively), from NOTABLE; None when no
     figure stands out."""
     return next((e for e in found if e.material and e.excess > NOTABLE), None)
+
+
+#: From this many ranks a slow rank is judged against the spread of the others too.
+MANY_RANKS = 8
+#: ... and stands out when its median step is beyond this many robust standard deviations
+#: (1.4826 median absolute deviations) of the other ranks' medians (Iglewicz and Hoaglin).
+OUTLIER_Z = 3.5
+
+
+def outlier_among(medians: dict[int, float], rank: int,
+                  least: float) -> tuple[bool, float, str]:
+    """Whether ``rank``'s median step stands out of the other ranks' medians, judged from
+    their distribution rather than from two ranks' steps: (beyond, its excess over the
+    median rank, why). ``least``: the excess it needs. Among hundreds of ranks two ranks'
+    few steps cannot say much (a 2-step trace is "within noise" at 50x), while every other
+    rank's median says how steps spread."""
+    others = [m for r, m in medians.items() if r != rank]
+    typical = statistics.median(others)
+    excess = medians[rank] / typical - 1 if typical > 0 else 0.0
+    spread = 1.4826 * statistics.median(abs(m - typical) for m in others)
+    z = (medians[rank] - typical) / spread if spread > 0 else float("inf")
+    beyond = excess > least and z > OUTLIER_Z
+    return beyond, excess, (
+        f"{100 * excess:.0f}% over the median of the other {len(others)} ranks' median "
+        + (f"steps, {z:.0f} robust deviations out" if spread > 0 and z < 1e6
+           else "steps, which do not spread"))
