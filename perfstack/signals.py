@@ -14,7 +14,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 #: The signals that stop a session, besides SIGINT (which Python raises as KeyboardInterrupt).
 STOPPING = (signal.SIGTERM, signal.SIGHUP)
@@ -30,11 +30,49 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
+#: The stopping signal (or Ctrl-C) whose handler raised, kept: where its exception was lost
+#: (raised inside a finalizer, which Python reports as "Exception ignored in" and drops: a
+#: Dask future let go), ``check`` raises it again.
+_raised: int | None = None
+
+
 def _raise(signum: int, frame: FrameType | None) -> None:
-    global _received
+    global _received, _raised
     if _received is None:
         _received = signum
+    _raised = signum
     raise Terminated(signum)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    global _raised
+    _raised = signum
+    raise KeyboardInterrupt
+
+
+def _unraisable(hook: Callable[[Any], Any]) -> Callable[[Any], None]:
+    """``sys.unraisablehook`` that says nothing of an interruption raised where Python drops
+    exceptions (a finalizer): it is kept (``_raised``) and acted on at the next ``check``, not
+    printed as a traceback; anything else goes to ``hook``."""
+    def unraisable(info: Any) -> None:
+        if isinstance(getattr(info, "exc_value", None), KeyboardInterrupt) and \
+                _raised is not None:
+            return
+        hook(info)
+    unraisable.wrapped = hook  # type: ignore[attr-defined]
+    return unraisable
+
+
+def check() -> None:
+    """Raise the interruption a signal's handler raised where it may have been lost: a long
+    wait's poll calls it, so that no Ctrl-C, TERM or HUP is swallowed (SIGTERM 2 s into
+    analyze on a Dask cluster was raised inside a Dask future's finalizer, dropped, and
+    analyze ran on to exit 0)."""
+    if _raised is None:
+        return
+    if _raised == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise Terminated(_raised)
 
 
 def install() -> None:
@@ -44,8 +82,10 @@ def install() -> None:
         return
     for sig in STOPPING:
         signal.signal(sig, _raise)
-    if signal.getsignal(signal.SIGINT) is _postpone:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGINT) in (_postpone, signal.default_int_handler):
+        signal.signal(signal.SIGINT, _interrupt)  # Python's own, but remembered
+    if not hasattr(sys.unraisablehook, "wrapped"):
+        sys.unraisablehook = _unraisable(sys.unraisablehook)
 
 
 def defer_early(program: str) -> None:

@@ -204,7 +204,7 @@ def _in_process(folder: Path, args: tuple[str, ...], env: dict[str, str] | None)
             signal.signal(sig, handler)
         if collecting:
             gc.enable()
-        signals._received = None
+        signals._received = signals._raised = None
     texts = []
     for stream in (out, err):
         stream.flush()

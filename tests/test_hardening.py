@@ -122,7 +122,7 @@ def test_a_signal_as_a_run_starts_stops_its_workload(tmp_path: Path,
     finally:
         for sig, handler in saved.items():
             signal.signal(sig, handler)
-        signals._received = None
+        signals._received = signals._raised = None
     assert result.exit.status == "interrupted", result.exit
     assert result.wall_s is not None and result.wall_s < 10
 

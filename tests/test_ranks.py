@@ -370,6 +370,42 @@ def test_a_dask_cluster_reads_the_ranks(tmp_path: Path, dask_cluster: Path,
     assert_one_line_error(both, 2)
 
 
+def test_a_signal_while_the_cluster_reads_ends_analyze_within_seconds(
+        tmp_path: Path, dask_cluster: Path) -> None:
+    """Issue 70: SIGTERM 2 s into `perfstack analyze --scheduler` of 16 ranks printed a
+    traceback, exited 0 and took 51 s to stop: its exception was raised inside a Dask
+    future's finalizer, which Python drops. Once the cluster's workers are reading, a
+    stopping signal ends analyze within seconds with its code and no traceback."""
+    import shutil
+
+    sig = signal.SIGTERM
+    job = tmp_path / "job"
+    job.mkdir()
+    with gzip.open(TRACES / "a100_negq" / "rank-0.json.gz", "rt", encoding="utf-8") as fh:
+        data = json.load(fh)
+    del data["distributedInfo"]  # each file's rank is then its name's
+    with gzip.open(job / "rank-0.json.gz", "wt", encoding="utf-8", compresslevel=1) as fh:
+        json.dump(data, fh)
+    for rank in range(1, 6):  # big enough to read for a few seconds
+        shutil.copyfile(job / "rank-0.json.gz", job / f"rank-{rank}.json.gz")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "perfstack", "analyze", str(job), "--scheduler-file",
+         str(dask_cluster), "-o", "job.json"], cwd=tmp_path, env=perfstack_env(),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    said = []
+    for line in proc.stderr:  # the workers have begun: the progress says so
+        said.append(line)
+        if line.startswith("perfstack: read ") or proc.poll() is not None:
+            break
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    said.append(proc.communicate(timeout=60)[1])
+    err = "".join(said)
+    assert proc.returncode == 128 + sig, err
+    assert time.monotonic() - sent < 10 and "Traceback" not in err
+
+
 def test_a_scheduler_file_that_is_not_dask_s_and_a_port_that_never_answers(
         tmp_path: Path) -> None:
     """Issue 57: a --scheduler-file of random bytes, nothing, '{}', a list, a numeric

@@ -27,6 +27,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
+from perfstack import signals
 from perfstack.backend import Backend, Recorded
 from perfstack.calls import call
 from perfstack.records import datarecord, field
@@ -302,8 +303,10 @@ def _through(ex: Executor, todo: list[Batch], backends: dict[str, Backend],
     health: Callable[[], str | None] | None = getattr(ex, "health", None)
     broken: list[Batch] = []
     while futures:
+        signals.check()  # a signal whose exception a finalizer swallowed: acted on
         try:
             for future in as_completed(list(futures), timeout=CHECK_S):
+                signals.check()
                 # Let go of each future as its result comes: a Dask worker keeps a result in
                 # its memory for as long as a future of it is held, so that holding them all
                 # would grow every worker with the number of ranks instead of one rank's.

@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from perfstack import signals
+
 #: While nothing finishes, how often the cluster's health is asked (seconds).
 CHECK_S = 1.0
 #: How often finished tasks are looked for (seconds).
@@ -54,6 +56,7 @@ def through(client: Any, leaves: dict[Any, Any], taken: Callable[[Part], None],
     checked = time.monotonic()
     try:
         while not pending.is_empty():
+            signals.check()  # a signal whose exception a finalizer swallowed: acted on
             finished = pending.next_batch(block=False)
             if not finished:
                 time.sleep(POLL_S)
