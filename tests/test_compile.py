@@ -169,6 +169,81 @@ def test_the_recompile_limit_is_said_loudly() -> None:
     assert "Python value" in recompiles.action  # not a shape: mark_dynamic would not help
 
 
+def test_every_frame_at_its_limit_is_counted() -> None:
+    """Issue 70: 30 functions each compiled to the recompile limit (270 compiles) were "1
+    frame", with the fallback and recompile findings for one: functions of one name, file
+    and line (made from one source) are told apart by dynamo's frame id, every compile is
+    counted, and the findings say 30 frames. (tests/workloads/recompile_many.py's records.)"""
+    import gzip
+
+    from perfstack_plugins.compiler.findings import findings
+    from perfstack_plugins.compiler.rows import collected
+
+    from perfstack.analysis.views.compile import compile_view
+    from perfstack.render.words.compile import compile_lines
+    from perfstack.report import Report, RunInfo
+
+    recorded = ROOT / "tests/fixtures/reports/compile/recompile_many.compile.json.gz"
+    with gzip.open(recorded, "rt", encoding="utf-8") as fh:
+        data = json.load(fh)
+    run = read(data)
+    assert len(data["records"]) == 270 and len(run.frames) == 30
+    assert all(len(f.compiles) == 9 for f in run.frames) and run.recompiles == 240
+    layer = collected([run], run, None, None, [], None)
+    report = Report(RunInfo(command=["python", str(ROOT / "tests/workloads/recompile_many.py")],
+                            cwd=str(ROOT), started="", duration_s=1.0, perfstack_version="0",
+                            repeat=1, warmup=0, timeout_s=None, complete=True),
+                    {}, layers=layer.rows, metrics=layer.metrics)
+    frames = [r for r in report.layers[Layer.COMPILE] if r.attrs.get("kind") == "frame"]
+    assert len({r.key for r in frames}) == 30  # one key each, though one name and line
+    found = {f.rule: f for f in findings(report)}
+    assert found["compile.fallback"].title.startswith("torch.compile gave up on 30 frames")
+    assert found["compile.recompiles"].title == \
+        "torch.compile compiled again 240 times over 30 frames"
+    view = compile_view(report)
+    assert view is not None and view.compiles == 270 and view.failed == 30
+    lines = compile_lines(view)
+    assert "30 frame(s), 270 compile(s)" in lines[0]
+    assert len(lines) <= 4  # 30 frames alike: a line each for recompiled and failed
+
+
+def test_a_run_stopped_while_it_compiles_keeps_its_compile_layer(tmp_path: Path) -> None:
+    """Issue 70: a workload with very many graph breaks was stopped (exit 143) and the
+    compile layer was "skipped": dynamo's records were written only at the workload's end
+    (and dynamo swallows the SystemExit a SIGTERM raises while it compiles). They are also
+    written every few seconds while it compiles: a stopped run has its compile layer, and
+    says it is of the compiles until then."""
+    import signal
+    import time
+
+    from tests.conftest import perfstack_env
+
+    workload = tmp_path / "compiles_then_hangs.py"
+    workload.write_text(
+        "import time\nimport torch\n"
+        "def f(x):\n    x = x + 1\n    torch._dynamo.graph_break()\n    return x * 2\n"
+        "torch.compile(f, backend='eager')(torch.randn(4))\n"
+        "time.sleep(120)\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "perfstack", "run", "--plugins", "dynamo", "--repeat", "1",
+         "--warmup", "0", "-q", "--out-dir", "run", "-o", "report.json", str(workload)],
+        cwd=tmp_path, env=perfstack_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    snapshot = tmp_path / "run" / "baseline-1" / "compile.json"
+    deadline = time.monotonic() + 90
+    while not snapshot.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert snapshot.exists(), proc.communicate()[1]
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    report = json.loads((tmp_path / "report.json").read_text())
+    rows = report["layers"]["compile"]
+    assert any(r["attrs"].get("kind") == "graph-break" for r in rows)
+    dynamo = next(b for b in report["backends"] if b["name"] == "dynamo")
+    assert any("until the last snapshot" in n for n in dynamo["notes"]), dynamo
+
+
 def test_a_live_run_names_the_break_and_the_recompile_and_torch_changes_neither(
         tmp_path: Path) -> None:
     """One live run of the workload (small, eager backend): the report names the break at

@@ -136,6 +136,8 @@ class Session:
         whether the baseline should go on (False after an unclean run or an interruption)."""
         outcome = self.runner.run(f"{role}-{index}", role, None, Launch())
         if self.interrupted:
+            if role == "baseline":  # what it did until then, for the backends that read it
+                self.baseline.append(outcome)
             return False
         if role == "baseline":
             self.baseline.append(outcome)
@@ -155,7 +157,9 @@ class Session:
     def run_backend(self, entry: BackendEntry) -> tuple[BackendResult | None, Outcome | None]:
         """Run one backend (or record why it was skipped); return its result and its own
         run's outcome (None where it made none)."""
-        if self.interrupted:
+        # After an interruption a backend that reads the baseline runs still reads what they
+        # wrote (dynamo's records of a run stopped while it compiled): it starts nothing.
+        if self.interrupted and (entry.backend.own_run or not self.baseline):
             self.results.append(assembly.result_of(
                 entry, Status.SKIPPED, reason="not run: the session was interrupted"))
             return None, None

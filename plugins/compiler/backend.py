@@ -93,8 +93,17 @@ class CompileBackend(Backend):
         # found inductor's caches as a new process of this workload does
         first = next((r for o in [*ctx.warmups[:1], *ctx.baseline[:1]]
                       if (r := _read_run(o.artifact_dir)) is not None), None)
-        return collected(runs, run, torch_total(data), folder.first_mark(),
-                         folder.step_times(), ctx.steps, first[0] if first else None)
+        found_layer = collected(runs, run, torch_total(data), folder.first_mark(),
+                                folder.step_times(), ctx.steps, first[0] if first else None)
+        if not outcome_of.record.exit.clean:  # a snapshot written while it ran
+            found_layer.notes.append(
+                f"the run it is read from ended with {outcome_of.record.exit.describe()}: its "
+                "compiles until the last snapshot of them (every few seconds)")
+        dropped = data.get("graph_breaks_dropped")
+        if isinstance(dropped, int) and dropped:
+            found_layer.notes.append(f"{dropped} more graph breaks met while compiling were "
+                                     "counted, not kept whole")
+        return found_layer
 
 
 @hookimpl

@@ -10,6 +10,13 @@ besides the torch the workload already imported.
 
 Torch keeps only the last 64 compile records; the hook raises that limit as soon as dynamo
 is imported, so a workload that compiles often loses none.
+
+A run stopped before its end (a timeout, a signal: dynamo can swallow the SystemExit a
+SIGTERM raises while it compiles, and the run is then killed) would lose them all: while
+dynamo is in use, the file is also written every few seconds when its records grew
+(``SNAPSHOT_S``, at most a tenth of the time: a big record costs its writing), so a stopped
+run has what was compiled until shortly before. Graph breaks are kept whole up to
+``KEEP_BREAKS``; past it they are counted (``graph_breaks_dropped``).
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import dataclasses
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -28,6 +36,10 @@ from perfstack.inprocess.afterimport import when_imported
 COMPILE_FILE = "compile.json"
 #: The records kept (torch's default is 64).
 KEEP = 100_000
+#: Graph breaks kept whole (each with its user stack); the rest are counted.
+KEEP_BREAKS = 2_000
+#: Seconds between the snapshots written while the workload runs (when dynamo's records grew).
+SNAPSHOT_S = 2.0
 #: Fields of a compile record that hold whole configurations (kilobytes each, the same in
 #: every record): left out.
 BULKY = ("dynamo_config", "inductor_config", "compiler_config", "functorch_config",
@@ -77,9 +89,10 @@ def snapshot(utils: Any, torch_version: str | None) -> dict[str, Any]:
     backward), ``graph_breaks`` (reason and user stack, one per break met while compiling),
     ``counters`` and ``compile_times`` (seconds per timed phase, each call's)."""
     records = [_record(m) for m in utils.get_compilation_metrics()]
+    every = list(getattr(utils, "graph_break_reasons", []))
     breaks = [{"reason": str(getattr(r, "reason", "")), "user_stack": _frames(
         getattr(r, "user_stack", None)), "graph_break": bool(getattr(r, "graph_break", True))}
-        for r in getattr(utils, "graph_break_reasons", [])]
+        for r in every[:KEEP_BREAKS]]
     counters = {str(k): {str(kk): vv for kk, vv in dict(v).items()
                          if isinstance(vv, (int, float))}
                 for k, v in dict(getattr(utils, "counters", {})).items()}
@@ -87,6 +100,7 @@ def snapshot(utils: Any, torch_version: str | None) -> dict[str, Any]:
              for k, v in dict(getattr(utils, "compilation_time_metrics", {})).items()}
     limit = getattr(getattr(utils, "_compilation_metrics", None), "maxlen", None)
     return {"torch": torch_version, "records": records, "graph_breaks": breaks,
+            "graph_breaks_dropped": max(0, len(every) - KEEP_BREAKS),
             "counters": counters, "compile_times": times,
             # a full deque dropped its oldest records: the totals are then partial
             "records_limit": limit, "saved_at_epoch_s": time.time()}
@@ -111,8 +125,51 @@ def write(folder: str) -> None:
     os.replace(tmp, os.path.join(folder, COMPILE_FILE))
 
 
+def _sizes(utils: Any) -> tuple[int, int]:
+    return (len(getattr(utils, "_compilation_metrics", None) or ()),
+            len(getattr(utils, "graph_break_reasons", None) or ()))
+
+
+class _Snapshots(threading.Thread):
+    """Writes ``compile.json`` while the workload runs, when dynamo's records grew."""
+
+    def __init__(self, folder: str, utils: Any) -> None:
+        super().__init__(name="perfstack-compile-snapshots", daemon=True)
+        self.folder, self.utils = folder, utils
+        self.halt = threading.Event()
+        self.written: tuple[int, int] = (0, 0)
+
+    def run(self) -> None:
+        wait = SNAPSHOT_S
+        while not self.halt.wait(wait):
+            sizes = _sizes(self.utils)
+            if sizes == self.written:
+                continue
+            began = time.perf_counter()
+            try:
+                write(self.folder)
+            except Exception:  # a record changing under the copy: the next tick writes it
+                continue
+            self.written = sizes
+            wait = max(SNAPSHOT_S, 10 * (time.perf_counter() - began))
+
+
 def start(options: dict[str, Any], folder: str) -> Callable[[], None]:
-    """The in-process hook: raise torch's limit on kept records once dynamo is imported, and
-    save what it recorded when the workload ends."""
-    when_imported(DYNAMO, _raise_limit)
-    return lambda: write(folder)
+    """The in-process hook: raise torch's limit on kept records once dynamo is imported, save
+    what it recorded every few seconds while it compiles, and when the workload ends."""
+    snapshots: list[_Snapshots] = []
+
+    def imported(utils: Any) -> None:
+        _raise_limit(utils)
+        snapshots.append(_Snapshots(folder, utils))
+        snapshots[0].start()
+
+    when_imported(DYNAMO, imported)
+
+    def finish() -> None:
+        for thread in snapshots:
+            thread.halt.set()
+            thread.join(timeout=5)
+        write(folder)
+
+    return finish

@@ -66,14 +66,19 @@ def _recompiles(rows: list[Row], home: str | None) -> Finding | None:
         evidence.append(f"{r.attrs.get('function')} ({_where(r, home)}) compiled "
                         f"{_count(r, 'compiles')} times, {seconds:.1f} s in all; first "
                         f"guard that failed: {reason}")
+    if len(frames) > SHOWN:
+        evidence.append(f"and {len(frames) - SHOWN} more frames that compiled again (the "
+                        "compile layer lists them)")
     total = sum(_count(r, "recompiles") for r in frames)
     action = ("a dimension that changes between calls: mark it dynamic before the first "
               "call (torch._dynamo.mark_dynamic(x, 0)) or compile with dynamic=True, or pad "
               "the batch to a few fixed sizes" if shapes else
               "a guard on a Python value or an object failed: pass it as a tensor, or keep "
               "it constant between calls")
+    over = f" over {len(frames)} frames" if len(frames) > 1 else ""
     return Finding("compile.recompiles",
-                   f"torch.compile compiled again {total} time{'' if total == 1 else 's'}",
+                   f"torch.compile compiled again {total} time{'' if total == 1 else 's'}"
+                   f"{over}",
                    Layer.COMPILE.value, "warning", evidence, action, SOURCE)
 
 
@@ -86,11 +91,16 @@ def _fallbacks(rows: list[Row], home: str | None) -> Finding | None:
                 for _, fails in failed for x in fails)
     evidence = [f"{r.attrs.get('function')} ({_where(r, home)}): "
                 f"{str(fails[0]).splitlines()[0][:200]}" for r, fails in failed[:SHOWN]]
+    if len(failed) > SHOWN:
+        evidence.append(f"and {len(failed) - SHOWN} more frames (the compile layer lists "
+                        "them)")
+    many = len(failed) > 1
+    frames = f"{len(failed)} frames" if many else "a frame"
     return Finding(
         "compile.fallback",
-        "torch.compile gave up on " + ("a frame at its recompile limit" if limit else
-                                       f"{len(failed)} frame{'' if len(failed) == 1 else 's'}")
-        + ": it runs eagerly, uncompiled",
+        f"torch.compile gave up on {frames}" + (
+            f" at {'their' if many else 'its'} recompile limit" if limit else "")
+        + f": {'they run' if many else 'it runs'} eagerly, uncompiled",
         Layer.COMPILE.value, "critical", evidence,
         "the frame runs without the compiler from then on, silently: fix what made it "
         "recompile (torch._dynamo.config.recompile_limit only raises the limit)" if limit

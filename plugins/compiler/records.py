@@ -62,6 +62,9 @@ class Frame:
     file: str
     line: int
     compiles: list[Compile] = field(default_factory=list)
+    #: dynamo's id of the code object (the N of compile id N/M): two functions of one name,
+    #: file and line (made by exec from one source) are two frames
+    frame_id: str | None = None
 
     @property
     def resumes(self) -> str | None:
@@ -174,7 +177,7 @@ def read(data: dict[str, Any]) -> CompileRun:
     records = data.get("records")
     if not isinstance(records, list):
         raise ValueError("not a compile record: no 'records' list")
-    frames: dict[tuple[str, str, int], Frame] = {}
+    frames: dict[tuple[str, str, int, str], Frame] = {}
     by_id: dict[str, Compile] = {}
     backward: list[dict[str, Any]] = []
     fallbacks: list[str] = []
@@ -219,8 +222,10 @@ def read(data: dict[str, Any]) -> CompileRun:
         if one.failed:
             fallbacks.append(f"{name} ({file}:{rec.get('co_firstlineno')}): "
                              f"{_first_line(one.failed)}")
-        key = (name, file, int(rec.get("co_firstlineno") or 0))
-        frames.setdefault(key, Frame(*key)).compiles.append(one)
+        where = (name, file, int(rec.get("co_firstlineno") or 0))
+        code = one.compile_id.split("/")[0] if "/" in one.compile_id else None
+        key = (*where, code or "")
+        frames.setdefault(key, Frame(*where, frame_id=code)).compiles.append(one)
         by_id[one.compile_id] = one
     for rec in backward:
         seconds = _us(rec.get("backward_cumulative_compile_time_us"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from typing import Any
 
 from perfstack.backend import Collected, StepWindow
@@ -29,8 +30,10 @@ def frame_key(function: str, file: str, line: int) -> str:
     return f"{function} ({file}:{line})"
 
 
-def frame_row(frame: Frame) -> Row:
-    """One compiled frame: its compiles, their time by phase, why it compiled again."""
+def frame_row(frame: Frame, alike: bool = False) -> Row:
+    """One compiled frame: its compiles, their time by phase, why it compiled again.
+    ``alike``: another frame has its name, file and line (functions made by exec from one
+    source): its key then says dynamo's id of it too."""
     c = frame.compiles
     not_inductor = ("not recorded: inductor found its graphs in its cache, and built none"
                     if any(x.cached for x in c) else
@@ -57,7 +60,11 @@ def frame_row(frame: Frame) -> Row:
     failed = [x.failed for x in c if x.failed]
     if failed:
         attrs["failed"] = failed
-    return Row(frame_key(frame.name, frame.file, frame.line), frame.name, SOURCE, values, attrs)
+    key = frame_key(frame.name, frame.file, frame.line)
+    if alike and frame.frame_id is not None:
+        key += f" #{frame.frame_id}"
+        attrs["frame_id"] = frame.frame_id
+    return Row(key, frame.name, SOURCE, values, attrs)
 
 
 def break_row(gb: GraphBreak) -> Row:
@@ -83,7 +90,9 @@ def collected(runs: list[CompileRun], run: CompileRun, torch_seconds: float | No
               steps: StepWindow | None, first: CompileRun | None = None) -> Collected:
     """The compile layer of a session: rows of ``run`` (the baseline's median run by compile
     time), metrics over ``runs`` (every baseline run's compile records)."""
-    rows = [frame_row(f) for f in sorted(run.frames, key=lambda f: -f.seconds)]
+    places = Counter((f.name, f.file, f.line) for f in run.frames)
+    rows = [frame_row(f, places[(f.name, f.file, f.line)] > 1)
+            for f in sorted(run.frames, key=lambda f: -f.seconds)]
     rows += [break_row(b) for b in run.breaks]
     totals = [r.seconds for r in runs]
     metrics = [

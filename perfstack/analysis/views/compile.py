@@ -10,6 +10,7 @@ the renderers word them.
 from __future__ import annotations
 
 import os
+from collections import Counter
 
 from perfstack.analysis.origin import origin, workload_dir
 from perfstack.analysis.views.layers import display_name
@@ -61,11 +62,13 @@ class CompileView:
     breaks: list[BreakLine] = field(default_factory=list)
     more_frames: int = 0
     more_breaks: int = 0
-
-    @property
-    def compiles(self) -> int:
-        """Every compile of every listed frame."""
-        return sum(f.compiles for f in self.frames)
+    #: every compile of every frame, the listed and the others
+    compiles: int = 0
+    #: frames that compiled again, and that fell back to eager, the listed and the others
+    recompiled: int = 0
+    failed: int = 0
+    #: how many graph breaks each reason has, the listed and the others
+    break_counts: dict[str, int] = field(default_factory=dict)
 
 
 def _value(row: Row, name: str) -> float | None:
@@ -81,6 +84,8 @@ def _where(row: Row, home: str | None) -> str:
 
 def _frame(row: Row, home: str | None) -> FrameLine:
     label = display_name(row, home)
+    if row.attrs.get("frame_id") is not None:  # one of several frames of this name and line
+        label += f" #{row.attrs['frame_id']}"
     reasons = [str(r) for r in row.attrs.get("recompile_reasons") or []]
     return FrameLine(label, int(_value(row, "compiles") or 0), _value(row, "compile_time"),
                      _value(row, "dynamo_time"), _value(row, "backend_time"),
@@ -134,7 +139,11 @@ def compile_view(report: Report, top: int = SHOWN) -> CompileView | None:
                           str(r.attrs.get("reason") or r.name), h[0] if h else None,
                           _crossed(report, frames, r))
                 for r, h in list(zip(breaks, hints, strict=True))[:top]],
-        more_frames=max(0, len(frames) - top), more_breaks=max(0, len(breaks) - top))
+        more_frames=max(0, len(frames) - top), more_breaks=max(0, len(breaks) - top),
+        compiles=sum(int(_value(r, "compiles") or 0) for r in frames),
+        recompiled=sum(1 for r in frames if r.attrs.get("recompile_reasons")),
+        failed=sum(1 for r in frames if r.attrs.get("failed")),
+        break_counts=dict(Counter(str(r.attrs.get("reason") or r.name) for r in breaks)))
 
 
 def view(report: Report, top: int, full: bool) -> CompileView | None:

@@ -8,6 +8,8 @@ from perfstack.report.units import fmt_seconds, pct
 
 #: The compile section's title, in every format.
 COMPILE_TITLE = "torch.compile: what it compiled, where it broke, what it cost"
+#: From this many frames that compiled again (or failed) they are said in one line.
+GROUPED = 3
 #: The columns of the frames table after the frame.
 COMPILE_COLUMNS = ("compiles", "compile time", "tracing", "backend", "backward")
 
@@ -35,18 +37,39 @@ def compile_lines(v: CompileView) -> list[str]:
                   if v.generated_share is not None else "")
         lines.append(f"{pct(v.compiled_share)} of the profiled steps' time ran inside "
                      f"compiled graphs, the rest eagerly{device}.")
-    for f in v.frames:
-        if f.again:
-            lines.append(f"{f.label} compiled again: {f.again}.")
-        if f.failed:
-            lines.append(f"{f.label}: a compile failed, and it runs eagerly.")
-    for b in v.breaks:
-        crossed = (f", crossed {b.crossed} time{'' if b.crossed == 1 else 's'} in the "
-                   "profiled steps" if b.crossed else "")
-        lines.append(f"Graph break at {b.where}{crossed}: {b.reason}"
-                     + (f" (torch: {b.hint})" if b.hint else "") + ".")
-    if v.more_breaks:
-        lines.append(f"{v.more_breaks} more graph break(s) in the compile layer (--full).")
+    again = [f for f in v.frames if f.again]
+    if v.recompiled > GROUPED:  # many frames alike: one line each, the first named
+        lines.append(f"{v.recompiled} frames compiled again ({again[0].label}: "
+                     f"{again[0].again}).")
+    else:
+        lines += [f"{f.label} compiled again: {f.again}." for f in again]
+    failed = [f for f in v.frames if f.failed]
+    if v.failed > GROUPED:
+        lines.append(f"{v.failed} frames had a compile fail, and run eagerly ("
+                     + ", ".join(f.label for f in failed[:3]) + ", ...).")
+    else:
+        lines += [f"{f.label}: a compile failed, and it runs eagerly." for f in failed]
+    reasons: dict[str, list[int]] = {}
+    for i, b in enumerate(v.breaks):
+        reasons.setdefault(b.reason, []).append(i)
+    more = v.more_breaks
+    for reason, at in reasons.items():
+        count = v.break_counts.get(reason, len(at))
+        if count > GROUPED:  # one reason at many places: one line
+            first = v.breaks[at[0]]
+            lines.append(f"{count} graph breaks, each: {reason}"
+                         + (f" (torch: {first.hint})" if first.hint else "") + "; at "
+                         + ", ".join(v.breaks[i].where for i in at[:GROUPED]) + ", ...")
+            more -= count - len(at)  # said here, not among the more
+            continue
+        for i in at:
+            b = v.breaks[i]
+            crossed = (f", crossed {b.crossed} time{'' if b.crossed == 1 else 's'} in the "
+                       "profiled steps" if b.crossed else "")
+            lines.append(f"Graph break at {b.where}{crossed}: {b.reason}"
+                         + (f" (torch: {b.hint})" if b.hint else "") + ".")
+    if more > 0:
+        lines.append(f"{more} more graph break(s) in the compile layer (--full).")
     return lines
 
 
