@@ -946,6 +946,17 @@ def test_a_slow_rank_among_hundreds_is_named_on_the_first_screen(tmp_path: Path)
     assert metrics["slowest_rank"]["value"] == 17
 
 
+def test_one_rank_has_no_straggler_and_no_error() -> None:
+    from perfstack.analysis.distributed import rank_figures
+    from perfstack.report import Report, RunInfo
+
+    report = Report(run=RunInfo(command=[], cwd="/", started="", duration_s=1.0,
+                                perfstack_version="0", repeat=1, warmup=0, timeout_s=None,
+                                complete=True), environment={})
+    metrics, found = rank_figures(report, {0: [0.1, 0.2]}, publish_steps=False)
+    assert not found and not [m for m in metrics if m.name == "slowest_rank"]
+
+
 @pytest.mark.parametrize("ranks", [16, 256, 4096])
 def test_a_straggler_is_judged_from_the_spread_of_every_rank(ranks: int) -> None:
     """Every rank's two steps, one rank 50x slower (two steps a rank cannot say it against one
