@@ -125,39 +125,53 @@ def rank_figures(report: Report, samples: Mapping[int, Sequence[float]], publish
             finding.evidence[:0] = lines[:1] if why else []
             finding.evidence += lines[1:] if why else lines
     if len(medians) >= 2:
-        slowest = max(medians, key=lambda r: medians[r])
-        fastest = min(medians, key=lambda r: medians[r])
-        gap = medians[slowest] / medians[fastest] - 1
-        beyond, why_not = _slower_beyond_noise(samples[fastest], samples[slowest], gap)
-        than, size = f"rank {fastest}", gap
-        if len(medians) >= straggler.MANY_RANKS:  # the other ranks' spread says it too
-            out, excess, said = straggler.outlier_among(medians, slowest, IMBALANCE)
-            if out:
-                beyond, than, size = True, f"the median rank of {len(medians)}", excess
-            elif not beyond:
-                why_not += f"; {said}"
-        # Equal ranks have a slowest by chance: it is named only where the noise allows.
-        metrics.append(Metric("slowest_rank", slowest if beyond else None, "rank", "run",
-                              "perfstack", Better.NEITHER,
-                              reason=None if beyond else f"no rank is slower beyond the "
-                              f"noise: rank {slowest}'s median step is {100 * gap:.1f}% over "
-                              f"rank {fastest}'s ({why_not})"))
-        metrics.append(Metric("straggler_gap", 100 * gap, "%", "run", "perfstack",
-                              Better.LOWER, description="the slowest rank's median step time "
-                              f"over the fastest's ({steps_from})"))
-        if size > IMBALANCE and beyond:
-            why, lines = _why(comm, ranked, slowest, medians)
-            steps = f"median step time ({steps_from}): " + _steps_line(medians, slowest)
-            lines.insert(1 if why else 0, steps)
-            slower = (f"is {100 * size:.0f}% slower per step than {than}" if size < 1
-                      else f"takes {1 + size:.0f}x as long a step as {than}")
-            findings.append(Finding(
-                "dist.straggler", f"rank {slowest} {slower}" + (f": {why}" if why else ""),
-                "run", "warning", lines,
-                _STRAGGLER_ADVICE.get(why or "", "balance the work or the data per rank; "
-                                      "check that rank's host and device"), "perfstack"))
+        found, named = _straggler(comm, ranked, samples, medians, steps_from)
+        metrics += found
+        findings += named
     return (metrics + device_metrics + extra_metrics,
             findings + device_findings + extra_findings)
+
+
+def _straggler(comm: tuple[str, dict[int, tuple[float, float]]], ranked: PerRank,
+               samples: Mapping[int, Sequence[float]], medians: dict[int, float],
+               steps_from: str) -> tuple[list[Metric], list[Finding]]:
+    """The slowest rank, named where it is slower beyond the noise (its steps against the
+    fastest rank's, or from many ranks its median against the spread of every rank's):
+    ``slowest_rank``, ``straggler_gap`` and the straggler finding."""
+    metrics: list[Metric] = []
+    findings: list[Finding] = []
+    slowest = max(medians, key=lambda r: medians[r])
+    fastest = min(medians, key=lambda r: medians[r])
+    gap = medians[slowest] / medians[fastest] - 1
+    beyond, why_not = _slower_beyond_noise(samples[fastest], samples[slowest], gap)
+    than, size = f"rank {fastest}", gap
+    if len(medians) >= straggler.MANY_RANKS:  # the other ranks' spread says it too
+        out, excess, said = straggler.outlier_among(medians, slowest, IMBALANCE)
+        if out:
+            beyond, than, size = True, f"the median rank of {len(medians)}", excess
+        elif not beyond:
+            why_not += f"; {said}"
+    # Equal ranks have a slowest by chance: it is named only where the noise allows.
+    metrics.append(Metric("slowest_rank", slowest if beyond else None, "rank", "run",
+                          "perfstack", Better.NEITHER,
+                          reason=None if beyond else f"no rank is slower beyond the "
+                          f"noise: rank {slowest}'s median step is {100 * gap:.1f}% over "
+                          f"rank {fastest}'s ({why_not})"))
+    metrics.append(Metric("straggler_gap", 100 * gap, "%", "run", "perfstack",
+                          Better.LOWER, description="the slowest rank's median step time "
+                          f"over the fastest's ({steps_from})"))
+    if size > IMBALANCE and beyond:
+        why, lines = _why(comm, ranked, slowest, medians)
+        steps = f"median step time ({steps_from}): " + _steps_line(medians, slowest)
+        lines.insert(1 if why else 0, steps)
+        slower = (f"is {100 * size:.0f}% slower per step than {than}" if size < 1
+                  else f"takes {1 + size:.0f}x as long a step as {than}")
+        findings.append(Finding(
+            "dist.straggler", f"rank {slowest} {slower}" + (f": {why}" if why else ""),
+            "run", "warning", lines,
+            _STRAGGLER_ADVICE.get(why or "", "balance the work or the data per rank; "
+                                  "check that rank's host and device"), "perfstack"))
+    return metrics, findings
 
 
 def _why(comm: tuple[str, dict[int, tuple[float, float]]], ranked: PerRank, rank: int,

@@ -172,6 +172,28 @@ def _breaks(data: dict[str, Any]) -> list[GraphBreak]:
     return list(found.values())
 
 
+def _compile(rec: dict[str, Any]) -> Compile:
+    """One forward compile record as a ``Compile``."""
+    whole = _num(rec.get("entire_frame_compile_time_s"))
+    if whole is None:
+        whole = _us(rec.get("duration_us")) or 0.0
+    backend = _num(rec.get("backend_compile_time_s"))
+    failed = rec.get("fail_reason") if rec.get("fail_type") else None
+    return Compile(
+        compile_id=str(rec.get("compile_id") or "?"),
+        start_s=_us(rec.get("start_time_us")), seconds=whole,
+        dynamo_s=whole - backend if backend is not None else None, backend_s=backend,
+        inductor_s=_num(rec.get("inductor_compile_time_s")),
+        codegen_s=_num(rec.get("code_gen_time_s")),
+        kernels_build_s=_us(rec.get("triton_compile_time_us")), backward_s=None,
+        recompile_reason=rec.get("recompile_reason") or None,
+        graph_ops=rec.get("graph_op_count") if isinstance(rec.get("graph_op_count"), int)
+        else None,
+        failed=str(failed) if failed else None,
+        installed=bool(rec.get("has_guarded_code", True)),
+        cached=any(int(rec.get(f) or 0) > 0 for f in CACHE_HITS))
+
+
 def read(data: dict[str, Any]) -> CompileRun:
     """Read one run's ``compile.json``; ValueError when it is not one."""
     records = data.get("records")
@@ -201,24 +223,7 @@ def read(data: dict[str, Any]) -> CompileRun:
                 rec = {**rec, "co_name": name, "co_filename": file, "co_firstlineno": line}
         if not isinstance(name, str) or not isinstance(file, str):
             continue
-        whole = _num(rec.get("entire_frame_compile_time_s"))
-        if whole is None:
-            whole = _us(rec.get("duration_us")) or 0.0
-        backend = _num(rec.get("backend_compile_time_s"))
-        failed = rec.get("fail_reason") if rec.get("fail_type") else None
-        one = Compile(
-            compile_id=str(rec.get("compile_id") or "?"),
-            start_s=_us(rec.get("start_time_us")), seconds=whole,
-            dynamo_s=whole - backend if backend is not None else None, backend_s=backend,
-            inductor_s=_num(rec.get("inductor_compile_time_s")),
-            codegen_s=_num(rec.get("code_gen_time_s")),
-            kernels_build_s=_us(rec.get("triton_compile_time_us")), backward_s=None,
-            recompile_reason=rec.get("recompile_reason") or None,
-            graph_ops=rec.get("graph_op_count") if isinstance(rec.get("graph_op_count"), int)
-            else None,
-            failed=str(failed) if failed else None,
-            installed=bool(rec.get("has_guarded_code", True)),
-            cached=any(int(rec.get(f) or 0) > 0 for f in CACHE_HITS))
+        one = _compile(rec)
         if one.failed:
             fallbacks.append(f"{name} ({file}:{rec.get('co_firstlineno')}): "
                              f"{_first_line(one.failed)}")
