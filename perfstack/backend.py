@@ -258,18 +258,18 @@ class Backend:
     #: (``"torch"`` for torch.profiler): when the baseline runs show it never did, the backend
     #: is not run, and says why. None: it sees any workload.
     needs_import: ClassVar[str | None] = None
-    #: Opt-in analyses (heavy, or changing what they measure) run only when named in --plugins.
-    opt_in: ClassVar[bool] = False
+    opt_in: ClassVar[bool] = False  # heavy, or changing what it measures: only when named
+    #: With no run of its own: joins any ``--plugins`` that does not name it (refused with
+    #: ``-NAME``), said in the report; left out where it had nothing to say.
+    rides: ClassVar[bool] = False
     #: one of the backends ``perfstack run --quick`` uses: cheap, and able to answer where the
     #: time goes by itself (a sampler), or reading the baseline run at no cost of its own
     quick: ClassVar[bool] = False
     options: ClassVar[tuple[Option, ...]] = ()
-    #: Under torchrun (``--nproc-per-node``): True when the backend's output is per workload
-    #: process (in-process hooks, attaching to a pid), so it is attached and collected once per
-    #: selected rank, in that rank's folder; False for tools that see the whole job at once
-    #: (a command wrapper such as ``perf stat``, the job's stdout, a GPU-wide sampler).
-    #: None (the default): decided by how it runs, from its ``launch``: a ``wrap`` wraps the
-    #: whole job (torchrun and every rank), so False; otherwise (attach, in-process) True.
+    #: Under torchrun: True when its output is per workload process (in-process hooks, a pid
+    #: attached to): attached and collected once per selected rank, in its folder; False for
+    #: a tool that sees the whole job (``perf stat`` wrapping it, a GPU-wide sampler). None:
+    #: from its ``launch`` (a ``wrap`` wraps the whole job: False; else True).
     per_rank: ClassVar[bool | None] = None
 
     def is_per_rank(self, launch: Launch | None) -> bool:

@@ -406,3 +406,24 @@ def test_a_compile_served_from_the_cache_says_so_where_inductor_s_time_is_missin
     cold = read(_recorded("baseline-1"))  # compiled afresh: inductor's own time recorded
     first = next(f for f in cold.frames if f.name == "forward")
     assert frame_row(first).values["inductor_time"].value
+
+
+def test_the_compile_layer_rides_along_unless_refused(tmp_path: Path) -> None:
+    """Issue 72: `--plugins pyspy,torch` showed nothing of torch.compile, though its backend
+    costs no run (it reads the baseline runs). It rides along with any --plugins, the report
+    saying so, unless refused with -dynamo."""
+    from tests.conftest import perfstack_in
+
+    script = str(ROOT / "tests/workloads/recompile_limit.py")
+    plan = perfstack_in(tmp_path, "run", "--plugins", "resources", "--dry-run", script)
+    assert plan.code == 0 and "dynamo: no run of its own" in plan.stdout, plan.stdout
+    refused = perfstack_in(tmp_path, "run", "--plugins", "resources,-dynamo", "--dry-run",
+                           script)
+    assert refused.code == 0 and "dynamo" not in refused.stdout, refused.stdout
+    run = perfstack_in(tmp_path, "run", "--plugins", "resources", "--repeat", "1", "--warmup",
+                       "0", "-q", "-o", "r.json", script)
+    assert run.code == 0, run.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    dynamo = next(b for b in report["backends"] if b["name"] == "dynamo")
+    assert dynamo["status"] == "ok" and any(n.startswith("rode along") for n in dynamo["notes"])
+    assert any(r["attrs"].get("kind") == "frame" for r in report["layers"]["compile"])

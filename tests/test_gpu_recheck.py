@@ -98,15 +98,14 @@ def test_a_cold_first_compile_is_told_from_the_warm_runs_on_triton() -> None:
 
 @pytest.mark.parametrize("name", ["resnet", "memory", "compiled"])
 def test_each_recorded_report_renders_in_every_format(name: str) -> None:
+    from perfstack import errors
     from perfstack.pluginload import load_plugins
     from perfstack.render.base import RenderOptions
-
-    from perfstack import errors
 
     report = _report(name)
     for fmt, renderer in load_plugins().renderers().items():
         if fmt == "perfetto":  # its raw traces are kept compressed here, under other names:
-            with pytest.raises(errors.InputNotFound, match="artifact.s. could be read"):
+            with pytest.raises(errors.InputNotFound, match=r"artifact\(s\) could be read"):
                 renderer.render(report, RenderOptions())  # no event to export, said
             continue
         assert renderer.render(report, RenderOptions()), fmt

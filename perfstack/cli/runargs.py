@@ -72,7 +72,8 @@ def add_session_options(parser: Parser, backends: dict[str, BackendEntry]) -> No
     time limits and every backend's own options."""
     parser.add_argument("--plugins", metavar="A,B",
                         help="backends to run (default: every one available here, except "
-                        "opt-in analyses); "
+                        "opt-in analyses; with it, those that cost no run ride along unless "
+                        "refused with -NAME); "
                         f"installed: {', '.join(sorted(backends)) or 'none'}")
     parser.add_argument("--repeat", type=whole_number(0), default=3, metavar="N",
                         help="baseline runs, for overheads and noise (default: 3; 0: none, a "

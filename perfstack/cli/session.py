@@ -112,13 +112,26 @@ def select_backends(ns: argparse.Namespace,
     if ns.plugins is None:
         order = sorted(backends, key=lambda name: (not backends[name].backend.quick, name))
         return [backends[name] for name in order if not backends[name].backend.opt_in]
-    names = [n.strip() for n in ns.plugins.split(",") if n.strip()]
+    words = [n.strip() for n in ns.plugins.split(",") if n.strip()]
+    refused = {w[1:] for w in words if w.startswith("-")}
+    names = [w for w in words if not w.startswith("-")]
     if not names:
         raise errors.UsageError("--plugins needs at least one backend name")
-    for name in names:
+    for name in [*names, *refused]:
         if name not in backends:
             raise errors.UnknownPlugin(name, sorted(backends))
-    return [backends[name] for name in dict.fromkeys(names)]
+    chosen = [backends[name] for name in dict.fromkeys(names) if name not in refused]
+    # A backend that costs nothing and reads the baseline runs rides along, unless refused.
+    chosen += [e for name, e in sorted(backends.items()) if e.backend.rides
+               and not e.backend.own_run and name not in names and name not in refused]
+    return chosen
+
+
+def riding(ns: argparse.Namespace, entry: BackendEntry) -> bool:
+    """Whether a selected backend rides along: --plugins was given and did not name it."""
+    if ns.plugins is None or not entry.backend.rides:
+        return False
+    return entry.backend.name not in {n.strip() for n in ns.plugins.split(",")}
 
 
 def backend_options(ns: argparse.Namespace, selected: list[BackendEntry]) -> dict[str, Any]:
@@ -216,7 +229,9 @@ class Prepared:
                           kill_grace_s=ns.kill_grace, collect_timeout_s=ns.collect_timeout,
                           backend_options=backend_options(ns, self.selected),
                           steps=step_window(ns), keep_going=ns.keep_going,
-                          answer_first=answer_first, **self.distributed)
+                          answer_first=answer_first,
+                          riding=frozenset(e.backend.name for e in self.selected
+                                           if riding(ns, e)), **self.distributed)
 
     def plan(self, workload: Workload, answer_first: bool = False) -> list[str]:
         """The runs one session would make (``--dry-run``)."""

@@ -165,11 +165,15 @@ class Session:
             return None, None
         turn = BackendTurn(entry, self.runner, self.failed_unprofiled)
         try:
-            self.results.append(turn.take())
+            taken = turn.take()
         except KeyboardInterrupt:
             self.interrupted = True
-            self.results.append(assembly.result_of(
-                entry, Status.INTERRUPTED, reason="interrupted while collecting"))
+            taken = assembly.result_of(entry, Status.INTERRUPTED,
+                                       reason="interrupted while collecting")
+        if entry.backend.name in self.options.riding and taken.status in (
+                Status.EMPTY, Status.SKIPPED, Status.UNAVAILABLE):
+            return None, None  # riding along unasked, with nothing to say: not in the report
+        self.results.append(taken)
         if turn.collected is not None:
             self.collected[entry.backend.name] = turn.collected
             self._answer_so_far(entry)
@@ -179,7 +183,9 @@ class Session:
         """Once a backend is in and other runs are still to come (backends, or the baseline),
         let a progress display that can say the answer of the runs so far say it (once)."""
         progress = self.runner.progress
-        done, total = len(self.results), len(self.selected)
+        riding = self.options.riding  # not asked for: not counted
+        done = len([r for r in self.results if r.name not in riding])
+        total = len([e for e in self.selected if e.backend.name not in riding])
         if self._answered or self.interrupted or (done >= total and self._baseline_done) or (
                 not isinstance(progress, AnsweringProgress)):
             return

@@ -82,6 +82,8 @@ class RunOptions:
     #: baseline, so that the sampler's answer comes after one run of the workload, not five
     #: (every single-process ``perfstack run``; not ab, sweep or torchrun jobs)
     answer_first: bool = False
+    #: backends that ride along: --plugins did not name them (``Backend.rides``)
+    riding: frozenset[str] = frozenset()
 
 
 def selected_ranks(spec: str, present: list[int]) -> list[int]:

@@ -94,7 +94,12 @@ class BackendTurn:
         changed = {k: v for k, v in given.items()
                    if k in defaults and v != defaults[k] and not (v in (None, "", False)
                                                                   and not defaults[k])}
-        return assembly.result_of(self.entry, status, options=changed, **kw)
+        result = assembly.result_of(self.entry, status, options=changed, **kw)
+        if self.backend.name in self.options.riding:
+            result.notes.append(f"rode along: --plugins did not name it, and it costs no run "
+                                f"(it reads the baseline runs); --plugins ...,-{self.backend.name}"
+                                " refuses it")
+        return result
 
     def take(self) -> BackendResult:
         """Check, launch, run and collect; return the backend's result."""

@@ -59,6 +59,7 @@ class CompileBackend(Backend):
                    "recompiles with their cause, compile time by phase")
     own_run = False
     quick = True  # reads the baseline runs: no cost of its own
+    rides = True  # beside any --plugins: a compiled workload's layer is never missing
     publishes = ("compile_",)
     #: a frame's compile time, a graph break's count: what diff compares and tables rank by
     primary: ClassVar[dict[str, str]] = {"frame": "compile_time", "graph-break": "met"}
