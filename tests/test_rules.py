@@ -232,6 +232,25 @@ def test_threads_that_take_turns_on_the_gil_are_the_answer_not_waiting() -> None
     assert headline.hottest is not None and headline.hottest.threads == 4
 
 
+def test_a_thread_that_never_held_the_gil_does_not_hide_the_pool_that_takes_turns() -> None:
+    """Issue 72: a 4-thread pool read "Waiting-bound: the main thread waits 89%" where 2
+    threads read GIL-bound: in its data one more thread, nameless, held the GIL in none of
+    its samples and pulled the threads' mean GIL share under the rule's. A thread that ran no
+    Python takes no turn on the GIL: the pool is GIL-bound at any count."""
+
+    report = load_report(RECORDED / "rules/threads_gil.json.gz")
+    python = report.layers[Layer.PYTHON]
+    for row in python:  # four workers contending harder: each holds it 55-60% of samples
+        if row.attrs.get("kind") == "thread" and "(work)" in row.name:
+            row.values["gil_share"] = Quantity(57.0, "%")
+    python.append(Row("thread Thread 32495", "thread Thread 32495", "pyspy",
+                      {"samples": Quantity(300, "count"), "time": Quantity(1.2, "s"),
+                       "gil_share": Quantity(0.0, "%")}, {"kind": "thread"}))
+    found = {f.rule: f for f in load_plugins().findings(report)}
+    assert "time.threads-contend" in found and "time.waiting" not in found
+    assert found["time.threads-contend"].title.startswith("GIL-bound: 4 threads run Python")
+
+
 def test_a_backend_for_a_library_the_workload_never_imports_is_not_run(
         perfstack: Callable[..., Result]) -> None:
     """torch's backend on a script without torch: its run would import torch only to see

@@ -33,6 +33,8 @@ def share_of(report: Report, name: str) -> tuple[float, str] | None:
 GIL_WORKERS_SHARE = 50.0
 GIL_HELD = 50.0
 GIL_RULE = "time.threads-contend"
+#: A thread holding the GIL in this share (%) of its samples or more runs Python.
+PYTHON_THREAD = 10.0
 
 
 def gil_contention(report: Report) -> Finding | None:
@@ -46,8 +48,14 @@ def gil_contention(report: Report) -> Finding | None:
             and "MainThread" not in r.name and "perfstack-" not in r.name]
     timed = [(float(r.values["time"].value or 0.0), r.values.get("gil_share"))
              for r in rows if "time" in r.values and r.values["time"].value]
+    # The threads that ran Python: one that held the GIL in none of its samples ran native
+    # code (or a sampler's GIL pass missed it, nameless), and takes no turn on the GIL: it
+    # neither contends nor dilutes the others' share (a 4-thread pool read "waiting").
+    held = [(t, float(g.value)) for t, g in timed
+            if g is not None and g.value is not None and float(g.value) >= PYTHON_THREAD]
+    timed = [(t, g) for t, g in timed if g is None or g.value is None
+             or float(g.value) >= PYTHON_THREAD]
     busy = sum(t for t, _ in timed)
-    held = [(t, float(g.value)) for t, g in timed if g is not None and g.value is not None]
     if not held or wall is None or not wall.value:
         return None
     share = 100 * busy / float(wall.value)
