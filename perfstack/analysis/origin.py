@@ -18,6 +18,12 @@ _PERFSTACK = os.path.dirname(os.path.abspath(__file__)).removesuffix(
     os.sep + "analysis")
 _SITE = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
 _STDLIB = re.compile(r"[/\\]lib[/\\](?:python|pypy)\d[\d.]*t?[/\\]")
+#: torch.compile's inductor writes the code it generates under its cache folder
+#: (``/tmp/torchinductor_<user>/`` unless TORCHINDUCTOR_CACHE_DIR says otherwise): torch's
+#: code made for the workload, not the workload's own.
+_INDUCTOR = re.compile(r"[/\\](torchinductor_[^/\\]+[/\\].*)$")
+#: The library the generated code is folded into.
+GENERATED = "torch.compile (generated)"
 
 
 @datarecord(frozen=True)
@@ -56,6 +62,9 @@ def origin(file: str, home: str | None) -> Origin:
         inside = file[site.end():]
         package = re.split(r"[/\\]", inside, maxsplit=1)[0].removesuffix(".py")
         return Origin(False, package.split(".")[0] or "site-packages", inside)
+    generated = _INDUCTOR.search(file)
+    if generated:
+        return Origin(False, GENERATED, generated.group(1))
     stdlib = _STDLIB.search(file)
     if stdlib:
         return Origin(False, "stdlib", file[stdlib.end():])
