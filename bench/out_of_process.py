@@ -9,9 +9,10 @@ wall time, from the report). Interleaved round by round; medians and ratios.
 
 With ``--pyspy``, py-spy alone on tiny_mlp, as the issue measures it: the stated overhead of
 perfstack's pyspy run (its wall time over the median of the session's baseline runs, as the
-report states it), by default (the GIL pass beside the main sampler) and with
-``--pyspy-no-gil`` (one sampler), against py-spy by hand: ``py-spy record --nonblocking -- python
-...`` (py-spy starts the workload) and ``py-spy record --pid`` attached to a workload just
+report states it), by default (the GIL pass and the wait pass beside the main sampler),
+with ``--pyspy-no-gil`` (no GIL pass) and with ``--pyspy-wait-rate 0`` (no wait pass),
+against py-spy by hand: ``py-spy record --nonblocking -- python ...`` (py-spy starts the
+workload) and ``py-spy record --pid`` attached to a workload just
 started (as perfstack attaches), each over the plain run's wall time.
 """
 
@@ -78,7 +79,8 @@ def pyspy(rounds: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         walls: dict[str, list[float]] = {"plain": [], "by hand": [], "by hand, --pid": []}
-        stated: dict[str, list[float]] = {"default": [], "--pyspy-no-gil": []}
+        stated: dict[str, list[float]] = {"default": [], "--pyspy-no-gil": [],
+                                          "--pyspy-wait-rate 0": []}
         for i in range(rounds):
             walls["plain"].append(_timed([PY, *argv], work))
             walls["by hand"].append(_timed(
@@ -89,6 +91,8 @@ def pyspy(rounds: int) -> None:
             stated["--pyspy-no-gil"].append(_stated(work, argv, ["--repeat", "3",
                                                                  "--pyspy-no-gil"],
                                                     f"n{i}.json"))
+            stated["--pyspy-wait-rate 0"].append(_stated(
+                work, argv, ["--repeat", "3", "--pyspy-wait-rate", "0"], f"w{i}.json"))
         plain = walls["plain"]
         print(f"tiny_mlp --num-batches 300, {rounds} rounds interleaved; medians; ratios "
               "within each round: min / median / max")
@@ -99,7 +103,7 @@ def pyspy(rounds: int) -> None:
             print(f"  py-spy {name:<23} {statistics.median(walls[name]):7.3f} s  overhead "
                   f"{spread(hands[name], '.3f')}")
         for name, values in stated.items():
-            print(f"  perfstack pyspy, {name:<14} stated overhead {spread(values, '.3f')}  vs "
+            print(f"  perfstack pyspy, {name:<19} stated overhead {spread(values, '.3f')}  vs "
                   f"by hand {spread(_over(values, hands['by hand']), '.3f')}, vs --pid "
                   f"{spread(_over(values, hands['by hand, --pid']), '.3f')}")
 

@@ -14,7 +14,7 @@ RUN = ("run", "-q", "--repeat", "0", "--warmup", "0", "--plugins", "pyspy")
 
 def _python(report):
     return {r["attrs"].get("function") or r["key"]: r for r in report["layers"]["python"]
-            if r["source"] == "pyspy"}
+            if r["source"] == "pyspy" and r["attrs"].get("kind") != "wait"}
 
 
 #: A real run of split_3_to_1.py under py-spy at 1000 Hz, recorded on the 2-CPU VM

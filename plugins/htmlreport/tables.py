@@ -35,7 +35,7 @@ MIXED = "mixed"
 
 #: Kinds of rows shown in a table of their own, and what they are called there.
 APART_KINDS = {"thread": "threads", "native-frame": "native frames",
-               "graph-break": "graph breaks"}
+               "graph-break": "graph breaks", "wait": "where the main thread waits"}
 
 
 def table_id(layer: str, source: str) -> str:

@@ -1,22 +1,28 @@
 """The ``pyspy`` backend: py-spy sampling of the workload's Python stacks (Python layer).
 
 py-spy attaches to the workload's Python pid as soon as the bootstrap has written it, in
-non-blocking mode (it reads the process's memory without stopping it). Two passes: one records
-every sample, one only samples whose thread holds the GIL (``--gil``), at half the rate by
-default (``--pyspy-gil-rate``): a second sampler at the full rate cost ~3% of wall time on 2
-busy CPUs, at half ~1.5% (docs/performance.md); the GIL share is the ratio of the two, each
-per second of its own run. The passes take two runs
-of the workload side by side by default; ``--pyspy-gil-run`` gives the GIL pass a run of its
-own (``run_count`` 2), so that one sampler at a time competes with the workload for the CPUs.
-Measured on 2 vCPUs (docs/performance.md), the second sampler's cost was within the noise of
-one run's overhead, while a second run mixes two runs' splits into the budget: one run is the
-default. With ``--pyspy-native`` the native frames below Python frames go
-to the kernel layer, linked to the Python function that called them.
+non-blocking mode (it reads the process's memory without stopping it). Three passes, side by
+side in one run of the workload:
+
+- the main pass samples running code (py-spy leaves out a thread that waits);
+- the GIL pass keeps only samples whose thread holds the GIL (``--gil``), at half the rate by
+  default (``--pyspy-gil-rate``): a second sampler at the full rate cost ~3% of wall time on 2
+  busy CPUs, at half ~1.5% (docs/performance.md); the GIL share is the ratio of the two, each
+  per second of its own run. ``--pyspy-gil-run`` gives it a run of its own (``run_count`` 2),
+  so that fewer samplers at a time compete with the workload for the CPUs; measured on 2 vCPUs
+  the second sampler's cost was within the noise of one run's overhead, while a second run
+  mixes two runs' splits into the budget: one run is the default;
+- the wait pass (``--idle``, 50 Hz, ``--pyspy-wait-rate``) samples the main thread whether it
+  runs or waits: less the main pass, it says where the main thread waits, and what
+  torch.compile waited for counts as compiling (``waits``).
+
+With ``--pyspy-native`` the native frames below Python frames go to the kernel layer, linked
+to the Python function that called them.
 
 The package: ``sampler`` starts py-spy, ``speedscope`` reads what it wrote, ``processes``
 keeps the workload's own process apart from its children (``--pyspy-subprocesses``),
-``findings`` says what the samples conclude, and this module is the backend that joins them
-into the report.
+``waits`` tells where the main thread waits, ``findings`` says what the samples conclude, and
+this module is the backend that joins them into the report.
 """
 
 from __future__ import annotations
@@ -41,7 +47,16 @@ from perfstack.report import Finding, Layer, Report
 from perfstack.run import rundir
 
 from . import findings, processes
-from .sampler import GIL_PROFILE_FILE, PROFILE_FILE, attach, availability, gil_rate, py_spy
+from .sampler import (
+    GIL_PROFILE_FILE,
+    PROFILE_FILE,
+    WAIT_PROFILE_FILE,
+    WAIT_RATE,
+    attach,
+    availability,
+    gil_rate,
+    py_spy,
+)
 from .speedscope import (
     frame_key,
     is_ours,
@@ -50,6 +65,7 @@ from .speedscope import (
     summarize,
     time_budget,
 )
+from .waits import read_waits, wait_rows
 
 __all__ = ["GIL_PROFILE_FILE", "PROFILE_FILE", "PySpyBackend", "frame_key", "gil_rate",
            "is_ours", "py_spy", "read_profile", "summarize"]
@@ -75,7 +91,7 @@ class PySpyBackend(Backend):
     name = "pyspy"
     layers = (Layer.PYTHON, Layer.KERNEL)
     primary: ClassVar[dict[str, str]] = {"": "self_time", "thread": "time",
-                                         "native-frame": "samples"}
+                                         "native-frame": "samples", "wait": "wait_time"}
     publishes = ("budget.", "gil_held_share")
     openers = ((".speedscope.json", "speedscope, or speedscope.app"),)
     packages = ("py-spy",)
@@ -90,6 +106,9 @@ class PySpyBackend(Backend):
                "a second sampler at the full rate cost ~3%% of wall time on 2 busy CPUs)",
                None, int, minimum=1, maximum=10_000),
         Option("no_gil", "skip the GIL-share pass (one run instead of two)", flag=True),
+        Option("wait_rate", "samples per second of the wait pass, which samples the main "
+               "thread idle or not, to say where it waits and to count torch.compile's waits "
+               "as compiling (0: no wait pass)", WAIT_RATE, int, minimum=0, maximum=10_000),
         Option("gil_run", "give the GIL pass a run of its own (one more run; no second "
                "sampler competing for the CPUs, e.g. 100% of 2 cores)", flag=True),
     )
@@ -148,6 +167,13 @@ class PySpyBackend(Backend):
             notes.append("sampling starts when the script starts; py-spy needs ~0.1 s to "
                          "attach")
         wall = outcome.record.wall_s if outcome is not None else None
+        wait_frames, wait_profiles = read_profile(ctx.artifact_dir / WAIT_PROFILE_FILE)
+        waits = read_waits((wait_frames, processes.split(wait_profiles, pid)[0]),
+                           (frames, profiles), ctx.workload.home())
+        if waits is not None:
+            rows[Layer.PYTHON] += wait_rows(waits, wall)
+            notes.append("where the main thread waits: the wait pass (every sample, idle "
+                         "ones too, at --pyspy-wait-rate) less the main pass, per place")
         if ctx.options.get("idle"):
             notes.append("no time budget with --pyspy-idle: idle samples cannot be told apart")
         elif not gil_profiles:
@@ -156,15 +182,18 @@ class PySpyBackend(Backend):
             windowed = ctx.steps is not None and ctx.steps.warmup > 0
             budget, error = time_budget(frames, profiles, gil_frames, gil_profiles, wall,
                                         _unsampled_start(ctx.artifact_dir, outcome), gil_scale,
-                                        windowed, _teardown(ctx.artifact_dir, outcome))
+                                        windowed, _teardown(ctx.artifact_dir, outcome),
+                                        waits.compile_s if waits is not None else None)
             metrics += budget
             notes.append("time budget: the time before py-spy started counts as "
                          + ("its own part (before sampling)" if windowed else "start-up")
                          + "; its attach (~0.1-0.2 s) counts as waiting")
             notes.append(error)
         artifacts = {"speedscope": ctx.artifact_dir / PROFILE_FILE}
-        if (ctx.artifact_dir / GIL_PROFILE_FILE).is_file():
-            artifacts["gil_speedscope"] = ctx.artifact_dir / GIL_PROFILE_FILE
+        for key, name in (("gil_speedscope", GIL_PROFILE_FILE),
+                          ("wait_speedscope", WAIT_PROFILE_FILE)):
+            if (ctx.artifact_dir / name).is_file():
+                artifacts[key] = ctx.artifact_dir / name
         return Collected(rows=rows, metrics=metrics, notes=notes, artifacts=artifacts)
 
 

@@ -20,6 +20,11 @@ from perfstack.backend import Availability, RunContext
 #: The two profiles a run of this backend writes in its folder (the gil backend reads them too).
 PROFILE_FILE = "profile.speedscope.json"
 GIL_PROFILE_FILE = "gil.speedscope.json"
+#: The wait pass's profile: every sample, idle ones included, at a low rate (plugins.pyspy.waits).
+WAIT_PROFILE_FILE = "wait.speedscope.json"
+#: The wait pass's default rate: a 2 s wait is 100 samples; a sampler at 250 Hz costs ~1.4
+#: points of wall time on 2 busy CPUs, at 50 Hz about a fifth of that (docs/performance.md).
+WAIT_RATE = 50
 
 
 def py_spy() -> str | None:
@@ -80,6 +85,15 @@ def gil_rate(options: dict[str, Any]) -> int:
     return int(given) if given else max(1, int(options.get("rate") or 250) // 2)
 
 
+def wait_rate(options: dict[str, Any]) -> int:
+    """The wait pass's rate: ``wait_rate`` (0: no wait pass), else WAIT_RATE; 0 also under
+    ``idle``, where the main pass samples the waits itself."""
+    if options.get("idle"):
+        return 0
+    given = options.get("wait_rate")
+    return WAIT_RATE if given is None else int(given)
+
+
 def availability() -> Availability:
     """Available when py-spy is installed and this user may attach to another process."""
     if py_spy() is None:
@@ -96,7 +110,8 @@ def availability() -> Availability:
 
 
 def attach(ctx: RunContext, pid: int, run_count: int) -> Samplers:
-    """Start py-spy on the workload's pid: the main pass, the GIL pass, or both side by side
+    """Start py-spy on the workload's pid: the main pass (with the wait pass beside it: the
+    same stacks, idle ones included, at a low rate), the GIL pass, or all side by side
     (``run_count`` 1: the GIL pass has no run of its own), as ``ctx.options`` say."""
     exe = py_spy() or "py-spy"
     common = ["record", "--function", "--format", "speedscope", "--pid", str(pid)]
@@ -111,6 +126,9 @@ def attach(ctx: RunContext, pid: int, run_count: int) -> Samplers:
         passes = [gil]
     else:
         passes = [(PROFILE_FILE, main)]
+        if wait_rate(ctx.options):
+            passes.append((WAIT_PROFILE_FILE, ["--nonblocking", "--idle", "--rate",
+                                               str(wait_rate(ctx.options))]))
         if run_count == 1 and not ctx.options.get("no_gil"):
             passes.append(gil)  # beside the main pass (without --pyspy-gil-run)
         # When sampling began, against the bootstrap's start (workload.json): the time

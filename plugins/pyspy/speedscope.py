@@ -173,7 +173,8 @@ def time_budget(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
                 gil_frames: list[dict[str, Any]], gil_profiles: list[dict[str, Any]],
                 wall_s: float, unsampled_start_s: float = 0.0,
                 gil_scale: float = 1.0, windowed: bool = False,
-                teardown_s: float = 0.0) -> tuple[list[Metric], str]:
+                teardown_s: float = 0.0,
+                compile_wall_s: float | None = None) -> tuple[list[Metric], str]:
     """Split the main thread's wall time: ``budget.startup`` (imports, the interpreter's set-up
     and teardown), ``budget.compile`` (torch.compile at work: importing the compiler,
     compiling frames and graphs, building and autotuning kernels at their first run; only
@@ -195,7 +196,8 @@ def time_budget(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
     be told from waiting. ``teardown_s`` (the process ran on after its script returned:
     atexit handlers, pools and threads joined) is teardown, start-up's part, sampled or not:
     what of it py-spy did not sample (the samples after the workload's last frame tell how
-    much it did) is not the workload waiting.
+    much it did) is not the workload waiting. ``compile_wall_s`` (the wait pass's seconds in
+    torch.compile, idle ones too) moves what the compiler waited for into ``compile``.
 
     Also returns a note with the sampling error of the split: a count of n samples has a
     standard error of sqrt(n) samples, and ``native`` is the difference of two such counts.
@@ -211,6 +213,9 @@ def time_budget(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
     idle = max(0.0, wall_s - before - importing - compiling - active)
     quiet_end = min(idle, max(0.0, teardown_s - _trailing(frames, profiles)))
     importing, idle = importing + quiet_end, idle - quiet_end
+    if compile_wall_s is not None:  # the compiler's waits are compiling, not the workload's
+        waited = min(idle, max(0.0, compile_wall_s - compiling))
+        compiling, idle = compiling + waited, idle - waited
     # Nonblocking sampling can sum a little past the wall time: scale to it, never beyond.
     scale = min(1.0, (wall_s - before) / max(importing + compiling + active, 1e-9))
     parts = (("before_sampling", before, "run"),
@@ -224,7 +229,7 @@ def time_budget(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
                            "steps (--steps), not sampled",
         "startup": "of wall time in imports, set-up, teardown (main thread)",
         "compile": "of wall time in torch.compile: its import, compiling, first kernel "
-                   "builds (main thread)",
+                   "builds, waiting for its workers (main thread)",
         "interpreter": "of wall time in Python code, start-up excluded (main thread)",
         "native": "of wall time in native code that released the GIL (main thread)",
         "idle": "of wall time waiting: sleep, I/O, locks, device sync (main thread)"}
@@ -273,6 +278,7 @@ def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
     native_n: Counter[str] = Counter()
     importing_n: Counter[str] = Counter()  # a function's own samples taken inside an import
     late = LateImports(frames, ours, frame_key)
+    compiler = [is_compiler(f) for f in frames]
     all_samples = 0
     for profile in profiles:
         name = _thread_name(profile)
@@ -294,7 +300,8 @@ def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
                 self_n[leaf] += 1
                 if any(is_import(frames[i]) for i in stack):
                     importing_n[leaf] += 1
-                    late.add(python, weight)
+                    if not any(compiler[i] for i in stack):  # else torch.compile's import
+                        late.add(python, weight)
                 seconds[leaf] += weight
                 for key in {frame_key(frames[i]) for i in python}:
                     total_n[key] += 1

@@ -5,7 +5,7 @@ that mostly waits (a GPU's verdict is perfstack.analysis.rules.gpu's)."""
 
 from __future__ import annotations
 
-from perfstack.report import Finding, Layer, Report
+from perfstack.report import Finding, Layer, Quantity, Report
 from perfstack.report.units import fmt_seconds
 
 #: Interpreter share of the wall time (%) from which a run is Python-bound.
@@ -18,6 +18,39 @@ WAITING_LIMIT = 25.0
 #: CPU seconds of the workload's child processes from which its main thread's waiting may be
 #: for them (and loading data in workers is not the advice).
 CHILDREN_AT_WORK_S = 0.2
+
+
+def waiting_places(report: Report, top: int = 3) -> list[str]:
+    """Where the main thread waited longest outside torch.compile (a sampler's rows of
+    ``attrs.kind`` ``wait``: ``wait_time``, the innermost frame, the workload's caller), as
+    evidence lines; none where no sampler said."""
+    from perfstack.analysis.origin import short_key, workload_dir
+
+    home = workload_dir(report)
+
+    def where(attrs: object) -> str | None:
+        if not isinstance(attrs, dict) or not isinstance(attrs.get("function"), str):
+            return None
+        line = attrs.get("line")
+        return short_key(attrs["function"], str(attrs.get("file") or "?"),
+                         line if isinstance(line, int) else None, home)
+
+    rows = sorted((r for r in report.layers.get(Layer.PYTHON, [])
+                   if r.attrs.get("kind") == "wait" and not r.attrs.get("in_compile")
+                   and isinstance(r.values.get("wait_time"), Quantity)
+                   and r.values["wait_time"].value),
+                  key=lambda r: -float(r.values["wait_time"].value or 0.0))
+    out = []
+    for r in rows[:top]:
+        caller = where(r.attrs.get("caller"))
+        share = r.values.get("wait_share")
+        of_wall = (f", {share.value:.0f}% of the wall time"
+                   if share is not None and share.value is not None else "")
+        out.append(f"it waits in {where(r.attrs)}"
+                   + (f", called from {caller}" if caller else "")
+                   + f": {fmt_seconds(float(r.values['wait_time'].value or 0.0))}{of_wall} "
+                   f"(wait_time, from {r.source})")
+    return out
 
 
 def share_of(report: Report, name: str) -> tuple[float, str] | None:
@@ -135,16 +168,24 @@ def time_rules(report: Report) -> list[Finding]:
                   "shows where it blocks")
         children = report.metric("child_cpu_time")
         compiling = report.metric("compile_time")
-        if compiling is not None and compiling.value:
-            # torch.compile's inductor builds its kernels in a pool of worker processes, and
-            # its caches and the pool's start and end are waits of the main thread
+        places = waiting_places(report)
+        evidence = places + evidence  # where, first: the short report shows one line
+        # where a sampler saw the waits, its places say where it blocks; else one would
+        where = ("the places it waits in say where it blocks" if places
+                 else "a sampler that records idle frames shows where it blocks")
+        if places:
+            action = ("if it waits for data, load it in worker processes (DataLoader "
+                      "num_workers, pin_memory, prefetch); for the device, synchronise less "
+                      f"often; for a lock, what holds it: {where}")
+        if not places and compiling is not None and compiling.value:
+            # No sampler told the compiler's waits from the rest: torch.compile's inductor
+            # builds its kernels in a pool of worker processes the main thread waits for.
             evidence.append(f"torch.compile compiled {fmt_seconds(float(compiling.value))} "
                             f"a run (compile_time, from {compiling.source}); its compiler "
                             "works in worker processes the main thread waits for")
             action = ("part of it is torch.compile's: its workers build kernels while the "
                       "main thread waits (the compile layer says what it compiled and why); "
-                      "a warm cache and fewer recompiles shorten it; else a sampler that "
-                      "records idle frames shows where it blocks")
+                      f"a warm cache and fewer recompiles shorten it; {where}")
         elif (children is not None and isinstance(children.value, (int, float))
                 and children.value >= CHILDREN_AT_WORK_S):
             # Workers already do the work: loading in workers is not the advice, they are.
@@ -152,8 +193,7 @@ def time_rules(report: Report) -> list[Finding]:
                             f" of CPU (child_cpu_time, from {children.source})")
             action = ("it may be waiting for its child processes (DataLoader workers, a "
                       "pool): where they spend their time decides its wait (a sampler that "
-                      "follows child processes shows it); else a sampler that records idle "
-                      "frames shows where it blocks")
+                      f"follows child processes shows it); {where}")
         out.append(Finding(
             rule="time.waiting",
             title=f"the main thread waits {idle[0]:.0f}% of the wall time",

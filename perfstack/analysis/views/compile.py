@@ -58,6 +58,9 @@ class CompileView:
     compiled_share: float | None  # % of the profiled steps' time inside compiled graphs
     generated_share: float | None  # % of the device time in inductor's kernels
     cold: float | None = None  # the session's first run's compile, its caches cold
+    #: the time budget's compile part in seconds (the main thread in torch.compile: its
+    #: import at the first call and its waits too, which compile_time leaves out), its source
+    held: tuple[float, str] | None = None
     frames: list[FrameLine] = field(default_factory=list)
     breaks: list[BreakLine] = field(default_factory=list)
     more_frames: int = 0
@@ -117,6 +120,15 @@ def _metric(report: Report, name: str) -> tuple[float | None, int]:
     return float(m.value), len(m.samples or [])
 
 
+def _held(report: Report) -> tuple[float, str] | None:
+    """The time budget's compile part (``budget.compile``) in seconds of the baseline's
+    wall time, and who measured it; None where unmeasured."""
+    share, wall = report.metric("budget.compile"), report.metric("wall_time")
+    if share is None or share.value is None or wall is None or wall.value is None:
+        return None
+    return float(share.value) / 100 * float(wall.value), share.source
+
+
 def compile_view(report: Report, top: int = SHOWN) -> CompileView | None:
     """The view of what torch.compile did, or None where the report holds nothing of it."""
     rows = report.layers.get(Layer.COMPILE, [])
@@ -133,7 +145,7 @@ def compile_view(report: Report, top: int = SHOWN) -> CompileView | None:
         source=frames[0].source if frames else "", seconds=seconds, runs=runs,
         in_steps=_metric(report, "compile_in_steps")[0], compiled_share=share,
         generated_share=_metric(report, "generated_kernels_share")[0],
-        cold=_metric(report, "compile_time_cold")[0],
+        cold=_metric(report, "compile_time_cold")[0], held=_held(report),
         frames=[_frame(r, home) for r in frames[:top]],
         breaks=[BreakLine(f"{_where(r, home)} in {r.attrs.get('function')}",
                           str(r.attrs.get("reason") or r.name), h[0] if h else None,

@@ -80,7 +80,7 @@ def _fold_python(rows: list[Row], home: str | None,
                           members[0].source, values,
                           {"kind": "library", "library": library, "functions": len(members)}))
     merged = ours + folded
-    merged.sort(key=lambda r: (r.attrs.get("kind") == "thread",
+    merged.sort(key=lambda r: (r.attrs.get("kind") in ("thread", "wait"),
                                r.attrs.get("kind") == "library", -rank.value(r)))
     return merged, {k: len(v) for k, v in libraries.items()}
 

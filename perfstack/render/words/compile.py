@@ -29,6 +29,12 @@ def compile_lines(v: CompileView) -> list[str]:
         lines.append(f"Compiling took {fmt_seconds(v.seconds)} a run{over}: "
                      f"{len(v.frames) + v.more_frames} frame(s), {v.compiles} compile(s)"
                      f"{inside}.")
+    if v.held is not None and (v.seconds is None or v.held[0] > v.seconds):
+        # the frames' compiles (dynamo's own count) leave out the compiler's import at the
+        # first call and what it waited for: the budget's part holds them
+        lines.append(f"With the compiler's import at the first call and what it waited for, "
+                     f"torch.compile held the main thread {fmt_seconds(v.held[0])} of the "
+                     f"wall time (the time budget's compile part, from {v.held[1]}).")
     if v.cold is not None:
         lines.append(f"The first run, inductor's caches cold, compiled for "
                      f"{fmt_seconds(v.cold)}: what a first run on a new machine pays.")
