@@ -183,7 +183,7 @@ class PySpyBackend(Backend):
             budget, error = time_budget(frames, profiles, gil_frames, gil_profiles, wall,
                                         _unsampled_start(ctx.artifact_dir, outcome), gil_scale,
                                         windowed, _teardown(ctx.artifact_dir, outcome),
-                                        waits.compile_s if waits is not None else None)
+                                        waits.compile_share if waits is not None else None)
             metrics += budget
             notes.append("time budget: the time before py-spy started counts as "
                          + ("its own part (before sampling)" if windowed else "start-up")

@@ -174,7 +174,7 @@ def time_budget(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
                 wall_s: float, unsampled_start_s: float = 0.0,
                 gil_scale: float = 1.0, windowed: bool = False,
                 teardown_s: float = 0.0,
-                compile_wall_s: float | None = None) -> tuple[list[Metric], str]:
+                compile_share: float | None = None) -> tuple[list[Metric], str]:
     """Split the main thread's wall time: ``budget.startup`` (imports, the interpreter's set-up
     and teardown), ``budget.compile`` (torch.compile at work: importing the compiler,
     compiling frames and graphs, building and autotuning kernels at their first run; only
@@ -196,8 +196,9 @@ def time_budget(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
     be told from waiting. ``teardown_s`` (the process ran on after its script returned:
     atexit handlers, pools and threads joined) is teardown, start-up's part, sampled or not:
     what of it py-spy did not sample (the samples after the workload's last frame tell how
-    much it did) is not the workload waiting. ``compile_wall_s`` (the wait pass's seconds in
-    torch.compile, idle ones too) moves what the compiler waited for into ``compile``.
+    much it did) is not the workload waiting. ``compile_share`` (the wait pass's share of the
+    main thread's samples in torch.compile, idle or not) moves what the compiler waited for
+    into ``compile``: that share of the sampled time, less what the main pass saw compiling.
 
     Also returns a note with the sampling error of the split: a count of n samples has a
     standard error of sqrt(n) samples, and ``native`` is the difference of two such counts.
@@ -213,8 +214,9 @@ def time_budget(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
     idle = max(0.0, wall_s - before - importing - compiling - active)
     quiet_end = min(idle, max(0.0, teardown_s - _trailing(frames, profiles)))
     importing, idle = importing + quiet_end, idle - quiet_end
-    if compile_wall_s is not None:  # the compiler's waits are compiling, not the workload's
-        waited = min(idle, max(0.0, compile_wall_s - compiling))
+    if compile_share is not None:  # the compiler's waits are compiling, not the workload's
+        sampled_s = wall_s - before - unsampled_start_s - quiet_end
+        waited = min(idle, max(0.0, compile_share * sampled_s - compiling))
         compiling, idle = compiling + waited, idle - waited
     # Nonblocking sampling can sum a little past the wall time: scale to it, never beyond.
     scale = min(1.0, (wall_s - before) / max(importing + compiling + active, 1e-9))

@@ -45,20 +45,24 @@ Profile = tuple[list[dict[str, Any]], list[dict[str, Any]]]
 class Waits:
     """What the wait pass says of the main thread."""
 
-    compile_s: float  # seconds inside torch.compile, waits included
+    #: the share of the main thread's sampled time inside torch.compile, waits included: a
+    #: share, not the samples' seconds, since a sampler starved of CPU (three of them beside
+    #: a compiling workload on 2 CPUs) drops ticks, most in the busiest stretches
+    compile_share: float
     places: dict[Place, float]  # seconds idle per place, the noise left in
 
 
 def _seconds_by_place(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
                       home: str | None) -> tuple[dict[Place, tuple[float, float]], float]:
     """The main thread's seconds per place with their sampling variance (each sample's
-    weight squared, summed: a count of samples is Poisson), and its seconds inside
-    torch.compile."""
+    weight squared, summed: a count of samples is Poisson), and the share of its sampled
+    time inside torch.compile."""
     out: dict[Place, tuple[float, float]] = {}
     compiling = 0.0
     profile = _main_profile(profiles)
     if profile is None:
         return out, compiling
+    total = sum(profile.get("weights", [])) or 1.0
     compiler = [is_compiler(f) for f in frames]
     python = [not _is_native(f) and not is_ours(f) for f in frames]
     ours = _OwnFrames(frames, home)
@@ -76,7 +80,7 @@ def _seconds_by_place(frames: list[dict[str, Any]], profiles: list[dict[str, Any
         caller = frame_key(frames[own[-1]]) if own and own[-1] != frames_py[-1] else ""
         seconds, variance = out.get((leaf, caller, inside), (0.0, 0.0))
         out[(leaf, caller, inside)] = (seconds + weight, variance + weight * weight)
-    return out, compiling
+    return out, compiling / total
 
 
 def read_waits(wait: Profile, main: Profile, home: str | None) -> Waits | None:
