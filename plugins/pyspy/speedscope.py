@@ -173,12 +173,12 @@ def time_budget(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
                 gil_frames: list[dict[str, Any]], gil_profiles: list[dict[str, Any]],
                 wall_s: float, unsampled_start_s: float = 0.0,
                 gil_scale: float = 1.0, windowed: bool = False,
-                teardown_s: float = 0.0,
-                compile_share: float | None = None) -> tuple[list[Metric], str]:
+                teardown_s: float = 0.0, compile_share: float | None = None) -> tuple[
+                    list[Metric], str]:
     """Split the main thread's wall time: ``budget.startup`` (imports, the interpreter's set-up
-    and teardown), ``budget.compile`` (torch.compile at work: importing the compiler,
-    compiling frames and graphs, building and autotuning kernels at their first run; only
-    when it was), ``budget.interpreter``
+    and teardown), ``budget.compile`` (torch.compile at work: importing the compiler, compiling
+    frames and graphs, building and autotuning kernels at their first run, waiting for its
+    workers; only when it was), ``budget.interpreter``
     (Python code running with the GIL held), ``budget.native`` (the GIL released: torch ops
     and other native code called from Python) and ``budget.idle`` (not sampled: sleeping,
     I/O, locks, the GIL wanted, and py-spy's attach), each as a share of ``wall_s``;
@@ -189,16 +189,14 @@ def time_budget(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
     the rate by default) that keeps only GIL-holding samples: the interpreter's time is that
     pass's own seconds on the main thread outside imports, times ``gil_scale`` when the pass
     had a run of its own (the main run's wall time over its run's), capped at the main pass's
-    active time. The two samplers are independent, so per-function ratios of their counts would
-    be noisy and, capped at 1, biased low; their totals are not.
+    active time (per-function ratios of two independent samplers' counts would be noisy).
     ``unsampled_start_s`` (the workload ran before py-spy was started) counts as start-up,
     or under ``windowed`` as its own part; py-spy's own attach after that (~0.1-0.2 s) cannot
     be told from waiting. ``teardown_s`` (the process ran on after its script returned:
     atexit handlers, pools and threads joined) is teardown, start-up's part, sampled or not:
     what of it py-spy did not sample (the samples after the workload's last frame tell how
     much it did) is not the workload waiting. ``compile_share`` (the wait pass's share of the
-    main thread's samples in torch.compile, idle or not) moves what the compiler waited for
-    into ``compile``: that share of the sampled time, less what the main pass saw compiling.
+    main thread's samples in torch.compile) moves the compiler's waits into ``compile``.
 
     Also returns a note with the sampling error of the split: a count of n samples has a
     standard error of sqrt(n) samples, and ``native`` is the difference of two such counts.
