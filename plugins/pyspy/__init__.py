@@ -65,7 +65,7 @@ from .speedscope import (
     summarize,
     time_budget,
 )
-from .waits import read_waits, wait_rows
+from .waits import read_waits, wait_metrics, wait_rows
 
 __all__ = ["GIL_PROFILE_FILE", "PROFILE_FILE", "PySpyBackend", "frame_key", "gil_rate",
            "is_ours", "py_spy", "read_profile", "summarize"]
@@ -172,6 +172,7 @@ class PySpyBackend(Backend):
                            (frames, profiles), ctx.workload.home())
         if waits is not None:
             rows[Layer.PYTHON] += wait_rows(waits, wall)
+            metrics += wait_metrics(waits)
             notes.append("where the main thread waits: the wait pass (every sample, idle "
                          "ones too, at --pyspy-wait-rate) less the main pass, per place")
         if ctx.options.get("idle"):

@@ -68,24 +68,28 @@ def data_loading(report: Report) -> list[Finding]:
         return []  # it loads in workers already: where they spend it is the children's say
     share = max((float(r.values["total_share"].value or 0.0) for r in rows
                  if "total_share" in r.values), default=0.0)
-    measured = report.metric("data_loading_share")
-    if measured is not None and measured.source == SOURCE and measured.value is not None:
-        # The main thread's own running samples, counted where they were taken (a share of
-        # every thread's samples scaled by the main thread's budget mixed the two).
-        work = float(measured.value)
+    # The wait pass's share counts the loader's waits (a read, a sleep) as a timer around
+    # next(batch) does; the running-time share, the main thread's own running samples.
+    timed, measured = report.metric("data_loading_time_share"), report.metric(
+        "data_loading_share")
+    basis, name = "working time (waits included)", "data_loading_time_share"
+    if timed is not None and timed.source == SOURCE and timed.value is not None:
+        work = float(timed.value)
+    elif measured is not None and measured.source == SOURCE and measured.value is not None:
+        work, basis, name = float(measured.value), "running time", "data_loading_share"
     else:  # a report of perfstack before data_loading_share
-        work = min(100.0, share * _outside_startup(report))
+        work, basis = min(100.0, share * _outside_startup(report)), "running time"
     if work < DATA_LOADING_SHARE or not rows:
         return []
     top = max(rows, key=lambda r: float(r.values["total_share"].value or 0.0))
     return [Finding(
         rule="python.data-loading",
-        title=(f"data loading: {work:.0f}% of the main thread's running time is inside "
+        title=(f"data loading: {work:.0f}% of the main thread's {basis} is inside "
                "torch's DataLoader"),
         layer="python", severity="warning",
         evidence=[f"{_plain(top, workload_dir(report))}: {share:.1f}% of the workload "
-                  f"process's samples (inclusive); {work:.0f}% of the main thread's running "
-                  "time (data_loading_share)"],
+                  f"process's samples (inclusive); {work:.0f}% of the main thread's {basis} "
+                  f"({name})"],
         action=("load in worker processes (DataLoader(num_workers=N, pin_memory=True, "
                 "persistent_workers=True)), make __getitem__ cheaper, or prefetch"),
         source=SOURCE)]

@@ -19,10 +19,11 @@ from __future__ import annotations
 from typing import Any
 
 from perfstack.records import datarecord
-from perfstack.report import Quantity, Row
+from perfstack.report import Better, Metric, Quantity, Row
 
+from ..lateimports import is_import
 from .compiling import is_compiler
-from .speedscope import _is_native, _main_profile, _OwnFrames, frame_key, is_ours
+from .speedscope import DATA_LOADING, _is_native, _main_profile, _OwnFrames, frame_key, is_ours
 
 SOURCE = "pyspy"
 #: A place is listed when the main thread waited there at least this long (s) ...
@@ -50,6 +51,10 @@ class Waits:
     #: a compiling workload on 2 CPUs) drops ticks, most in the busiest stretches
     compile_share: float
     places: dict[Place, float]  # seconds idle per place, the noise left in
+    #: the share (%) of the main thread's time in the workload's running part (outside
+    #: start-up, teardown and torch.compile), waits included, with torch's DataLoader on the
+    #: stack: what a timer around the loop's next(batch) measures; None where none ran
+    loading_share: float | None = None
 
 
 def _seconds_by_place(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
@@ -83,6 +88,28 @@ def _seconds_by_place(frames: list[dict[str, Any]], profiles: list[dict[str, Any
     return out, compiling / total
 
 
+def _loading_share(frames: list[dict[str, Any]], profiles: list[dict[str, Any]]) -> float | None:
+    """Of the main thread's samples in the workload's running part (a Python frame of the
+    workload's process, no import or compiler frame), the share (%) with torch's data
+    loading on the stack; None when there were none."""
+    profile = _main_profile(profiles)
+    if profile is None:
+        return None
+    python = [not _is_native(f) and not is_ours(f) for f in frames]
+    skip = [is_import(f) or is_compiler(f) for f in frames]
+    loading = [DATA_LOADING in str(f.get("file") or "") and f.get("name") != "<module>"
+               for f in frames]
+    running = in_loading = 0.0
+    for stack, weight in zip(profile.get("samples", []), profile.get("weights", []),
+                             strict=False):
+        if not any(python[i] for i in stack) or any(skip[i] for i in stack):
+            continue
+        running += weight
+        if any(loading[i] for i in stack):
+            in_loading += weight
+    return 100 * in_loading / running if running > 0 else None
+
+
 def read_waits(wait: Profile, main: Profile, home: str | None) -> Waits | None:
     """Compare the wait pass's (frames, profiles) of the workload's process with the main
     pass's; None when the wait pass sampled nothing. ``home``: the workload's folder (its own
@@ -98,7 +125,7 @@ def read_waits(wait: Profile, main: Profile, home: str | None) -> Waits | None:
         running, running_variance = ran.get(place, (0.0, 0.0))
         if seconds - running > NOISE * (variance + running_variance) ** 0.5:
             places[place] = seconds - running
-    return Waits(compiling, places)
+    return Waits(compiling, places, _loading_share(*wait))
 
 
 def _where(key: str) -> dict[str, Any]:
@@ -106,6 +133,19 @@ def _where(key: str) -> dict[str, Any]:
     function, _, rest = key.partition(" (")
     file, _, line = rest.rstrip(")").rpartition(":")
     return {"function": function, "file": file, "line": int(line) if line.isdigit() else None}
+
+
+def wait_metrics(waits: Waits) -> list[Metric]:
+    """``data_loading_time_share``: the loop's time waiting for its batches, waits included
+    (``data_loading_share``, of the running time only, misses a DataLoader that sleeps or
+    reads)."""
+    if waits.loading_share is None:
+        return []
+    return [Metric("data_loading_time_share", waits.loading_share, "%", "python", SOURCE,
+                   Better.LOWER, detail=True,
+                   description="of the main thread's time outside start-up, teardown and "
+                   "torch.compile, waits included, with torch's DataLoader on the stack "
+                   "(py-spy's wait pass)")]
 
 
 def wait_rows(waits: Waits, wall_s: float | None) -> list[Row]:
