@@ -112,7 +112,7 @@ def test_a_waiting_main_thread_is_told_where_it_waits(tmp_path: Path) -> None:
     script = ROOT / "tests" / "workloads" / "waits_on_io.py"
     out = tmp_path / "r.json"
     subprocess.run([sys.executable, "-m", "perfstack", "run", "-q", "--plugins", "pyspy",
-                    "--repeat", "1", "--warmup", "0", "-o", str(out), str(script)],
+                    "--repeat", "0", "--warmup", "0", "-o", str(out), str(script)],
                    cwd=tmp_path, check=True, capture_output=True, timeout=120)
     report = json.loads(out.read_text("utf-8"))
     waits = [r for r in report["layers"]["python"] if r.get("attrs", {}).get("kind") == "wait"]
