@@ -140,3 +140,24 @@ def test_a_loader_that_reads_is_loading_by_its_waits_too(tmp_path: Path) -> None
     assert metrics["data_loading_share"] < truth - 20  # the running samples alone: too low
     finding = next(f for f in report["findings"] if f["rule"] == "python.data-loading")
     assert "working time (waits included)" in finding["title"]
+
+
+def test_the_compiler_s_modules_imported_are_importing_not_compiling() -> None:
+    """tiny_mlp compiles nothing, yet its budget had "torch.compile 0.1%": SGD's constructor
+    imports torch._dynamo, and py-spy sampled a function of convert_frame.py (named
+    TODO_UNKNOWN) running as that module was imported. A compiler frame counts only outside
+    any import; torch.compile's call importing the compiler is compiling."""
+    from perfstack_plugins.pyspy.compiling import CompilerFrames
+
+    site = "/v/lib/python3.11/site-packages/"
+    frames = [{"name": "main", "file": "/w/train.py"},
+              {"name": "_find_and_load", "file": "<frozen importlib._bootstrap>"},
+              {"name": "<module>", "file": site + "torch/_dynamo/convert_frame.py"},
+              {"name": "TODO_UNKNOWN", "file": site + "torch/_dynamo/convert_frame.py"},
+              {"name": "compile", "file": site + "torch/__init__.py"},
+              {"name": "_compile", "file": site + "torch/_dynamo/convert_frame.py"}]
+    compiling = CompilerFrames(frames)
+    assert not compiling([0, 1, 2, 3])  # importing the compiler's module
+    assert compiling([0, 4, 1, 2])  # torch.compile(model) importing it
+    assert compiling([0, 5])  # compiling a frame
+    assert not compiling([0])

@@ -6,7 +6,10 @@ inductor's ``output_code``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+from ..lateimports import is_import
 
 #: (a file's ending, its functions that compile; None: every function but the module's own
 #: code, which runs when the file is imported).
@@ -29,3 +32,24 @@ def is_compiler(frame: dict[str, Any]) -> bool:
         if file.endswith(ending):
             return name != "<module>" if functions is None else name in functions
     return False
+
+
+class CompilerFrames:
+    """Which samples of one profile are torch.compile at work: a compiler frame outside any
+    import. The compiler's own modules running as they are imported (``import torch._dynamo``
+    made by an optimizer's constructor) are importing, not compiling, whatever their frames
+    are named (py-spy names some ``TODO_UNKNOWN``); torch.compile's call importing the
+    compiler is compiling."""
+
+    def __init__(self, frames: list[dict[str, Any]]) -> None:
+        self.compiler = [is_compiler(f) for f in frames]
+        self.importing = [is_import(f) for f in frames]
+
+    def __call__(self, stack: Sequence[int]) -> bool:
+        """Whether a sample (its frames' indices, outermost first) is compiling."""
+        for i in stack:
+            if self.compiler[i]:
+                return True
+            if self.importing[i]:
+                return False
+        return False

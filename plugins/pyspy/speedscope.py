@@ -11,7 +11,7 @@ from typing import Any
 from perfstack.report import Better, Layer, Metric, Quantity, Row
 
 from ..lateimports import LateImports, is_import
-from .compiling import is_compiler
+from .compiling import CompilerFrames
 
 SOURCE = "pyspy"
 
@@ -90,10 +90,10 @@ def _main_leaves(frames: list[dict[str, Any]], profiles: list[dict[str, Any]]) -
     profile = _main_profile(profiles)
     if profile is None:
         return counts, seconds, importing, compiling
-    compiler = [is_compiler(f) for f in frames]
+    compiling_now = CompilerFrames(frames)
     for stack, weight in zip(profile.get("samples", []), profile.get("weights", []),
                              strict=False):
-        if any(compiler[i] for i in stack):
+        if compiling_now(stack):
             compiling += weight
             continue
         python = [i for i in stack if not _is_native(frames[i]) and not is_ours(frames[i])]
@@ -127,12 +127,12 @@ def _running_shares(frames: list[dict[str, Any]],
                for f in frames]
     looping = [OPTIMIZER_LOOP[0] in str(f.get("file") or "")
                and str(f.get("name") or "").startswith(OPTIMIZER_LOOP[1]) for f in frames]
-    compiler = [is_compiler(f) for f in frames]
+    compiling = CompilerFrames(frames)
     running = in_loading = in_loop = 0.0
     for stack, weight in zip(profile.get("samples", []), profile.get("weights", []),
                              strict=False):
         python = [i for i in stack if not _is_native(frames[i]) and not is_ours(frames[i])]
-        if not python or any(is_import(frames[i]) or compiler[i] for i in stack):
+        if not python or compiling(stack) or any(is_import(frames[i]) for i in stack):
             continue
         running += weight
         if any(loading[i] for i in python):
@@ -278,7 +278,7 @@ def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
     native_n: Counter[str] = Counter()
     importing_n: Counter[str] = Counter()  # a function's own samples taken inside an import
     late = LateImports(frames, ours, frame_key)
-    compiler = [is_compiler(f) for f in frames]
+    compiling = CompilerFrames(frames)
     all_samples = 0
     for profile in profiles:
         name = _thread_name(profile)
@@ -300,7 +300,7 @@ def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
                 self_n[leaf] += 1
                 if any(is_import(frames[i]) for i in stack):
                     importing_n[leaf] += 1
-                    if not any(compiler[i] for i in stack):  # else torch.compile's import
+                    if not compiling(stack):  # else torch.compile's call imported it
                         late.add(python, weight)
                 seconds[leaf] += weight
                 for key in {frame_key(frames[i]) for i in python}:

@@ -22,7 +22,7 @@ from perfstack.records import datarecord
 from perfstack.report import Better, Metric, Quantity, Row
 
 from ..lateimports import is_import
-from .compiling import is_compiler
+from .compiling import CompilerFrames
 from .speedscope import DATA_LOADING, _is_native, _main_profile, _OwnFrames, frame_key, is_ours
 
 SOURCE = "pyspy"
@@ -68,7 +68,7 @@ def _seconds_by_place(frames: list[dict[str, Any]], profiles: list[dict[str, Any
     if profile is None:
         return out, compiling
     total = sum(profile.get("weights", [])) or 1.0
-    compiler = [is_compiler(f) for f in frames]
+    compiling_now = CompilerFrames(frames)
     python = [not _is_native(f) and not is_ours(f) for f in frames]
     ours = _OwnFrames(frames, home)
     for stack, weight in zip(profile.get("samples", []), profile.get("weights", []),
@@ -76,7 +76,7 @@ def _seconds_by_place(frames: list[dict[str, Any]], profiles: list[dict[str, Any
         frames_py = [i for i in stack if python[i]]
         if not frames_py:
             continue
-        inside = any(compiler[i] for i in stack)
+        inside = compiling_now(stack)
         if inside:
             compiling += weight
         own = [i for i in frames_py if ours(i)]
@@ -96,13 +96,14 @@ def _loading_share(frames: list[dict[str, Any]], profiles: list[dict[str, Any]])
     if profile is None:
         return None
     python = [not _is_native(f) and not is_ours(f) for f in frames]
-    skip = [is_import(f) or is_compiler(f) for f in frames]
+    importing, compiling = [is_import(f) for f in frames], CompilerFrames(frames)
     loading = [DATA_LOADING in str(f.get("file") or "") and f.get("name") != "<module>"
                for f in frames]
     running = in_loading = 0.0
     for stack, weight in zip(profile.get("samples", []), profile.get("weights", []),
                              strict=False):
-        if not any(python[i] for i in stack) or any(skip[i] for i in stack):
+        if not any(python[i] for i in stack) or compiling(stack) \
+                or any(importing[i] for i in stack):
             continue
         running += weight
         if any(loading[i] for i in stack):
