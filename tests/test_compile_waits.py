@@ -30,6 +30,17 @@ def _recorded() -> dict[str, Any]:
     return json.loads((RUN / "run.json").read_text("utf-8"))
 
 
+def _pyspy_run(folder: Path, workload: str) -> dict[str, Any]:
+    """`perfstack run --plugins pyspy` of a test workload, no baseline run: its report."""
+    out = folder / "r.json"
+    subprocess.run([sys.executable, "-m", "perfstack", "run", "-q", "--plugins", "pyspy",
+                    "--repeat", "0", "--warmup", "0", "-o", str(out),
+                    str(ROOT / "tests" / "workloads" / workload)],
+                   cwd=folder, check=True, capture_output=True, timeout=120)
+    report: dict[str, Any] = json.loads(out.read_text("utf-8"))
+    return report
+
+
 def test_the_compiler_s_waits_are_compiling_not_waiting() -> None:
     """The loop's main thread spent 3.45 s of 5.4 s inside torch.compile (py-spy --idle by
     hand, docs/compile.md), a third of it waiting for the C++ compiler: without the wait pass
@@ -109,12 +120,7 @@ def test_generated_code_is_torch_s_not_the_workload_s() -> None:
 def test_a_waiting_main_thread_is_told_where_it_waits(tmp_path: Path) -> None:
     """A real run: the main thread waits on a socket in its own function; the waiting finding
     names that function, from the wait pass."""
-    script = ROOT / "tests" / "workloads" / "waits_on_io.py"
-    out = tmp_path / "r.json"
-    subprocess.run([sys.executable, "-m", "perfstack", "run", "-q", "--plugins", "pyspy",
-                    "--repeat", "0", "--warmup", "0", "-o", str(out), str(script)],
-                   cwd=tmp_path, check=True, capture_output=True, timeout=120)
-    report = json.loads(out.read_text("utf-8"))
+    report = _pyspy_run(tmp_path, "waits_on_io.py")
     waits = [r for r in report["layers"]["python"] if r.get("attrs", {}).get("kind") == "wait"]
     assert waits and waits[0]["attrs"]["function"] == "fetch"
     assert waits[0]["values"]["wait_share"]["value"] > 50
@@ -126,12 +132,7 @@ def test_a_loader_that_reads_is_loading_by_its_waits_too(tmp_path: Path) -> None
     """Issue 72: a DataLoader-bound loop was named at 40-55% where its own timer said 55-85%:
     py-spy's running samples miss the loader's reads and sleeps. The wait pass's share of the
     main thread's working time agrees with the workload's own timer within 10 points."""
-    script = ROOT / "tests" / "workloads" / "loader_sleeps.py"
-    out = tmp_path / "r.json"
-    subprocess.run([sys.executable, "-m", "perfstack", "run", "-q", "--plugins", "pyspy",
-                    "--repeat", "0", "--warmup", "0", "-o", str(out), str(script)],
-                   cwd=tmp_path, check=True, capture_output=True, timeout=120)
-    report = json.loads(out.read_text("utf-8"))
+    report = _pyspy_run(tmp_path, "loader_sleeps.py")
     metrics = {m["name"]: m["value"] for m in report["metrics"]}
     # the workload's own timer, in the same run: "loader share 87.5% of the loop (...)"
     said = (tmp_path / ".perfstack" / "runs" / "latest" / "pyspy" / "stdout.log").read_text()
