@@ -51,6 +51,50 @@ def test_a_lightning_fit_s_steps_hold_its_ops_and_it_is_not_told_to_load_data() 
     assert "python.data-loading" not in found
 
 
+def test_a_lightning_validation_is_named_in_the_step_it_ran_in() -> None:
+    """Issue 72: a fit with gradient accumulation and a validation loop read the validation
+    as "data loading (DataLoader) +307 ms" (or "torch ops"): the step it ran in says
+    evaluation, and the other steps have none."""
+    from perfstack.analysis.views.steps import step_view
+    from perfstack.render.words.device import outlier_line
+
+    report = load_report(RECORDED / "lightning_validation.json.gz")
+    evaluation = report.metric("cpu_step.eval")
+    assert evaluation is not None and evaluation.samples is not None
+    assert [s > 0 for s in evaluation.samples] == [False, True, False, False]
+    step = report.metric("torch_step_time")
+    assert step is not None and step.samples is not None
+    slow = evaluation.samples.index(max(evaluation.samples))
+    assert evaluation.samples[slow] > 0.7 * step.samples[slow]  # the validation, not the ops
+    view = step_view(report)
+    assert view is not None
+    lines = [outlier_line(o) for o in view.outliers]
+    assert lines and "evaluation (validation) +" in lines[0], lines
+
+
+def test_an_evaluation_between_steps_is_its_own_phase_and_eval_mode_training_is_not(
+        tmp_path: Path) -> None:
+    """A plain loop (tests/workloads/evaluates.py) evaluates once after its fourth step and
+    trains its seventh and eighth steps with the model in eval mode (frozen batch norm): only
+    the evaluation is a phase of its own; the frozen steps' ops are ops."""
+    out = tmp_path / "report.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "perfstack", "run", "-q", "--plugins", "torch", "--repeat",
+         "0", "--warmup", "0", "--steps", "8", "-o", str(out),
+         str(ROOT / "tests" / "workloads" / "evaluates.py")],
+        capture_output=True, text=True, timeout=180, cwd=tmp_path,
+        env={**__import__("os").environ, "PERFSTACK_HISTORY": "off"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = load_report(out)
+    evaluation, ops = report.metric("cpu_step.eval"), report.metric("cpu_step.ops")
+    assert evaluation is not None and evaluation.samples is not None
+    assert ops is not None and ops.samples is not None
+    assert sum(1 for s in evaluation.samples if s > 0) == 1  # the one evaluation
+    evaluated = evaluation.samples.index(max(evaluation.samples))
+    assert evaluation.samples[evaluated] > 5 * max(ops.samples)  # 40 forward passes
+    assert all(s > 0 for s in ops.samples)  # every step trained, the frozen ones too
+
+
 def test_gpt2_under_steps_is_answered_by_its_steps_not_its_imports() -> None:
     """transformers' GPT-2, --steps 3: the imports, the model's build and the two warm-up
     steps ran before py-spy started; they are 'before sampling', and the answer speaks of

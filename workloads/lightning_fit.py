@@ -38,6 +38,10 @@ class Regressor(L.LightningModule):
         x, y = batch
         return nn.functional.mse_loss(self.net(x), y)
 
+    def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], index: int) -> None:
+        x, y = batch
+        self.log("val_loss", nn.functional.mse_loss(self.net(x), y))
+
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=1e-3)
 
@@ -50,19 +54,32 @@ def main() -> None:
     p.add_argument("--width", type=int, default=256)
     p.add_argument("--hidden", type=int, default=1024)
     p.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
+    p.add_argument("--accumulate", type=int, default=1,
+                   help="batches whose gradients one optimizer step sums")
+    p.add_argument("--val-every", type=int, default=0,
+                   help="a validation loop every N training batches (0: none)")
+    p.add_argument("--val-batches", type=int, default=20, help="batches of each validation")
     args = p.parse_args()
     logging.getLogger("lightning").setLevel(logging.ERROR)
     torch.manual_seed(0)
-    samples = args.batch_size * args.max_steps
+    samples = args.batch_size * args.max_steps * args.accumulate
     data = TensorDataset(torch.randn(samples, args.width), torch.randn(samples, 1))
     loader = DataLoader(data, batch_size=args.batch_size, num_workers=args.workers)
+    val = None
+    validate: dict[str, object] = {"limit_val_batches": 0}
+    if args.val_every:
+        held = args.batch_size * args.val_batches
+        val = DataLoader(TensorDataset(torch.randn(held, args.width), torch.randn(held, 1)),
+                         batch_size=args.batch_size)
+        validate = {"val_check_interval": args.val_every, "num_sanity_val_steps": 0}
     trainer = L.Trainer(max_steps=args.max_steps, accelerator="cpu", devices=1, logger=False,
                         enable_checkpointing=False, enable_progress_bar=False,
-                        enable_model_summary=False)
+                        enable_model_summary=False, accumulate_grad_batches=args.accumulate,
+                        **validate)  # type: ignore[arg-type]
     start = time.perf_counter()
-    trainer.fit(Regressor(args.width, args.hidden), loader)
+    trainer.fit(Regressor(args.width, args.hidden), loader, val)
     elapsed = time.perf_counter() - start
-    rate = trainer.global_step * args.batch_size / elapsed
+    rate = trainer.global_step * args.accumulate * args.batch_size / elapsed
     print(f"{trainer.global_step} steps in {elapsed:.2f} s")
     print(f"throughput: {rate:.2f} samples/s")
     if perfstack is not None:

@@ -141,6 +141,17 @@ def _module_ranges(torch: Any) -> Callable[[], None] | None:
         return None
 
 
+def _evaluation_ranges(torch: Any, marks: Any) -> Callable[[], None] | None:
+    """An evaluation loop between training steps as one profiler range (evalranges), or None
+    where this torch lacks what it needs."""
+    from .evalranges import start as ranges
+
+    try:
+        return ranges(torch, marks)
+    except AttributeError:
+        return None
+
+
 def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
     """Start torch.profiler in this process; return the function that stops it and saves."""
     if not _rank_selected(str(options.get("ranks", "0"))):
@@ -196,8 +207,9 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
             prof.step()
 
     marks._step_callbacks.append(on_step)
-    # Without Python stacks, the module view comes from ranges named by attribute.
-    modules_off = None if prof.with_stack else _module_ranges(torch)
+    # Module calls as ranges named by attribute (without Python stacks); an evaluation.
+    offs = [off for off in (None if prof.with_stack else _module_ranges(torch),
+                            _evaluation_ranges(torch, marks)) if off is not None]
     cuda_history = bool(options.get("profile_memory")) and torch.cuda.is_available()
     if cuda_history:  # the caching allocator's own record, for its snapshot at the end
         torch.cuda.memory._record_memory_history(max_entries=100_000)
@@ -206,8 +218,8 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
 
     def finish() -> None:
         marks._step_callbacks.remove(on_step)
-        if modules_off is not None:
-            modules_off()
+        for off in offs:
+            off()
         prof.stop()
         if cuda_history:
             _save_cuda_snapshot(torch, folder)

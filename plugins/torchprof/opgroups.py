@@ -17,6 +17,7 @@ from typing import Any
 from perfstack.records import datarecord, field
 from perfstack.report import Quantity, Row
 
+from .evalranges import EVALUATION
 from .opcost import Cost, cost
 from .optree import Tree
 from .trace import TraceAggregate
@@ -26,6 +27,9 @@ SOURCE = "torch"
 DATA_LOADING = "enumerate(DataLoader)"
 #: dynamo names the ranges it times while compiling "_compile.compile_inner (dynamo_timed)".
 COMPILING = "(dynamo_timed)"
+#: Ops that only training runs: a backward pass, an optimizer's step. An evaluation range
+#: holding one was a model kept in eval mode while it trained.
+TRAINING = ("autograd::engine::evaluate_function", "Optimizer.step#")
 US = 1e-6  # the trace's unit is the microsecond
 MAX_LINKS = 5
 
@@ -123,6 +127,9 @@ class OpGroups:
         steps = tree.step_names
         native_of = ["::" in name for name in names]
         compiling = [name.endswith(COMPILING) for name in names]
+        evaluating = [name == EVALUATION for name in names]
+        training = [name.startswith(TRAINING) for name in names]
+        see_through: set[int] = set()  # eval-mode ranges that trained: their ops count as ever
         ts, end, name, parent = tree.ts, tree.end, tree.name, tree.parent
         removed, frame, alloc, inputs = tree.removed, tree.frame, tree.alloc, tree.inputs
         redispatch = tree.redispatch
@@ -146,13 +153,18 @@ class OpGroups:
                     self.windows.append((start, stop))
                 continue
             p = parent[i]
-            if self.stepped and (p < 0 or name[p] in steps):
+            if self.stepped and (p < 0 or name[p] in steps or p in see_through):
                 # Under a step, or a root op that may cross one: an optimizer's step range
                 # outlasts the step range its post-step hook closed, and holds every op of a
                 # closure (Lightning, LBFGS: forward and backward inside optimizer.step).
                 phase = ("data" if names[n].startswith(DATA_LOADING) else "compile"
-                         if names[n].endswith(COMPILING) else "ops")
-                self.step_children.append((start, stop, phase))
+                         if names[n].endswith(COMPILING) else "eval" if evaluating[n]
+                         else "ops")
+                if phase == "eval" and any(training[name[j]]
+                                           for j in range(i + 1, i + tree.size[i])):
+                    see_through.add(i)
+                else:
+                    self.step_children.append((start, stop, phase))
             elif self.stepped and compiling[n] and not self._under_compile(tree, i, compiling):
                 # dynamo compiling inside an op (the compiled model's call): its own phase,
                 # taken out of the op's

@@ -42,6 +42,8 @@ GPU_PHASES = (("compute", "compute kernels"),
 CPU_PHASES = (("data", "the DataLoader yielding the batch (enumerate(DataLoader) ranges)"),
               ("compile", "torch.compile compiling in the step (dynamo's timed ranges): a "
                           "first call or a recompile"),
+              ("eval", "an evaluation loop run in the step (the model in eval mode between "
+                       "two training steps: a validation), its data loading and ops included"),
               ("ops", "torch ops at the top of the step (an optimizer's step and the ops run "
                       "in it included), data loading apart"),
               ("other", "the rest of the step: Python between the ops, and waiting"))
@@ -147,10 +149,10 @@ def cpu_steps(windows: Sequence[tuple[float, float]],
     for i, (start, end) in enumerate(ordered):
         per["ops"][i] = max(per["ops"][i], 0.0)
         per["other"][i] = max((end - start) * US - per["data"][i] - per["compile"][i]
-                              - per["ops"][i], 0.0)
-    # a phase no step had (no DataLoader range, no compile in the trace) is not shown
+                              - per["eval"][i] - per["ops"][i], 0.0)
+    # a phase no step had (no DataLoader range, no compile, no evaluation) is not shown
     return [_metric(f"cpu_step.{part}", per[part], what) for part, what in CPU_PHASES
-            if part not in ("data", "compile") or any(per[part])]
+            if part not in ("data", "compile", "eval") or any(per[part])]
 
 
 #: Each stream's idle causes, as metric names and what they count.

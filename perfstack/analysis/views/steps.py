@@ -24,7 +24,7 @@ from perfstack.report import Metric, Report
 #: add up to the step, phases within another). A phase a backend left out (no DataLoader in
 #: the trace: no data loading) is not shown; the last, the rest of the step, must be there.
 FAMILIES = (("gpu_step.", ("compute", "communication", "memory", "idle"), ("host_wait",)),
-            ("cpu_step.", ("data", "compile", "ops", "other"), ()))
+            ("cpu_step.", ("data", "compile", "eval", "ops", "other"), ()))
 #: A step this many times the median step is an outlier.
 OUTLIER = 1.5
 #: The device bounds a step whose own device work is at least this share of it.

@@ -158,7 +158,8 @@ def roof_cells(v: RoofView) -> list[list[str]]:
 
 #: The CPU's step phases in words (the GPU's are DEVICE_WORDS).
 STEP_WORDS = {"data": "data loading (DataLoader)", "compile": "torch.compile compiling",
-              "ops": "torch ops", "other": "Python between ops, waiting"}
+              "eval": "evaluation (validation)", "ops": "torch ops",
+              "other": "Python between ops, waiting"}
 
 
 def phase_words(name: str) -> str:

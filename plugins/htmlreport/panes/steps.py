@@ -17,8 +17,8 @@ from ..charts import esc
 from ..page import _table
 
 PHASE_COLOURS = {"compute": "#e15759", "communication": "#59a14f", "memory": "#edc948",
-                 "idle": "#bab0ac", "data": "#76b7b2", "compile": "#b07aa1", "ops": "#f28e2b",
-                 "other": "#4e79a7"}
+                 "idle": "#bab0ac", "data": "#76b7b2", "compile": "#b07aa1", "eval": "#ff9da7",
+                 "ops": "#f28e2b", "other": "#4e79a7"}
 #: Steps drawn at most (the slowest are kept when there are more).
 MOST = 60
 
