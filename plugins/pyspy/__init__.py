@@ -21,6 +21,7 @@ to the Python function that called them.
 
 The package: ``sampler`` starts py-spy, ``speedscope`` reads what it wrote, ``processes``
 keeps the workload's own process apart from its children (``--pyspy-subprocesses``),
+``shares`` says what share of its running time is in data loading or an optimizer's loop,
 ``waits`` tells where the main thread waits, ``findings`` says what the samples conclude, and
 this module is the backend that joins them into the report.
 """
@@ -57,6 +58,7 @@ from .sampler import (
     gil_rate,
     py_spy,
 )
+from .shares import running_shares
 from .speedscope import (
     frame_key,
     is_ours,
@@ -151,6 +153,7 @@ class PySpyBackend(Backend):
         gil_profiles, gil_child_profiles, _ = processes.split(gil_profiles, pid)
         rows, metrics, notes = summarize(frames, profiles, gil_frames, gil_profiles,
                                          ctx.workload.home(), gil_scale * per_sample)
+        metrics += running_shares(frames, profiles)
         if children:
             child_rows, _, _ = summarize(frames, child_profiles, gil_frames, gil_child_profiles,
                                          ctx.workload.home(), gil_scale * per_sample)

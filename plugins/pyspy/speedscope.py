@@ -107,51 +107,11 @@ def _main_leaves(frames: list[dict[str, Any]], profiles: list[dict[str, Any]]) -
     return counts, seconds, importing, compiling
 
 
-#: The files of torch's data loading (DataLoader, its iterators, fetchers and collate).
-DATA_LOADING = "torch/utils/data/"
-#: torch's optimizers run their update one parameter at a time in these functions unless
-#: built with foreach=True or fused=True (_single_tensor_adam, _single_tensor_sgd, ...).
-OPTIMIZER_LOOP = ("torch/optim/", "_single_tensor_")
-
-
-def _running_shares(frames: list[dict[str, Any]],
-                    profiles: list[dict[str, Any]]) -> list[Metric]:
-    """Shares of the main thread's running time (its samples outside imports, set-up,
-    teardown and torch.compile) with some code on the stack: torch's data loading (the step
-    waiting for its batch), an optimizer's per-parameter loop. Nothing when the main thread
-    ran nothing."""
-    profile = _main_profile(profiles)
-    if profile is None:
-        return []
-    loading = [DATA_LOADING in str(f.get("file") or "") and f.get("name") != "<module>"
-               for f in frames]
-    looping = [OPTIMIZER_LOOP[0] in str(f.get("file") or "")
-               and str(f.get("name") or "").startswith(OPTIMIZER_LOOP[1]) for f in frames]
-    compiling = CompilerFrames(frames)
-    running = in_loading = in_loop = 0.0
-    for stack, weight in zip(profile.get("samples", []), profile.get("weights", []),
-                             strict=False):
-        python = [i for i in stack if not _is_native(frames[i]) and not is_ours(frames[i])]
-        if not python or compiling(stack) or any(is_import(frames[i]) for i in stack):
-            continue
-        running += weight
-        if any(loading[i] for i in python):
-            in_loading += weight
-        if any(looping[i] for i in python):
-            in_loop += weight
-    if running <= 0:
-        return []
-    out = [Metric("data_loading_share", 100 * in_loading / running, "%", "python", SOURCE,
-                  Better.LOWER, detail=True,
-                  description="of the main thread's running time (start-up, teardown and "
-                  "torch.compile aside) with torch's DataLoader on the stack")]
-    if in_loop:
-        out.append(Metric("optimizer_loop_share", 100 * in_loop / running, "%", "python",
-                          SOURCE, Better.LOWER, detail=True,
-                          description="of the main thread's running time in a torch "
-                          "optimizer's per-parameter update (_single_tensor_*: no foreach, "
-                          "no fused)"))
-    return out
+def key_parts(key: str) -> tuple[str, str, int | None]:
+    """A Python-layer key 'func (file:line)' -> its function, file and line."""
+    function, _, rest = key.partition(" (")
+    file, _, line = rest.rstrip(")").rpartition(":")
+    return function, file, int(line) if line.isdigit() else None
 
 
 def _trailing(frames: list[dict[str, Any]], profiles: list[dict[str, Any]]) -> float:
@@ -317,8 +277,7 @@ def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
     gil_leaves = _leaf_counts(gil_frames, gil_profiles)
     rows = []
     for key, total in total_n.most_common():
-        func, _, rest = key.partition(" (")
-        file, _, line = rest.rstrip(")").rpartition(":")
+        func, file, line = key_parts(key)
         values = {
             "self": Quantity(self_n[key], "count"), "total": Quantity(total, "count"),
             "self_time": Quantity(seconds[key], "s"),
@@ -332,7 +291,7 @@ def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
             values["gil_share"] = Quantity(
                 min(100.0, 100 * gil_leaves[key] * gil_scale / self_n[key]), "%")
         attrs: dict[str, Any] = {"function": func, "file": file,
-                                 "line": int(line) if line.isdigit() else None,
+                                 "line": line,
                                  "threads": sorted(where[key])}
         if self_n[key]:
             attrs["import_share"] = round(100 * importing_n[key] / self_n[key], 1)
@@ -354,7 +313,7 @@ def summarize(frames: list[dict[str, Any]], profiles: list[dict[str, Any]],
                   {"kind": "native-frame"}, {"python": [c for c, _ in native[k].most_common(5)]})
               for k, n in native_n.most_common(50)]
     metrics = [Metric("pyspy_samples", all_samples, "count", "python", SOURCE, Better.NEITHER,
-                      detail=True), *_running_shares(frames, profiles)]
+                      detail=True)]
     notes = [f"{all_samples} samples in {len(threads)} threads"]
     if gil_profiles and all_samples:
         share = 100 * min(sum(gil.values()) * gil_scale, all_samples) / all_samples

@@ -21,9 +21,16 @@ from typing import Any
 from perfstack.records import datarecord
 from perfstack.report import Better, Metric, Quantity, Row
 
-from ..lateimports import is_import
 from .compiling import CompilerFrames
-from .speedscope import DATA_LOADING, _is_native, _main_profile, _OwnFrames, frame_key, is_ours
+from .shares import loading_frames, running_with
+from .speedscope import (
+    _is_native,
+    _main_profile,
+    _OwnFrames,
+    frame_key,
+    is_ours,
+    key_parts,
+)
 
 SOURCE = "pyspy"
 #: A place is listed when the main thread waited there at least this long (s) ...
@@ -88,29 +95,6 @@ def _seconds_by_place(frames: list[dict[str, Any]], profiles: list[dict[str, Any
     return out, compiling / total
 
 
-def _loading_share(frames: list[dict[str, Any]], profiles: list[dict[str, Any]]) -> float | None:
-    """Of the main thread's samples in the workload's running part (a Python frame of the
-    workload's process, no import or compiler frame), the share (%) with torch's data
-    loading on the stack; None when there were none."""
-    profile = _main_profile(profiles)
-    if profile is None:
-        return None
-    python = [not _is_native(f) and not is_ours(f) for f in frames]
-    importing, compiling = [is_import(f) for f in frames], CompilerFrames(frames)
-    loading = [DATA_LOADING in str(f.get("file") or "") and f.get("name") != "<module>"
-               for f in frames]
-    running = in_loading = 0.0
-    for stack, weight in zip(profile.get("samples", []), profile.get("weights", []),
-                             strict=False):
-        if not any(python[i] for i in stack) or compiling(stack) \
-                or any(importing[i] for i in stack):
-            continue
-        running += weight
-        if any(loading[i] for i in stack):
-            in_loading += weight
-    return 100 * in_loading / running if running > 0 else None
-
-
 def read_waits(wait: Profile, main: Profile, home: str | None) -> Waits | None:
     """Compare the wait pass's (frames, profiles) of the workload's process with the main
     pass's; None when the wait pass sampled nothing. ``home``: the workload's folder (its own
@@ -126,14 +110,13 @@ def read_waits(wait: Profile, main: Profile, home: str | None) -> Waits | None:
         running, running_variance = ran.get(place, (0.0, 0.0))
         if seconds - running > NOISE * (variance + running_variance) ** 0.5:
             places[place] = seconds - running
-    return Waits(compiling, places, _loading_share(*wait))
+    running, (loading,) = running_with(*wait, loading_frames(wait[0]))
+    return Waits(compiling, places, 100 * loading / running if running > 0 else None)
 
 
 def _where(key: str) -> dict[str, Any]:
-    """'func (file:line)' -> its function, file and line."""
-    function, _, rest = key.partition(" (")
-    file, _, line = rest.rstrip(")").rpartition(":")
-    return {"function": function, "file": file, "line": int(line) if line.isdigit() else None}
+    """'func (file:line)' -> its function, file and line, as a row's attributes."""
+    return dict(zip(("function", "file", "line"), key_parts(key), strict=True))
 
 
 def wait_metrics(waits: Waits) -> list[Metric]:
