@@ -12,7 +12,7 @@ import importlib.util
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from perfstack import hookimpl
 from perfstack.backend import (
@@ -28,6 +28,10 @@ from perfstack.backend import (
 )
 from perfstack.report import Finding, Layer, Report
 from perfstack.run import ranks
+
+if TYPE_CHECKING:
+    from .compiledlines import KernelLines
+    from .trace import TraceAggregate
 
 INPROC = "perfstack_plugins.torchprof.inproc:start"
 
@@ -45,7 +49,8 @@ class TorchBackend(Backend):
     """torch.profiler, CPU activity plus CUDA when a GPU is present."""
 
     name = "torch"
-    layers = (Layer.FRAMEWORK, Layer.KERNEL, Layer.PYTHON, Layer.MODULE, Layer.MEMORY)
+    layers = (Layer.FRAMEWORK, Layer.KERNEL, Layer.PYTHON, Layer.MODULE, Layer.MEMORY,
+              Layer.COMPILE)
     needs_import = "torch"
     description = "torch.profiler: ops with shapes, FLOPs and memory; CUDA kernels; Perfetto trace"
     openers = ((".pt.trace.json", "ui.perfetto.dev or TensorBoard"),
@@ -66,6 +71,9 @@ class TorchBackend(Backend):
         Option("stack", "record Python stacks (with_stack): Python rows and op links; slow",
                flag=True),
         Option("no_flops", "do not count FLOPs", flag=True),
+        Option("no_kernel_lines", "do not ask inductor where its kernels come from (the "
+               "compiled kernels' user lines; it makes this run compile what the baseline "
+               "found in inductor's cache)", flag=True),
         Option("ranks", "under torch.distributed, the ranks to profile: 0, all, or 0,3", "0",
                check=_ranks_problem),
     )
@@ -97,6 +105,7 @@ class TorchBackend(Backend):
             "profile_memory": bool(o.get("memory")),
             "with_stack": bool(o.get("stack") or o.get("memory")),
             "ranks": o.get("ranks", "0"),
+            "kernel_lines": not o.get("no_kernel_lines"),
         }
         return Launch(inprocess=[InProcessHook(INPROC, settings)])
 
@@ -151,6 +160,11 @@ class TorchBackend(Backend):
             agg.add_file(path)
         rows, metrics, notes = summarize(agg, with_flops=not ctx.options.get("no_flops"),
                                          stepped=info.get("steps", 1) > 0)
+        lines = _kernel_lines(agg, folder)
+        if lines.rows:
+            rows[Layer.COMPILE] = lines.rows
+        metrics += lines.metrics
+        notes += lines.notes
         if info.get("devices"):
             notes.append("GPU: " + ", ".join(info["devices"]))
         if not info:
@@ -172,6 +186,20 @@ class TorchBackend(Backend):
             notes += mem_notes
         return Collected(rows=rows, metrics=metrics, artifacts=artifacts, notes=notes,
                          findings=findings)
+
+
+def _kernel_lines(agg: TraceAggregate, folder: Path) -> KernelLines:
+    """The compiled kernels' time per user line, from the trace and this run's compile
+    records (the compile backend's rider writes them in every run)."""
+    from ..compiler.capture import COMPILE_FILE
+    from ..compiler.provenance import candidates
+    from .compiledlines import kernel_lines
+
+    try:
+        data = json.loads((folder / COMPILE_FILE).read_text("utf-8"))
+    except (OSError, ValueError):
+        data = {}
+    return kernel_lines(agg, candidates(data) if isinstance(data, dict) else [])
 
 
 #: Mean CPU time per op (s) below which ops are small enough for dispatch to dominate.

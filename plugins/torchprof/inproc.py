@@ -152,6 +152,19 @@ def _evaluation_ranges(torch: Any, marks: Any) -> Callable[[], None] | None:
         return None
 
 
+def _ranges(torch: Any, marks: Any, with_stack: bool,
+            kernel_lines: bool) -> list[Callable[[], None]]:
+    """What the trace holds beside torch's own ranges: module calls named by attribute
+    (without Python stacks), an evaluation between steps, and (``kernel_lines``) inductor's
+    kernels with their provenance; the functions that stop them."""
+    if kernel_lines:  # compiled kernels traced to the user's lines
+        from .inductortrace import start as provenance
+
+        provenance()
+    return [off for off in (None if with_stack else _module_ranges(torch),
+                            _evaluation_ranges(torch, marks)) if off is not None]
+
+
 def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
     """Start torch.profiler in this process; return the function that stops it and saves."""
     if not _rank_selected(str(options.get("ranks", "0"))):
@@ -207,9 +220,7 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
             prof.step()
 
     marks._step_callbacks.append(on_step)
-    # Module calls as ranges named by attribute (without Python stacks); an evaluation.
-    offs = [off for off in (None if prof.with_stack else _module_ranges(torch),
-                            _evaluation_ranges(torch, marks)) if off is not None]
+    offs = _ranges(torch, marks, prof.with_stack, bool(options.get("kernel_lines", True)))
     cuda_history = bool(options.get("profile_memory")) and torch.cuda.is_available()
     if cuda_history:  # the caching allocator's own record, for its snapshot at the end
         torch.cuda.memory._record_memory_history(max_entries=100_000)

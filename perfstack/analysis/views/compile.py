@@ -1,10 +1,11 @@
 """What torch.compile did, as one view: its compiled frames with their compiles and time by
 phase, its graph breaks at the user's lines, and how much of the steps ran compiled.
 
-Read from the compile layer's rows (``attrs["kind"]``: ``frame``, ``graph-break``) and the
-metrics the backends give by convention (``compile_time``, ``compile_in_steps``,
-``compiled_share``, ``generated_kernels_share``), so the core names no backend. Numbers only:
-the renderers word them.
+Read from the compile layer's rows (``attrs["kind"]``: ``frame``, ``graph-break``,
+``compiled-line``: the compiled kernels' time at one user line) and the metrics the backends
+give by convention (``compile_time``, ``compile_in_steps``, ``compiled_share``,
+``generated_kernels_share``, ``compiled_kernel_time``, ``compiled_kernel_lines_share``), so
+the core names no backend. Numbers only: the renderers word them.
 """
 
 from __future__ import annotations
@@ -48,6 +49,18 @@ class BreakLine:
 
 
 @datarecord
+class LineCost:
+    """One of the user's lines, as the compiled kernels that fuse it cost it."""
+
+    where: str  # 'compiled.py:49'
+    code: str  # the source line ('' where unknown)
+    seconds: float  # its kernels' time (device or CPU), a kernel fusing n lines giving 1/n
+    share: float | None  # % of the compiled kernels' time
+    kernels: list[str]  # its kernels, the costliest first
+    kernel_count: int  # every kernel of it, the listed and the others
+
+
+@datarecord
 class CompileView:
     """torch.compile's part of the report."""
 
@@ -72,6 +85,14 @@ class CompileView:
     failed: int = 0
     #: how many graph breaks each reason has, the listed and the others
     break_counts: dict[str, int] = field(default_factory=dict)
+    #: the compiled kernels' time by the user's line they fuse, the costliest first
+    lines: list[LineCost] = field(default_factory=list)
+    more_lines: int = 0
+    #: the compiled kernels' time in the profiled steps (s), the % of it traced to lines,
+    #: and whose clock: 'device' or 'cpu'
+    kernel_time: float | None = None
+    lines_share: float | None = None
+    clock: str | None = None
 
 
 def _value(row: Row, name: str) -> float | None:
@@ -129,14 +150,25 @@ def _held(report: Report) -> tuple[float, str] | None:
     return float(share.value) / 100 * float(wall.value), share.source
 
 
+def _line(row: Row, home: str | None) -> LineCost:
+    kernels = [str(k.get("name")) for k in row.attrs.get("kernels") or []
+               if isinstance(k, dict)]
+    return LineCost(_where(row, home),
+                    str(row.attrs.get("code") or ""), _value(row, "time") or 0.0,
+                    _value(row, "share"), kernels,
+                    int(row.attrs.get("kernel_count") or len(kernels)))
+
+
 def compile_view(report: Report, top: int = SHOWN) -> CompileView | None:
     """The view of what torch.compile did, or None where the report holds nothing of it."""
     rows = report.layers.get(Layer.COMPILE, [])
     frames = [r for r in rows if r.attrs.get("kind") == "frame"]
     breaks = [r for r in rows if r.attrs.get("kind") == "graph-break"]
+    lines = sorted((r for r in rows if r.attrs.get("kind") == "compiled-line"),
+                   key=lambda r: -(_value(r, "time") or 0.0))
     seconds, runs = _metric(report, "compile_time")
     share, _ = _metric(report, "compiled_share")
-    if not frames and share is None:
+    if not frames and share is None and not lines:
         return None
     home = workload_dir(report)
     frames.sort(key=lambda r: -(_value(r, "compile_time") or 0.0))
@@ -155,7 +187,11 @@ def compile_view(report: Report, top: int = SHOWN) -> CompileView | None:
         compiles=sum(int(_value(r, "compiles") or 0) for r in frames),
         recompiled=sum(1 for r in frames if r.attrs.get("recompile_reasons")),
         failed=sum(1 for r in frames if r.attrs.get("failed")),
-        break_counts=dict(Counter(str(r.attrs.get("reason") or r.name) for r in breaks)))
+        break_counts=dict(Counter(str(r.attrs.get("reason") or r.name) for r in breaks)),
+        lines=[_line(r, home) for r in lines[:top]], more_lines=max(0, len(lines) - top),
+        kernel_time=_metric(report, "compiled_kernel_time")[0],
+        lines_share=_metric(report, "compiled_kernel_lines_share")[0],
+        clock=str(lines[0].attrs.get("time_of")) if lines else None)
 
 
 def view(report: Report, top: int, full: bool) -> CompileView | None:

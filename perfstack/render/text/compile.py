@@ -10,8 +10,12 @@ from perfstack.render.text.grid import Page
 from perfstack.render.words.compile import (
     COMPILE_COLUMNS,
     COMPILE_TITLE,
+    LINE_COLUMNS,
     compile_cells,
     compile_lines,
+    line_cells,
+    line_kernels,
+    lines_sentence,
 )
 
 
@@ -22,6 +26,13 @@ def text(page: Page, v: CompileView) -> None:
     if v.frames:
         page.add("")
         page.named_table("frame", COMPILE_COLUMNS, compile_cells(v))
+    said = lines_sentence(v)
+    if said is not None:
+        page.add("")
+        page.sentences([said])
+        page.named_table("line", LINE_COLUMNS, line_cells(v))
+        if v.more_lines:
+            page.sentences([f"{v.more_lines} more line(s) in the compile layer (--full)."])
 
 
 def markdown(v: CompileView) -> list[str]:
@@ -29,4 +40,13 @@ def markdown(v: CompileView) -> list[str]:
     out = ["", f"### {escape(COMPILE_TITLE)}", ""]
     out += [f"- {escape(line)}" for line in compile_lines(v)]
     rows = [[escape(c) for c in cells] for cells in compile_cells(v)]
-    return [*out, "", *markdown_table(["frame", *COMPILE_COLUMNS], rows)] if rows else out
+    if rows:
+        out += ["", *markdown_table(["frame", *COMPILE_COLUMNS], rows)]
+    said = lines_sentence(v)
+    if said is not None:
+        lines = [[*map(escape, cells), escape(kernels)]
+                 for cells, kernels in zip(line_cells(v), line_kernels(v), strict=True)]
+        out += ["", escape(said), "", *markdown_table(["line", *LINE_COLUMNS, "which"], lines)]
+        if v.more_lines:
+            out += ["", f"{v.more_lines} more line(s) in the compile layer (--full)."]
+    return out

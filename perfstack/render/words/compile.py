@@ -12,6 +12,8 @@ COMPILE_TITLE = "torch.compile: what it compiled, where it broke, what it cost"
 GROUPED = 3
 #: The columns of the frames table after the frame.
 COMPILE_COLUMNS = ("compiles", "compile time", "tracing", "backend", "backward")
+#: The columns of the lines table (the compiled kernels' time by user line) after the line.
+LINE_COLUMNS = ("time", "share", "kernels")
 
 
 def _s(value: float | None) -> str:
@@ -83,3 +85,29 @@ def compile_cells(v: CompileView) -> list[list[str]]:
     """The frames table's rows."""
     return [[f.label, str(f.compiles), _s(f.seconds), _s(f.dynamo_s), _s(f.backend_s),
              _s(f.backward_s)] for f in v.frames]
+
+
+def lines_sentence(v: CompileView) -> str | None:
+    """What the lines table says, in one sentence: whose clock, how much is traced."""
+    if not v.lines or v.kernel_time is None:
+        return None
+    clock = "device" if v.clock == "device" else "CPU"
+    traced = (f"; {pct(v.lines_share)} of it traced to your lines by inductor's provenance"
+              if v.lines_share is not None else "")
+    return (f"Your lines in compiled code: the generated kernels ran {fmt_seconds(v.kernel_time)}"
+            f" of {clock} time in the profiled steps{traced} (a kernel fusing n lines gives "
+            "each 1/n).")
+
+
+def line_cells(v: CompileView) -> list[list[str]]:
+    """The lines table's rows: where (and the code), what it cost, how many kernels."""
+    return [[f"{line.where}  {line.code}" if line.code else line.where, _s(line.seconds),
+             pct(line.share) if line.share is not None else "—", str(line.kernel_count)]
+            for line in v.lines]
+
+
+def line_kernels(v: CompileView) -> list[str]:
+    """Each listed line's kernels, the costliest first, as one text (formats with room)."""
+    return [", ".join(line.kernels) + (f" and {line.kernel_count - len(line.kernels)} more"
+                                       if line.kernel_count > len(line.kernels) else "")
+            for line in v.lines]

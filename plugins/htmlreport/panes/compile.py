@@ -7,8 +7,12 @@ from perfstack.analysis.views.compile import CompileView
 from perfstack.render.words.compile import (
     COMPILE_COLUMNS,
     COMPILE_TITLE,
+    LINE_COLUMNS,
     compile_cells,
     compile_lines,
+    line_cells,
+    line_kernels,
+    lines_sentence,
 )
 from perfstack.report import Layer
 
@@ -58,4 +62,18 @@ def section(v: CompileView) -> str:
              + _table(["frame", *COMPILE_COLUMNS, ""], rows,
                       numeric=set(range(1, len(COMPILE_COLUMNS) + 1)))) if rows else ""
     return (f'<section id="compile"><h2>{esc(COMPILE_TITLE)}</h2><ul>{lines}</ul>{table}'
-            "</section>")
+            f"{_lines(v)}</section>")
+
+
+def _lines(v: CompileView) -> str:
+    """The compiled kernels' time by the user's line, with each line's kernels."""
+    said = lines_sentence(v)
+    if said is None:
+        return ""
+    rows = [[*map(esc, cells), f'<span class="muted">{esc(kernels)}</span>']
+            for cells, kernels in zip(line_cells(v), line_kernels(v), strict=True)]
+    more = (f'<p class="muted">{v.more_lines} more line(s) in the compile layer below.</p>'
+            if v.more_lines else "")
+    return (f"<h3>Your lines in compiled code</h3><p>{esc(said)}</p>"
+            + _table(["line", *LINE_COLUMNS, "which kernels"], rows,
+                     numeric=set(range(1, len(LINE_COLUMNS) + 1))) + more)
