@@ -251,3 +251,27 @@ def test_the_lines_read_alike_in_every_format() -> None:
     assert f"| compiled.py:49  h = torch.relu(self.fc1(x)) | {fc1} | 50% | 5 |" in markdown
     assert "<h3>Your lines in compiled code</h3>" in html and fc1 in html
     assert "graph_2_cpp_fused_mean_relu_threshold_backward_0" in html
+
+
+def test_a_relative_file_in_a_kernel_s_stack_is_saved_absolute(tmp_path: Path) -> None:
+    """A script run as `python tf.py` has its stacks name 'tf.py': the saved record names it
+    as the samplers do (absolute), so a line's row links to the Python layer's row."""
+    import os
+
+    from perfstack_plugins.compiler.capture import _record
+
+    class Record:  # dynamo's CompilationMetrics, as far as the writer reads it
+        def __init__(self) -> None:
+            self.inductor_provenance = {json.dumps({"extern_kernels.mm:1": [
+                '  File "tf.py", line 9, in step\n    h = model(x)\n',
+                '  File "/abs/model.py", line 3, in forward\n    y\n']})}
+
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        saved = _record(Record())
+    finally:
+        os.chdir(here)
+    entries = candidates({"records": [saved]})[0].entries
+    assert [(s.file, s.line) for s in entries[0].sites] == [
+        (str(tmp_path / "tf.py"), 9), ("/abs/model.py", 3)]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -67,7 +68,19 @@ def _record(metrics: Any) -> dict[str, Any]:
     out = {k: _plain(v) for k, v in fields.items() if k not in BULKY and v is not None}
     if isinstance(out.get("co_filename"), str):
         out["co_filename"] = _absolute(out["co_filename"])
+    if isinstance(out.get("inductor_provenance"), list):  # its stacks name files as run
+        out["inductor_provenance"] = [_STACK_FILE.sub(_absolute_file, str(text))
+                                      for text in out["inductor_provenance"]]
     return out
+
+
+#: A file in a formatted stack, inside a JSON text: File \"train.py\", line 7
+_STACK_FILE = re.compile(r'File \\"(?P<file>[^"\\]+)\\"')
+
+
+def _absolute_file(found: re.Match[str]) -> str:
+    return f'File \\"{_absolute(found["file"])}\\"'
+
 
 
 def _absolute(path: str) -> str:
