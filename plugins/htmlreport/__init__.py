@@ -36,12 +36,14 @@ from .panes.roofline import roofline_section
 from .panes.steps import steps_section
 from .rankheat import rank_heat_map
 from .tables import SORT_FIRST, Tables, layer_tables
+from .timeline import timeline as timeline_data
+from .timeline import timeline_pane
 
 #: The page's own panes' tabs; each registered pane (``perfstack.analysis.views.PANES``)
 #: adds its own after the one it names.
 PANE_TITLES = {"pane-overview": "Overview", "pane-python": "Python", "pane-ops": "Ops",
                "pane-kernels": "Kernels", "pane-hardware": "Hardware",
-               "pane-distributed": "Distributed"}
+               "pane-distributed": "Distributed", "pane-timeline": "Timeline"}
 
 
 def _asset(name: str) -> str:
@@ -54,8 +56,10 @@ def script_json(data: Any) -> str:
             .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
-def document(title: str, tabs: list[tuple[str, str]], panes: str, data: dict[str, Any]) -> str:
-    """The whole page: styles, tabs, panes, the data and the script, in one file."""
+def document(title: str, tabs: list[tuple[str, str]], panes: str, data: dict[str, Any],
+             scripts: tuple[str, ...] = ()) -> str:
+    """The whole page: styles, tabs, panes, the data and the script (and ``scripts``, more
+    of this package's scripts by file name), in one file."""
     nav = "".join(f'<a href="#{pid}" role="tab" aria-selected="false">{esc(label)}</a>'
                   for pid, label in tabs)
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
@@ -63,7 +67,9 @@ def document(title: str, tabs: list[tuple[str, str]], panes: str, data: dict[str
             f"<title>{esc(title)}</title><style>{_asset('report.css')}</style></head><body>"
             f'<nav class="tabs" role="tablist">{nav}</nav>{panes}'
             f'<script type="application/json" id="perfstack-data">{script_json(data)}</script>'
-            f"<script>{_asset('report.js')}</script></body></html>\n")
+            f"<script>{_asset('report.js')}</script>"
+            + "".join(f"<script>{_asset(name)}</script>" for name in scripts)
+            + "</body></html>\n")
 
 
 def _sampled_gpus(report: Report) -> bool:
@@ -157,12 +163,16 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
     distributed = _distributed(report)
     if distributed:
         panes["pane-distributed"] = distributed
+    timeline, timeline_said = timeline_data(report, options.report_dir)
+    if timeline is not None:
+        panes["pane-timeline"] = timeline_pane(timeline_said)
     body = "".join(f'<main class="pane" id="{pid}" hidden>{content}</main>'
                    for pid, content in panes.items())
     data = {"tables": {tid: spec for specs in tables.specs.values() for tid, spec in specs.items()},
-            "flame": flame, "flameGil": bool(flame and flame["g"])}
+            "flame": flame, "flameGil": bool(flame and flame["g"]), "timeline": timeline}
     return document("perfstack: " + " ".join(report.run.command),
-                    [(pid, titles[pid]) for pid in panes], body, data)
+                    [(pid, titles[pid]) for pid in panes], body, data,
+                    ("timeline.js",) if timeline is not None else ())
 
 
 class HtmlRenderer(Renderer):

@@ -1,0 +1,351 @@
+/* perfstack's Timeline pane: every backend run's events on one time axis, on a canvas.
+   Plain JavaScript, nothing fetched; names arrive as JSON data and are drawn as text.
+   Wheel or w/s zoom at the pointer, drag or a/d pan, shift-drag selects a range (its busy
+   share and top names by own time, per track), a click shows a slice, 0 goes back to the
+   profiled span, 9 shows the whole run. */
+(function () {
+  'use strict';
+  var box = document.getElementById('timeline-box');
+  if (!box) { return; }
+  var DATA = JSON.parse(document.getElementById('perfstack-data').textContent).timeline;
+  var LANE = 13, HEADER = 16, COUNTER = 34, LABEL = 190, MAX_LANES = 14;
+  var tracks = DATA.tracks, names = DATA.names, notes = DATA.notes;
+  var end = 0;
+  tracks.forEach(function (t) {
+    var deepest = 0;
+    t.maxDur = 0;
+    t.top = 0;
+    for (var i = 0; i < t.ts.length; i++) {
+      var e = t.ts[i] + (t.dur ? t.dur[i] : 0);
+      if (e > end) { end = e; }
+      if (t.dur && t.dur[i] > t.maxDur) { t.maxDur = t.dur[i]; }
+      if (t.depth && t.depth[i] > deepest) { deepest = t.depth[i]; }
+      if (t.value && t.value[i] > t.top) { t.top = t.value[i]; }
+    }
+    t.top = t.top || 1;
+    t.lanes = t.kind === 'slices' ? Math.min(MAX_LANES, 1 + deepest) : 0;
+    t.height = HEADER + (t.kind === 'slices' ? t.lanes * LANE : COUNTER);
+  });
+  end = end || 1;
+  var home = DATA.home && DATA.home[1] > DATA.home[0] ? {a: DATA.home[0], b: DATA.home[1]} : {a: 0, b: end};
+  var view = {a: home.a, b: home.b}, selection = null, query = '', picked = null;
+  var canvas = document.createElement('canvas');
+  canvas.id = 'timeline-canvas';
+  canvas.tabIndex = 0;
+  canvas.setAttribute('aria-label', 'timeline: wheel or w/s zoom, drag or a/d pan, shift-drag selects');
+  var status = document.getElementById('timeline-status');
+  var details = document.getElementById('timeline-details');
+  var summary = document.getElementById('timeline-selection');
+  var search = document.getElementById('timeline-search');
+  /* the tracks scroll under a fixed axis: the canvas is the box's height (a canvas tens of
+     thousands of pixels tall is not drawn at all), a spacer gives the box its scroll height */
+  var total = tracks.reduce(function (s, t) { return s + t.height; }, 20);
+  var VIEW_H = Math.min(total, 640);
+  box.style.height = VIEW_H + 'px';
+  box.style.overflowY = 'auto';
+  canvas.style.position = 'sticky';
+  canvas.style.top = '0';
+  var spacer = document.createElement('div');
+  spacer.style.height = (total - VIEW_H) + 'px';
+  box.appendChild(canvas);
+  box.appendChild(spacer);
+  box.addEventListener('scroll', function () { draw(); });
+  var api = {lastDrawMs: null, draws: 0};
+  window.perfstackTimeline = api;
+
+  function fmt(us) {
+    var a = Math.abs(us);
+    if (a === 0) { return '0'; }
+    if (a >= 1e6) { return (us / 1e6).toPrecision(3) + ' s'; }
+    if (a >= 1e3) { return (us / 1e3).toPrecision(3) + ' ms'; }
+    return us.toPrecision(3) + ' µs';
+  }
+  function colour(id) {
+    var h = (id * 2654435761) % 360;
+    return 'hsl(' + h + ',55%,62%)';
+  }
+  function bisect(arr, x) {
+    var lo = 0, hi = arr.length;
+    while (lo < hi) { var mid = (lo + hi) >> 1; if (arr[mid] < x) { lo = mid + 1; } else { hi = mid; } }
+    return lo;
+  }
+  function width() { return Math.max(300, box.clientWidth || 900); }
+  function xOf(t, w) { return LABEL + (t - view.a) / (view.b - view.a) * (w - LABEL); }
+  function tOf(x, w) { return view.a + (x - LABEL) / (w - LABEL) * (view.b - view.a); }
+
+  function drawTrack(g, t, y, w, lower) {
+    g.fillStyle = '#f3f3f3';
+    g.fillRect(0, y, w, HEADER - 2);
+    g.fillStyle = '#222';
+    g.fillText((t.name + ' · ' + t.group).slice(0, 120), 4, y + 7);
+    var top = y + HEADER;
+    if (t.kind === 'slices') {
+      var from = bisect(t.ts, view.a - t.maxDur), to = bisect(t.ts, view.b);
+      var lastX = [];
+      for (var i = from; i < to; i++) {
+        var d = t.depth[i];
+        if (d >= MAX_LANES) { continue; }
+        var s = t.ts[i], e = s + t.dur[i];
+        if (e < view.a) { continue; }
+        var x0 = Math.max(LABEL, xOf(s, w)), x1 = Math.min(w, xOf(e, w));
+        if (x1 - x0 < 1) {
+          if (lastX[d] !== undefined && x0 - lastX[d] < 1) { continue; }  /* one per pixel */
+          x1 = x0 + 1;
+        }
+        lastX[d] = x1;
+        var id = t.name_id[i];
+        var hit = lower && names[id].toLowerCase().indexOf(lower) >= 0;
+        g.fillStyle = lower && !hit ? '#ddd' : colour(id);
+        g.fillRect(x0, top + d * LANE, x1 - x0, LANE - 1);
+        if (x1 - x0 > 40) {
+          g.fillStyle = '#111';
+          g.save(); g.beginPath(); g.rect(x0, top + d * LANE, x1 - x0, LANE); g.clip();
+          g.fillText(names[id], x0 + 2, top + d * LANE + LANE / 2);
+          g.restore();
+        }
+      }
+    } else {
+      g.strokeStyle = '#4e79a7'; g.beginPath();
+      var first = true;
+      for (var j = Math.max(0, bisect(t.ts, view.a) - 1); j < t.ts.length; j++) {
+        var cx = xOf(t.ts[j], w), cy = top + COUNTER - 4 - (COUNTER - 8) * t.value[j] / t.top;
+        if (first) { g.moveTo(Math.max(LABEL, cx), cy); first = false; } else { g.lineTo(cx, cy); }
+        if (t.ts[j] > view.b) { break; }
+      }
+      g.stroke();
+      g.fillStyle = '#555';
+      g.fillText('max ' + t.top.toPrecision(4), 4, top + COUNTER / 2);
+    }
+  }
+
+  function draw() {
+    var began = performance.now();
+    var w = width(), h = VIEW_H, offset = box.scrollTop;
+    var ratio = window.devicePixelRatio || 1;
+    if (canvas.width !== w * ratio || canvas.height !== h * ratio) {
+      canvas.width = w * ratio; canvas.height = h * ratio;
+      canvas.style.width = w + 'px'; canvas.style.height = h + 'px';
+    }
+    var g = canvas.getContext('2d');
+    g.setTransform(ratio, 0, 0, ratio, 0, 0);
+    g.clearRect(0, 0, w, h);
+    g.font = '11px sans-serif';
+    g.textBaseline = 'middle';
+    var y = 20 - offset, lower = query.toLowerCase();
+    g.save(); g.beginPath(); g.rect(0, 20, w, h - 20); g.clip();
+    tracks.forEach(function (t) {
+      if (y + t.height > 20 && y < h) { drawTrack(g, t, y, w, lower); }
+      y += t.height;
+    });
+    g.restore();
+    if (selection) {
+      g.fillStyle = 'rgba(30,90,200,0.15)';
+      var sx = xOf(selection.a, w), ex = xOf(selection.b, w);
+      g.fillRect(Math.max(LABEL, sx), 20, Math.max(1, ex - sx), h - 20);
+    }
+    /* the axis: ticks at a round step, labelled with as many digits as the step needs */
+    g.fillStyle = '#fff';
+    g.fillRect(0, 0, w, 20);
+    g.fillStyle = '#555';
+    var span = view.b - view.a, step = Math.pow(10, Math.floor(Math.log10(span / 5)));
+    if (span / step > 10) { step *= 2; }
+    if (span / step > 10) { step *= 2.5; }
+    var unit = step >= 1e5 ? 1e6 : step >= 100 ? 1e3 : 1;
+    var digits = Math.max(0, Math.ceil(-Math.log10(step / unit) - 1e-9));
+    var suffix = unit === 1e6 ? ' s' : unit === 1e3 ? ' ms' : ' µs';
+    for (var tx = Math.ceil(view.a / step) * step; tx <= view.b; tx += step) {
+      var px = xOf(tx, w);
+      g.fillRect(px, 12, 1, 6);
+      g.fillText((tx / unit).toFixed(digits) + suffix, Math.min(px + 2, w - 70), 7);
+    }
+    api.lastDrawMs = performance.now() - began;
+    if (!api.draws) { api.sinceNavigationMs = performance.now(); }  /* page load to first draw */
+    api.draws += 1;
+    if (status) {
+      status.textContent = 'showing ' + fmt(view.b - view.a) + ' from ' + fmt(view.a) +
+        (lower ? ' · "' + query + '" highlighted' : '');
+    }
+  }
+
+  function zoom(factor, at) {
+    var span = (view.b - view.a) * factor;
+    span = Math.max(span, 0.01);
+    var frac = (at - view.a) / (view.b - view.a);
+    view.a = at - frac * span; view.b = view.a + span;
+    if (view.a < 0) { view.b -= view.a; view.a = 0; }
+    if (view.b > end * 1.05) { view.a -= view.b - end * 1.05; view.b = end * 1.05; view.a = Math.max(0, view.a); }
+    draw();
+  }
+  function pan(frac) {
+    var shift = (view.b - view.a) * frac;
+    view.a += shift; view.b += shift;
+    if (view.a < 0) { view.b -= view.a; view.a = 0; }
+    draw();
+  }
+
+  function trackAt(y) {
+    var top = 20 - box.scrollTop;
+    for (var i = 0; i < tracks.length; i++) {
+      if (y < top + tracks[i].height) { return {track: tracks[i], y: y - top - HEADER}; }
+      top += tracks[i].height;
+    }
+    return null;
+  }
+  function pick(x, y) {
+    var found = trackAt(y), w = width();
+    if (!found || found.track.kind !== 'slices' || found.y < 0) { return null; }
+    var t = found.track, d = Math.floor(found.y / LANE), at = tOf(x, w);
+    var slack = (view.b - view.a) / (w - LABEL);  /* a pixel */
+    var best = null;
+    for (var i = bisect(t.ts, at - t.maxDur - slack); i < t.ts.length && t.ts[i] <= at + slack; i++) {
+      if (t.depth[i] === d && t.ts[i] - slack <= at && at <= t.ts[i] + t.dur[i] + slack) { best = i; }
+    }
+    return best === null ? null : {track: t, index: best};
+  }
+  function show(found) {
+    picked = found;
+    if (!details) { return; }
+    details.textContent = '';
+    if (!found) { return; }
+    var t = found.track, i = found.index;
+    var lines = [['slice', names[t.name_id[i]]], ['track', t.name + ' · ' + t.group],
+                 ['start', fmt(t.ts[i])], ['duration', fmt(t.dur[i])], ['own time', fmt(t.own[i])],
+                 ['depth', String(t.depth[i])]];
+    var note = t.args[String(i)];
+    if (note !== undefined) { lines.push(['recorded', notes[note]]); }
+    lines.forEach(function (pair) {
+      var dt = document.createElement('dt'); dt.textContent = pair[0];
+      var dd = document.createElement('dd'); dd.textContent = pair[1];
+      details.appendChild(dt); details.appendChild(dd);
+    });
+  }
+
+  function summarise(a, b) {
+    /* per slice track: the share of [a, b] covered by its top-level slices, and the names
+       with the most own time inside it (each slice's own time pro rata of its overlap) */
+    var out = [];
+    tracks.forEach(function (t) {
+      if (t.kind !== 'slices') { return; }
+      var busy = 0, reach = a, byName = {};
+      for (var i = bisect(t.ts, a - t.maxDur); i < t.ts.length && t.ts[i] < b; i++) {
+        var s = Math.max(a, t.ts[i]), e = Math.min(b, t.ts[i] + t.dur[i]);
+        if (e <= s) { continue; }
+        if (t.depth[i] === 0) {
+          var from = Math.max(s, reach);
+          if (e > from) { busy += e - from; reach = e; }
+        }
+        var own = t.dur[i] > 0 ? t.own[i] * (e - s) / t.dur[i] : 0;
+        var n = names[t.name_id[i]];
+        byName[n] = (byName[n] || 0) + own;
+      }
+      var top = Object.keys(byName).sort(function (x, y) { return byName[y] - byName[x]; })
+        .slice(0, 5).map(function (n) { return [n, byName[n]]; });
+      out.push({track: t.name, group: t.group, busy: b > a ? busy / (b - a) : 0, top: top});
+    });
+    return out;
+  }
+  function showSelection() {
+    if (!summary) { return; }
+    summary.textContent = '';
+    if (!selection) { return; }
+    var head = document.createElement('p');
+    head.textContent = 'selected ' + fmt(selection.b - selection.a) + ' from ' + fmt(selection.a);
+    summary.appendChild(head);
+    var table = document.createElement('table');
+    var tr = document.createElement('tr');
+    ['track', 'busy', 'most own time in the selection'].forEach(function (h) {
+      var th = document.createElement('th'); th.textContent = h; tr.appendChild(th);
+    });
+    table.appendChild(tr);
+    api.selection.forEach(function (row) {
+      var r = document.createElement('tr');
+      [row.track + ' · ' + row.group, (100 * row.busy).toFixed(1) + '%',
+       row.top.map(function (p) { return p[0] + ' ' + fmt(p[1]); }).join(', ')].forEach(function (c) {
+        var td = document.createElement('td'); td.textContent = c; r.appendChild(td);
+      });
+      table.appendChild(r);
+    });
+    summary.appendChild(table);
+  }
+  function select(a, b) {
+    selection = {a: Math.min(a, b), b: Math.max(a, b)};
+    api.selection = summarise(selection.a, selection.b);
+    showSelection();
+    draw();
+    return api.selection;
+  }
+
+  var drag = null;
+  canvas.addEventListener('mousedown', function (e) {
+    var r = canvas.getBoundingClientRect();
+    drag = {x: e.clientX - r.left, y: e.clientY - r.top, a: view.a, b: view.b, shift: e.shiftKey, moved: false};
+  });
+  window.addEventListener('mousemove', function (e) {
+    if (!drag) { return; }
+    var r = canvas.getBoundingClientRect(), x = e.clientX - r.left, w = width();
+    if (Math.abs(x - drag.x) > 3) { drag.moved = true; }
+    if (!drag.moved) { return; }
+    if (drag.shift) {
+      selection = {a: Math.min(tOf(drag.x, w), tOf(x, w)), b: Math.max(tOf(drag.x, w), tOf(x, w))};
+      draw();
+    } else {
+      var shift = (drag.x - x) / (w - LABEL) * (drag.b - drag.a);
+      view.a = Math.max(0, drag.a + shift); view.b = view.a + (drag.b - drag.a);
+      draw();
+    }
+  });
+  window.addEventListener('mouseup', function (e) {
+    if (!drag) { return; }
+    var r = canvas.getBoundingClientRect();
+    if (!drag.moved) { show(pick(drag.x, drag.y)); }
+    else if (drag.shift && selection) { select(selection.a, selection.b); }
+    drag = null;
+  });
+  canvas.addEventListener('wheel', function (e) {
+    e.preventDefault();
+    var r = canvas.getBoundingClientRect();
+    zoom(e.deltaY > 0 ? 1.25 : 0.8, tOf(e.clientX - r.left, width()));
+  }, {passive: false});
+  canvas.addEventListener('keydown', function (e) {
+    var mid = (view.a + view.b) / 2;
+    if (e.key === 'w') { zoom(0.8, mid); } else if (e.key === 's') { zoom(1.25, mid); }
+    else if (e.key === 'a') { pan(-0.2); } else if (e.key === 'd') { pan(0.2); }
+    else if (e.key === '0') { view = {a: home.a, b: home.b}; draw(); }
+    else if (e.key === '9') { view = {a: 0, b: end}; draw(); } else { return; }
+    e.preventDefault();
+  });
+  if (search) {
+    search.addEventListener('input', function () {
+      query = search.value.trim();
+      var count = 0, lower = query.toLowerCase();
+      if (lower) {
+        tracks.forEach(function (t) {
+          if (t.kind !== 'slices') { return; }
+          t.name_id.forEach(function (id) { if (names[id].toLowerCase().indexOf(lower) >= 0) { count += 1; } });
+        });
+      }
+      api.matches = count;
+      draw();
+      if (status && lower) { status.textContent += ' · ' + count + ' slices match'; }
+    });
+  }
+  var reset = document.getElementById('timeline-reset');
+  if (reset) { reset.addEventListener('click', function () { view = {a: home.a, b: home.b}; selection = null; showSelection(); draw(); }); }
+
+  api.view = function () { return {a: view.a, b: view.b, end: end}; };
+  api.setView = function (a, b) { view = {a: a, b: b}; draw(); return api.lastDrawMs; };
+  api.zoom = function (factor) { zoom(factor, (view.a + view.b) / 2); return api.lastDrawMs; };
+  api.select = select;
+  api.pick = function (x, y) { var f = pick(x, y); show(f); return f ? names[f.track.name_id[f.index]] : null; };
+  api.draw = draw;
+  api.visible = function () { return !document.getElementById('pane-timeline').hidden; };
+  /* drawn when its pane is first shown (a hidden canvas has no width) */
+  var seen = false;
+  function maybe() {
+    if (!seen && api.visible()) { seen = true; draw(); }
+  }
+  window.addEventListener('hashchange', maybe);
+  document.addEventListener('click', function () { setTimeout(maybe, 0); });
+  window.addEventListener('resize', function () { if (api.visible()) { draw(); } });
+  maybe();
+})();

@@ -1,0 +1,155 @@
+"""Issue 66: the HTML report's Timeline pane, opened offline in Chromium as a user would: the
+H200 run's ResNet-50 report (tests/fixtures/gpu-runs/resnet/: torch's trace of 5 steps with
+its CUDA kernels, NVML's counters), zoomed, panned, clicked, searched and a range selected,
+each figure checked against the trace read here on its own."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import WebDriverWait
+
+from perfstack.report.files import load_report
+from tests.conftest import ROOT, perfstack_in
+from tests.test_html_browser import _open, _pane, browser  # noqa: F401 (a fixture)
+
+RESNET = ROOT / "tests" / "fixtures" / "gpu-runs" / "resnet"
+
+
+@pytest.fixture(scope="module")
+def resnet_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The ResNet-50 run folder as perfstack left it (its trace uncompressed, as written),
+    and the page `perfstack show --format html` makes of its report."""
+    folder = tmp_path_factory.mktemp("timeline") / "resnet"
+    shutil.copytree(RESNET, folder)
+    for packed in folder.rglob("*.gz"):
+        if packed.name != "report.json.gz":
+            with gzip.open(packed, "rb") as src, open(packed.with_suffix(""), "wb") as out:
+                shutil.copyfileobj(src, out)
+    page = folder / "report.html"
+    done = perfstack_in(folder, "show", "report.json.gz", "--format", "html", "-o", str(page))
+    assert done.code == 0, done.stderr
+    return page
+
+
+def _data(page: Path) -> dict[str, Any]:
+    text = page.read_text("utf-8")
+    start = text.index('id="perfstack-data">') + len('id="perfstack-data">')
+    data: dict[str, Any] = json.loads(text[start:text.index("</script>", start)])
+    return dict(data["timeline"])
+
+
+def _union(spans: list[tuple[float, float]], a: float, b: float) -> float:
+    """The length of the union of ``spans`` clipped to [a, b]."""
+    total, reach = 0.0, a
+    for s, e in sorted(spans):
+        s, e = max(s, reach), min(e, b)
+        if e > s:
+            total += e - s
+            reach = e
+    return total
+
+
+def test_the_timeline_holds_every_layer_on_one_axis(resnet_page: Path) -> None:
+    """Threads before the GPU stream, the stream's kernels (never Kineto's device-side step
+    ranges), NVML's four counters; each kernel of the trace is a slice of the stream."""
+    data = _data(resnet_page)
+    tracks = data["tracks"]
+    names = [t["name"] for t in tracks]
+    assert names.index("thread 774 (python3)") < names.index("stream 7 ")
+    counters = [t["name"] for t in tracks if t["kind"] == "counter"]
+    assert sorted(counters) == sorted(f"GPU 0 {what}" for what in (
+        "GPU memory bandwidth utilisation (%)", "GPU memory used (B)", "GPU power (W)",
+        "GPU utilisation (%)"))
+    stream = next(t for t in tracks if t["name"] == "stream 7 ")
+    on_stream = [data["names"][i] for i in stream["name_id"]]
+    assert not any(n.startswith("ProfilerStep") for n in on_stream)
+    with gzip.open(RESNET / "torch" / "vm_774.0.pt.trace.json.gz", "rt") as fh:
+        trace = json.load(fh)["traceEvents"]
+    kernels = [e for e in trace if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    assert len(on_stream) == len(kernels)
+
+
+def test_pan_zoom_click_search_and_select_in_chromium(browser: WebDriver,  # noqa: F811
+                                                      resnet_page: Path) -> None:
+    """Keys zoom and pan; a click on a step's slice names it; a search counts what it
+    highlights; a selected step's busy share of the stream is the union of its kernels there,
+    and its top kernel the one with the most time in it."""
+    data = _data(resnet_page)
+    _open(browser, resnet_page)
+    _pane(browser, "timeline")
+    WebDriverWait(browser, 30).until(
+        lambda d: d.execute_script("return window.perfstackTimeline.draws") > 0)
+    view = browser.execute_script("return window.perfstackTimeline.view()")
+    home = data["home"]
+    assert (view["a"], view["b"]) == pytest.approx((home[0], home[1]))
+    canvas = browser.find_element(By.ID, "timeline-canvas")
+    canvas.send_keys("w")
+    zoomed = browser.execute_script("return window.perfstackTimeline.view()")
+    assert zoomed["b"] - zoomed["a"] == pytest.approx(0.8 * (view["b"] - view["a"]))
+    canvas.send_keys("d")
+    panned = browser.execute_script("return window.perfstackTimeline.view()")
+    assert panned["a"] - zoomed["a"] == pytest.approx(0.2 * (zoomed["b"] - zoomed["a"]))
+    canvas.send_keys("0")
+
+    # a click on ProfilerStep#4, the main thread's first track's top lane
+    main = data["tracks"][0]
+    step = next(i for i, n in enumerate(main["name_id"])
+                if data["names"][n] == "ProfilerStep#4")
+    s, d = main["ts"][step], main["dur"][step]
+    x, y = browser.execute_script(
+        "var v = window.perfstackTimeline.view(), c = arguments[0], w = c.clientWidth;"
+        "return [190 + (arguments[1] - v.a) / (v.b - v.a) * (w - 190), 20 + 16 + 6];",
+        canvas, s + d / 2)
+    left, top = int(x - canvas.size["width"] / 2), int(y - canvas.size["height"] / 2)
+    ActionChains(browser).move_to_element_with_offset(canvas, left, top).click().perform()
+    details = browser.find_element(By.ID, "timeline-details").text
+    assert "ProfilerStep#4" in details and "thread 774" in details
+
+    search = browser.find_element(By.ID, "timeline-search")
+    search.send_keys("ProfilerStep")
+    expected = sum(1 for t in data["tracks"] if t["kind"] == "slices"
+                   for n in t["name_id"] if "profilerstep" in data["names"][n].lower())
+    assert browser.execute_script("return window.perfstackTimeline.matches") == expected
+
+    summary = browser.execute_script("return window.perfstackTimeline.select(arguments[0], "
+                                     "arguments[1])", s, s + d)
+    stream = next(t for t in data["tracks"] if t["name"] == "stream 7 ")
+    row = next(r for r in summary if r["track"] == "stream 7 ")
+    spans = [(a, a + b) for a, b, depth in zip(stream["ts"], stream["dur"], stream["depth"],
+                                               strict=True) if depth == 0]
+    assert row["busy"] == pytest.approx(_union(spans, s, s + d) / d, abs=1e-9)
+    own: dict[str, float] = {}
+    for a, b, o, n in zip(stream["ts"], stream["dur"], stream["own"], stream["name_id"],
+                          strict=True):
+        inside = min(a + b, s + d) - max(a, s)
+        if inside > 0 and b > 0:
+            own[data["names"][n]] = own.get(data["names"][n], 0.0) + o * inside / b
+    assert row["top"][0][0] == max(own, key=lambda k: own[k])
+    assert row["top"][0][1] == pytest.approx(max(own.values()))
+    assert "busy" in browser.find_element(By.ID, "timeline-selection").text
+    shots = os.environ.get("PERFSTACK_SCREENSHOTS")
+    if shots:
+        Path(shots).mkdir(parents=True, exist_ok=True)
+        browser.save_screenshot(str(Path(shots) / "timeline-resnet.png"))
+
+
+def test_a_report_without_a_trace_has_no_timeline_pane(tmp_path: Path) -> None:
+    """A report whose backends kept nothing on a time axis (a recorded report moved without
+    its run folder) shows no empty pane."""
+    from perfstack.pluginload import load_plugins
+    from perfstack.render.base import RenderOptions
+
+    report = load_report(ROOT / "tests" / "fixtures" / "reports" / "late_import.json.gz")
+    html = load_plugins().renderers()["html"].render(report, RenderOptions(
+        report_dir=tmp_path))
+    assert 'id="pane-timeline"' not in html and "timeline.js" not in html
