@@ -67,9 +67,8 @@ def document(title: str, tabs: list[tuple[str, str]], panes: str, data: dict[str
             f"<title>{esc(title)}</title><style>{_asset('report.css')}</style></head><body>"
             f'<nav class="tabs" role="tablist">{nav}</nav>{panes}'
             f'<script type="application/json" id="perfstack-data">{script_json(data)}</script>'
-            f"<script>{_asset('report.js')}</script>"
-            + "".join(f"<script>{_asset(name)}</script>" for name in scripts)
-            + "</body></html>\n")
+            "<script>" + "\n".join(_asset(name) for name in ("report.js", *scripts))
+            + "</script></body></html>\n")
 
 
 def _sampled_gpus(report: Report) -> bool:

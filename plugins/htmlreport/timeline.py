@@ -98,8 +98,9 @@ def timeline(report: Report, base: Path | None) -> tuple[dict[str, Any] | None, 
     total = sum(len(v) for v in slices.values())
     if not total and not counters:
         left = trace["metadata"]["left_out"]
-        return None, ("no backend's run left events on a time axis (torch, pyspy and nvml "
-                      "do)" + (": " + "; ".join(left) if left else ""))
+        return None, ("no backend's run left events on a time axis (the tracing and "
+                      "sampling backends do: perfstack plugins lists them)"
+                      + (": " + "; ".join(left) if left else ""))
     min_dur = 0.0
     if total > MAX_SLICES:  # the longest slices, MAX_SLICES of them
         durations = sorted((d for v in slices.values() for _, d, _, _ in v), reverse=True)
@@ -151,10 +152,10 @@ def timeline_pane(said: str) -> str:
     return (
         "<h2>Timeline</h2>"
         f'<p class="muted" id="timeline-said">{esc(said)}. Each backend\'s run starts at 0, '
-        "when its workload started (each is its own run of the workload); py-spy's samples are "
-        "laid end to end. Wheel or w/s zoom at the pointer, drag or a/d pan, shift-drag "
-        "selects a range, a click shows a slice, 0 goes back to the profiled span, 9 shows "
-        "every run whole.</p>"
+        "when its workload started (each is its own run of the workload); sampled stacks, "
+        "which carry no time of their own, are laid end to end. Wheel or w/s zoom at the "
+        "pointer, drag or a/d pan, shift-drag selects a range, a click shows a slice, 0 goes "
+        "back to the profiled span, 9 shows every run whole.</p>"
         '<div class="controls"><input type="search" id="timeline-search" '
         'placeholder="highlight slices by name" aria-label="highlight slices by name">'
         '<button type="button" id="timeline-reset">reset</button> '
