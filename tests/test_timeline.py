@@ -153,3 +153,49 @@ def test_a_report_without_a_trace_has_no_timeline_pane(tmp_path: Path) -> None:
     html = load_plugins().renderers()["html"].render(report, RenderOptions(
         report_dir=tmp_path))
     assert 'id="pane-timeline"' not in html and "timeline.js" not in html
+
+
+def test_an_op_row_leads_to_its_calls_on_the_timeline(browser: WebDriver,  # noqa: F811
+                                                      resnet_page: Path) -> None:
+    """The Ops pane's convolution row, clicked, offers its calls on the timeline; followed,
+    the Timeline pane opens zoomed to the op's first call, named in the details, with every
+    call of it highlighted and counted."""
+    data = _data(resnet_page)
+    _open(browser, resnet_page)
+    pane = _pane(browser, "ops")
+    row = next(r for r in pane.find_elements(By.CSS_SELECTOR, "tr.clickable")
+               if (r.get_attribute("data-key") or "").split(" [")[0] == "aten::convolution")
+    row.click()
+    link = row.find_element(By.XPATH, "following-sibling::tr[@class='detail']//a[@data-pane="
+                                      "'pane-timeline']")
+    link.click()
+    assert browser.find_element(By.ID, "pane-timeline").is_displayed()
+    calls = [(t["ts"][i], t) for t in data["tracks"] if t["kind"] == "slices"
+             for i, n in enumerate(t["name_id"]) if data["names"][n] == "aten::convolution"]
+    assert browser.execute_script("return window.perfstackTimeline.matches") >= len(calls)
+    first = min(ts for ts, _ in calls)
+    view = browser.execute_script("return window.perfstackTimeline.view()")
+    assert view["a"] <= first <= view["b"]
+    assert "aten::convolution" in browser.find_element(By.ID, "timeline-details").text
+
+
+def test_without_a_timeline_no_row_offers_one(browser: WebDriver,  # noqa: F811
+                                              tmp_path: Path) -> None:
+    """The same report rendered where its trace and NVML's samples are gone (the recorded
+    trace compressed, the samples removed): no Timeline pane, and the cuDNN convolution row's
+    links (its kernels) name none."""
+    folder = tmp_path / "resnet"
+    shutil.copytree(RESNET, folder)
+    (folder / "nvml" / "nvml-timeline.jsonl").unlink()
+    page = tmp_path / "report.html"
+    done = perfstack_in(folder, "show", "report.json.gz", "--format", "html", "-o", str(page))
+    assert done.code == 0, done.stderr
+    assert 'id="pane-timeline"' not in page.read_text("utf-8")
+    _open(browser, page)
+    pane = _pane(browser, "ops")
+    row = next(r for r in pane.find_elements(By.CSS_SELECTOR, "tr.clickable")
+               if (r.get_attribute("data-key") or "").split(" [")[0] == "aten::cudnn_convolution")
+    row.click()
+    detail = row.find_element(By.XPATH, "following-sibling::tr[@class='detail']")
+    html = detail.get_attribute("innerHTML")
+    assert "kernels it ran" in html and "on the timeline" not in html, html

@@ -34,8 +34,13 @@
     return true;
   }
   function follow(pane, table, filter) {
-    /* show a pane and search its table (every table of the pane when none is named) */
+    /* show a pane and search its table (every table of the pane when none is named); the
+       timeline finds its slices of that name */
     showPane(pane);
+    if (pane === 'pane-timeline' && window.perfstackTimeline) {
+      window.perfstackTimeline.find(filter);
+      return;
+    }
     var targets = table ? [table] : Object.keys(tables).filter(function (id) {
       return document.getElementById(pane).contains(tables[id].box);
     });
@@ -188,10 +193,14 @@
     var next = tr.nextSibling;
     if (next && next.className === 'detail') { next.remove(); return; }
     var row = el('tr', {'class': 'detail'}), td = el('td', {colspan: String(span)});
+    var none = true;
     details.forEach(function (d) {
+      var links = d.links.filter(function (l) { return document.getElementById(l.pane); });
+      if (!links.length) { return; }
+      none = false;
       var line = el('div');
       line.appendChild(el('b', null, d.label + ': '));
-      d.links.forEach(function (l, i) {
+      links.forEach(function (l, i) {
         if (i) { line.appendChild(document.createTextNode(', ')); }
         var a = el('a', {href: '#' + l.pane, 'data-pane': l.pane, 'data-table': l.table,
                          'data-filter': l.filter}, l.text);
@@ -199,6 +208,7 @@
       });
       td.appendChild(line);
     });
+    if (none) { td.appendChild(el('span', {'class': 'muted'}, 'nothing to follow from it in this page')); }
     row.appendChild(td);
     tr.parentNode.insertBefore(row, tr.nextSibling);
   }

@@ -55,6 +55,10 @@ def _value_columns(rows: list[Row]) -> list[tuple[str, str]]:
     return ordered
 
 
+#: The Timeline pane's id (``timeline``).
+TIMELINE_PANE = "pane-timeline"
+
+
 def _link(pane: str, table: str, filter_text: str, text: str) -> dict[str, str]:
     return {"pane": pane, "table": table, "filter": filter_text, "text": text}
 
@@ -123,6 +127,7 @@ def _details(layer: str, row: Row, index: _Index) -> list[dict[str, Any]]:
             out.append({"label": "kernels it ran", "links": [
                 _link("pane-kernels", table_id("kernel", k.source), k.name, k.name)
                 for k in kernels]})
+        out.append(_on_timeline(_op_group(row)))
     elif layer == "kernel":
         launchers = row.links.get("framework", [])[:6]
         if launchers:
@@ -130,7 +135,15 @@ def _details(layer: str, row: Row, index: _Index) -> list[dict[str, Any]]:
                 _link("pane-ops", table_id("framework", row.source),
                       index.names.get(("framework", key), key),
                       index.names.get(("framework", key), key)) for key in launchers]})
+        out.append(_on_timeline(row.name))
     return out
+
+
+def _on_timeline(name: str) -> dict[str, Any]:
+    """A link to the Timeline pane's slices of this name (the page drops it where there is
+    no Timeline pane)."""
+    return {"label": "on the timeline", "links": [
+        _link(TIMELINE_PANE, "", name, "its calls, the first one zoomed to")]}
 
 
 def _python_source(report: Report) -> str:

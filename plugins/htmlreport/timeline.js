@@ -332,6 +332,39 @@
   var reset = document.getElementById('timeline-reset');
   if (reset) { reset.addEventListener('click', function () { view = {a: home.a, b: home.b}; selection = null; showSelection(); draw(); }); }
 
+  api.find = function (name) {
+    /* highlight the slices of this name (or holding it) and zoom to the first, with its
+       track scrolled into view; the number found */
+    var lower = String(name).toLowerCase(), first = {}, top = 20;
+    tracks.forEach(function (t) {
+      if (t.kind === 'slices') {
+        for (var i = 0; i < t.ts.length; i++) {
+          var n = names[t.name_id[i]], how = n === name ? 'exact' : n.toLowerCase().indexOf(lower) >= 0 ? 'holds' : null;
+          if (how && (!first[how] || t.ts[i] < first[how].t.ts[first[how].i])) {
+            first[how] = {t: t, i: i, top: top};
+          }
+        }
+      }
+      top += t.height;
+    });
+    var exact = first.exact || first.holds || null;
+    if (search) { search.value = name; }
+    query = name;
+    api.matches = 0;
+    tracks.forEach(function (t) {
+      if (t.kind !== 'slices') { return; }
+      t.name_id.forEach(function (id) { if (names[id].toLowerCase().indexOf(lower) >= 0) { api.matches += 1; } });
+    });
+    if (exact) {
+      var s = exact.t.ts[exact.i], d = Math.max(exact.t.dur[exact.i], 0.01);
+      view = {a: Math.max(0, s - d), b: s + 2 * d};
+      box.scrollTop = Math.max(0, exact.top - 40);
+      show({track: exact.t, index: exact.i});
+    }
+    seen = true;
+    draw();
+    return api.matches;
+  };
   api.view = function () { return {a: view.a, b: view.b, end: end}; };
   api.setView = function (a, b) { view = {a: a, b: b}; draw(); return api.lastDrawMs; };
   api.zoom = function (factor) { zoom(factor, (view.a + view.b) / 2); return api.lastDrawMs; };
