@@ -8,7 +8,9 @@ Each backend's run is its own process group, aligned at that run's workload star
 - py-spy: the sampled Python stacks as nested slices per thread. py-spy's profile carries no
   timestamps: samples are laid end to end from the moment py-spy was started, so idle gaps are
   closed up and the slices show order and duration, not wall-clock position;
-- NVML: power, utilisation and memory as counter tracks over the sampler's time.
+- NVML: power, utilisation and memory as counter tracks over the sampler's time;
+- every run perfstack started: its steps, its resident memory after each step and its
+  compiles (``runtracks``).
 
 perf stat totals have no time axis, so they go into the trace's metadata, not onto a track.
 """
@@ -27,6 +29,7 @@ from perfstack.report import Layer, Report
 from perfstack.run.rundir import RunFolder
 
 from .artifacts import ARTIFACT_MAX_BYTES, locate, read_nvml, read_speedscope
+from .runtracks import run_events
 from .torchprof.gunzip import TraceError, gunzip
 from .torchprof.repair import loads_trace
 
@@ -130,13 +133,22 @@ def pyspy_events(path: Path, pid: int) -> list[dict[str, Any]]:
 
 
 def nvml_events(path: Path, pid: int) -> list[dict[str, Any]]:
-    """NVML samples as counter tracks, one per GPU and field."""
-    _, samples = read_nvml(path)
+    """NVML samples as counter tracks, one per GPU and field, on the time axis of the run's
+    workload start: the sampler's ``t`` counts from its own start (its header's
+    ``start_epoch_s``; an older timeline's sampler started when the measured window opened)."""
+    header, samples = read_nvml(path)
+    folder = RunFolder(path.parent)
+    began = header.get("start_epoch_s")
+    if not isinstance(began, (int, float)):
+        began = folder.window_opened()
+    start = _start_ns(path.parent)
+    shift = (began * 1e6 - start / 1e3) if began is not None and start is not None else 0.0
     out = []
     for s in samples:
         for field, title in NVML_COUNTERS:
             if s.get(field) is not None:
-                out.append({"ph": "C", "pid": pid, "tid": 0, "ts": float(s["t"]) * 1e6,
+                out.append({"ph": "C", "pid": pid, "tid": 0,
+                            "ts": float(s["t"]) * 1e6 + shift,
                             "name": f"GPU {s.get('gpu')} {title}",
                             "args": {"value": float(s[field])}})
     return out
@@ -196,11 +208,13 @@ def merged_trace(report: Report, base: Path | None) -> dict[str, Any]:
                     got = pyspy_events(path, pid)
                 else:
                     got = nvml_events(path, pid)
-            except (OSError, ValueError, KeyError, TraceError) as exc:
+            except (OSError, EOFError, zlib.error, ValueError, KeyError, TraceError) as exc:
+                # (a gzip cut short ends in EOFError, a corrupt one in zlib.error)
                 left_out.append(f"{path}: {exc}" if str(path) not in str(exc) else str(exc))
                 continue
             events += _meta(pid, f"{backend} run{what}: {title}", sort * 1000 + i)
             events += got
+            events += run_events(path.parent, pid)  # its steps, memory and compiles
             if backend not in included:
                 included.append(backend)
     _from_first(unanchored)  # each trace read once

@@ -505,6 +505,12 @@ def test_a_rank_cut_short_is_named_under_the_header(tmp_path: Path) -> None:
     for fmt in ("markdown", "html"):
         shown = perfstack_in(tmp_path, "show", "r.json", "--format", fmt)
         assert said in shown.stdout, fmt
+    # the merged trace (and the HTML's timeline) leaves the cut file out and says why; its
+    # gzip ending early once ended `show` in an internal error (EOFError)
+    merged = perfstack_in(tmp_path, "show", "r.json", "--format", "perfetto", "-o", "t.json")
+    assert merged.code == 0, merged.stderr
+    assert "left out of the trace" in merged.stderr and "rank-1.json.gz" in merged.stderr
+    assert "1 file(s) could not be read" in shown.stdout  # the timeline's line, in the HTML
     report = json.loads((tmp_path / "r.json").read_text())
     assert "read_in_part" in report["environment"]["recorded"]["rank1"]
     assert "read_in_part" not in report["environment"]["recorded"]["rank0"]

@@ -6,6 +6,7 @@ each figure checked against the trace read here on its own."""
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import os
 import shutil
@@ -60,16 +61,18 @@ def _union(spans: list[tuple[float, float]], a: float, b: float) -> float:
 
 
 def test_the_timeline_holds_every_layer_on_one_axis(resnet_page: Path) -> None:
-    """Threads before the GPU stream, the stream's kernels (never Kineto's device-side step
-    ranges), NVML's four counters; each kernel of the trace is a slice of the stream."""
+    """Each run's steps first, then its threads before the GPU stream, the stream's kernels
+    (never Kineto's device-side step ranges), NVML's four counters and each run's resident
+    memory after each step; each kernel of the trace is a slice of the stream."""
     data = _data(resnet_page)
     tracks = data["tracks"]
     names = [t["name"] for t in tracks]
+    assert names[0] == "steps"
     assert names.index("thread 774 (python3)") < names.index("stream 7 ")
     counters = [t["name"] for t in tracks if t["kind"] == "counter"]
-    assert sorted(counters) == sorted(f"GPU 0 {what}" for what in (
+    assert sorted(counters) == sorted([*(f"GPU 0 {what}" for what in (
         "GPU memory bandwidth utilisation (%)", "GPU memory used (B)", "GPU power (W)",
-        "GPU utilisation (%)"))
+        "GPU utilisation (%)")), "RSS after each step (B)", "RSS after each step (B)"])
     stream = next(t for t in tracks if t["name"] == "stream 7 ")
     on_stream = [data["names"][i] for i in stream["name_id"]]
     assert not any(n.startswith("ProfilerStep") for n in on_stream)
@@ -101,15 +104,15 @@ def test_pan_zoom_click_search_and_select_in_chromium(browser: WebDriver,  # noq
     assert panned["a"] - zoomed["a"] == pytest.approx(0.2 * (zoomed["b"] - zoomed["a"]))
     canvas.send_keys("0")
 
-    # a click on ProfilerStep#4, the main thread's first track's top lane
-    main = data["tracks"][0]
+    # a click on ProfilerStep#4, the main thread's top lane
+    main = next(t for t in data["tracks"] if t["name"] == "thread 774 (python3)")
     step = next(i for i, n in enumerate(main["name_id"])
                 if data["names"][n] == "ProfilerStep#4")
     s, d = main["ts"][step], main["dur"][step]
     x, y = browser.execute_script(
         "var v = window.perfstackTimeline.view(), c = arguments[0], w = c.clientWidth;"
-        "return [190 + (arguments[1] - v.a) / (v.b - v.a) * (w - 190), 20 + 16 + 6];",
-        canvas, s + d / 2)
+        "return [190 + (arguments[1] - v.a) / (v.b - v.a) * (w - 190),"
+        " window.perfstackTimeline.laneY('thread 774 (python3)', 0)];", canvas, s + d / 2)
     left, top = int(x - canvas.size["width"] / 2), int(y - canvas.size["height"] / 2)
     ActionChains(browser).move_to_element_with_offset(canvas, left, top).click().perform()
     details = browser.find_element(By.ID, "timeline-details").text
@@ -199,3 +202,80 @@ def test_without_a_timeline_no_row_offers_one(browser: WebDriver,  # noqa: F811
     detail = row.find_element(By.XPATH, "following-sibling::tr[@class='detail']")
     html = detail.get_attribute("innerHTML")
     assert "kernels it ran" in html and "on the timeline" not in html, html
+
+
+def test_each_run_s_steps_memory_and_compiles_are_on_its_axis() -> None:
+    """The H200 compiled run's torch folder (workload.json's start, workload-steps.json's
+    marks, compile.json's records): the steps laid from the first mark with the durations
+    the folder holds, the resident memory after each, and each compile at its start, all in
+    µs from the workload's start."""
+    from perfstack_plugins.runtracks import RSS, run_events
+
+    from perfstack.run.rundir import RunFolder
+
+    folder = ROOT / "tests" / "fixtures" / "gpu-runs" / "compiled" / "torch"
+    events = run_events(folder, 7)
+    run = RunFolder(folder)
+    start_us = json.loads((folder / "workload.json").read_text())["start_ns"] / 1e3
+    steps = [e for e in events if e.get("cat") == "perfstack step"
+             and e["tid"] == events[0]["tid"]]
+    marks = json.loads((folder / "workload-steps.json").read_text())
+    assert [e["dur"] / 1e6 for e in steps] == pytest.approx(run.step_times())
+    assert steps[0]["ts"] == pytest.approx(marks["first_mark_epoch_s"] * 1e6 - start_us)
+    assert all(a["ts"] + a["dur"] == pytest.approx(b["ts"])
+               for a, b in itertools.pairwise(steps))
+    rss = [e for e in events if e.get("name") == RSS]
+    assert [e["args"]["value"] for e in rss] == run.step_resident()[:len(rss)]
+    compiles = [e for e in events if e.get("cat") == "torch.compile"]
+    records = json.loads((folder / "compile.json").read_text())["records"]
+    forward = [r for r in records if r.get("is_forward", True)]
+    assert sorted(e["args"]["compile id"] for e in compiles) == sorted(
+        r["compile_id"] for r in forward)
+    first = next(e for e in compiles if e["args"]["compile id"] == "0/0")
+    record = next(r for r in forward if r["compile_id"] == "0/0")
+    assert first["ts"] == pytest.approx(record["start_time_us"] - start_us)
+
+
+def test_nvml_samples_are_placed_at_their_sampler_s_start() -> None:
+    """The H200 ResNet-50 run's NVML timeline counts from its sampler's start, which (a
+    timeline of that perfstack) was the measured window's opening: its samples sit in that
+    run's measured steps, not at its workload's start."""
+    from perfstack_plugins.perfetto import nvml_events
+
+    from perfstack.run.rundir import RunFolder
+
+    folder = RESNET / "nvml"
+    events = nvml_events(folder / "nvml-timeline.jsonl", 3)
+    run = RunFolder(folder)
+    opened = run.window_opened()
+    start = run.started()
+    assert opened is not None and start is not None
+    first = min(e["ts"] for e in events)
+    assert first == pytest.approx((opened - start[1] / 1e9) * 1e6, abs=1e3)  # t ~ 0.0002 s
+
+
+def test_the_runs_line_up_at_a_step(browser: WebDriver,  # noqa: F811
+                                   resnet_page: Path) -> None:
+    """Lined up at step 4, the NVML run's step 4 starts where the torch run's does (each run
+    moved whole), and back on their own clocks when unticked."""
+    data = _data(resnet_page)
+    _open(browser, resnet_page)
+    _pane(browser, "timeline")
+
+    def step4() -> list[float]:
+        found: list[float] = browser.execute_script(
+            "return window.perfstackTimeline.stepStarts(4);")
+        return found
+
+    own = step4()
+    assert len(own) == 2 and own[0] != pytest.approx(own[1])
+    browser.find_element(By.ID, "timeline-step").clear()
+    browser.find_element(By.ID, "timeline-step").send_keys("4")
+    browser.find_element(By.ID, "timeline-lineup").click()
+    lined = step4()
+    assert lined[0] == pytest.approx(lined[1])
+    assert max(lined) == pytest.approx(max(own))  # the later run stays, the earlier moves
+    browser.find_element(By.ID, "timeline-lineup").click()
+    assert step4() == pytest.approx(own)
+    groups = {t["group"] for t in data["tracks"] if t["name"] == "steps"}
+    assert len(groups) == 2  # the torch run's and the NVML run's

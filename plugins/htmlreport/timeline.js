@@ -365,6 +365,70 @@
     draw();
     return api.matches;
   };
+  /* each run's own clock starts at its workload's start: lined up, every run's step k starts
+     where the first run's does (its tracks moved as a whole) */
+  tracks.forEach(function (t) { t.shift = 0; });
+  function stepStart(group, k) {
+    var steps = tracks.filter(function (t) { return t.group === group && t.kind === 'slices' && t.name.indexOf('steps') === 0; })[0];
+    if (!steps) { return null; }
+    for (var i = 0; i < steps.ts.length; i++) {
+      if (names[steps.name_id[i]] === 'step ' + k) { return steps.ts[i]; }
+    }
+    return null;
+  }
+  function lineUp(k) {
+    /* k: the step to line up at (0: each run on its own clock); the runs that marked it */
+    var groups = [], orig = {}, ref = null;
+    tracks.forEach(function (t) { if (groups.indexOf(t.group) < 0) { groups.push(t.group); } });
+    groups.forEach(function (g) {
+      var s = k ? stepStart(g, k) : null;
+      orig[g] = s === null ? null : s - shiftOf(g);
+      if (orig[g] !== null && (ref === null || orig[g] > ref)) { ref = orig[g]; }
+    });
+    tracks.forEach(function (t) {
+      var want = ref !== null && orig[t.group] !== null ? ref - orig[t.group] : 0;
+      var by = want - t.shift;
+      if (by) { for (var i = 0; i < t.ts.length; i++) { t.ts[i] += by; } }
+      t.shift = want;
+    });
+    end = 0;
+    tracks.forEach(function (t) {
+      for (var i = 0; i < t.ts.length; i++) {
+        var e = t.ts[i] + (t.dur ? t.dur[i] : 0);
+        if (e > end) { end = e; }
+      }
+    });
+    draw();
+    return groups.filter(function (g) { return orig[g] !== null; }).length;
+  }
+  function shiftOf(group) {
+    var t = tracks.filter(function (x) { return x.group === group; })[0];
+    return t ? t.shift : 0;
+  }
+  var lineupBox = document.getElementById('timeline-lineup-box');
+  var lineupOn = document.getElementById('timeline-lineup');
+  var lineupStep = document.getElementById('timeline-step');
+  var withSteps = {};
+  tracks.forEach(function (t) { if (t.name.indexOf('steps') === 0) { withSteps[t.group] = true; } });
+  if (lineupBox && Object.keys(withSteps).length < 2) { lineupBox.hidden = true; }
+  function relineUp() { lineUp(lineupOn.checked ? Math.max(1, parseInt(lineupStep.value, 10) || 1) : 0); }
+  if (lineupOn) { lineupOn.addEventListener('change', relineUp); lineupStep.addEventListener('change', relineUp); }
+  api.lineUp = lineUp;
+  api.stepStarts = function (k) {
+    /* where each run's step k starts now, in the order of the runs */
+    var groups = [];
+    tracks.forEach(function (t) { if (groups.indexOf(t.group) < 0) { groups.push(t.group); } });
+    return groups.map(function (g) { return stepStart(g, k); }).filter(function (s) { return s !== null; });
+  };
+  api.laneY = function (trackName, depth) {
+    /* where on the canvas a track's lane is drawn (the middle of it), or null */
+    var top = 20 - box.scrollTop;
+    for (var i = 0; i < tracks.length; i++) {
+      if (tracks[i].name === trackName) { return top + HEADER + depth * LANE + LANE / 2; }
+      top += tracks[i].height;
+    }
+    return null;
+  };
   api.view = function () { return {a: view.a, b: view.b, end: end}; };
   api.setView = function (a, b) { view = {a: a, b: b}; draw(); return api.lastDrawMs; };
   api.zoom = function (factor) { zoom(factor, (view.a + view.b) / 2); return api.lastDrawMs; };

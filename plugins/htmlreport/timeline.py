@@ -32,6 +32,8 @@ ARG_CHARS = 160
 #: Kineto's copies of the host's ranges on a GPU stream (``ProfilerStep#3`` spanning several
 #: steps' kernels): not device work, and a stream's busy share counts only device work.
 DEVICE_RANGES = "gpu_user_annotation"
+#: Tracks every run has (its steps, its compiles): where the page opens is the backends' own.
+RUN_TRACKS = ("torch.compile",)
 
 
 def _args(args: Any) -> str | None:
@@ -111,8 +113,13 @@ def timeline(report: Report, base: Path | None) -> tuple[dict[str, Any] | None, 
     names: dict[str, int] = {}
     notes: dict[str, int] = {}
     tracks: list[dict[str, Any]] = []
-    # a process's threads before its GPU streams (Python, then framework, then kernels)
-    order = sorted(slices, key=lambda k: (k[0], thread.get(k, "").startswith("stream"), k[1]))
+    # a process's steps and compiles first, then its threads, then its GPU streams
+    def rank(key: tuple[int, int]) -> tuple[int, int, int]:
+        name = thread.get(key, "")
+        first = 0 if name.startswith("steps") else 1 if name == "torch.compile" else 2
+        return key[0], first + name.startswith("stream"), key[1]
+
+    order = sorted(slices, key=rank)
     for (pid, tid) in order:
         items = slices[(pid, tid)]
         items = sorted((s for s in items if s[1] >= min_dur), key=lambda s: (s[0], -s[1]))
@@ -120,7 +127,7 @@ def timeline(report: Report, base: Path | None) -> tuple[dict[str, Any] | None, 
             continue
         depth, own = _nest(items)
         tracks.append({
-            "kind": "slices", "group": process.get(pid, f"process {pid}"),
+            "kind": "slices", "pid": pid, "group": process.get(pid, f"process {pid}"),
             "name": thread.get((pid, tid), f"thread {tid}"),
             "ts": [round(ts - t0, 3) for ts, _, _, _ in items],
             "dur": [round(d, 3) for _, d, _, _ in items], "depth": depth,
@@ -130,17 +137,23 @@ def timeline(report: Report, base: Path | None) -> tuple[dict[str, Any] | None, 
                      in enumerate(items) if a is not None}})
     for (pid, name), points in sorted(counters.items()):
         points.sort()
-        tracks.append({"kind": "counter", "group": process.get(pid, f"process {pid}"),
+        tracks.append({"kind": "counter", "pid": pid,
+                       "group": process.get(pid, f"process {pid}"),
                        "name": name, "ts": [round(ts - t0, 3) for ts, _ in points],
                        "value": [v for _, v in points]})
+    tracks.sort(key=lambda t: t.pop("pid"))  # each run's tracks together, slices first
     kept = sum(len(t["ts"]) for t in tracks if t["kind"] == "slices")
     # where the page opens: the slices' span (the profiled steps), else everything
     spans = [(t["ts"][0], max(a + d for a, d in zip(t["ts"], t["dur"], strict=True)))
-             for t in tracks if t["kind"] == "slices"]
+             for t in tracks if t["kind"] == "slices" and t["name"] not in RUN_TRACKS
+             and not t["name"].startswith("steps")] or [
+        (t["ts"][0], t["ts"][-1] + t["dur"][-1]) for t in tracks if t["kind"] == "slices"]
     home = [min(a for a, _ in spans), max(b for _, b in spans)] if spans else None
+    left = trace["metadata"]["left_out"]
     said = (f"{kept:,} slices on {len(tracks)} tracks" + (
         f"; {total - kept:,} slices shorter than {min_dur:.3g} µs left out at this size (the "
-        "merged trace, --format perfetto, keeps them)" if kept < total else ""))
+        "merged trace, --format perfetto, keeps them)" if kept < total else "") + (
+        f"; {len(left)} file(s) could not be read: " + "; ".join(left[:3]) if left else ""))
     return {"tracks": tracks, "names": list(names), "notes": list(notes),
             "min_dur": min_dur, "left_out": trace["metadata"]["left_out"], "home": home,
             "aligned_at": trace["metadata"]["aligned_at"]}, said
@@ -159,6 +172,9 @@ def timeline_pane(said: str) -> str:
         '<div class="controls"><input type="search" id="timeline-search" '
         'placeholder="highlight slices by name" aria-label="highlight slices by name">'
         '<button type="button" id="timeline-reset">reset</button> '
+        '<label id="timeline-lineup-box"><input type="checkbox" id="timeline-lineup"> line '
+        'the runs up at step <input type="number" id="timeline-step" min="1" value="1" '
+        'aria-label="the step to line the runs up at"></label> '
         '<span class="count" id="timeline-status"></span></div>'
         '<div id="timeline-box"></div>'
         '<dl id="timeline-details"></dl><div id="timeline-selection"></div>')
