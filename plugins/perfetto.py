@@ -9,6 +9,7 @@ Each backend's run is its own process group, aligned at that run's workload star
   timestamps: samples are laid end to end from the moment py-spy was started, so idle gaps are
   closed up and the slices show order and duration, not wall-clock position;
 - NVML: power, utilisation and memory as counter tracks over the sampler's time;
+- memray: the heap and resident memory over time, and the heap's peak with what held it;
 - every run perfstack started: its steps, its resident memory after each step and its
   compiles (``runtracks``).
 
@@ -24,16 +25,18 @@ from pathlib import Path
 from typing import Any
 
 from perfstack import errors, hookimpl
+from perfstack.analysis.origin import workload_dir
 from perfstack.render.base import Renderer, RenderOptions
 from perfstack.report import Layer, Report
 from perfstack.run.rundir import RunFolder
 
 from .artifacts import ARTIFACT_MAX_BYTES, locate, read_nvml, read_speedscope
+from .memray.curve import memray_events
 from .runtracks import run_events
 from .torchprof.gunzip import TraceError, gunzip
 from .torchprof.repair import loads_trace
 
-PIDS = {"torch": 1, "pyspy": 2, "nvml": 3}
+PIDS = {"torch": 1, "pyspy": 2, "nvml": 3, "memray": 4}
 NVML_COUNTERS = (("power_w", "GPU power (W)"), ("util_gpu", "GPU utilisation (%)"),
                  ("util_mem", "GPU memory bandwidth utilisation (%)"),
                  ("mem_used_b", "GPU memory used (B)"))
@@ -194,7 +197,8 @@ def merged_trace(report: Report, base: Path | None) -> dict[str, Any]:
     left_out: list[str] = []
     sources = (("torch", "trace", "torch.profiler: ops and kernels"),
                ("pyspy", "speedscope", "py-spy: sampled Python stacks (samples end to end)"),
-               ("nvml", "timeline", "NVML: GPU counters"))
+               ("nvml", "timeline", "NVML: GPU counters"),
+               ("memray", "capture", "memray: heap and resident memory over time"))
     unanchored: list[list[dict[str, Any]]] = []  # traces recorded elsewhere: one clock
     for sort, (backend, label, title) in enumerate(sources):
         for i, (what, path) in enumerate(_artifacts(report, base, backend, label, left_out)):
@@ -206,6 +210,8 @@ def merged_trace(report: Report, base: Path | None) -> dict[str, Any]:
                         unanchored.append(got)
                 elif backend == "pyspy":
                     got = pyspy_events(path, pid)
+                elif backend == "memray":
+                    got = memray_events(path, pid, workload_dir(report))
                 else:
                     got = nvml_events(path, pid)
             except (OSError, EOFError, zlib.error, ValueError, KeyError, TraceError) as exc:

@@ -4,6 +4,7 @@ memray's own ``memray stats`` on the same capture."""
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 import subprocess
@@ -419,3 +420,32 @@ def test_a_hook_that_keeps_outputs_is_named_beside_the_code_that_allocated_them(
     assert grows.title.endswith("train (w.py:37) allocates it")
     assert "forward hook" in grows.evidence[-1] and "keep_output" in grows.evidence[-1]
     assert grows.action.startswith("look at the hooks above first")
+
+
+def test_the_memory_curve_rises_step_over_step_and_its_peak_names_what_held_it(
+        leak: tuple[Path, dict[str, Any]]) -> None:
+    """Issue 66: the leaking loop's run on the timeline: memray's heap over time, sampled
+    after each step higher than after the one before, and its peak named with the memory
+    layer's own site that held the most at that instant, and the report's peak_heap."""
+    from perfstack_plugins.htmlreport.timeline import timeline
+    from perfstack_plugins.memray.curve import _fmt
+
+    from perfstack.report.files import load_report
+
+    tmp, report = leak
+    data, _ = timeline(load_report(tmp / "report.json"), tmp)
+    assert data is not None
+    heap = next(t for t in data["tracks"] if t["name"] == "heap (B)")
+    steps = next(t for t in data["tracks"] if t["name"].startswith("steps"))
+    ends = [a + d for a, d in zip(steps["ts"], steps["dur"], strict=True)][1:-1]
+    after = [heap["value"][bisect.bisect_left(heap["ts"], end)] for end in ends]
+    # a rising floor: the leak's bytes a step, over the steps (a step shorter than memray's
+    # snapshot interval reads the snapshot of the step before, so not every step rises)
+    assert after[-1] - after[0] >= 0.7 * (len(after) - 1) * LEAK_PER_STEP, after
+    peak = next(t for t in data["tracks"] if t["name"] == "heap peak")
+    name = data["names"][peak["name_id"][0]]
+    top = max(report["layers"]["memory"], key=lambda r: (r["values"].get("at_peak") or {})
+              .get("value") or 0)
+    assert name.startswith(f"peak heap {_fmt(_metric(report, 'peak_heap'))}: {top['key']} ")
+    # placed where the sampled heap was highest
+    assert peak["ts"][0] == pytest.approx(heap["ts"][heap["value"].index(max(heap["value"]))])

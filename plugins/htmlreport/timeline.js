@@ -87,6 +87,16 @@
         if (d >= MAX_LANES) { continue; }
         var s = t.ts[i], e = s + t.dur[i];
         if (e < view.a) { continue; }
+        if (t.dur[i] === 0) {  /* an instant (a peak): a marker, named beside it */
+          var mx = xOf(s, w), my = top + d * LANE;
+          if (mx < LABEL) { continue; }
+          g.fillStyle = '#c00';
+          g.beginPath(); g.moveTo(mx - 5, my); g.lineTo(mx + 5, my); g.lineTo(mx, my + LANE - 1); g.fill();
+          g.fillStyle = '#111';
+          var label = names[t.name_id[i]], room = g.measureText(label).width;
+          g.fillText(label, mx + 7 + room > w ? Math.max(LABEL, mx - 7 - room) : mx + 7, my + LANE / 2);
+          continue;
+        }
         var x0 = Math.max(LABEL, xOf(s, w)), x1 = Math.min(w, xOf(e, w));
         if (x1 - x0 < 1) {
           if (lastX[d] !== undefined && x0 - lastX[d] < 1) { continue; }  /* one per pixel */

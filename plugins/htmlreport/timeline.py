@@ -27,8 +27,8 @@ from .charts import esc
 MAX_SLICES = 200_000
 #: Argument values kept for a slice's details (the rest is in the trace), and their length.
 KEPT_ARGS = ("Input Dims", "Input type", "External id", "correlation", "stream", "device",
-             "grid", "block", "Sequence number")
-ARG_CHARS = 160
+             "grid", "block", "Sequence number", "held", "frame", "compile id", "why again")
+ARG_CHARS = 400
 #: Kineto's copies of the host's ranges on a GPU stream (``ProfilerStep#3`` spanning several
 #: steps' kernels): not device work, and a stream's busy share counts only device work.
 DEVICE_RANGES = "gpu_user_annotation"
@@ -150,7 +150,7 @@ def timeline(report: Report, base: Path | None) -> tuple[dict[str, Any] | None, 
         (t["ts"][0], t["ts"][-1] + t["dur"][-1]) for t in tracks if t["kind"] == "slices"]
     home = [min(a for a, _ in spans), max(b for _, b in spans)] if spans else None
     left = trace["metadata"]["left_out"]
-    said = (f"{kept:,} slices on {len(tracks)} tracks" + (
+    said = (f"{kept:,} slice{'' if kept == 1 else 's'} on {len(tracks)} tracks" + (
         f"; {total - kept:,} slices shorter than {min_dur:.3g} µs left out at this size (the "
         "merged trace, --format perfetto, keeps them)" if kept < total else "") + (
         f"; {len(left)} file(s) could not be read: " + "; ".join(left[:3]) if left else ""))

@@ -190,7 +190,7 @@ def native_name(record: Any) -> str:
     return f"[native code, thread {record.thread_name or record.tid}]"
 
 
-class _Charger:
+class Charger:
     """Charges allocation records to sites, resolving each distinct stack once."""
 
     def __init__(self, home: str | None, native: bool = False) -> None:
@@ -231,7 +231,7 @@ def read(path: Path, home: str | None, step_ends_ns: Iterable[int] = (),
 
     with memray.FileReader(str(path)) as reader:
         meta = reader.metadata
-        charger = _Charger(home, bool(meta.has_native_traces))
+        charger = Charger(home, bool(meta.has_native_traces))
         for record in reader.get_high_watermark_allocation_records(merge_threads=True):
             site = charger.site(record)
             site.at_peak += record.size
