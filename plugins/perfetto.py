@@ -10,6 +10,8 @@ Each backend's run is its own process group, aligned at that run's workload star
   closed up and the slices show order and duration, not wall-clock position;
 - NVML: power, utilisation and memory as counter tracks over the sampler's time;
 - memray: the heap and resident memory over time, and the heap's peak with what held it;
+- the CUDA allocator's history (``--torch-memory`` on a GPU): each device's allocated and
+  reserved memory over time, and the allocated peak with the lines that held it;
 - every run perfstack started: its steps, its resident memory after each step and its
   compiles (``runtracks``).
 
@@ -33,6 +35,7 @@ from perfstack.run.rundir import RunFolder
 from .artifacts import ARTIFACT_MAX_BYTES, locate, read_nvml, read_speedscope
 from .memray.curve import memray_events
 from .runtracks import run_events
+from .torchprof.cudacurve import cuda_memory_events
 from .torchprof.gunzip import TraceError, gunzip
 from .torchprof.repair import loads_trace
 
@@ -188,6 +191,20 @@ def _artifacts(report: Report, base: Path | None, backend: str, label: str,
     return [(what, path) for _, what, path in sorted(found, key=lambda f: f[0])]
 
 
+#: The torch backend's label of the CUDA allocator's snapshot (``--torch-memory`` on a GPU).
+CUDA_SNAPSHOT_LABEL = "cuda memory snapshot"
+
+
+def _snapshots(report: Report, base: Path | None) -> list[tuple[Path | None, str | None]]:
+    """Each CUDA allocator snapshot the torch backend kept, readable or why not."""
+    entry = next((b for b in report.backends if b.name == "torch"), None)
+    if entry is None:
+        return []
+    found = [locate(report, base, "torch", key) for key in entry.artifacts
+             if key.startswith(CUDA_SNAPSHOT_LABEL)]
+    return [(path, why) for path, why in found if path is not None or why]
+
+
 def merged_trace(report: Report, base: Path | None) -> dict[str, Any]:
     """Return the merged Chrome trace of every backend run this report's artifacts hold: one
     process per backend run, and per rank and profiling cycle where there are several. Its
@@ -223,6 +240,18 @@ def merged_trace(report: Report, base: Path | None) -> dict[str, Any]:
             events += run_events(path.parent, pid)  # its steps, memory and compiles
             if backend not in included:
                 included.append(backend)
+    for i, (snapshot, why) in enumerate(_snapshots(report, base)):
+        if snapshot is None:
+            left_out.append(str(why))
+            continue
+        pid = PIDS["torch"] * 1000 + 500 + i
+        try:
+            got = cuda_memory_events(snapshot, pid, ARTIFACT_MAX_BYTES)
+        except (OSError, EOFError, zlib.error, ValueError) as exc:
+            left_out.append(str(exc))
+            continue
+        events += _meta(pid, "torch run: the CUDA allocator's history", 500 + i)
+        events += got
     _from_first(unanchored)  # each trace read once
     counters = {r.key: r.values.get("value") for r in report.layers.get(Layer.HARDWARE, [])
                 if r.source == "perf"}

@@ -428,9 +428,9 @@ def test_the_memory_curve_rises_step_over_step_and_its_peak_names_what_held_it(
     after each step higher than after the one before, and its peak named with the memory
     layer's own site that held the most at that instant, and the report's peak_heap."""
     from perfstack_plugins.htmlreport.timeline import timeline
-    from perfstack_plugins.memray.curve import _fmt
 
     from perfstack.report.files import load_report
+    from perfstack.report.units import fmt_bytes
 
     tmp, report = leak
     data, _ = timeline(load_report(tmp / "report.json"), tmp)
@@ -446,6 +446,7 @@ def test_the_memory_curve_rises_step_over_step_and_its_peak_names_what_held_it(
     name = data["names"][peak["name_id"][0]]
     top = max(report["layers"]["memory"], key=lambda r: (r["values"].get("at_peak") or {})
               .get("value") or 0)
-    assert name.startswith(f"peak heap {_fmt(_metric(report, 'peak_heap'))}: {top['key']} ")
+    said = f"peak heap {fmt_bytes(_metric(report, 'peak_heap'))}: {top['key']} "
+    assert name.startswith(said), (name, said)
     # placed where the sampled heap was highest
     assert peak["ts"][0] == pytest.approx(heap["ts"][heap["value"].index(max(heap["value"]))])

@@ -19,6 +19,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
+from perfstack.report import Layer
 from perfstack.report.files import load_report
 from tests.conftest import ROOT, perfstack_in
 from tests.test_html_browser import _open, _pane, browser  # noqa: F401 (a fixture)
@@ -279,3 +280,34 @@ def test_the_runs_line_up_at_a_step(browser: WebDriver,  # noqa: F811
     assert step4() == pytest.approx(own)
     groups = {t["group"] for t in data["tracks"] if t["name"] == "steps"}
     assert len(groups) == 2  # the torch run's and the NVML run's
+
+
+def test_the_cuda_allocator_s_curve_peaks_where_the_memory_pane_says(tmp_path: Path) -> None:
+    """The H200 run's CUDA allocator snapshot (tests/fixtures/gpu-runs/recheck/memory): its
+    allocated memory over time reaches the Memory pane's peak (cuda_peak_allocated) at one
+    instant, marked with the pane's own site that held the most then (cuDNN's workspace while
+    it benchmarks), and the file is read with every class refused."""
+    import pickle
+
+    from perfstack_plugins.torchprof.cudacurve import cuda_memory_events, load
+
+    from perfstack.report.units import fmt_bytes
+
+    folder = tmp_path / "memory"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "gpu-runs" / "recheck" / "memory", folder)
+    snapshot = folder / "torch" / "cuda-memory.pickle.gz"
+    events = cuda_memory_events(snapshot, 1500, 1 << 30)
+    allocated = [e["args"]["value"] for e in events if e.get("name") == "GPU 0 allocated (B)"]
+    report = load_report(folder / "report.json.gz")
+    peak = report.metric("cuda_peak_allocated")
+    assert peak is not None and max(allocated) == peak.value
+    rows = [r for r in report.layers[Layer.MEMORY]
+            if r.source == "torch" and "at_peak" in r.values]
+    top = max(rows, key=lambda r: r.values["at_peak"].value or 0)
+    marker = next(e for e in events if e.get("cat") == "cuda peak")
+    assert marker["name"] == (f"peak allocated {fmt_bytes(peak.value)}: {top.name} "
+                              f"{fmt_bytes(top.values['at_peak'].value)}")
+    bad = tmp_path / "evil.pickle"
+    bad.write_bytes(pickle.dumps(Path("/")))  # a class: refused, never built
+    with pytest.raises(ValueError, match="not a CUDA memory snapshot"):
+        load(bad, 1 << 20)

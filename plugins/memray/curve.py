@@ -13,19 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from perfstack.report.units import fmt_bytes
 from perfstack.run.rundir import RunFolder
 
 #: Thread id of the peak's track, and how many lines the peak names.
 PEAK_TID = 9_000_101
 PEAK_LINES = 5
 HEAP, RESIDENT = "heap (B)", "resident memory (B)"
-
-
-def _fmt(nbytes: float) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if nbytes >= scale:
-            return f"{nbytes / scale:.3g} {unit}"
-    return f"{nbytes:.0f} B"
 
 
 def memray_events(path: Path, pid: int, home: str | None = None) -> list[dict[str, Any]]:
@@ -62,6 +56,6 @@ def memray_events(path: Path, pid: int, home: str | None = None) -> list[dict[st
                     "args": {"name": "heap peak"}})
         out.append({"ph": "X", "pid": pid, "tid": PEAK_TID, "ts": peak.time * 1e3 - start_us,
                     "dur": 0.0, "cat": "memray peak",
-                    "name": f"peak heap {_fmt(peak_heap)}: {top[0][0]} {_fmt(top[0][1])}",
-                    "args": {"held": "; ".join(f"{w} {_fmt(b)}" for w, b in top)}})
+                    "name": f"peak heap {fmt_bytes(peak_heap)}: {top[0][0]} {fmt_bytes(top[0][1])}",
+                    "args": {"held": "; ".join(f"{w} {fmt_bytes(b)}" for w, b in top)}})
     return out

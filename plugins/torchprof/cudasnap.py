@@ -26,7 +26,7 @@ TOP = 5
 NO_FRAME = "(no Python frame: a library's own, such as cuDNN's workspace)"
 
 
-def _where(frames: Any) -> str:
+def block_site(frames: Any) -> str:
     """The innermost frame of the workload's Python code (not torch's), as 'name
     (file:line)'; ``NO_FRAME`` without Python frames."""
     if not isinstance(frames, list):
@@ -43,7 +43,7 @@ def _where(frames: Any) -> str:
     return NO_FRAME
 
 
-def _peak(trace: list[dict[str, Any]]) -> tuple[int | None, list[dict[str, Any]]]:
+def peak_blocks(trace: list[dict[str, Any]]) -> tuple[int | None, list[dict[str, Any]]]:
     """Replay one device's allocator trace: the most allocated at once, and the blocks live
     then (largest first)."""
     live: dict[Any, dict[str, Any]] = {}
@@ -83,11 +83,11 @@ def summarize(snapshot: dict[str, Any]) -> dict[str, dict[str, Any]]:
                 d["largest_free"] = max(d["largest_free"], size)
     for index, trace in enumerate(snapshot.get("device_traces", [])):
         d = out.setdefault(f"cuda:{index}", {"reserved": 0, "allocated": 0, "largest_free": 0})
-        peak, blocks = _peak(trace if isinstance(trace, list) else [])
+        peak, blocks = peak_blocks(trace if isinstance(trace, list) else [])
         d["peak_allocated"] = peak
         merged: dict[str, int] = {}
         for block in blocks:
-            where = _where(block.get("frames"))
+            where = block_site(block.get("frames"))
             merged[where] = merged.get(where, 0) + int(block.get("size", 0))
         d["at_peak"] = [{"size": size, "where": where} for where, size in
                         sorted(merged.items(), key=lambda kv: -kv[1])[:TOP]]
