@@ -45,9 +45,9 @@ def resnet_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _data(page: Path) -> dict[str, Any]:
     text = page.read_text("utf-8")
-    start = text.index('id="perfstack-data">') + len('id="perfstack-data">')
+    start = text.index('id="perfstack-timeline">') + len('id="perfstack-timeline">')
     data: dict[str, Any] = json.loads(text[start:text.index("</script>", start)])
-    return dict(data["timeline"])
+    return data
 
 
 def _union(spans: list[tuple[float, float]], a: float, b: float) -> float:

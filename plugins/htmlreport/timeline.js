@@ -7,7 +7,18 @@
   'use strict';
   var box = document.getElementById('timeline-box');
   if (!box) { return; }
-  var DATA = JSON.parse(document.getElementById('perfstack-data').textContent).timeline;
+  /* its data is parsed, and its tracks laid out, only when the pane is first shown: a page
+     opened on another pane pays nothing for it */
+  function visible() { var p = document.getElementById('pane-timeline'); return !!p && !p.hidden; }
+  var started = false;
+  function begin() { if (!started && visible()) { started = true; run(); } }
+  window.perfstackTimeline = {draws: 0, lastDrawMs: null, started: false,
+                              find: function (name) { started = true; run(); return window.perfstackTimeline.find(name); }};
+  window.addEventListener('hashchange', begin);
+  document.addEventListener('click', function () { setTimeout(begin, 0); });
+  setTimeout(begin, 0);
+  function run() {
+  var DATA = JSON.parse(document.getElementById('perfstack-timeline').textContent);
   var LANE = 13, HEADER = 16, COUNTER = 34, LABEL = 190, MAX_LANES = 14;
   var tracks = DATA.tracks, names = DATA.names, notes = DATA.notes;
   var end = 0;
@@ -50,7 +61,7 @@
   box.appendChild(canvas);
   box.appendChild(spacer);
   box.addEventListener('scroll', function () { draw(); });
-  var api = {lastDrawMs: null, draws: 0};
+  var api = {lastDrawMs: null, draws: 0, started: true};
   window.perfstackTimeline = api;
 
   function fmt(us) {
@@ -455,4 +466,5 @@
   document.addEventListener('click', function () { setTimeout(maybe, 0); });
   window.addEventListener('resize', function () { if (api.visible()) { draw(); } });
   maybe();
+  }
 })();

@@ -159,9 +159,10 @@ def timeline(report: Report, base: Path | None) -> tuple[dict[str, Any] | None, 
             "aligned_at": trace["metadata"]["aligned_at"]}, said
 
 
-def timeline_pane(said: str) -> str:
+def timeline_pane(said: str, data_json: str) -> str:
     """The pane's markup: its controls, the canvas's box, the details of a clicked slice and
-    the figures of a selected range (the script fills them)."""
+    the figures of a selected range (the script fills them), and its data (``data_json``,
+    escaped for a script element), read only when the pane is first shown."""
     return (
         "<h2>Timeline</h2>"
         f'<p class="muted" id="timeline-said">{esc(said)}. Each backend\'s run starts at 0, '
@@ -177,4 +178,5 @@ def timeline_pane(said: str) -> str:
         'aria-label="the step to line the runs up at"></label> '
         '<span class="count" id="timeline-status"></span></div>'
         '<div id="timeline-box"></div>'
-        '<dl id="timeline-details"></dl><div id="timeline-selection"></div>')
+        '<dl id="timeline-details"></dl><div id="timeline-selection"></div>'
+        f'<script type="application/json" id="perfstack-timeline">{data_json}</script>')
