@@ -311,3 +311,27 @@ def test_the_cuda_allocator_s_curve_peaks_where_the_memory_pane_says(tmp_path: P
     bad.write_bytes(pickle.dumps(Path("/")))  # a class: refused, never built
     with pytest.raises(ValueError, match="not a CUDA memory snapshot"):
         load(bad, 1 << 20)
+
+
+def test_a_selection_of_the_profiled_steps_gives_the_kernels_pane_s_busy_share(
+        browser: WebDriver, resnet_page: Path) -> None:  # noqa: F811
+    """Selected from the first profiled step's start to the last one's end (the main
+    thread's ProfilerStep ranges), the stream's busy share is the report's gpu_busy (the
+    Kernels pane's "busy" figure) within half a point: gpu_busy's windows end each step at the
+    later of its host range and the end of the device work it launched, a few µs past the
+    host's range the selection ends at (39.75% against 39.89% on this run)."""
+    data = _data(resnet_page)
+    main = next(t for t in data["tracks"] if t["name"] == "thread 774 (python3)")
+    steps = [(a, a + d) for a, d, n, depth in zip(main["ts"], main["dur"], main["name_id"],
+                                                   main["depth"], strict=True)
+             if depth == 0 and data["names"][n].startswith("ProfilerStep")]
+    _open(browser, resnet_page)
+    _pane(browser, "timeline")
+    WebDriverWait(browser, 30).until(
+        lambda d: d.execute_script("return window.perfstackTimeline.draws") > 0)
+    summary = browser.execute_script("return window.perfstackTimeline.select(arguments[0], "
+                                     "arguments[1])", steps[0][0], steps[-1][1])
+    row = next(r for r in summary if r["track"] == "stream 7 ")
+    busy = load_report(RESNET / "report.json.gz").metric("gpu_busy")
+    assert busy is not None and busy.value is not None
+    assert 100 * row["busy"] == pytest.approx(busy.value, abs=0.5)
