@@ -304,7 +304,7 @@ def test_the_cuda_allocator_s_curve_peaks_where_the_memory_pane_says(tmp_path: P
     rows = [r for r in report.layers[Layer.MEMORY]
             if r.source == "torch" and "at_peak" in r.values]
     top = max(rows, key=lambda r: r.values["at_peak"].value or 0)
-    marker = next(e for e in events if e.get("cat") == "cuda peak")
+    marker = next(e for e in events if e.get("cat") == "perfstack mark")
     assert marker["name"] == (f"peak allocated {fmt_bytes(peak.value)}: {top.name} "
                               f"{fmt_bytes(top.values['at_peak'].value)}")
     bad = tmp_path / "evil.pickle"
@@ -335,3 +335,53 @@ def test_a_selection_of_the_profiled_steps_gives_the_kernels_pane_s_busy_share(
     busy = load_report(RESNET / "report.json.gz").metric("gpu_busy")
     assert busy is not None and busy.value is not None
     assert 100 * row["busy"] == pytest.approx(busy.value, abs=0.5)
+
+
+def test_the_detail_left_out_of_a_big_page_is_read_from_beside_it_as_a_zoom_needs_it(
+        browser: WebDriver, resnet_page: Path, tmp_path: Path,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ResNet-50 page made with room for 5,000 slices (of 24,911): the shorter ones go
+    into chunks beside the page; zoomed into one step, the page reads the chunks of the
+    tracks in view and draws their slices; a selected step's stream busy share, with its
+    detail read, is the one the page with every slice gives."""
+    from perfstack_plugins.htmlreport import timeline as module
+
+    from perfstack.pluginload import load_plugins
+    from perfstack.render.base import RenderOptions
+
+    whole = _data(resnet_page)
+    monkeypatch.setattr(module, "MAX_SLICES", 5_000)
+    folder = resnet_page.parent
+    page = tmp_path / "small.html"
+    html = load_plugins().renderers()["html"].render(
+        load_report(folder / "report.json.gz"),
+        RenderOptions(report_dir=folder, output_dir=tmp_path))
+    page.write_text(html, "utf-8")
+    small = _data(page)
+    assert sum(len(t["ts"]) for t in small["tracks"] if t["kind"] == "slices") < 6_000
+    chunk_dir = tmp_path / small["chunk_dir"]
+    assert sorted(p.name for p in chunk_dir.iterdir()) == sorted(
+        c[2] for t in small["tracks"] for c in t.get("chunks") or [])
+    main = next(t for t in whole["tracks"] if t["name"] == "thread 774 (python3)")
+    step = next(i for i, n in enumerate(main["name_id"])
+                if whole["names"][n] == "ProfilerStep#5")
+    a, b = main["ts"][step], main["ts"][step] + main["dur"][step]
+    _open(browser, page)
+    _pane(browser, "timeline")
+    WebDriverWait(browser, 30).until(
+        lambda d: d.execute_script("return window.perfstackTimeline.draws") > 0)
+    browser.execute_script("window.perfstackTimeline.setView(arguments[0], arguments[1])",
+                           a, a + 200)
+    WebDriverWait(browser, 30).until(
+        lambda d: (d.execute_script("return window.perfstackTimeline.chunksLoaded") or 0) > 0)
+    browser.execute_script("window.perfstackTimeline.select(arguments[0], arguments[1])", a, b)
+
+    def stream_row() -> dict[str, Any]:
+        rows = browser.execute_script("return window.perfstackTimeline.selection")
+        return dict(next(r for r in rows if r["track"] == "stream 7 "))
+
+    WebDriverWait(browser, 30).until(lambda d: not stream_row()["partial"])
+    stream = next(t for t in whole["tracks"] if t["name"] == "stream 7 ")
+    spans = [(s, s + d) for s, d, depth in zip(stream["ts"], stream["dur"], stream["depth"],
+                                               strict=True) if depth == 0]
+    assert stream_row()["busy"] == pytest.approx(_union(spans, a, b) / (b - a), abs=1e-6)

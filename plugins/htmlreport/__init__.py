@@ -162,7 +162,7 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
     distributed = _distributed(report)
     if distributed:
         panes["pane-distributed"] = distributed
-    timeline, timeline_said = timeline_data(report, options.report_dir)
+    timeline, timeline_said = timeline_data(report, options.report_dir, page_dir)
     if timeline is not None:
         panes["pane-timeline"] = timeline_pane(timeline_said, script_json(timeline))
     body = "".join(f'<main class="pane" id="{pid}" hidden>{content}</main>'

@@ -71,9 +71,16 @@
     if (a >= 1e3) { return (us / 1e3).toPrecision(3) + ' ms'; }
     return us.toPrecision(3) + ' µs';
   }
-  function colour(id) {
-    var h = (id * 2654435761) % 360;
-    return 'hsl(' + h + ',55%,62%)';
+  var colours = {};
+  function colour(name) {
+    /* a name's colour, the same wherever it is drawn (the page's slices and a chunk's) */
+    var c = colours[name];
+    if (c === undefined) {
+      var h = 0;
+      for (var i = 0; i < name.length; i++) { h = (h * 31 + name.charCodeAt(i)) % 360; }
+      c = colours[name] = 'hsl(' + h + ',55%,62%)';
+    }
+    return c;
   }
   function bisect(arr, x) {
     var lo = 0, hi = arr.length;
@@ -84,6 +91,43 @@
   function xOf(t, w) { return LABEL + (t - view.a) / (view.b - view.a) * (w - LABEL); }
   function tOf(x, w) { return view.a + (x - LABEL) / (w - LABEL) * (view.b - view.a); }
 
+  function drawSlices(g, src, list, top, w, lower, marks) {
+    /* one list of slices (the page's of a track, or a chunk's): those in view, one a pixel */
+    var from = bisect(src.ts, view.a - src.maxDur), to = bisect(src.ts, view.b);
+    var lastX = [];
+    for (var i = from; i < to; i++) {
+      var d = src.depth[i];
+      if (d >= MAX_LANES) { continue; }
+      var s = src.ts[i], e = s + src.dur[i];
+      if (e < view.a) { continue; }
+      var name = list[src.name_id[i]];
+      if (marks && src.dur[i] === 0) {  /* an instant (a peak): a marker, named beside it */
+        var mx = xOf(s, w), my = top + d * LANE;
+        if (mx < LABEL) { continue; }
+        g.fillStyle = '#c00';
+        g.beginPath(); g.moveTo(mx - 5, my); g.lineTo(mx + 5, my); g.lineTo(mx, my + LANE - 1); g.fill();
+        g.fillStyle = '#111';
+        var room = g.measureText(name).width;
+        g.fillText(name, mx + 7 + room > w ? Math.max(LABEL, mx - 7 - room) : mx + 7, my + LANE / 2);
+        continue;
+      }
+      var x0 = Math.max(LABEL, xOf(s, w)), x1 = Math.min(w, xOf(e, w));
+      if (x1 - x0 < 1) {
+        if (lastX[d] !== undefined && x0 - lastX[d] < 1) { continue; }  /* one per pixel */
+        x1 = x0 + 1;
+      }
+      lastX[d] = x1;
+      var hit = lower && name.toLowerCase().indexOf(lower) >= 0;
+      g.fillStyle = lower && !hit ? '#ddd' : colour(name);
+      g.fillRect(x0, top + d * LANE, x1 - x0, LANE - 1);
+      if (x1 - x0 > 40) {
+        g.fillStyle = '#111';
+        g.save(); g.beginPath(); g.rect(x0, top + d * LANE, x1 - x0, LANE); g.clip();
+        g.fillText(name, x0 + 2, top + d * LANE + LANE / 2);
+        g.restore();
+      }
+    }
+  }
   function drawTrack(g, t, y, w, lower) {
     g.fillStyle = '#f3f3f3';
     g.fillRect(0, y, w, HEADER - 2);
@@ -91,40 +135,10 @@
     g.fillText((t.name + ' · ' + t.group).slice(0, 120), 4, y + 7);
     var top = y + HEADER;
     if (t.kind === 'slices') {
-      var from = bisect(t.ts, view.a - t.maxDur), to = bisect(t.ts, view.b);
-      var lastX = [];
-      for (var i = from; i < to; i++) {
-        var d = t.depth[i];
-        if (d >= MAX_LANES) { continue; }
-        var s = t.ts[i], e = s + t.dur[i];
-        if (e < view.a) { continue; }
-        if (t.dur[i] === 0) {  /* an instant (a peak): a marker, named beside it */
-          var mx = xOf(s, w), my = top + d * LANE;
-          if (mx < LABEL) { continue; }
-          g.fillStyle = '#c00';
-          g.beginPath(); g.moveTo(mx - 5, my); g.lineTo(mx + 5, my); g.lineTo(mx, my + LANE - 1); g.fill();
-          g.fillStyle = '#111';
-          var label = names[t.name_id[i]], room = g.measureText(label).width;
-          g.fillText(label, mx + 7 + room > w ? Math.max(LABEL, mx - 7 - room) : mx + 7, my + LANE / 2);
-          continue;
-        }
-        var x0 = Math.max(LABEL, xOf(s, w)), x1 = Math.min(w, xOf(e, w));
-        if (x1 - x0 < 1) {
-          if (lastX[d] !== undefined && x0 - lastX[d] < 1) { continue; }  /* one per pixel */
-          x1 = x0 + 1;
-        }
-        lastX[d] = x1;
-        var id = t.name_id[i];
-        var hit = lower && names[id].toLowerCase().indexOf(lower) >= 0;
-        g.fillStyle = lower && !hit ? '#ddd' : colour(id);
-        g.fillRect(x0, top + d * LANE, x1 - x0, LANE - 1);
-        if (x1 - x0 > 40) {
-          g.fillStyle = '#111';
-          g.save(); g.beginPath(); g.rect(x0, top + d * LANE, x1 - x0, LANE); g.clip();
-          g.fillText(names[id], x0 + 2, top + d * LANE + LANE / 2);
-          g.restore();
-        }
-      }
+      drawSlices(g, t, names, top, w, lower, t.marks);
+      (t.chunks || []).forEach(function (c) {
+        if (c.data && c[1] >= view.a && c[0] <= view.b) { drawSlices(g, c.data, c.data.names, top, w, lower, false); }
+      });
     } else {
       g.strokeStyle = '#4e79a7'; g.beginPath();
       var first = true;
@@ -179,6 +193,7 @@
       g.fillRect(px, 12, 1, 6);
       g.fillText((tx / unit).toFixed(digits) + suffix, Math.min(px + 2, w - 70), 7);
     }
+    requestDetail(h);
     api.lastDrawMs = performance.now() - began;
     if (!api.draws) { api.sinceNavigationMs = performance.now(); }  /* page load to first draw */
     api.draws += 1;
@@ -186,6 +201,48 @@
       status.textContent = 'showing ' + fmt(view.b - view.a) + ' from ' + fmt(view.a) +
         (lower ? ' · "' + query + '" highlighted' : '');
     }
+  }
+
+  /* the slices too short for the page, in chunks beside it: read when a zoom would show
+     them (a left-out slice a pixel wide or more), for the tracks and the time in view */
+  window.perfstackTimelineChunk = function (ti, k, packed) {
+    var c = tracks[ti] && tracks[ti].chunks && tracks[ti].chunks[k];
+    if (!c) { return; }
+    var raw = atob(packed), bytes = new Uint8Array(raw.length);
+    for (var i = 0; i < raw.length; i++) { bytes[i] = raw.charCodeAt(i); }
+    new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'))).json()
+      .then(function (data) {
+        data.maxDur = 0;
+        for (var j = 0; j < data.dur.length; j++) {
+          if (data.dur[j] > data.maxDur) { data.maxDur = data.dur[j]; }
+          data.ts[j] += tracks[ti].shift || 0;  /* the runs lined up meanwhile */
+        }
+        c.data = data;
+        api.chunksLoaded = (api.chunksLoaded || 0) + 1;
+        if (selection) { api.selection = summarise(selection.a, selection.b); showSelection(); }
+        draw();
+      })
+      .catch(function (err) { c.failed = String(err); });
+  };
+  function requestDetail(h) {
+    if (!DATA.chunk_dir || (view.b - view.a) / (width() - LABEL) > DATA.min_dur) { return; }
+    var y = 20 - box.scrollTop;
+    tracks.forEach(function (t) {
+      var shown = y + t.height > 20 && y < h;
+      y += t.height;
+      if (!shown || !t.chunks) { return; }
+      t.chunks.forEach(function (c) {
+        if (c[1] >= view.a && c[0] <= view.b) { ask(c); }
+      });
+    });
+  }
+  function ask(c) {
+    if (c.asked || !DATA.chunk_dir) { return; }
+    c.asked = true;
+    var tag = document.createElement('script');
+    tag.src = DATA.chunk_dir + '/' + c[2];
+    tag.onerror = function () { c.failed = 'not found beside the page'; };
+    document.body.appendChild(tag);
   }
 
   function zoom(factor, at) {
@@ -218,21 +275,27 @@
     var t = found.track, d = Math.floor(found.y / LANE), at = tOf(x, w);
     var slack = (view.b - view.a) / (w - LABEL);  /* a pixel */
     var best = null;
-    for (var i = bisect(t.ts, at - t.maxDur - slack); i < t.ts.length && t.ts[i] <= at + slack; i++) {
-      if (t.depth[i] === d && t.ts[i] - slack <= at && at <= t.ts[i] + t.dur[i] + slack) { best = i; }
-    }
-    return best === null ? null : {track: t, index: best};
+    [[t, names]].concat((t.chunks || []).filter(function (c) { return c.data; })
+      .map(function (c) { return [c.data, c.data.names]; })).forEach(function (pair) {
+      var src = pair[0];
+      for (var i = bisect(src.ts, at - src.maxDur - slack); i < src.ts.length && src.ts[i] <= at + slack; i++) {
+        if (src.depth[i] === d && src.ts[i] - slack <= at && at <= src.ts[i] + src.dur[i] + slack) {
+          best = {track: t, src: src, list: pair[1], index: i};
+        }
+      }
+    });
+    return best;
   }
   function show(found) {
     picked = found;
     if (!details) { return; }
     details.textContent = '';
     if (!found) { return; }
-    var t = found.track, i = found.index;
-    var lines = [['slice', names[t.name_id[i]]], ['track', t.name + ' · ' + t.group],
-                 ['start', fmt(t.ts[i])], ['duration', fmt(t.dur[i])], ['own time', fmt(t.own[i])],
-                 ['depth', String(t.depth[i])]];
-    var note = t.args[String(i)];
+    var t = found.track, i = found.index, src = found.src || t, list = found.list || names;
+    var lines = [['slice', list[src.name_id[i]]], ['track', t.name + ' · ' + t.group],
+                 ['start', fmt(src.ts[i])], ['duration', fmt(src.dur[i])],
+                 ['own time', fmt(src.own[i])], ['depth', String(src.depth[i])]];
+    var note = src === t ? t.args[String(i)] : undefined;
     if (note !== undefined) { lines.push(['recorded', notes[note]]); }
     lines.forEach(function (pair) {
       var dt = document.createElement('dt'); dt.textContent = pair[0];
@@ -243,25 +306,39 @@
 
   function summarise(a, b) {
     /* per slice track: the share of [a, b] covered by its top-level slices, and the names
-       with the most own time inside it (each slice's own time pro rata of its overlap) */
+       with the most own time inside it (each slice's own time pro rata of its overlap), over
+       the page's slices and the detail read from beside it; ``partial`` where detail in the
+       range is not read (yet) */
     var out = [];
     tracks.forEach(function (t) {
       if (t.kind !== 'slices') { return; }
-      var busy = 0, reach = a, byName = {};
-      for (var i = bisect(t.ts, a - t.maxDur); i < t.ts.length && t.ts[i] < b; i++) {
-        var s = Math.max(a, t.ts[i]), e = Math.min(b, t.ts[i] + t.dur[i]);
-        if (e <= s) { continue; }
-        if (t.depth[i] === 0) {
-          var from = Math.max(s, reach);
-          if (e > from) { busy += e - from; reach = e; }
+      var spans = [], byName = {}, partial = false;
+      var sources = [[t, names]];
+      (t.chunks || []).forEach(function (c) {
+        if (c[1] < a || c[0] > b) { return; }
+        if (c.data) { sources.push([c.data, c.data.names]); } else { partial = true; }
+      });
+      sources.forEach(function (pair) {
+        var src = pair[0], list = pair[1];
+        for (var i = bisect(src.ts, a - src.maxDur); i < src.ts.length && src.ts[i] < b; i++) {
+          var s = Math.max(a, src.ts[i]), e = Math.min(b, src.ts[i] + src.dur[i]);
+          if (e <= s) { continue; }
+          if (src.depth[i] === 0) { spans.push([s, e]); }
+          var own = src.dur[i] > 0 ? src.own[i] * (e - s) / src.dur[i] : 0;
+          var n = list[src.name_id[i]];
+          byName[n] = (byName[n] || 0) + own;
         }
-        var own = t.dur[i] > 0 ? t.own[i] * (e - s) / t.dur[i] : 0;
-        var n = names[t.name_id[i]];
-        byName[n] = (byName[n] || 0) + own;
-      }
+      });
+      spans.sort(function (x, y) { return x[0] - y[0]; });
+      var busy = 0, reach = a;
+      spans.forEach(function (sp) {
+        var from = Math.max(sp[0], reach);
+        if (sp[1] > from) { busy += sp[1] - from; reach = sp[1]; }
+      });
       var top = Object.keys(byName).sort(function (x, y) { return byName[y] - byName[x]; })
         .slice(0, 5).map(function (n) { return [n, byName[n]]; });
-      out.push({track: t.name, group: t.group, busy: b > a ? busy / (b - a) : 0, top: top});
+      out.push({track: t.name, group: t.group, busy: b > a ? busy / (b - a) : 0, top: top,
+                partial: partial});
     });
     return out;
   }
@@ -280,7 +357,7 @@
     table.appendChild(tr);
     api.selection.forEach(function (row) {
       var r = document.createElement('tr');
-      [row.track + ' · ' + row.group, (100 * row.busy).toFixed(1) + '%',
+      [row.track + ' · ' + row.group, (100 * row.busy).toFixed(1) + '%' + (row.partial ? ' (detail being read)' : ''),
        row.top.map(function (p) { return p[0] + ' ' + fmt(p[1]); }).join(', ')].forEach(function (c) {
         var td = document.createElement('td'); td.textContent = c; r.appendChild(td);
       });
@@ -290,6 +367,11 @@
   }
   function select(a, b) {
     selection = {a: Math.min(a, b), b: Math.max(a, b)};
+    tracks.forEach(function (t) {  /* the detail in the range, read for the figures */
+      (t.chunks || []).forEach(function (c) {
+        if (c[1] >= selection.a && c[0] <= selection.b) { ask(c); }
+      });
+    });
     api.selection = summarise(selection.a, selection.b);
     showSelection();
     draw();
@@ -380,7 +462,7 @@
       var s = exact.t.ts[exact.i], d = Math.max(exact.t.dur[exact.i], 0.01);
       view = {a: Math.max(0, s - d), b: s + 2 * d};
       box.scrollTop = Math.max(0, exact.top - 40);
-      show({track: exact.t, index: exact.i});
+      show({track: exact.t, src: exact.t, list: names, index: exact.i});
     }
     seen = true;
     draw();
@@ -409,7 +491,13 @@
     tracks.forEach(function (t) {
       var want = ref !== null && orig[t.group] !== null ? ref - orig[t.group] : 0;
       var by = want - t.shift;
-      if (by) { for (var i = 0; i < t.ts.length; i++) { t.ts[i] += by; } }
+      if (by) {
+        for (var i = 0; i < t.ts.length; i++) { t.ts[i] += by; }
+        (t.chunks || []).forEach(function (c) {
+          c[0] += by; c[1] += by;
+          if (c.data) { for (var j = 0; j < c.data.ts.length; j++) { c.data.ts[j] += by; } }
+        });
+      }
       t.shift = want;
     });
     end = 0;
@@ -454,7 +542,7 @@
   api.setView = function (a, b) { view = {a: a, b: b}; draw(); return api.lastDrawMs; };
   api.zoom = function (factor) { zoom(factor, (view.a + view.b) / 2); return api.lastDrawMs; };
   api.select = select;
-  api.pick = function (x, y) { var f = pick(x, y); show(f); return f ? names[f.track.name_id[f.index]] : null; };
+  api.pick = function (x, y) { var f = pick(x, y); show(f); return f ? f.list[f.src.name_id[f.index]] : null; };
   api.draw = draw;
   api.visible = function () { return !document.getElementById('pane-timeline').hidden; };
   /* drawn when its pane is first shown (a hidden canvas has no width) */

@@ -18,10 +18,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from perfstack.records import datarecord
 from perfstack.report import Report
 
 from ..perfetto import merged_trace
 from .charts import esc
+from .timelinefiles import write_detail
 
 #: The most slices a page holds (a slice costs ~40 bytes of page data).
 MAX_SLICES = 200_000
@@ -32,6 +34,8 @@ ARG_CHARS = 400
 #: Kineto's copies of the host's ranges on a GPU stream (``ProfilerStep#3`` spanning several
 #: steps' kernels): not device work, and a stream's busy share counts only device work.
 DEVICE_RANGES = "gpu_user_annotation"
+#: The category of the instants the page draws as markers (a memory peak), not as slices.
+MARKS = ("perfstack mark",)
 #: Tracks every run has (its steps, its compiles): where the page opens is the backends' own.
 RUN_TRACKS = ("torch.compile",)
 
@@ -79,16 +83,9 @@ def _nest(items: list[tuple[float, float, str, str | None]]) -> tuple[list[int],
     return depth, [max(0.0, o) for o in own]
 
 
-def timeline(report: Report, base: Path | None) -> tuple[dict[str, Any] | None, str]:
-    """The pane's data (None where no backend's run left events on a time axis) and a line
-    saying what it holds or why there is none."""
-    trace = merged_trace(report, base)
-    events = trace["traceEvents"]
-    process = {int(e["pid"]): str(e["args"]["name"]) for e in events
-               if e.get("ph") == "M" and e.get("name") == "process_name"}
-    thread = {(int(e["pid"]), int(e.get("tid") or 0)): str(e["args"]["name"]) for e in events
-              if e.get("ph") == "M" and e.get("name") == "thread_name"}
-    slices = _slices(events)
+def _counters(events: list[dict[str, Any]]) -> dict[tuple[int, str],
+                                                    list[tuple[float, float]]]:
+    """Each counter's (time, value) points, by process and name."""
     counters: dict[tuple[int, str], list[tuple[float, float]]] = defaultdict(list)
     for e in events:
         if e.get("ph") == "C" and isinstance(e.get("ts"), (int, float)):
@@ -97,6 +94,86 @@ def timeline(report: Report, base: Path | None) -> tuple[dict[str, Any] | None, 
             if value is not None:
                 counters[(int(e["pid"]), str(e.get("name")))].append((float(e["ts"]),
                                                                       float(value)))
+    return counters
+
+
+def _home(tracks: list[dict[str, Any]]) -> list[float] | None:
+    """Where the page opens: the backends' slices' span (the profiled steps), else every
+    slice's, else None (the page shows everything)."""
+    spans = [(t["ts"][0], max(a + d for a, d in zip(t["ts"], t["dur"], strict=True)))
+             for t in tracks if t["kind"] == "slices" and t["ts"] and t["name"] not in RUN_TRACKS
+             and not t["name"].startswith("steps")] or [
+        (t["ts"][0], t["ts"][-1] + t["dur"][-1]) for t in tracks
+        if t["kind"] == "slices" and t["ts"]]
+    return [min(a for a, _ in spans), max(b for _, b in spans)] if spans else None
+
+
+@datarecord
+class Labels:
+    """The merged trace's names for its processes and threads, and the threads of marks."""
+
+    process: dict[int, str]
+    thread: dict[tuple[int, int], str]
+    marked: set[tuple[int, int]]
+
+
+def _slice_tracks(slices: dict[tuple[int, int], list[tuple[float, float, str, str | None]]],
+                  labels: Labels, min_dur: float, t0: float, names: dict[str, int],
+                  notes: dict[str, int]) -> tuple[list[dict[str, Any]],
+                                                  dict[int, list[tuple[float, float, int,
+                                                                       float, str]]]]:
+    """A slice track a thread, in a process's order (its steps and compiles, its threads,
+    its GPU streams), each nested whole and holding its slices of ``min_dur`` or more; and
+    the shorter ones, by track (the page's detail)."""
+    process, thread, marked = labels.process, labels.thread, labels.marked
+    tracks: list[dict[str, Any]] = []
+
+    def rank(key: tuple[int, int]) -> tuple[int, int, int]:
+        name = thread.get(key, "")
+        first = 0 if name.startswith("steps") else 1 if name == "torch.compile" else 2
+        return key[0], first + name.startswith("stream"), key[1]
+
+    order = sorted(slices, key=rank)
+    detail: dict[int, list[tuple[float, float, int, float, str]]] = {}
+    for (pid, tid) in order:
+        every = sorted(slices[(pid, tid)], key=lambda s: (s[0], -s[1]))
+        if not every:
+            continue
+        depth_all, own_all = _nest(every)  # nested whole: a kept slice's depth is its own
+        keep = [i for i, s in enumerate(every) if s[1] >= min_dur]
+        left = [(every[i][0] - t0, every[i][1], depth_all[i], own_all[i], every[i][2])
+                for i, s in enumerate(every) if s[1] < min_dur]
+        if left:
+            detail[len(tracks)] = left
+        items = [every[i] for i in keep]
+        tracks.append({
+            "kind": "slices", "pid": pid, "group": process.get(pid, f"process {pid}"),
+            "name": thread.get((pid, tid), f"thread {tid}"), "marks": (pid, tid) in marked,
+            "ts": [round(ts - t0, 3) for ts, _, _, _ in items],
+            "dur": [round(d, 3) for _, d, _, _ in items],
+            "depth": [depth_all[i] for i in keep],
+            "own": [round(own_all[i], 3) for i in keep],
+            "name_id": [names.setdefault(n, len(names)) for _, _, n, _ in items],
+            "args": {str(j): notes.setdefault(a, len(notes)) for j, (_, _, _, a)
+                     in enumerate(items) if a is not None}})
+    return tracks, detail
+
+
+def timeline(report: Report, base: Path | None,
+             page_dir: Path | None = None) -> tuple[dict[str, Any] | None, str]:
+    """The pane's data (None where no backend's run left events on a time axis) and a line
+    saying what it holds or why there is none. With ``page_dir`` (the page's folder), the
+    slices too short for the page are written beside it (``timelinefiles``)."""
+    trace = merged_trace(report, base)
+    events = trace["traceEvents"]
+    process = {int(e["pid"]): str(e["args"]["name"]) for e in events
+               if e.get("ph") == "M" and e.get("name") == "process_name"}
+    thread = {(int(e["pid"]), int(e.get("tid") or 0)): str(e["args"]["name"]) for e in events
+              if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    slices = _slices(events)
+    marked = {(int(e.get("pid", 0)), int(e.get("tid", 0) or 0)) for e in events
+              if e.get("cat") in MARKS}
+    counters = _counters(events)
     total = sum(len(v) for v in slices.values())
     if not total and not counters:
         left = trace["metadata"]["left_out"]
@@ -112,50 +189,36 @@ def timeline(report: Report, base: Path | None) -> tuple[dict[str, Any] | None, 
     t0 = min(starts)
     names: dict[str, int] = {}
     notes: dict[str, int] = {}
-    tracks: list[dict[str, Any]] = []
-    # a process's steps and compiles first, then its threads, then its GPU streams
-    def rank(key: tuple[int, int]) -> tuple[int, int, int]:
-        name = thread.get(key, "")
-        first = 0 if name.startswith("steps") else 1 if name == "torch.compile" else 2
-        return key[0], first + name.startswith("stream"), key[1]
-
-    order = sorted(slices, key=rank)
-    for (pid, tid) in order:
-        items = slices[(pid, tid)]
-        items = sorted((s for s in items if s[1] >= min_dur), key=lambda s: (s[0], -s[1]))
-        if not items:
-            continue
-        depth, own = _nest(items)
-        tracks.append({
-            "kind": "slices", "pid": pid, "group": process.get(pid, f"process {pid}"),
-            "name": thread.get((pid, tid), f"thread {tid}"),
-            "ts": [round(ts - t0, 3) for ts, _, _, _ in items],
-            "dur": [round(d, 3) for _, d, _, _ in items], "depth": depth,
-            "own": [round(o, 3) for o in own],
-            "name_id": [names.setdefault(n, len(names)) for _, _, n, _ in items],
-            "args": {str(i): notes.setdefault(a, len(notes)) for i, (_, _, _, a)
-                     in enumerate(items) if a is not None}})
+    tracks, detail = _slice_tracks(slices, Labels(process, thread, marked), min_dur, t0,
+                                   names, notes)
     for (pid, name), points in sorted(counters.items()):
         points.sort()
         tracks.append({"kind": "counter", "pid": pid,
                        "group": process.get(pid, f"process {pid}"),
                        "name": name, "ts": [round(ts - t0, 3) for ts, _ in points],
                        "value": [v for _, v in points]})
-    tracks.sort(key=lambda t: t.pop("pid"))  # each run's tracks together, slices first
+    # each run's tracks together, slices first (the left-out slices follow their track)
+    order_of = sorted(range(len(tracks)), key=lambda i: tracks[i]["pid"])
+    moved_to = {old: new for new, old in enumerate(order_of)}
+    detail = {moved_to[i]: v for i, v in detail.items()}
+    tracks = [tracks[i] for i in order_of]
+    for t in tracks:
+        del t["pid"]
     kept = sum(len(t["ts"]) for t in tracks if t["kind"] == "slices")
-    # where the page opens: the slices' span (the profiled steps), else everything
-    spans = [(t["ts"][0], max(a + d for a, d in zip(t["ts"], t["dur"], strict=True)))
-             for t in tracks if t["kind"] == "slices" and t["name"] not in RUN_TRACKS
-             and not t["name"].startswith("steps")] or [
-        (t["ts"][0], t["ts"][-1] + t["dur"][-1]) for t in tracks if t["kind"] == "slices"]
-    home = [min(a for a, _ in spans), max(b for _, b in spans)] if spans else None
     left = trace["metadata"]["left_out"]
+    data = {"tracks": tracks, "detail": detail}
+    beside = write_detail(data, page_dir) if page_dir is not None else 0
+    where = (f"are in {data['chunk_dir']}/ beside this page, read when a zoom shows them"
+             if beside else "are left out of this page (the merged trace, --format "
+             "perfetto, keeps them)")
     said = (f"{kept:,} slice{'' if kept == 1 else 's'} on {len(tracks)} tracks" + (
-        f"; {total - kept:,} slices shorter than {min_dur:.3g} µs left out at this size (the "
-        "merged trace, --format perfetto, keeps them)" if kept < total else "") + (
+        f"; {total - kept:,} slices shorter than {min_dur:.3g} µs {where}"
+        if kept < total else "") + (
         f"; {len(left)} file(s) could not be read: " + "; ".join(left[:3]) if left else ""))
     return {"tracks": tracks, "names": list(names), "notes": list(notes),
-            "min_dur": min_dur, "left_out": trace["metadata"]["left_out"], "home": home,
+            "min_dur": min_dur, "left_out": trace["metadata"]["left_out"],
+            "home": _home(tracks),
+            "chunk_dir": data.get("chunk_dir"),
             "aligned_at": trace["metadata"]["aligned_at"]}, said
 
 

@@ -19,6 +19,8 @@ from perfstack.run.rundir import RunFolder
 #: Thread id of the peak's track, and how many lines the peak names.
 PEAK_TID = 9_000_101
 PEAK_LINES = 5
+#: The category of an instant the merged trace's readers draw as a marker (a peak).
+MARK = "perfstack mark"
 HEAP, RESIDENT = "heap (B)", "resident memory (B)"
 
 
@@ -55,7 +57,7 @@ def memray_events(path: Path, pid: int, home: str | None = None) -> list[dict[st
         out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": PEAK_TID,
                     "args": {"name": "heap peak"}})
         out.append({"ph": "X", "pid": pid, "tid": PEAK_TID, "ts": peak.time * 1e3 - start_us,
-                    "dur": 0.0, "cat": "memray peak",
+                    "dur": 0.0, "cat": MARK,
                     "name": f"peak heap {fmt_bytes(peak_heap)}: {top[0][0]} {fmt_bytes(top[0][1])}",
                     "args": {"held": "; ".join(f"{w} {fmt_bytes(b)}" for w, b in top)}})
     return out

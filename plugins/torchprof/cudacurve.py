@@ -29,6 +29,8 @@ from .cudasnap import block_site, peak_blocks
 PEAK_TID = 9_000_200
 #: Counter points a device's curves keep (the highest of each bin past that).
 MAX_POINTS = 20_000
+#: The category of an instant the merged trace's readers draw as a marker (a peak).
+MARK = "perfstack mark"
 PEAK_LINES = 5
 
 
@@ -109,7 +111,7 @@ def _device(pid: int, device: int, trace: list[dict[str, Any]], segments: list[A
     tid = PEAK_TID + device
     out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
                 "args": {"name": f"GPU {device} allocated peak"}})
-    out.append({"ph": "X", "pid": pid, "tid": tid, "dur": 0.0, "cat": "cuda peak", "ts": at,
+    out.append({"ph": "X", "pid": pid, "tid": tid, "dur": 0.0, "cat": MARK, "ts": at,
                 "name": f"peak allocated {fmt_bytes(peak)}: {top[0][0]} {fmt_bytes(top[0][1])}",
                 "args": {"held": "; ".join(f"{w} {fmt_bytes(b)}" for w, b in top)}})
     return out
