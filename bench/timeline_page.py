@@ -105,7 +105,10 @@ def main() -> None:
             for label, report in sizes:
                 page, seconds = _page(report)
                 first, loaded, steps, said = _measure(driver, page, args.zooms)
-                print(f"{label}: {said}; page {page.stat().st_size / 1e6:.1f} MB written in "
+                beside = sum(f.stat().st_size for d in page.parent.glob("timeline-*")
+                             for f in d.iterdir())
+                print(f"{label}: {said}; page {page.stat().st_size / 1e6:.1f} MB and "
+                      f"{beside / 1e6:.1f} MB beside it, written in "
                       f"{seconds:.1f} s; drawn {loaded:.0f} ms after the page was asked for (the "
                       f"draw itself {first:.0f} ms), zoom step median "
                       f"{statistics.median(steps):.0f} ms, slowest {max(steps):.0f} ms")
