@@ -98,11 +98,12 @@ def _counters(events: list[dict[str, Any]]) -> dict[tuple[int, str],
 
 
 def _home(tracks: list[dict[str, Any]]) -> list[float] | None:
-    """Where the page opens: the backends' slices' span (the profiled steps), else every
-    slice's, else None (the page shows everything)."""
+    """Where the page opens: the span of the backends' own slices (the profiled steps, the
+    sampled stacks; not a run's steps or compiles, nor a peak's mark), else every slice's,
+    else None (the page shows everything)."""
     spans = [(t["ts"][0], max(a + d for a, d in zip(t["ts"], t["dur"], strict=True)))
-             for t in tracks if t["kind"] == "slices" and t["ts"] and t["name"] not in RUN_TRACKS
-             and not t["name"].startswith("steps")] or [
+             for t in tracks if t["kind"] == "slices" and t["ts"] and not t["marks"]
+             and t["name"] not in RUN_TRACKS and not t["name"].startswith("steps")] or [
         (t["ts"][0], t["ts"][-1] + t["dur"][-1]) for t in tracks
         if t["kind"] == "slices" and t["ts"]]
     return [min(a for a, _ in spans), max(b for _, b in spans)] if spans else None
