@@ -385,3 +385,20 @@ def test_the_detail_left_out_of_a_big_page_is_read_from_beside_it_as_a_zoom_need
     spans = [(s, s + d) for s, d, depth in zip(stream["ts"], stream["dur"], stream["depth"],
                                                strict=True) if depth == 0]
     assert stream_row()["busy"] == pytest.approx(_union(spans, a, b) / (b - a), abs=1e-6)
+
+
+def test_a_kernel_s_details_name_the_op_that_launched_it(resnet_page: Path) -> None:
+    """Each kernel of the stream names its launching op (the op of its External id in the
+    trace), as the Kernels pane's 'launched by' does."""
+    data = _data(resnet_page)
+    stream = next(t for t in data["tracks"] if t["name"] == "stream 7 ")
+    with gzip.open(RESNET / "torch" / "vm_774.0.pt.trace.json.gz", "rt") as fh:
+        trace = json.load(fh)["traceEvents"]
+    ops = {e["args"]["External id"]: e["name"] for e in trace if e.get("cat") == "cpu_op"
+           and "External id" in e.get("args", {})}
+    said = [data["notes"][n] for n in stream["args"].values()]
+    launched = [s for s in said if s.startswith("launched by ")]
+    assert len(launched) == len(said) > 0
+    for note in launched[:200]:
+        ext = int(note.split("External id: ")[1].split(";")[0])
+        assert note.startswith(f"launched by {ops[ext]}; ")

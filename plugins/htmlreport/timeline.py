@@ -34,16 +34,21 @@ ARG_CHARS = 400
 #: Kineto's copies of the host's ranges on a GPU stream (``ProfilerStep#3`` spanning several
 #: steps' kernels): not device work, and a stream's busy share counts only device work.
 DEVICE_RANGES = "gpu_user_annotation"
+#: The device's own work: each names the op that launched it.
+DEVICE_EVENTS = ("kernel", "gpu_memcpy", "gpu_memset")
 #: The category of the instants the page draws as markers (a memory peak), not as slices.
 MARKS = ("perfstack mark",)
 #: Tracks every run has (its steps, its compiles): where the page opens is the backends' own.
 RUN_TRACKS = ("torch.compile",)
 
 
-def _args(args: Any) -> str | None:
+def _args(args: Any, launcher: str | None = None) -> str | None:
+    """A slice's details: the arguments kept, and for a device event the op that launched
+    it (the op of the same External id in the same run's trace)."""
     if not isinstance(args, dict):
         return None
-    parts = [f"{k}: {args[k]}" for k in KEPT_ARGS if k in args]
+    parts = ([f"launched by {launcher}"] if launcher else []) + [
+        f"{k}: {args[k]}" for k in KEPT_ARGS if k in args]
     return "; ".join(parts)[:ARG_CHARS] or None
 
 
@@ -53,13 +58,19 @@ def _slices(events: list[dict[str, Any]]) -> dict[tuple[int, int], list[tuple[fl
     begin/end pairs (py-spy's) closed in order."""
     out: dict[tuple[int, int], list[tuple[float, float, str, str | None]]] = defaultdict(list)
     opened: dict[tuple[int, int], list[tuple[float, str]]] = defaultdict(list)
+    ops = {(e.get("pid"), e["args"]["External id"]): str(e.get("name")) for e in events
+           if e.get("cat") == "cpu_op" and isinstance(e.get("args"), dict)
+           and "External id" in e["args"]}
     for e in events:
         ph, key = e.get("ph"), (int(e.get("pid", 0)), int(e.get("tid", 0) or 0))
         if e.get("cat") == DEVICE_RANGES:
             continue
         if ph == "X" and isinstance(e.get("ts"), (int, float)):
+            args = e.get("args")
+            launcher = (ops.get((e.get("pid"), args.get("External id")))
+                        if e.get("cat") in DEVICE_EVENTS and isinstance(args, dict) else None)
             out[key].append((float(e["ts"]), float(e.get("dur") or 0.0), str(e.get("name")),
-                             _args(e.get("args"))))
+                             _args(args, launcher)))
         elif ph == "B":
             opened[key].append((float(e["ts"]), str(e.get("name"))))
         elif ph == "E" and opened[key]:
