@@ -402,3 +402,40 @@ def test_a_kernel_s_details_name_the_op_that_launched_it(resnet_page: Path) -> N
     for note in launched[:200]:
         ext = int(note.split("External id: ")[1].split(";")[0])
         assert note.startswith(f"launched by {ops[ext]}; ")
+
+
+def test_a_job_s_ranks_line_up_at_a_profiler_step(browser: WebDriver,  # noqa: F811
+                                                 tmp_path: Path) -> None:
+    """Two ranks recorded elsewhere (the A100 trace twice), rank 1's host 50 ms late: read by
+    `perfstack analyze`, each rank is its own group; lined up at a step, both ranks'
+    ProfilerStep of that number start together (ranks have no perfstack steps: torch's step
+    ranges stand for them)."""
+    from tests.conftest import two_rank_job
+
+    def late(data: dict[str, Any]) -> None:
+        for e in data["traceEvents"]:
+            if isinstance(e.get("ts"), (int, float)):
+                e["ts"] += 50_000
+
+    job = two_rank_job(tmp_path / "job", late)
+    made = perfstack_in(tmp_path, "analyze", str(job), "-o", "job.json", "--html",
+                        str(tmp_path / "job.html"))
+    assert made.code == 0, made.stderr
+    page = tmp_path / "job.html"
+    data = _data(page)
+    main = next(t for t in data["tracks"] if any(
+        data["names"][n].startswith("ProfilerStep#") for n in t["name_id"]))
+    k = next(data["names"][n] for n in main["name_id"]
+             if data["names"][n].startswith("ProfilerStep#")).split("#")[1]
+    _open(browser, page)
+    _pane(browser, "timeline")
+    WebDriverWait(browser, 30).until(
+        lambda d: d.execute_script("return window.perfstackTimeline.draws") > 0)
+    own = browser.execute_script("return window.perfstackTimeline.stepStarts(arguments[0])",
+                                 int(k))
+    assert len(own) == 2 and own[1] - own[0] == pytest.approx(50_000, abs=1)
+    assert browser.find_element(By.ID, "timeline-lineup-box").is_displayed()
+    browser.execute_script("window.perfstackTimeline.lineUp(arguments[0])", int(k))
+    lined = browser.execute_script("return window.perfstackTimeline.stepStarts(arguments[0])",
+                                   int(k))
+    assert lined[0] == pytest.approx(lined[1])

@@ -472,12 +472,19 @@
      where the first run's does (its tracks moved as a whole) */
   tracks.forEach(function (t) { t.shift = 0; });
   function stepStart(group, k) {
-    var steps = tracks.filter(function (t) { return t.group === group && t.kind === 'slices' && t.name.indexOf('steps') === 0; })[0];
-    if (!steps) { return null; }
-    for (var i = 0; i < steps.ts.length; i++) {
-      if (names[steps.name_id[i]] === 'step ' + k) { return steps.ts[i]; }
-    }
-    return null;
+    /* where a run's step k starts: its steps track's 'step k' (a run perfstack started), else
+       torch's 'ProfilerStep#k' range (a trace recorded elsewhere: a job's rank) */
+    var mine = tracks.filter(function (t) { return t.group === group && t.kind === 'slices'; });
+    var steps = mine.filter(function (t) { return t.name.indexOf('steps') === 0; })[0];
+    var want = steps ? 'step ' + k : 'ProfilerStep#' + k, found = null;
+    (steps ? [steps] : mine).forEach(function (t) {
+      for (var i = 0; i < t.ts.length; i++) {
+        if (t.depth[i] === 0 && names[t.name_id[i]] === want && (found === null || t.ts[i] < found)) {
+          found = t.ts[i];
+        }
+      }
+    });
+    return found;
   }
   function lineUp(k) {
     /* k: the step to line up at (0: each run on its own clock); the runs that marked it */
@@ -518,7 +525,12 @@
   var lineupOn = document.getElementById('timeline-lineup');
   var lineupStep = document.getElementById('timeline-step');
   var withSteps = {};
-  tracks.forEach(function (t) { if (t.name.indexOf('steps') === 0) { withSteps[t.group] = true; } });
+  tracks.forEach(function (t) {
+    if (t.kind !== 'slices') { return; }
+    if (t.name.indexOf('steps') === 0 || t.name_id.some(function (id) { return names[id].indexOf('ProfilerStep#') === 0; })) {
+      withSteps[t.group] = true;
+    }
+  });
   if (lineupBox && Object.keys(withSteps).length < 2) { lineupBox.hidden = true; }
   function relineUp() { lineUp(lineupOn.checked ? Math.max(1, parseInt(lineupStep.value, 10) || 1) : 0); }
   if (lineupOn) { lineupOn.addEventListener('change', relineUp); lineupStep.addEventListener('change', relineUp); }
