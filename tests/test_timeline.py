@@ -439,3 +439,50 @@ def test_a_job_s_ranks_line_up_at_a_profiler_step(browser: WebDriver,  # noqa: F
     lined = browser.execute_script("return window.perfstackTimeline.stepStarts(arguments[0])",
                                    int(k))
     assert lined[0] == pytest.approx(lined[1])
+
+
+def test_a_page_moved_without_its_detail_still_draws_and_says_so(
+        browser: WebDriver, resnet_page: Path, tmp_path: Path,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The small page of the test above with its detail folder deleted, and one chunk of
+    another written as garbage: zoomed in, the page draws what it holds, raises no error,
+    and a selection's figures say their detail could not be read."""
+    from perfstack_plugins.htmlreport import timeline as module
+
+    from perfstack.pluginload import load_plugins
+    from perfstack.render.base import RenderOptions
+
+    monkeypatch.setattr(module, "MAX_SLICES", 5_000)
+    folder = resnet_page.parent
+    page = tmp_path / "small.html"
+    page.write_text(load_plugins().renderers()["html"].render(
+        load_report(folder / "report.json.gz"),
+        RenderOptions(report_dir=folder, output_dir=tmp_path)), "utf-8")
+    small = _data(page)
+    chunks = sorted((tmp_path / small["chunk_dir"]).iterdir())
+    chunks[0].write_text('window.perfstackTimelineChunk(0,0,"bm90IGd6aXA=");\n', "utf-8")
+    for extra in chunks[1:]:
+        extra.unlink()
+    _open(browser, page)
+    _pane(browser, "timeline")
+    WebDriverWait(browser, 30).until(
+        lambda d: d.execute_script("return window.perfstackTimeline.draws") > 0)
+    mid = sum(small["home"]) / 2
+    browser.execute_script("window.perfstackTimeline.setView(arguments[0], arguments[1])",
+                           mid, mid + 200)
+    browser.execute_script("window.perfstackTimeline.select(arguments[0], arguments[1])",
+                           mid, mid + 200)
+
+    def settled(d: WebDriver) -> bool:  # every chunk in the range read or given up on
+        rows = d.execute_script("return window.perfstackTimeline.selection")
+        return not any(r["partial"] for r in rows)
+
+    WebDriverWait(browser, 30).until(settled)
+    draws = browser.execute_script("window.perfstackTimeline.draw();"
+                                   "return window.perfstackTimeline.draws")
+    assert draws > 1
+    body = browser.find_element(By.TAG_NAME, "body")
+    assert body.get_attribute("data-errors") is None, body.get_attribute("data-errors")
+    rows = browser.execute_script("return window.perfstackTimeline.selection")
+    assert any(r["missing"] for r in rows)
+    assert "could not be read" in browser.find_element(By.ID, "timeline-selection").text

@@ -208,7 +208,10 @@
   window.perfstackTimelineChunk = function (ti, k, packed) {
     var c = tracks[ti] && tracks[ti].chunks && tracks[ti].chunks[k];
     if (!c) { return; }
-    var raw = atob(packed), bytes = new Uint8Array(raw.length);
+    c.called = true;
+    var raw;
+    try { raw = atob(packed); } catch (err) { c.failed = 'not a chunk: ' + err; return; }
+    var bytes = new Uint8Array(raw.length);
     for (var i = 0; i < raw.length; i++) { bytes[i] = raw.charCodeAt(i); }
     new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'))).json()
       .then(function (data) {
@@ -222,7 +225,10 @@
         if (selection) { api.selection = summarise(selection.a, selection.b); showSelection(); }
         draw();
       })
-      .catch(function (err) { c.failed = String(err); });
+      .catch(function (err) {
+        c.failed = String(err);
+        if (selection) { api.selection = summarise(selection.a, selection.b); showSelection(); }
+      });
   };
   function requestDetail(h) {
     if (!DATA.chunk_dir || (view.b - view.a) / (width() - LABEL) > DATA.min_dur) { return; }
@@ -241,7 +247,13 @@
     c.asked = true;
     var tag = document.createElement('script');
     tag.src = DATA.chunk_dir + '/' + c[2];
-    tag.onerror = function () { c.failed = 'not found beside the page'; };
+    function failed(why) {
+      c.failed = why;
+      if (selection) { api.selection = summarise(selection.a, selection.b); showSelection(); }
+    }
+    tag.onerror = function () { failed('not found beside the page'); };
+    /* a file that ran without handing this chunk over (another's, or garbage) */
+    tag.onload = function () { if (!c.called) { failed('its file beside the page does not hold it'); } };
     document.body.appendChild(tag);
   }
 
@@ -312,11 +324,12 @@
     var out = [];
     tracks.forEach(function (t) {
       if (t.kind !== 'slices') { return; }
-      var spans = [], byName = {}, partial = false;
+      var spans = [], byName = {}, partial = false, missing = false;
       var sources = [[t, names]];
       (t.chunks || []).forEach(function (c) {
         if (c[1] < a || c[0] > b) { return; }
-        if (c.data) { sources.push([c.data, c.data.names]); } else { partial = true; }
+        if (c.data) { sources.push([c.data, c.data.names]); }
+        else if (c.failed) { missing = true; } else { partial = true; }
       });
       sources.forEach(function (pair) {
         var src = pair[0], list = pair[1];
@@ -338,7 +351,7 @@
       var top = Object.keys(byName).sort(function (x, y) { return byName[y] - byName[x]; })
         .slice(0, 5).map(function (n) { return [n, byName[n]]; });
       out.push({track: t.name, group: t.group, busy: b > a ? busy / (b - a) : 0, top: top,
-                partial: partial});
+                partial: partial, missing: missing});
     });
     return out;
   }
@@ -357,7 +370,7 @@
     table.appendChild(tr);
     api.selection.forEach(function (row) {
       var r = document.createElement('tr');
-      [row.track + ' · ' + row.group, (100 * row.busy).toFixed(1) + '%' + (row.partial ? ' (detail being read)' : ''),
+      [row.track + ' · ' + row.group, (100 * row.busy).toFixed(1) + '%' + (row.missing ? ' (its detail beside the page could not be read)' : row.partial ? ' (detail being read)' : ''),
        row.top.map(function (p) { return p[0] + ' ' + fmt(p[1]); }).join(', ')].forEach(function (c) {
         var td = document.createElement('td'); td.textContent = c; r.appendChild(td);
       });
