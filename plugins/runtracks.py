@@ -26,6 +26,11 @@ from .compiler.records import read as read_compiles
 STEPS_TID, HOST_STEPS_TID, COMPILE_TID = 9_000_001, 9_000_002, 9_000_003
 #: The resident-memory counter's name.
 RSS = "RSS after each step (B)"
+#: The names of a run's steps track (the host's one is named after it) and compiles track.
+STEPS_TRACK, COMPILE_TRACK = "steps", "torch.compile"
+#: The category of an instant the merged trace's readers draw as a marker (a memory peak),
+#: whichever backend's it is.
+MARK = "perfstack mark"
 
 
 def _thread(pid: int, tid: int, name: str) -> dict[str, Any]:
@@ -57,9 +62,9 @@ def _compiles(folder: Path, pid: int, start_us: float) -> list[dict[str, Any]]:
                 args["why again"] = c.recompile_reason[:200]
             out.append({"ph": "X", "pid": pid, "tid": COMPILE_TID,
                         "ts": c.start_s * 1e6 - start_us, "dur": c.seconds * 1e6,
-                        "name": f"compile {frame.name} {c.compile_id}", "cat": "torch.compile",
+                        "name": f"compile {frame.name} {c.compile_id}", "cat": COMPILE_TRACK,
                         "args": args})
-    return [_thread(pid, COMPILE_TID, "torch.compile"), *out] if out else []
+    return [_thread(pid, COMPILE_TID, COMPILE_TRACK), *out] if out else []
 
 
 def run_events(folder: Path, pid: int) -> list[dict[str, Any]]:
@@ -76,11 +81,11 @@ def run_events(folder: Path, pid: int) -> list[dict[str, Any]]:
     device, host = run.step_times(), run.host_step_times()
     if first is not None and device:
         first_us = first * 1e6 - start_us
-        out.append(_thread(pid, STEPS_TID, "steps"))
+        out.append(_thread(pid, STEPS_TID, STEPS_TRACK))
         out += _steps(pid, STEPS_TID, first_us, device)
         if host and host != device:
-            out[-len(device) - 1]["args"]["name"] = "steps (as the device ran them)"
-            out.append(_thread(pid, HOST_STEPS_TID, "steps (host: time to queue them)"))
+            out[-len(device) - 1]["args"]["name"] = f"{STEPS_TRACK} (as the device ran them)"
+            out.append(_thread(pid, HOST_STEPS_TID, f"{STEPS_TRACK} (host: time to queue them)"))
             out += _steps(pid, HOST_STEPS_TID, first_us, host)
         resident = run.step_resident()
         ends = [first_us]

@@ -22,6 +22,7 @@ from perfstack.records import datarecord
 from perfstack.report import Report
 
 from ..perfetto import merged_trace
+from ..runtracks import COMPILE_TRACK, MARK, STEPS_TRACK
 from .charts import esc
 from .timelinefiles import write_detail
 
@@ -36,10 +37,7 @@ ARG_CHARS = 400
 DEVICE_RANGES = "gpu_user_annotation"
 #: The device's own work: each names the op that launched it.
 DEVICE_EVENTS = ("kernel", "gpu_memcpy", "gpu_memset")
-#: The category of the instants the page draws as markers (a memory peak), not as slices.
-MARKS = ("perfstack mark",)
-#: Tracks every run has (its steps, its compiles): where the page opens is the backends' own.
-RUN_TRACKS = ("torch.compile",)
+
 
 
 def _args(args: Any, launcher: str | None = None) -> str | None:
@@ -114,7 +112,7 @@ def _home(tracks: list[dict[str, Any]]) -> list[float] | None:
     else None (the page shows everything)."""
     spans = [(t["ts"][0], max(a + d for a, d in zip(t["ts"], t["dur"], strict=True)))
              for t in tracks if t["kind"] == "slices" and t["ts"] and not t["marks"]
-             and t["name"] not in RUN_TRACKS and not t["name"].startswith("steps")] or [
+             and t["name"] != COMPILE_TRACK and not t["name"].startswith(STEPS_TRACK)] or [
         (t["ts"][0], t["ts"][-1] + t["dur"][-1]) for t in tracks
         if t["kind"] == "slices" and t["ts"]]
     return [min(a for a, _ in spans), max(b for _, b in spans)] if spans else None
@@ -142,7 +140,7 @@ def _slice_tracks(slices: dict[tuple[int, int], list[tuple[float, float, str, st
 
     def rank(key: tuple[int, int]) -> tuple[int, int, int]:
         name = thread.get(key, "")
-        first = 0 if name.startswith("steps") else 1 if name == "torch.compile" else 2
+        first = 0 if name.startswith(STEPS_TRACK) else 1 if name == COMPILE_TRACK else 2
         return key[0], first + name.startswith("stream"), key[1]
 
     order = sorted(slices, key=rank)
@@ -184,7 +182,7 @@ def timeline(report: Report, base: Path | None,
               if e.get("ph") == "M" and e.get("name") == "thread_name"}
     slices = _slices(events)
     marked = {(int(e.get("pid", 0)), int(e.get("tid", 0) or 0)) for e in events
-              if e.get("cat") in MARKS}
+              if e.get("cat") == MARK}
     counters = _counters(events)
     total = sum(len(v) for v in slices.values())
     if not total and not counters:

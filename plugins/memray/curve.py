@@ -16,11 +16,11 @@ from typing import Any
 from perfstack.report.units import fmt_bytes
 from perfstack.run.rundir import RunFolder
 
+from ..runtracks import MARK
+
 #: Thread id of the peak's track, and how many lines the peak names.
 PEAK_TID = 9_000_101
 PEAK_LINES = 5
-#: The category of an instant the merged trace's readers draw as a marker (a peak).
-MARK = "perfstack mark"
 HEAP, RESIDENT = "heap (B)", "resident memory (B)"
 
 

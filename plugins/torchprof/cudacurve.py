@@ -16,6 +16,7 @@ tuples, strings and numbers in it), so a report handed over cannot run code thro
 from __future__ import annotations
 
 import gzip
+import io
 import pickle
 from pathlib import Path
 from typing import Any
@@ -23,14 +24,13 @@ from typing import Any
 from perfstack.report.units import fmt_bytes
 from perfstack.run.rundir import RunFolder
 
+from ..runtracks import MARK
 from .cudasnap import block_site, peak_blocks
 
 #: Thread id of a device's peak track (plus the device's index).
 PEAK_TID = 9_000_200
 #: Counter points a device's curves keep (the highest of each bin past that).
 MAX_POINTS = 20_000
-#: The category of an instant the merged trace's readers draw as a marker (a peak).
-MARK = "perfstack mark"
 PEAK_LINES = 5
 
 
@@ -50,7 +50,7 @@ def load(path: Path, limit: int) -> dict[str, Any]:
     if len(raw) > limit:
         raise ValueError(f"{path}: over {limit >> 20} MiB; not read")
     try:
-        data = _PlainOnly(__import__("io").BytesIO(raw)).load()
+        data = _PlainOnly(io.BytesIO(raw)).load()
     except (pickle.UnpicklingError, EOFError, TypeError, ValueError, AttributeError) as exc:
         raise ValueError(f"{path}: not a CUDA memory snapshot ({exc})") from exc
     if not isinstance(data, dict) or not isinstance(data.get("device_traces"), list):
