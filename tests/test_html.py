@@ -34,9 +34,9 @@ def test_html_is_self_contained_and_escaped(markup_run: Path) -> None:
     page = markup_run.with_suffix(".html").read_text("utf-8")
     # Ours only: the data (JSON, with no "<" in it), the timeline's data (read when its pane
     # is first shown) and the script; the workload's <script> is data, written as text.
-    assert page.count("<script") == 3
+    assert page.count("<script") == 4
     assert '<script type="application/json" id="perfstack-data">' in page
-    assert '<script type="application/json" id="perfstack-timeline">' in page
+    assert '<script type="application/gzip+base64" id="perfstack-timeline">' in page
     assert "<script>alert" not in page
     data = json.loads(page.split('id="perfstack-data">')[1].split("</script>")[0])
     names = [r["c"][0] for t in data["tables"].values() for r in t["rows"]]

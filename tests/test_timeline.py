@@ -21,6 +21,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from perfstack.report import Layer
 from perfstack.report.files import load_report
+from plugins.htmlreport.timelinefiles import unpack
 from tests.conftest import ROOT, perfstack_in
 from tests.test_html_browser import _open, _pane, browser  # noqa: F401 (a fixture)
 
@@ -45,8 +46,15 @@ def resnet_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _data(page: Path) -> dict[str, Any]:
     text = page.read_text("utf-8")
-    start = text.index('id="perfstack-timeline">') + len('id="perfstack-timeline">')
-    data: dict[str, Any] = json.loads(text[start:text.index("</script>", start)])
+    def packed(element: str) -> Any:
+        start = text.index(f'id="{element}">') + len(f'id="{element}">')
+        return unpack(text[start:text.index("</script>", start)])
+
+    data: dict[str, Any] = packed("perfstack-timeline")
+    recorded = packed("perfstack-timeline-notes")
+    data["notes"] = recorded["notes"]
+    for track, args in zip(data["tracks"], recorded["args"], strict=True):
+        track["args"] = args
     return data
 
 
@@ -174,13 +182,21 @@ def test_an_op_row_leads_to_its_calls_on_the_timeline(browser: WebDriver,  # noq
                                       "'pane-timeline']")
     link.click()
     assert browser.find_element(By.ID, "pane-timeline").is_displayed()
-    calls = [(t["ts"][i], t) for t in data["tracks"] if t["kind"] == "slices"
+    calls = [(t["ts"][i], t, i) for t in data["tracks"] if t["kind"] == "slices"
              for i, n in enumerate(t["name_id"]) if data["names"][n] == "aten::convolution"]
+    # the data is read after the click: the search waits for it
+    WebDriverWait(browser, 20).until(
+        lambda d: d.execute_script("return window.perfstackTimeline.matches") is not None)
     assert browser.execute_script("return window.perfstackTimeline.matches") >= len(calls)
-    first = min(ts for ts, _ in calls)
+    first, track, index = min(calls, key=lambda c: c[0])
     view = browser.execute_script("return window.perfstackTimeline.view()")
     assert view["a"] <= first <= view["b"]
     assert "aten::convolution" in browser.find_element(By.ID, "timeline-details").text
+    # what its trace recorded (read apart, after the first draw): its input shapes
+    recorded = data["notes"][track["args"][str(index)]]
+    assert "Input Dims" in recorded
+    WebDriverWait(browser, 20).until(
+        lambda d: recorded in d.find_element(By.ID, "timeline-details").text)
 
 
 def test_without_a_timeline_no_row_offers_one(browser: WebDriver,  # noqa: F811

@@ -164,10 +164,11 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
         panes["pane-distributed"] = distributed
     timeline, timeline_said = timeline_data(report, options.report_dir, page_dir)
     if timeline is not None:
-        panes["pane-timeline"] = timeline_pane(timeline_said, script_json(timeline))
+        panes["pane-timeline"] = timeline_pane(timeline_said, timeline)
     body = "".join(f'<main class="pane" id="{pid}" hidden>{content}</main>'
                    for pid, content in panes.items())
-    data = {"tables": {tid: spec for specs in tables.specs.values() for tid, spec in specs.items()},
+    data = {"tables": {**{tid: spec for specs in tables.specs.values()
+                          for tid, spec in specs.items()}, "metrics": page.metrics_table(view)},
             "flame": flame, "flameGil": bool(flame and flame["g"])}
     return document("perfstack: " + " ".join(report.run.command),
                     [(pid, titles[pid]) for pid in panes], body, data,

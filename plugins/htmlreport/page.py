@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from perfstack.analysis.view import View
 from perfstack.analysis.views.device import RankTable
@@ -233,14 +234,26 @@ def backends(view: View) -> str:
 
 
 def metrics(view: View) -> str:
-    """Every metric, folded."""
-    rows = [[esc(m.name), esc(fmt_value(m.value, m.unit, m.reason)), esc(m.layer),
-             esc(m.source), esc(m.better.value), str(len(m.samples or []) or 1)]
-            for m in view.metrics]
+    """Every metric, folded: a table the page's script fills from :func:`metrics_table`, a
+    page of rows at a time (a job's thousands of per-rank figures are no burden on the page's
+    first draw)."""
     return ('<section id="metrics"><h2>Metrics</h2><details><summary>'
             f"{len(view.metrics)} metrics</summary>"
-            + _table(["metric", "value", "layer", "source", "better", "n"], rows, {1, 5})
-            + "</details></section>")
+            '<div class="table" id="table-metrics"></div></details></section>')
+
+
+def metrics_table(view: View) -> dict[str, Any]:
+    """The Metrics table's data, as the page's script reads a table: its columns and a row a
+    metric (the value sorts by number, shows as the text report writes it)."""
+    return {"id": "metrics", "title": "metrics", "sort": -1, "notes": [], "source": "report",
+            "columns": [{"title": "metric"}, {"title": "value", "num": True},
+                        {"title": "layer"}, {"title": "source"}, {"title": "better"},
+                        {"title": "n", "num": True}],
+            "rows": [{"c": [m.name, [m.value if isinstance(m.value, (int, float)) else None,
+                                     fmt_value(m.value, m.unit, m.reason)],
+                            m.layer, m.source, m.better.value,
+                            [len(m.samples or []) or 1, str(len(m.samples or []) or 1)]],
+                      "k": f"{m.name} {m.source}"} for m in view.metrics]}
 
 
 def artifacts(view: View, report_dir: Path | None, page_dir: Path | None) -> str:

@@ -9,18 +9,41 @@
   if (!box) { return; }
   /* its data is parsed, and its tracks laid out, only when the pane is first shown: a page
      opened on another pane pays nothing for it */
-  function visible() { var p = document.getElementById('pane-timeline'); return !!p && !p.hidden; }
-  var started = false;
-  function begin() { if (!started && visible()) { started = true; run(); } }
-  window.perfstackTimeline = {draws: 0, lastDrawMs: null, started: false,
-                              find: function (name) { started = true; run(); return window.perfstackTimeline.find(name); }};
-  window.addEventListener('hashchange', begin);
-  document.addEventListener('click', function () { setTimeout(begin, 0); });
-  setTimeout(begin, 0);
+  function visible() {
+    var p = document.getElementById('pane-timeline');
+    return !!p && (!p.hidden || location.hash === '#pane-timeline');
+  }
+  var started = false, pendingFind = null;
+  function begin(force) { if (!started && (force || visible())) { started = true; run(); } }
+  /* when (ms from navigation) its script ran, its data was asked for and read: a bench reads
+     them; a row's link may ask for a name before the data is read: found once it is */
+  var timing = {script: performance.now()};
+  window.perfstackTimeline = {draws: 0, lastDrawMs: null, started: false, timing: timing,
+                              find: function (name) { pendingFind = name; begin(true); }};
+  window.addEventListener('hashchange', function () { begin(false); });
+  document.addEventListener('click', function () { setTimeout(function () { begin(false); }, 0); });
+  begin(false);  /* a page opened on this pane asks for its data at once */
+  setTimeout(function () { begin(false); }, 0);
+  /* the page's data and each chunk beside it are packed: JSON, gzip, base64; the browser
+     inflates them itself */
+  function inflate(packed) {
+    var raw = atob(packed.trim());
+    var bytes = new Uint8Array(raw.length);
+    for (var i = 0; i < raw.length; i++) { bytes[i] = raw.charCodeAt(i); }
+    return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'))).json();
+  }
   function run() {
-  var DATA = JSON.parse(document.getElementById('perfstack-timeline').textContent);
+    var said = document.getElementById('timeline-status');
+    var failed = function (err) { if (said) { said.textContent = 'the timeline\'s data could not be read: ' + err; } };
+    timing.asked = performance.now();
+    try {
+      inflate(document.getElementById('perfstack-timeline').textContent).then(build, failed);
+    } catch (err) { failed(err); }
+  }
+  function build(DATA) {
+  timing.read = performance.now();
   var LANE = 13, HEADER = 16, COUNTER = 34, LABEL = 190, MAX_LANES = 14;
-  var tracks = DATA.tracks, names = DATA.names, notes = DATA.notes;
+  var tracks = DATA.tracks, names = DATA.names, notes = null;
   var end = 0;
   tracks.forEach(function (t) {
     var deepest = 0;
@@ -61,7 +84,7 @@
   box.appendChild(canvas);
   box.appendChild(spacer);
   box.addEventListener('scroll', function () { draw(); });
-  var api = {lastDrawMs: null, draws: 0, started: true};
+  var api = {lastDrawMs: null, draws: 0, started: true, timing: timing};
   window.perfstackTimeline = api;
 
   function fmt(us) {
@@ -195,7 +218,10 @@
     }
     requestDetail(h);
     api.lastDrawMs = performance.now() - began;
-    if (!api.draws) { api.sinceNavigationMs = performance.now(); }  /* page load to first draw */
+    if (!api.draws) {
+      api.sinceNavigationMs = performance.now();  /* page load to first draw */
+      setTimeout(readNotes, 0);
+    }
     api.draws += 1;
     if (status) {
       status.textContent = 'showing ' + fmt(view.b - view.a) + ' from ' + fmt(view.a) +
@@ -209,26 +235,22 @@
     var c = tracks[ti] && tracks[ti].chunks && tracks[ti].chunks[k];
     if (!c) { return; }
     c.called = true;
-    var raw;
-    try { raw = atob(packed); } catch (err) { c.failed = 'not a chunk: ' + err; return; }
-    var bytes = new Uint8Array(raw.length);
-    for (var i = 0; i < raw.length; i++) { bytes[i] = raw.charCodeAt(i); }
-    new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'))).json()
-      .then(function (data) {
-        data.maxDur = 0;
-        for (var j = 0; j < data.dur.length; j++) {
-          if (data.dur[j] > data.maxDur) { data.maxDur = data.dur[j]; }
-          data.ts[j] += tracks[ti].shift || 0;  /* the runs lined up meanwhile */
-        }
-        c.data = data;
-        api.chunksLoaded = (api.chunksLoaded || 0) + 1;
-        if (selection) { api.selection = summarise(selection.a, selection.b); showSelection(); }
-        draw();
-      })
-      .catch(function (err) {
-        c.failed = String(err);
-        if (selection) { api.selection = summarise(selection.a, selection.b); showSelection(); }
-      });
+    var read;
+    try { read = inflate(packed); } catch (err) { c.failed = 'not a chunk: ' + err; return; }
+    read.then(function (data) {
+      data.maxDur = 0;
+      for (var j = 0; j < data.dur.length; j++) {
+        if (data.dur[j] > data.maxDur) { data.maxDur = data.dur[j]; }
+        data.ts[j] += tracks[ti].shift || 0;  /* the runs lined up meanwhile */
+      }
+      c.data = data;
+      api.chunksLoaded = (api.chunksLoaded || 0) + 1;
+      if (selection) { api.selection = summarise(selection.a, selection.b); showSelection(); }
+      draw();
+    }).catch(function (err) {
+      c.failed = String(err);
+      if (selection) { api.selection = summarise(selection.a, selection.b); showSelection(); }
+    });
   };
   function requestDetail(h) {
     if (!DATA.chunk_dir || (view.b - view.a) / (width() - LABEL) > DATA.min_dur) { return; }
@@ -304,16 +326,35 @@
     details.textContent = '';
     if (!found) { return; }
     var t = found.track, i = found.index, src = found.src || t, list = found.list || names;
+    var ti = tracks.indexOf(t);
     var lines = [['slice', list[src.name_id[i]]], ['track', t.name + ' · ' + t.group],
                  ['start', fmt(src.ts[i])], ['duration', fmt(src.dur[i])],
                  ['own time', fmt(src.own[i])], ['depth', String(src.depth[i])]];
-    var note = src === t ? t.args[String(i)] : undefined;
-    if (note !== undefined) { lines.push(['recorded', notes[note]]); }
+    if (src === t && !notes) {
+      lines.push(['recorded', 'being read…']);
+      readNotes().then(function () { if (picked === found) { show(found); } });
+    } else if (src === t) {
+      var note = (notes.args[ti] || {})[String(i)];
+      if (notes.failed) { lines.push(['recorded', 'could not be read: ' + notes.failed]); }
+      if (note !== undefined) { lines.push(['recorded', notes.notes[note]]); }
+    }
     lines.forEach(function (pair) {
       var dt = document.createElement('dt'); dt.textContent = pair[0];
       var dd = document.createElement('dd'); dd.textContent = pair[1];
       details.appendChild(dt); details.appendChild(dd);
     });
+  }
+
+  /* what each slice's trace recorded (shapes, types, ids): read once, after the first draw
+     or at the first click */
+  var notesRead = null;
+  function readNotes() {
+    if (!notesRead) {
+      var el = document.getElementById('perfstack-timeline-notes');
+      notesRead = Promise.resolve().then(function () { return el ? inflate(el.textContent) : {notes: [], args: []}; })
+        .then(function (got) { notes = got; }, function (err) { notes = {notes: [], args: [], failed: String(err)}; });
+    }
+    return notesRead;
   }
 
   function summarise(a, b) {
@@ -579,5 +620,6 @@
   document.addEventListener('click', function () { setTimeout(maybe, 0); });
   window.addEventListener('resize', function () { if (api.visible()) { draw(); } });
   maybe();
+  if (pendingFind !== null) { api.find(pendingFind); pendingFind = null; }
   }
 })();

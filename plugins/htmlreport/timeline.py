@@ -8,8 +8,9 @@ events nested by time, ``depth``), each counter a *counter track*. Times are µs
 earliest event.
 
 The page draws what it is given, so the data is bounded: past :data:`MAX_SLICES` slices the
-shortest are left out (``min_dur`` says from what duration the page shows every slice) and
-the pane says so; the merged trace itself (``--format perfetto``) keeps them all.
+shortest are left out of the page (``min_dur`` says from what duration the page shows every
+slice), written beside it in chunks a zoom reads (``timelinefiles``), and the pane says so;
+the merged trace itself (``--format perfetto``) keeps them all.
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ from perfstack.report import Report
 from ..perfetto import merged_trace
 from ..runtracks import COMPILE_TRACK, MARK, STEPS_TRACK
 from .charts import esc
-from .timelinefiles import write_detail
+from .timelinefiles import pack, write_detail
 
-#: The most slices a page holds (a slice costs ~40 bytes of page data).
-MAX_SLICES = 200_000
+#: The most slices a page holds: its first level of detail, what the page parses before its
+#: first draw (a slice costs ~9 bytes of page, packed, and ~45 of JSON to parse).
+MAX_SLICES = 60_000
 #: Argument values kept for a slice's details (the rest is in the trace), and their length.
 KEPT_ARGS = ("Input Dims", "Input type", "External id", "correlation", "stream", "device",
              "grid", "block", "Sequence number", "held", "frame", "compile id", "why again")
@@ -232,10 +234,16 @@ def timeline(report: Report, base: Path | None,
             "aligned_at": trace["metadata"]["aligned_at"]}, said
 
 
-def timeline_pane(said: str, data_json: str) -> str:
+def timeline_pane(said: str, data: dict[str, Any]) -> str:
     """The pane's markup: its controls, the canvas's box, the details of a clicked slice and
-    the figures of a selected range (the script fills them), and its data (``data_json``,
-    escaped for a script element), read only when the pane is first shown."""
+    the figures of a selected range (the script fills them), and its data, packed
+    (:func:`~.timelinefiles.pack`: a fifth of the JSON's size, so the page is read sooner) and
+    read only when the pane is first shown. What a slice's trace recorded (its shapes, types
+    and ids: most of the data, read only by a click) is packed apart, read after the first
+    draw."""
+    tracks = [{k: v for k, v in t.items() if k != "args"} for t in data["tracks"]]
+    drawn = {**{k: v for k, v in data.items() if k != "notes"}, "tracks": tracks}
+    recorded = {"notes": data["notes"], "args": [t.get("args", {}) for t in data["tracks"]]}
     return (
         "<h2>Timeline</h2>"
         f'<p class="muted" id="timeline-said">{esc(said)}. Each backend\'s run starts at 0, '
@@ -252,4 +260,7 @@ def timeline_pane(said: str, data_json: str) -> str:
         '<span class="count" id="timeline-status"></span></div>'
         '<div id="timeline-box"></div>'
         '<dl id="timeline-details"></dl><div id="timeline-selection"></div>'
-        f'<script type="application/json" id="perfstack-timeline">{data_json}</script>')
+        '<script type="application/gzip+base64" id="perfstack-timeline">'
+        f"{pack(drawn)}</script>"
+        '<script type="application/gzip+base64" id="perfstack-timeline-notes">'
+        f"{pack(recorded)}</script>")

@@ -34,6 +34,19 @@ def _write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def pack(value: Any) -> str:
+    """``value`` as the page carries the timeline's data and a chunk its slices: compact JSON,
+    gzip-compressed (no timestamp in its header: the same data packs to the same text) and in
+    base64, a fifth of the JSON's size for a timeline's numbers."""
+    text = json.dumps(value, separators=(",", ":")).encode()
+    return base64.b64encode(gzip.compress(text, 6, mtime=0)).decode()
+
+
+def unpack(packed: str) -> Any:
+    """The value :func:`pack` packed."""
+    return json.loads(gzip.decompress(base64.b64decode(packed)))
+
+
 def folder_name(data: dict[str, Any]) -> str:
     """The detail folder's name: the same for the same timeline (a page written again
     rewrites it), another for another report's beside it."""
@@ -63,8 +76,7 @@ def write_detail(data: dict[str, Any], page_dir: Path) -> int:
                     "depth": [s[2] for s in part], "own": [round(s[3], 3) for s in part],
                     "name_id": [names.setdefault(s[4], len(names)) for s in part],
                     "names": list(names)}
-            packed = base64.b64encode(gzip.compress(
-                json.dumps(body, separators=(",", ":")).encode(), 6)).decode()
+            packed = pack(body)
             file = f"t{index}-{k // CHUNK}.js"
             _write(folder / file,
                    f'window.perfstackTimelineChunk({index},{k // CHUNK},"{packed}");\n')
