@@ -183,6 +183,9 @@ class RunContext:
     #: The warm-up runs before the baseline (``--warmup``): unmeasured, but what a first run
     #: pays (a cold compile cache) is in them.
     warmups: list[Outcome] = field(default_factory=list)
+    #: Set by ``perfstack attach``: the process was not started by perfstack and runs on
+    #: after; ``Backend.live`` says what attach() and stop() then owe it.
+    live: bool = False
 
 
 @datarecord
@@ -265,6 +268,11 @@ class Backend:
     #: one of the backends ``perfstack run --quick`` uses: cheap, and able to answer where the
     #: time goes by itself (a sampler), or reading the baseline run at no cost of its own
     quick: ClassVar[bool] = False
+    #: Able to look into a process perfstack did not start (``perfstack attach PID``): its
+    #: ``attach`` is called with ``ctx.live`` set, and must neither stop the process nor slow
+    #: it past its measuring; the attachment's ``stop()`` then ends the measuring at once,
+    #: keeping what was measured, and the process runs on.
+    live: ClassVar[bool] = False
     options: ClassVar[tuple[Option, ...]] = ()
     #: Under torchrun: True when its output is per workload process (in-process hooks, a pid
     #: attached to): attached and collected once per selected rank, in its folder; False for

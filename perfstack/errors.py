@@ -71,3 +71,8 @@ class MissingDependency(PerfstackError):
 
 class ClusterUnavailable(PerfstackError):
     """The Dask scheduler the command was pointed at cannot be reached."""
+
+
+class AttachRefused(PerfstackError):
+    """The process named cannot be looked into: the kernel refuses (another user's process,
+    ptrace restricted, a container without the capability)."""

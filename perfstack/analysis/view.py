@@ -75,6 +75,8 @@ class Header:
     #: under --steps: (run id, steps it reached) of each clean run that ended before them
     short_of_steps: list[tuple[str, int | None]] = field(default_factory=list)
     repeat: int | None = None  # the baseline runs asked for (0: none, a quick look)
+    #: set for ``perfstack attach``: {"pid", "sampled_s", "ended"} (``RunInfo.attached``)
+    attached: dict[str, Any] | None = None
 
 
 @datarecord
@@ -169,7 +171,7 @@ def _header(report: Report, facts: list[str]) -> Header:
                                   if not r.exit.clean], run.complete, summary, printed_by,
                   median_of, printed,
                   [f["path"] for f in run.analyzed] if run.analyzed is not None else None,
-                  run.steps, _short_of_steps(report), run.repeat)
+                  run.steps, _short_of_steps(report), run.repeat, run.attached)
 
 
 def _short_of_steps(report: Report) -> list[tuple[str, int | None]]:

@@ -19,8 +19,9 @@ from perfstack.pluginmanager import Plugins
 from perfstack.report import Report, Status
 
 
-def _output(plugins: Plugins, report: Report, ns: argparse.Namespace, what: str) -> int:
-    """Write the report (``-o`` or a new run folder), print it, write ``--html``."""
+def write_report(plugins: Plugins, report: Report, ns: argparse.Namespace, what: str) -> int:
+    """Write the report (``-o`` or a new run folder), print it, write ``--html`` (the options
+    :func:`add_report_options` adds; ``what``: where the report came from, for its line)."""
     from perfstack.cli.history import remember
     from perfstack.report.files import save_report
     from perfstack.run import rundir
@@ -91,7 +92,9 @@ def _readers(plugins: Plugins) -> list[str]:
         "none (no installed backend reads recorded files)"]
 
 
-def _common(parser: Parser, plugins: Plugins) -> None:
+def add_report_options(parser: Parser, plugins: Plugins) -> None:
+    """The options of a command that makes a report without a run of its own: what to print,
+    where to write it, the HTML beside it, and the view's options."""
     parser.add_argument("--format", default="text", choices=sorted(plugins.renderers()),
                         help="what to print (default: text; the JSON report is written "
                         "either way)")
@@ -155,7 +158,7 @@ def cmd_analyze(plugins: Plugins, argv: list[str]) -> int:
     where.add_argument("--scheduler-file", type=Path, metavar="FILE",
                        help="the Dask cluster whose scheduler wrote FILE "
                        "(dask scheduler --scheduler-file FILE)")
-    _common(parser, plugins)
+    add_report_options(parser, plugins)
     ns = parser.parse_args(argv)
     check_view_options(ns)
     cluster = executors.dask_address(ns.scheduler, ns.scheduler_file)
@@ -169,7 +172,7 @@ def cmd_analyze(plugins: Plugins, argv: list[str]) -> int:
     report = analyze(ns.paths, plugins, jobs=ns.jobs, cluster=cluster, progress=_RankProgress(),
                      expanded=(named, found))
     files = len(report.run.analyzed or [])
-    code = _output(plugins, report, ns, f"analysed from {files} file{'s' * (files != 1)}")
+    code = write_report(plugins, report, ns, f"analysed from {files} file{'s' * (files != 1)}")
     if not report.run.complete:
         print("perfstack: interrupted; the report is of the ranks read so far", file=sys.stderr)
         signals.note_interrupt()
@@ -233,7 +236,7 @@ def cmd_merge(plugins: Plugins, argv: list[str]) -> int:
     parser.add_argument("--force", action="store_true",
                         help="join reports of different workloads (another script or other "
                         "arguments) anyway")
-    _common(parser, plugins)
+    add_report_options(parser, plugins)
     ns = parser.parse_args(argv)
     check_view_options(ns)
     ns.reports = _node_reports(ns.reports)
@@ -249,4 +252,4 @@ def cmd_merge(plugins: Plugins, argv: list[str]) -> int:
     into = (ns.output.parent if ns.output is not None and not outputs.to_stdout(ns.output)
             else Path.cwd() if outputs.to_stdout(ns.output) else None)
     report = merge(nodes, [str(p) for p in ns.reports], into)
-    return _output(plugins, report, ns, f"merged from {len(ns.reports)} reports")
+    return write_report(plugins, report, ns, f"merged from {len(ns.reports)} reports")

@@ -47,6 +47,8 @@ EXIT_MISSING_DEPENDENCY = 11
 EXIT_DISTURBED = 12
 #: analyze --scheduler: the Dask scheduler cannot be reached
 EXIT_CLUSTER = 13
+#: ``perfstack attach``: the kernel refuses to let perfstack look into the process named
+EXIT_ATTACH = 14
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
 
@@ -62,6 +64,7 @@ EXIT_CODES: dict[type[errors.PerfstackError], int] = {
     errors.HistoryUnavailable: EXIT_HISTORY,
     errors.MissingDependency: EXIT_MISSING_DEPENDENCY,
     errors.ClusterUnavailable: EXIT_CLUSTER,
+    errors.AttachRefused: EXIT_ATTACH,
 }
 
 DEFAULT_RUNS_DIR = Path(".perfstack") / "runs"

@@ -96,6 +96,11 @@ def add_session_options(parser: Parser, backends: dict[str, BackendEntry]) -> No
     parser.add_argument("--collect-timeout", type=_seconds, default=600.0, metavar="S",
                         help="a backend whose collect step takes longer fails, and the others "
                         "go on (default: 600)")
+    add_backend_options(parser, backends)
+
+
+def add_backend_options(parser: Parser, backends: dict[str, BackendEntry]) -> None:
+    """Each backend's own options, as ``--<backend>-<option>`` flags in a group a backend."""
     for name, entry in sorted(backends.items()):
         if not entry.backend.options:
             continue

@@ -75,7 +75,8 @@ def _tree(nodes: list[Node], depth: int = 0) -> list[str]:
 def render_view(view: View) -> str:
     """Return the markdown report of a view."""
     h = view.header
-    title = " ".join(h.command) if h.analyzed is None else command_line(h)
+    title = (" ".join(h.command) if h.analyzed is None and h.attached is None
+             else command_line(h))
     out = [f"## perfstack: {escape(title)}", "",
            escape(" · ".join(h.facts)) + "  ", escape(wall_line(h)), ""]
     if not h.complete:

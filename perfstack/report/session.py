@@ -231,6 +231,10 @@ class RunInfo:
     analyzed: list[dict[str, str]] | None = None
     #: set by ``--steps``: {"warmup": K, "measured": N}: every run ended after K+N steps
     steps: dict[str, int] | None = None
+    #: set by ``perfstack attach``: nothing was started; a running process was measured
+    #: ({"pid": N, "sampled_s": seconds measured, "ended": "running" | "exited" |
+    #: "interrupted": how the measuring ended})
+    attached: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form."""
@@ -252,6 +256,8 @@ class RunInfo:
             out["analyzed"] = self.analyzed
         if self.steps is not None:
             out["steps"] = self.steps
+        if self.attached is not None:
+            out["attached"] = self.attached
         return out
 
     @classmethod

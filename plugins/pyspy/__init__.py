@@ -98,6 +98,7 @@ class PySpyBackend(Backend):
     openers = ((".speedscope.json", "speedscope, or speedscope.app"),)
     packages = ("py-spy",)
     quick = True  # a sampler: the time budget and the hottest functions by itself
+    live = True  # reads a running process's memory from outside: perfstack attach PID
     description = "py-spy sampling: Python functions and threads, GIL share, native frames"
     options = (
         Option("rate", "samples per second", 250, int, minimum=1, maximum=10_000),
@@ -105,7 +106,7 @@ class PySpyBackend(Backend):
         Option("idle", "include idle (waiting) threads' samples", flag=True),
         Option("subprocesses", "also sample the workload's child processes", flag=True),
         Option("gil_rate", "samples per second of the GIL pass (default: half of --pyspy-rate; "
-               "a second sampler at the full rate cost ~3%% of wall time on 2 busy CPUs)",
+               "a second sampler at the full rate cost ~3% of wall time on 2 busy CPUs)",
                None, int, minimum=1, maximum=10_000),
         Option("no_gil", "skip the GIL-share pass (one run instead of two)", flag=True),
         Option("wait_rate", "samples per second of the wait pass, which samples the main "
@@ -124,8 +125,9 @@ class PySpyBackend(Backend):
         return availability()
 
     def attach(self, ctx: RunContext, pid: int) -> Attachment:
-        """Start the samplers on the workload's pid."""
-        return attach(ctx, pid, self.run_count(ctx.options))
+        """Start the samplers on the workload's pid (attached to a live process: every pass
+        side by side, it has one run)."""
+        return attach(ctx, pid, 1 if ctx.live else self.run_count(ctx.options))
 
     def collect(self, ctx: RunContext, outcome: Outcome | None) -> Collected:
         """Read both profiles into rows."""

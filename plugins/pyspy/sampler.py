@@ -43,9 +43,12 @@ def _ptrace_scope() -> int | None:
 class Samplers:
     """The running py-spy processes; stop() waits for them to write their profiles."""
 
-    def __init__(self, procs: list[subprocess.Popen[bytes]], logs: Sequence[IO[bytes]]) -> None:
+    def __init__(self, procs: list[subprocess.Popen[bytes]], logs: Sequence[IO[bytes]],
+                 live: bool = False) -> None:
         self.procs = procs
         self.logs = logs
+        #: sampling a process perfstack did not start: stop() ends it at once (it runs on)
+        self.live = live
 
     def wait_ready(self, timeout_s: float) -> None:
         """Return once every py-spy says it samples ("Sampling process ..."), or has exited,
@@ -66,6 +69,13 @@ class Samplers:
             time.sleep(0.01)
 
     def stop(self) -> None:
+        """Wait for each py-spy to write its profile: it stops by itself when the workload
+        exits; one sampling a live process is asked to stop now (SIGINT: it writes what it
+        has and detaches, the process runs on)."""
+        if self.live:
+            for proc in self.procs:
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGINT)
         for proc in self.procs:
             try:
                 proc.wait(timeout=30)  # py-spy stops and writes when the workload exits
@@ -142,4 +152,4 @@ def attach(ctx: RunContext, pid: int, run_count: int) -> Samplers:
         procs.append(subprocess.Popen(
             [exe, *common, *extra, "-o", str(ctx.artifact_dir / name)],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
-    return Samplers(procs, logs)
+    return Samplers(procs, logs, live=ctx.live)

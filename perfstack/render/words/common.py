@@ -104,6 +104,8 @@ def _natural(name: str) -> list[int | str]:
 def command_line(h: Header) -> str:
     """The first line: the workload's command, or the files an analysed report was read from
     (of many, how many, their common folder, the first two and the last)."""
+    if h.attached is not None:
+        return f"attached to pid {h.attached['pid']}: $ " + " ".join(h.command)
     if h.analyzed is None:
         return "$ " + " ".join(h.command)
     n = len(h.analyzed)
@@ -146,6 +148,13 @@ def wall_line(h: Header) -> str:
     """The baseline's wall time with its spread, how many runs, how they ended."""
     if h.analyzed is not None:
         return (f"nothing was run: read in {fmt_seconds(h.duration_s)} · "
+                f"perfstack {h.perfstack_version}")
+    if h.attached is not None:
+        how = {"running": "it ran on", "exited": "it exited meanwhile",
+               "interrupted": "stopped early by the user; it ran on"}
+        return (f"nothing was started: measured {fmt_seconds(h.attached['sampled_s'])}, "
+                f"{how.get(h.attached['ended'], h.attached['ended'])} · no baseline run: the "
+                f"profiler's overhead and the unprofiled speed are unknown · "
                 f"perfstack {h.perfstack_version}")
     parts = []
     if h.wall is not None:
