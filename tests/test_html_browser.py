@@ -23,6 +23,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
 
+from perfstack.analysis.view import build
 from perfstack.report import Layer, Quantity, Report, Row
 from perfstack.report.files import load_report, save_report
 from tests.conftest import ROOT, perfstack_in, slow_host, two_rank_job
@@ -190,6 +191,18 @@ def test_tiny_mlp_sorts_searches_zooms_and_links(browser: WebDriver, tiny_report
     if kernel_links:
         kernel_links[0].click()
         assert browser.find_element(By.ID, "pane-kernels").is_displayed()
+    # Overview: the Metrics table, filled by the script, a row a metric as the JSON has it.
+    view = build(load_report(tiny_report), full=True)
+    overview = _pane(browser, "overview")
+    overview.find_element(By.CSS_SELECTOR, "#metrics summary").click()
+    metrics = overview.find_element(By.CSS_SELECTOR, 'table[data-table="metrics"]')
+    shown = [r.find_elements(By.TAG_NAME, "td")[0].text
+             for r in metrics.find_elements(By.CSS_SELECTOR, "tbody tr")]
+    assert shown == [m.name for m in view.metrics][:100], shown[:5]
+    search = overview.find_element(By.CSS_SELECTOR, '#metrics [data-role="search"]')
+    search.send_keys("wall_time")
+    rows = overview.find_element(By.CSS_SELECTOR, 'table[data-table="metrics"]')
+    assert all("wall_time" in r.text for r in rows.find_elements(By.CSS_SELECTOR, "tbody tr"))
     assert _console_errors(browser) == []
     for width in (1400, 800):
         browser.set_window_size(width, 1000)
