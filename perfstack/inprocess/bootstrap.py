@@ -28,7 +28,7 @@ import sys
 import time
 from collections.abc import Callable
 from types import FrameType
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from perfstack.inprocess.afterimport import when_imported
 from perfstack.run.filenames import (
@@ -42,6 +42,9 @@ from perfstack.run.filenames import (
     WINDOW_GO_FILE,
     WORKLOAD_ENV_FILE,
 )
+
+if TYPE_CHECKING:
+    from perfstack.inprocess.memwatch import Watch
 
 CONFIG_ENV = "PERFSTACK_BOOTSTRAP"
 STACK_SIGNAL = signal.SIGUSR1
@@ -274,6 +277,7 @@ def main(argv: list[str]) -> None:
         folder = os.path.join(folder, f"{RANK_PREFIX}{os.environ['RANK']}")
         os.makedirs(folder, exist_ok=True)
     log: IO[str] | None = None
+    watch: Watch | None = None
     if folder:
         # Kept open for the life of the process: faulthandler writes to its descriptor.
         log = open(os.path.join(folder, FAULTHANDLER_FILE), "w", encoding="utf-8")  # noqa: SIM115
@@ -289,6 +293,9 @@ def main(argv: list[str]) -> None:
         marks._pid = os.getpid()
         with contextlib.suppress(OSError):  # Linux: the resident memory after each step
             marks._statm = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
+        from perfstack.inprocess import memwatch
+
+        watch = memwatch.start(folder, marks._statm)
         when_imported("torch.optim.optimizer", _count_optimizer_steps)
         if config.get("steps"):
             _bound_steps(config["steps"], folder)
@@ -307,6 +314,8 @@ def main(argv: list[str]) -> None:
         sys.path.insert(0, first)  # started with -P: nothing to replace
     else:
         sys.path[0] = first
+    if watch is not None:
+        watch.script.set()
     try:
         if as_module:
             runpy.run_module(target, run_name="__main__", alter_sys=True)
@@ -314,6 +323,8 @@ def main(argv: list[str]) -> None:
             runpy.run_path(target, run_name="__main__")
     finally:
         script_end = time.time()  # what follows (hooks, atexit, the interpreter) is teardown
+        if watch is not None:  # the workload's memory, not the probe's or the hooks'
+            watch.stopped.set()
         if folder:
             from perfstack.inprocess import steps as marks
 

@@ -14,7 +14,8 @@ SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 MEASUREMENT_RULES = ("run.noisy-baseline", "run.single-baseline", "run.high-overhead")
 #: Said before every other finding of their severity: a failed run, then a machine busy with
 #: other programs (every figure after it is partly theirs).
-FIRST_RULES = ("run.crashed", "run.exited", "run.timeout", "run.busy-machine")
+FIRST_RULES = ("run.out-of-memory", "run.crashed", "run.exited", "run.timeout",
+               "run.busy-machine")
 
 
 def order_findings(findings: list[Finding]) -> list[Finding]:

@@ -77,6 +77,12 @@ class RunRecord:
     #: how many steps the workload marked in this run (perfstack.step() or an optimizer
     #: step), None where it marked none or the count was not saved
     steps: int | None = None
+    #: set where the run did not end cleanly: its memory at the end, to tell an out-of-memory
+    #: death ({"oom_killed": the OOM killer's count rose (None: not counted here),
+    #: "peak_rss_bytes", "peak_epoch_s", "stack": [[file, line, function], ...] innermost
+    #: first, the main thread where the last high was reached, "recent": [[epoch_s, bytes]],
+    #: "steps", "step_rss_bytes", "limits": {"cgroup"|"address_space"|"machine": bytes}})
+    memory: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form."""
@@ -103,6 +109,8 @@ class RunRecord:
             out["machine_load"] = self.machine_load
         if self.steps is not None:
             out["steps"] = self.steps
+        if self.memory is not None:
+            out["memory"] = self.memory
         return out
 
     @classmethod

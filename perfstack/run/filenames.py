@@ -30,6 +30,9 @@ HOOK_ERRORS_FILE = "inprocess-errors.log"
 WORKLOAD_ENV_FILE = "workload-env.json"
 #: The machine-speed probe timed in the workload's process.
 PROBE_FILE = "probe.json"
+#: The workload's resident memory at its last high, and where it was taken
+#: (perfstack.inprocess.memwatch): what explains an out-of-memory death
+MEMWATCH_FILE = "memory-watch.json"
 #: The figures the workload reported with ``perfstack.report_metric`` (one JSON per line).
 METRICS_FILE = "workload-metrics.jsonl"
 #: Under torchrun, each rank's files are in ``rank-N/``.

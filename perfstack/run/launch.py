@@ -16,6 +16,7 @@ from perfstack.report import RunRecord
 from perfstack.report.files import write_json_atomic
 from perfstack.run import rundir
 from perfstack.run.filenames import BOOTSTRAP_CONFIG_FILE
+from perfstack.run.oomfacts import memory_at_end
 from perfstack.run.process import ChildResult
 
 #: Start the bootstrap without the current folder on sys.path (Python 3.11+), so a folder
@@ -149,6 +150,8 @@ def record_of(label: str, role: str, backend: str | None, argv: list[str],
         python_stack=result.python_stack,
         stdout_tail=result.stdout_tail, stderr_tail=result.stderr_tail,
         machine_load=result.machine_load,
+        memory=(None if result.exit.clean or result.stdout is None
+                else memory_at_end(result.stdout.parent, result.oom_kills)),
     )
 
 

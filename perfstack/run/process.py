@@ -21,6 +21,7 @@ from typing import Any
 from perfstack import signals
 from perfstack.inprocess.bootstrap import STACK_SIGNAL
 from perfstack.machine import load as machineload
+from perfstack.machine import oomkill
 from perfstack.records import datarecord, field
 from perfstack.report import ExitInfo
 from perfstack.run import rundir, strays
@@ -68,6 +69,9 @@ class ChildResult:
     left_running: list[str] = field(default_factory=list)
     #: what else the machine did meanwhile (perfstack.machine.load.between)
     machine_load: dict[str, Any] | None = None
+    #: the kernel's OOM killer killed a process of this memory cgroup during the run (its
+    #: count rose); None where the machine does not count them
+    oom_kills: int | None = None
 
 
 def tail(path: Path, lines: int = TAIL_LINES, limit: int = 8192) -> str | None:
@@ -142,6 +146,7 @@ def run_child(
     # left a child of its own session running (a SIGHUP between the start and the watch).
     with signals.deferred(), open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         load_start = machineload.snapshot()
+        oom_start = oomkill.kills()
         begin = time.perf_counter()
         try:
             token = strays.new_token()  # inherited by everything the run starts
@@ -183,6 +188,8 @@ def run_child(
     state.poll_started()
     proc.returncode = waiter.status  # tell Popen the child is reaped
     load = machineload.between(load_start, machineload.snapshot(), waiter.end - begin)
+    oom_end = oomkill.kills()
+    oom_kills = oom_end - oom_start if oom_start is not None and oom_end is not None else None
     with signals.deferred():
         strays.end_group(proc.pid)  # anything the workload left behind in its group
         left_running = strays.stop_marked(token)  # and what left the group (new sessions)
@@ -213,6 +220,7 @@ def run_child(
         instructions_reason=counter_reason,
         machine_load=load,
         left_running=left_running,
+        oom_kills=oom_kills,
     )
 
 

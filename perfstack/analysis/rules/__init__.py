@@ -15,6 +15,7 @@ import re
 
 from perfstack.analysis.rules.children import children_compete, ranks_here
 from perfstack.analysis.rules.gpu import gpu_findings
+from perfstack.analysis.rules.memory import out_of_memory
 from perfstack.analysis.rules.time import share_of, time_rules
 from perfstack.analysis.stats import summarize
 from perfstack.hookmark import hookimpl
@@ -67,11 +68,13 @@ def _failures(report: Report) -> list[Finding]:
     from perfstack.analysis.origin import workload_dir
 
     home = workload_dir(report)
-    out = []
+    raised_at = {r.id: got[1] for r in report.run.runs if not r.exit.clean
+                 for got in [raised(r.stderr_tail, home)] if got is not None}
+    out, explained = out_of_memory(report, raised_at)  # said once, as what it is
     for kind in ("signalled", "exited", "timeout"):
         # A backend's extra runs (a sweep on another interpreter) are its own to judge.
-        bad = [r for r in report.run.runs
-               if r.exit.status == kind and not r.exit.clean and r.role != "extra"]
+        bad = [r for r in report.run.runs if r.exit.status == kind and not r.exit.clean
+               and r.role != "extra" and r.id not in explained]
         if not bad:
             continue
         first = bad[0]

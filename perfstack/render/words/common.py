@@ -179,7 +179,7 @@ def printed_caption(h: Header) -> str:
 
 
 #: The rules of a run that did not end cleanly: crashed, exited non-zero, hung.
-FAILED_RUN_RULES = ("run.crashed", "run.exited", "run.timeout")
+FAILED_RUN_RULES = ("run.out-of-memory", "run.crashed", "run.exited", "run.timeout")
 #: The finding that says other programs kept the machine busy: said before the answer.
 BUSY_RULE = "run.busy-machine"
 

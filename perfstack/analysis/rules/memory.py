@@ -1,0 +1,140 @@
+"""The out-of-memory post-mortem: a run that died of memory, said as such, at its line.
+
+A run died of memory when it raised ``MemoryError`` (an address-space limit, ``ulimit -v``,
+or an allocation the machine refused) or when the kernel's OOM killer ended it (SIGKILL
+while its memory cgroup's OOM-kill count rose; where the machine does not count them, SIGKILL
+with its last resident memory within :data:`NEAR_LIMIT` of a limit). What it knew of its
+memory is in its run record (``RunRecord.memory``: the in-process watch's last high, where
+the main thread was then, its memory after each step, its limits). The finding names the
+line (the MemoryError's raise site, else the watch's last high), what held the memory at the
+end, whether it rose step over step (a leak) or in one allocation, and the fix that fits.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from perfstack.analysis.origin import origin
+from perfstack.report import Finding, Report, RunRecord
+from perfstack.report.units import fmt_value
+
+RULE = "run.out-of-memory"
+#: A SIGKILLed run whose last high is this close to a limit died of memory, where the
+#: machine does not count OOM kills.
+NEAR_LIMIT = 0.9
+#: Resident memory after each step rising this much on average, step over step, over at
+#: least :data:`RISING_STEPS` steps, is a floor that rises: a leak.
+RISING_BYTES = 1 << 20
+RISING_STEPS = 3
+#: The names of the limits, as the finding says them.
+LIMIT_WORDS = {"cgroup": "its memory cgroup's limit", "address_space": "its address-space "
+               "limit (ulimit -v)", "machine": "the machine's memory"}
+
+
+def _bytes(n: float) -> str:
+    return fmt_value(float(n), "B")
+
+
+def _where(memory: dict[str, Any], home: str | None) -> str | None:
+    """``file:line in function`` of the innermost frame of the workload's own code in the
+    stack at the last high (else the innermost frame)."""
+    stack = memory.get("stack") or []
+    if not stack:
+        return None
+    ours = [f for f in stack if origin(str(f[0]), home).ours]
+    file, line, func = (ours or stack)[0]
+    return f"{file}:{line} in {func}"
+
+
+def died_of_memory(record: RunRecord) -> str | None:
+    """How ``record``'s run died of memory ('MemoryError', 'the OOM killer'), or None."""
+    tail = (record.stderr_tail or "").strip().splitlines()
+    if record.exit.status == "exited" and tail and tail[-1].startswith("MemoryError"):
+        return "MemoryError"
+    memory = record.memory or {}
+    if record.exit.status != "signalled" or record.exit.signal_name != "SIGKILL":
+        return None
+    if memory.get("oom_killed"):
+        return "the OOM killer"
+    peak, limits = memory.get("peak_rss_bytes"), memory.get("limits") or {}
+    if memory.get("oom_killed") is None and isinstance(peak, int) and any(
+            peak >= NEAR_LIMIT * v for k, v in limits.items() if k != "address_space"):
+        return "the OOM killer"
+    return None
+
+
+def _rise(steps: list[int]) -> float | None:
+    """The resident memory's mean rise a step, where it rose step over step (a floor
+    that rises), else None."""
+    if len(steps) < RISING_STEPS + 1:
+        return None
+    deltas = [b - a for a, b in itertools.pairwise(steps)]
+    mean = sum(deltas) / len(deltas)
+    rising = sum(1 for d in deltas if d > 0) >= 0.8 * len(deltas)
+    return mean if rising and mean >= RISING_BYTES else None
+
+
+def finding(record: RunRecord, how: str, home: str | None,
+            where_raised: str | None, ids: str) -> Finding:
+    """The out-of-memory finding of one run (``where_raised``: a MemoryError's raise site)."""
+    memory = record.memory or {}
+    where = where_raised or _where(memory, home)
+    evidence: list[str] = []
+    limits: dict[str, int] = memory.get("limits") or {}
+    peak = memory.get("peak_rss_bytes")
+    if how == "the OOM killer":
+        killer = next((k for k in ("cgroup", "machine") if k in limits), None)
+        evidence.append("killed by the kernel's OOM killer (SIGKILL)"
+                        + (f" at {LIMIT_WORDS[killer]}, {_bytes(limits[killer])}" if killer
+                           else "")
+                        + ("; its memory cgroup counted the kill" if memory.get("oom_killed")
+                           else ""))
+    else:
+        named = "address_space" if "address_space" in limits else None
+        evidence.append("MemoryError: an allocation was refused"
+                        + (f" under {LIMIT_WORDS[named]}, {_bytes(limits[named])}" if named
+                           else ""))
+    if isinstance(peak, int):
+        evidence.append(f"resident memory {_bytes(peak)} at its last high"
+                        + (f", taken at {_where(memory, home)}" if memory.get("stack") else ""))
+    steps: list[int] = memory.get("step_rss_bytes") or []
+    rise = _rise(steps)
+    if rise is not None:
+        evidence.append(f"rising step over step: {_bytes(steps[0])} after the first step "
+                        f"recorded, {_bytes(steps[-1])} after step {memory.get('steps')} "
+                        f"(+{_bytes(rise)} a step): a floor that rises is memory kept across "
+                        "steps")
+        action = ("something kept across steps holds memory (a list or cache that grows each "
+                  "step, a tensor kept with its graph: loss instead of loss.item()): keep "
+                  "only what the next step needs; perfstack run --plugins memray names the "
+                  "allocations that stay")
+    else:
+        action = ("one part of the work needs more memory than there is: a smaller batch, "
+                  "the data in chunks or streamed instead of held whole, activation "
+                  "checkpointing for a model, or a higher limit; perfstack run --plugins "
+                  "memray names the allocations that held the memory")
+    stack = memory.get("stack") or []
+    if stack:
+        evidence.append("the stack then: " + " ← ".join(
+            f"{f[2]} ({str(f[0]).rsplit('/', 1)[-1]}:{f[1]})" for f in stack[:4]))
+    evidence.append(f"runs: {ids}")
+    return Finding(rule=RULE, title="out of memory" + (f" at {where}" if where else ""),
+                   layer="run", severity="critical", evidence=evidence, action=action,
+                   source="perfstack")
+
+
+def out_of_memory(report: Report, raised_at: dict[str, str]) -> tuple[list[Finding], set[str]]:
+    """The out-of-memory finding (the first run that died of memory names it; the others
+    are counted), and the ids of the runs it explains (``raised_at``: run id -> where a
+    MemoryError was raised, from its traceback)."""
+    from perfstack.analysis.origin import workload_dir
+
+    dead = [(r, how) for r in report.run.runs if r.role != "extra"
+            for how in [died_of_memory(r)] if how is not None]
+    if not dead:
+        return [], set()
+    first, how = dead[0]
+    ids = ", ".join(r.id for r, _ in dead)
+    return ([finding(first, how, workload_dir(report), raised_at.get(first.id), ids)],
+            {r.id for r, _ in dead})

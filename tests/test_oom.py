@@ -1,0 +1,172 @@
+"""The out-of-memory post-mortem, on real deaths: a workload that keeps 20 MiB a step until
+its own address-space limit (MemoryError) or a memory cgroup's limit (the kernel's OOM killer
+sends SIGKILL) stops it, and one that asks for too much at once. The truth is the workload's
+source: the line that allocates, 20 MiB a step."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from perfstack.analysis.rules.memory import died_of_memory
+from perfstack.report import ExitInfo, RunRecord
+from perfstack.report.files import load_report
+from tests.conftest import ROOT, perfstack_env, perfstack_in
+
+WORKLOAD = ROOT / "tests" / "workloads" / "grows_until_oom.py"
+MIB = 1 << 20
+
+
+def _line(text: str) -> int:
+    """The line of the workload's source that holds ``text``."""
+    lines = WORKLOAD.read_text("utf-8").splitlines()
+    return next(i for i, line in enumerate(lines, 1) if text in line)
+
+
+def _oom(report_path: Path) -> dict[str, object]:
+    data = json.loads(report_path.read_text("utf-8"))
+    found = [f for f in data["findings"] if f["rule"] == "run.out-of-memory"]
+    assert len(found) == 1, [f["rule"] for f in data["findings"]]
+    assert data["findings"][0]["rule"] == "run.out-of-memory"  # it leads
+    return found[0]  # type: ignore[no-any-return]
+
+
+def test_memory_kept_step_over_step_dies_of_memoryerror_at_its_line(tmp_path: Path) -> None:
+    """The address space limited to 300 MiB more than the start: MemoryError in ``keep``;
+    the answer leads with the line, the limit, and 20 MiB a step kept (the fix for a leak)."""
+    done = perfstack_in(tmp_path, "run", "--plugins", "resources", "--repeat", "1",
+                        "--warmup", "0", "-o", "r.json", str(WORKLOAD), "--", "300")
+    assert done.code == 8, done.stderr
+    where = f"{WORKLOAD}:{_line('kept.append(')} in keep"
+    assert f"The workload failed: out of memory at {where}." in " ".join(done.stdout.split())
+    found = _oom(tmp_path / "r.json")
+    assert found["title"] == f"out of memory at {where}"
+    evidence = found["evidence"]
+    assert isinstance(evidence, list)
+    assert evidence[0].startswith("MemoryError: an allocation was refused under its "
+                                  "address-space limit (ulimit -v), ")
+    assert "(+20 MiB a step): a floor that rises is memory kept across steps" in evidence[2]
+    assert str(found["action"]).startswith("something kept across steps holds memory")
+    report = load_report(tmp_path / "r.json")
+    for run in report.run.runs:
+        assert run.memory is not None and run.memory["oom_killed"] is not True
+        steps = run.memory["step_rss_bytes"]
+        rises = [b - a for a, b in itertools.pairwise(steps)]
+        assert rises and all(abs(r - 20 * MIB) < 2 * MIB for r in rises), rises
+
+
+def test_one_allocation_too_big_is_not_called_a_leak(tmp_path: Path) -> None:
+    """Three steps that keep nothing, then twice the limit at once: the line of that
+    allocation, and the fix for a part of the work too big, not for memory kept."""
+    done = perfstack_in(tmp_path, "run", "--plugins", "resources", "--repeat", "1",
+                        "--warmup", "0", "-o", "r.json", str(WORKLOAD), "--", "300", "once")
+    assert done.code == 8, done.stderr
+    found = _oom(tmp_path / "r.json")
+    line = _line("return bytearray(2 * limit_mib")
+    assert found["title"] == f"out of memory at {WORKLOAD}:{line} in all_at_once"
+    assert str(found["action"]).startswith("one part of the work needs more memory")
+    assert not any("rising step over step" in e for e in found["evidence"])  # type: ignore[attr-defined]
+
+
+@contextlib.contextmanager
+def _memory_cgroup(limit: int) -> Iterator[Path]:
+    """A memory cgroup of its own with ``limit`` bytes (v1 or v2, as the machine has), its
+    ``cgroup.procs`` to join it; removed afterwards."""
+    name = f"perfstack-test-{uuid.uuid4().hex[:8]}"
+    v1, v2 = Path("/sys/fs/cgroup/memory"), Path("/sys/fs/cgroup")
+    if (v1 / "memory.limit_in_bytes").exists():
+        folder, knob = v1 / name, "memory.limit_in_bytes"
+    elif "memory" in (v2 / "cgroup.subtree_control").read_text() if (
+            v2 / "cgroup.subtree_control").exists() else False:
+        folder, knob = v2 / name, "memory.max"
+    else:
+        pytest.skip("this machine has no memory cgroup controller to limit a run with")
+    try:
+        folder.mkdir()
+        (folder / knob).write_text(str(limit))
+    except OSError as exc:
+        pytest.skip(f"a memory cgroup cannot be made here ({exc.strerror}): needs root")
+    try:
+        yield folder / "cgroup.procs"
+    finally:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+def test_the_kernels_oom_killer_is_named_with_the_cgroups_limit(tmp_path: Path) -> None:
+    """perfstack and the workload in a memory cgroup of 400 MiB: the kernel's OOM killer
+    ends the workload (SIGKILL), which writes nothing on its way out; the report names the
+    killer, the cgroup's limit, the line the memory watch last saw take memory, and the
+    20 MiB a step it kept."""
+    with _memory_cgroup(400 * MIB) as procs:
+        command = [sys.executable, "-m", "perfstack", "run", "--plugins", "resources",
+                   "--repeat", "1", "--warmup", "0", "-q", "-o", "r.json", str(WORKLOAD)]
+        done = subprocess.run(
+            ["sh", "-c", f'echo $$ > "{procs}" && exec "$@"', "sh", *command], cwd=tmp_path,
+            env=perfstack_env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 8, done.stderr
+    found = _oom(tmp_path / "r.json")
+    # where a sample last found the memory rising: in keep, or the loop's line calling it
+    # or marking the step (sampled: which one is the sampler's luck, all of them the loop's)
+    lines = {f"{_line('kept.append(')} in keep", f"{_line('keep(kept)')} in <module>",
+             f"{_line('keep(kept)') + 1} in <module>"}
+    title = str(found["title"])
+    assert title.startswith(f"out of memory at {WORKLOAD}:"), title
+    assert title.split(f"{WORKLOAD}:")[1] in lines, (title, lines)
+    evidence = found["evidence"]
+    assert isinstance(evidence, list)
+    assert evidence[0] == ("killed by the kernel's OOM killer (SIGKILL) at its memory "
+                           "cgroup's limit, 400 MiB; its memory cgroup counted the kill")
+    assert "(+20 MiB a step): a floor that rises" in evidence[2]
+    report = load_report(tmp_path / "r.json")
+    run = report.run.runs[0]
+    assert run.exit.signal_name == "SIGKILL" and run.memory is not None
+    assert run.memory["oom_killed"] is True and run.memory["limits"]["cgroup"] == 400 * MIB
+    assert run.memory["peak_rss_bytes"] <= 400 * MIB
+
+
+def _record(status: str, signal_name: str | None = None, tail: str = "",
+            memory: dict[str, object] | None = None) -> RunRecord:
+    return RunRecord(id="r", role="baseline", backend=None, argv=[], started="", wall_s=1.0,
+                     exit=ExitInfo(status, 1 if status == "exited" else None,
+                                   9 if signal_name else None, signal_name),
+                     stderr_tail=tail, memory=memory)
+
+
+@pytest.mark.parametrize(("record", "how"), [
+    (_record("exited", tail="Traceback ...\nMemoryError\n"), "MemoryError"),
+    (_record("exited", tail="Traceback ...\nValueError: no\n"), None),
+    (_record("signalled", "SIGKILL", memory={"oom_killed": True}), "the OOM killer"),
+    (_record("signalled", "SIGKILL", memory={"oom_killed": False,
+                                             "peak_rss_bytes": 390, "limits": {"cgroup": 400}}),
+     None),  # counted, and not by the OOM killer: a kill of someone else's
+    (_record("signalled", "SIGKILL", memory={"oom_killed": None, "peak_rss_bytes": 390,
+                                             "limits": {"cgroup": 400}}), "the OOM killer"),
+    (_record("signalled", "SIGKILL", memory={"oom_killed": None, "peak_rss_bytes": 100,
+                                             "limits": {"machine": 400}}), None),
+    (_record("signalled", "SIGSEGV", memory={"oom_killed": True}), None),
+])
+def test_what_counts_as_dying_of_memory(record: RunRecord, how: str | None) -> None:
+    """A MemoryError; a SIGKILL the cgroup counted; uncounted, a SIGKILL within 10% of a
+    limit: and nothing else."""
+    assert died_of_memory(record) == how
+
+
+def test_a_clean_run_keeps_no_memory_record(tmp_path: Path) -> None:
+    """The memory at the end is kept only for a run that did not end cleanly."""
+    script = tmp_path / "fine.py"
+    script.write_text("print('ok')\n")
+    done = perfstack_in(tmp_path, "run", "--plugins", "resources", "--repeat", "1",
+                        "--warmup", "0", "-q", "-o", "r.json", str(script))
+    assert done.code == 0, done.stderr
+    assert all(r.memory is None for r in load_report(tmp_path / "r.json").run.runs)
+    assert os.environ.get("PERFSTACK_MEMORY_WATCH") != "0"
