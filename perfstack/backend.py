@@ -183,8 +183,7 @@ class RunContext:
     #: The warm-up runs before the baseline (``--warmup``): unmeasured, but what a first run
     #: pays (a cold compile cache) is in them.
     warmups: list[Outcome] = field(default_factory=list)
-    #: Set by ``perfstack attach``: the process was not started by perfstack and runs on
-    #: after; ``Backend.live`` says what attach() and stop() then owe it.
+    #: Set by ``perfstack attach``: a process perfstack did not start (``Backend.live``).
     live: bool = False
 
 
@@ -262,16 +261,12 @@ class Backend:
     #: is not run, and says why. None: it sees any workload.
     needs_import: ClassVar[str | None] = None
     opt_in: ClassVar[bool] = False  # heavy, or changing what it measures: only when named
-    #: With no run of its own: joins any ``--plugins`` that does not name it (refused with
-    #: ``-NAME``), said in the report; left out where it had nothing to say.
+    #: With no run of its own: joins any ``--plugins`` not naming it (refused with ``-NAME``).
     rides: ClassVar[bool] = False
-    #: one of the backends ``perfstack run --quick`` uses: cheap, and able to answer where the
-    #: time goes by itself (a sampler), or reading the baseline run at no cost of its own
+    #: used by ``run --quick``: cheap, and answers where the time goes by itself (a sampler)
     quick: ClassVar[bool] = False
-    #: Able to look into a process perfstack did not start (``perfstack attach PID``): its
-    #: ``attach`` is called with ``ctx.live`` set, and must neither stop the process nor slow
-    #: it past its measuring; the attachment's ``stop()`` then ends the measuring at once,
-    #: keeping what was measured, and the process runs on.
+    #: Can measure a process perfstack did not start (``perfstack attach``): attach() gets
+    #: ``ctx.live``, must not stop the process, and its stop() ends measuring at once.
     live: ClassVar[bool] = False
     options: ClassVar[tuple[Option, ...]] = ()
     #: Under torchrun: True when its output is per workload process (in-process hooks, a pid
@@ -294,17 +289,14 @@ class Backend:
     #: The metrics this backend publishes, by name prefix (``"budget."``, ``"gpu_busy"``): a
     #: report that lacks them can say which installed backend would give them.
     publishes: ClassVar[tuple[str, ...]] = ()
-    #: How a person opens the raw outputs this backend keeps: (file name ending, what opens
-    #: it) pairs, such as ``(".speedscope.json", "speedscope, or speedscope.app")``. Every
-    #: format's list of raw outputs shows it beside each file that ends so.
+    #: How a person opens the raw outputs this backend keeps, shown beside each file so named:
+    #: (file name ending, what opens it), ``(".speedscope.json", "speedscope.app")``.
     openers: ClassVar[tuple[tuple[str, str], ...]] = ()
-    #: The distributions this backend relies on (``("py-spy",)``): the environment block
-    #: records the version of each that is installed.
+    #: The distributions it relies on (``("py-spy",)``): the environment records their versions.
     packages: ClassVar[tuple[str, ...]] = ()
     #: What to tell a reader when something this backend would give is missing, by the gap's
-    #: name. The core names the gaps and says these words: ``"op-callers"``, framework ops not
-    #: linked to the Python functions that called them (``{"op-callers": "run X with --X-Y to
-    #: record the calling functions"}``).
+    #: name, which the core names: ``"op-callers"``, framework ops not linked to the Python
+    #: functions that called them (``{"op-callers": "run X with --X-Y to record them"}``).
     advice: ClassVar[dict[str, str]] = {}
 
     def run_count(self, options: dict[str, Any]) -> int:

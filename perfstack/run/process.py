@@ -311,8 +311,10 @@ def _exit_info(status: int, stop_reason: str | None, fatal: int | None = None) -
 
 def _ours(line: str) -> bool:
     # Frames of the bootstrap and of the runpy calls it makes: not the workload's stack.
-    return ("<frozen runpy>" in line or f"perfstack{os.sep}run{os.sep}bootstrap.py" in line
-            or f"perfstack{os.sep}probe.py" in line or f"{os.sep}runpy.py" in line)
+    return ("<frozen runpy>" in line
+            or f"perfstack{os.sep}inprocess{os.sep}bootstrap.py" in line
+            or f"perfstack{os.sep}machine{os.sep}probe.py" in line
+            or f"{os.sep}runpy.py" in line)
 
 
 def _read_stack(folder: Path) -> str | None:
@@ -320,7 +322,11 @@ def _read_stack(folder: Path) -> str | None:
         text = (folder / FAULTHANDLER_FILE).read_text("utf-8", errors="replace").strip()
     except OSError:
         return None
-    text = "\n".join(line for line in text.splitlines() if not _ours(line))
+    # perfstack's own threads in the workload (the memory watch) are not the workload's
+    blocks = [b for b in text.split("\n\n")
+              if not (b.startswith("Thread 0x")
+                      and f"perfstack{os.sep}inprocess{os.sep}memwatch.py" in b)]
+    text = "\n".join(line for line in "\n\n".join(blocks).splitlines() if not _ours(line))
     if not text:
         return None
     return text if len(text) <= STACK_LIMIT else text[:STACK_LIMIT] + "\n..."

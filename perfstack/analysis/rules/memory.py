@@ -75,9 +75,18 @@ def _rise(steps: list[int]) -> float | None:
     return mean if rising and mean >= RISING_BYTES else None
 
 
+def _naming(profilers: list[str], which: str) -> str:
+    """'; perfstack run --plugins X names the allocations ...', for a backend of this run
+    that measures the memory layer, else where to find one."""
+    return (f"; perfstack run --plugins {profilers[0]} names the allocations {which}"
+            if profilers else f"; a run with a backend of the memory layer ('perfstack "
+            f"plugins' lists them) names the allocations {which}")
+
+
 def finding(record: RunRecord, how: str, home: str | None,
-            where_raised: str | None, ids: str) -> Finding:
-    """The out-of-memory finding of one run (``where_raised``: a MemoryError's raise site)."""
+            where_raised: str | None, ids: str, profilers: list[str]) -> Finding:
+    """The out-of-memory finding of one run (``where_raised``: a MemoryError's raise site;
+    ``profilers``: the installed backends that measure the memory layer)."""
     memory = record.memory or {}
     where = where_raised or _where(memory, home)
     evidence: list[str] = []
@@ -107,13 +116,12 @@ def finding(record: RunRecord, how: str, home: str | None,
                         "steps")
         action = ("something kept across steps holds memory (a list or cache that grows each "
                   "step, a tensor kept with its graph: loss instead of loss.item()): keep "
-                  "only what the next step needs; perfstack run --plugins memray names the "
-                  "allocations that stay")
+                  f"only what the next step needs{_naming(profilers, 'that stay')}")
     else:
         action = ("one part of the work needs more memory than there is: a smaller batch, "
                   "the data in chunks or streamed instead of held whole, activation "
-                  "checkpointing for a model, or a higher limit; perfstack run --plugins "
-                  "memray names the allocations that held the memory")
+                  "checkpointing for a model, or a higher limit"
+                  f"{_naming(profilers, 'that held the memory')}")
     stack = memory.get("stack") or []
     if stack:
         evidence.append("the stack then: " + " ← ".join(
@@ -136,5 +144,7 @@ def out_of_memory(report: Report, raised_at: dict[str, str]) -> tuple[list[Findi
         return [], set()
     first, how = dead[0]
     ids = ", ".join(r.id for r, _ in dead)
-    return ([finding(first, how, workload_dir(report), raised_at.get(first.id), ids)],
-            {r.id for r, _ in dead})
+    profilers = [b.name for b in report.backends if "memory" in b.layers
+                 and b.status != "unavailable"]
+    return ([finding(first, how, workload_dir(report), raised_at.get(first.id), ids,
+                     profilers)], {r.id for r, _ in dead})
