@@ -9,9 +9,8 @@ each a method with a safe default:
 - ``attach(ctx, pid)``: what it attaches to the running workload (a sampler, a tracer).
 - ``collect(ctx, outcome)``: how its raw output becomes normalized rows and metrics.
 
-Every backend gets its own isolated run of the workload (so no profiler disturbs another's
-numbers), unless it sets ``own_run = False``: then it reads the baseline runs, which is right
-for measurements that cost nothing (the OS's resource accounting).
+Every backend gets its own run of the workload (no profiler disturbs another's numbers),
+unless it sets ``own_run = False`` and reads the baseline runs (costless measurements).
 """
 
 from __future__ import annotations
@@ -34,8 +33,7 @@ class Availability:
     ok: bool
     reason: str | None = None
     fix: str | None = None
-    #: the traceback when the backend's own check raised (``availability``)
-    error: str | None = None
+    error: str | None = None  # the traceback when the backend's own check raised
 
     @classmethod
     def yes(cls) -> Availability:
@@ -260,7 +258,7 @@ class Backend:
     #: (``"torch"`` for torch.profiler): when the baseline runs show it never did, the backend
     #: is not run, and says why. None: it sees any workload.
     needs_import: ClassVar[str | None] = None
-    opt_in: ClassVar[bool] = False  # heavy, or changing what it measures: only when named
+    opt_in: ClassVar[bool] = False  # heavy, or changes what it measures: only when named
     #: With no run of its own: joins any ``--plugins`` not naming it (refused with ``-NAME``).
     rides: ClassVar[bool] = False
     #: used by ``run --quick``: cheap, and answers where the time goes by itself (a sampler)
@@ -268,6 +266,8 @@ class Backend:
     #: Can measure a process perfstack did not start (``perfstack attach``): attach() gets
     #: ``ctx.live``, must not stop the process, and its stop() ends measuring at once.
     live: ClassVar[bool] = False
+    #: ``"module:function"`` recording on demand in a ``run --on-demand`` job (inprocess.ondemand)
+    capture: ClassVar[str | None] = None
     options: ClassVar[tuple[Option, ...]] = ()
     #: Under torchrun: True when its output is per workload process (in-process hooks, a pid
     #: attached to): attached and collected once per selected rank, in its folder; False for

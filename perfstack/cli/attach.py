@@ -41,7 +41,8 @@ def _pid(text: str) -> int:
     return int(text)
 
 
-def _options(ns: argparse.Namespace, chosen: list[BackendEntry]) -> dict[str, dict[str, Any]]:
+def options_of(ns: argparse.Namespace, chosen: list[BackendEntry]) -> dict[str, dict[str, Any]]:
+    """Each chosen backend's options; a shared flag (``--native``) set in each having it."""
     out: dict[str, dict[str, Any]] = {}
     for entry in chosen:
         name = entry.backend.name
@@ -99,7 +100,7 @@ def cmd_attach(plugins: Plugins, argv: list[str]) -> int:
           f"{', '.join(e.backend.name for e in chosen)} (Ctrl-C ends it sooner; the process "
           "runs on)", file=sys.stderr, flush=True)
     try:
-        report = attached.attach_session(plugins, target, chosen, _options(ns, chosen),
+        report = attached.attach_session(plugins, target, chosen, options_of(ns, chosen),
                                          ns.duration, run_dir)
     except errors.PerfstackError:  # refused before anything was measured: no empty folder
         shutil.rmtree(run_dir, ignore_errors=True)

@@ -39,13 +39,14 @@ def _top_parser() -> Parser:
                         metavar="MODULE|no:NAME",
                         help="load the plugin module MODULE, or disable the plugin NAME with "
                         "no:NAME (repeatable), as pytest's -p")
-    commands = ["run", "ab", "sweep", "attach", "analyze", "merge", "show", "diff", "validate",
-                "plugins", "env", "history", "trend", "gate"]
+    commands = ["run", "ab", "sweep", "attach", "capture", "analyze", "merge", "show", "diff",
+                "validate", "plugins", "env", "history", "trend", "gate"]
     parser.add_argument("command", nargs="?", choices=commands,
                         help="run: profile a workload; ab: compare two versions of it, runs "
                         "interleaved; sweep: run it per setting of "
                         "environment variables (thread counts); attach: measure a running "
-                        "process for a while; analyze: a report from "
+                        "process for a while; capture: record N steps of a job run "
+                        "--on-demand; analyze: a report from "
                         "profiles recorded elsewhere (traces of a cluster job); merge: join "
                         "the nodes' reports of one job; show: print a report; "
                         "diff: compare two reports; validate: check report files; plugins: "
@@ -171,6 +172,10 @@ def _dispatch(argv: list[str]) -> int:
         from perfstack.cli.attach import cmd_attach
 
         return cmd_attach(plugins, top.rest)
+    if top.command == "capture":
+        from perfstack.cli.capture import cmd_capture
+
+        return cmd_capture(plugins, top.rest)
     if top.command == "diff":
         from perfstack.cli.diff import cmd_diff
 

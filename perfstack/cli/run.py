@@ -11,6 +11,7 @@ from perfstack import errors, signals
 from perfstack.backend import Workload
 from perfstack.cli import outputs
 from perfstack.cli.common import EXIT_BACKENDS_FAILED, EXIT_OK, EXIT_WORKLOAD_FAILED
+from perfstack.cli.ondemand import arm_hook, note_captures, ondemand_armed
 from perfstack.cli.runargs import build_parser
 from perfstack.cli.session import prepare, split_workload_args, workload_of
 from perfstack.cli.show import check_view_options
@@ -69,6 +70,7 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
 
         quick_plan(ns, own, backends)
     prepared = prepare(plugins, ns, own, "run")  # --ranks passed on to backends taking it
+    armed = ondemand_armed(prepared, ns) if ns.on_demand else []  # (checked before any run)
     workload = workload_of(ns, workload_args)
     if ns.job_dir is not None:
         use_job_dir(ns, prepared.distributed["torchrun_args"])
@@ -90,8 +92,15 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     report_path: Path = ns.output if ns.output is not None and not to_stdout \
         else run_dir / REPORT_FILE
     session = prepared.session(workload, run_dir, report_path.parent.resolve(),
-                               answer_first=answer_first)
+                               answer_first=answer_first and not ns.on_demand)
+    if ns.on_demand:
+        session.runner.riders.append(arm_hook(armed, prepared))
+        print(f"perfstack: on demand: {', '.join(e.backend.name for e in armed)} armed in "
+              f"the workload; record N steps with 'perfstack capture {run_dir} --steps N'",
+              file=sys.stderr, flush=True)
     report = session.execute()
+    if ns.on_demand:
+        note_captures(report, run_dir, armed)
     with signals.deferred():  # a second signal must not lose the report being written
         save_report(report, report_path)
         remember(report, report_path)

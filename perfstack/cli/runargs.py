@@ -167,6 +167,12 @@ def build_parser(backends: dict[str, BackendEntry]) -> Parser:
                         "(a sampler, and those reading the baseline) instead of --plugins, "
                         "the sampler's run first and its answer said at once, then one "
                         "baseline run and no warm-up")
+    parser.add_argument("--on-demand", action="store_true",
+                        help="run the workload once, recording nothing, with the named "
+                        "backends that can record on demand (--plugins; default: every one) "
+                        "armed inside it: 'perfstack capture' then records N steps of it as "
+                        "often as asked while it runs (steps: perfstack.step() or optimizer "
+                        "steps)")
     parser.add_argument("--baseline-first", action="store_true",
                         help="make the warm-up and baseline runs before every backend's (by "
                         "default the sampler runs first, so that its answer comes after one "

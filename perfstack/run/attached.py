@@ -64,6 +64,8 @@ def _workload(t: ptrace.Target) -> Workload:
     args = t.argv[1:]
     while args and args[0].startswith("-") and args[0] not in ("-m", "-c"):
         args = args[1:]  # the interpreter's own flags (-u, -X dev, -O)
+    if args[:2] == ["-m", "perfstack.inprocess.bootstrap"]:  # a run perfstack started
+        args = args[2:]
     cwd = t.cwd or "/"
     if args and args[0] not in ("-m", "-c") and not args[0].startswith("-"):
         return Workload(os.path.join(cwd, args[0]), args[1:])
@@ -90,72 +92,106 @@ def checked(pid: int) -> ptrace.Target:
     return target
 
 
+class Live:
+    """The backends attached to one running process, from start to their records."""
+
+    def __init__(self, target: ptrace.Target, selected: list[BackendEntry],
+                 options: dict[str, dict[str, Any]], run_dir: Path) -> None:
+        """Attach each of ``selected`` that can run here (its files in ``run_dir/<name>``);
+        AttachRefused where none could."""
+        self.target, self.run_dir = target, run_dir
+        self.results: list[BackendResult] = []
+        self.ready: list[tuple[BackendEntry, RunContext, Attachment | None]] = []
+        workload = _workload(target)
+        for entry in selected:
+            said = availability(entry.backend)
+            if not said.ok:
+                self.results.append(assembly.result_of(
+                    entry, Status.UNAVAILABLE, reason=said.reason, fix=said.fix))
+                continue
+            folder = run_dir / entry.backend.name
+            folder.mkdir(parents=True, exist_ok=True)
+            ctx = RunContext(entry.backend.name, workload, folder,
+                             options.get(entry.backend.name, {}), None, live=True)
+            called = call(partial(entry.backend.attach, ctx, target.pid), "attach")
+            if not called.ok:
+                self.results.append(assembly.result_of(
+                    entry, Status.FAILED, reason=called.said() or "attach() raised",
+                    traceback=called.error))
+                continue
+            self.ready.append((entry, ctx, called.value))
+        if not self.ready:
+            why = ("; ".join(f"{r.name}: {r.reason}" for r in self.results)
+                   or "no backend can attach")
+            raise errors.AttachRefused(f"nothing could attach to process {target.pid}: {why}")
+
+    def wait_ready(self, timeout_s: float = 5.0) -> None:
+        """Return once each sampler that needs a moment to attach samples."""
+        for _, _, attachment in self.ready:
+            waiting = getattr(attachment, "wait_ready", None)
+            if callable(waiting):
+                waiting(timeout_s)
+
+    def stop(self) -> None:
+        """End every backend's measuring; the process runs on."""
+        for _, _, attachment in self.ready:
+            if attachment is not None:
+                call(attachment.stop, "stop")
+
+    def collect(self, started: datetime, sampled_s: float, ended: str | None,
+                timeout_s: float = 600.0) -> tuple[list[BackendResult], list[Collected]]:
+        """Each backend's records of the ``sampled_s`` seconds from ``started``
+        (``ended``: 'exited' where the process ended meanwhile)."""
+        record = RunRecord(id="attached", role="backend", backend=None, argv=self.target.argv,
+                           started=started.isoformat(timespec="milliseconds"),
+                           wall_s=sampled_s,
+                           exit=ExitInfo("exited", 0) if ended is None else ExitInfo("exited"))
+        results, collected = list(self.results), []
+        for entry, ctx, _ in self.ready:
+            result = assembly.result_of(entry, Status.OK)
+            outcome = Outcome(replace(record, backend=entry.backend.name), ctx.artifact_dir,
+                              self.target.pid, int(started.timestamp() * 1e9))
+            kept = collect(result, entry.backend, ctx, outcome, nproc=None, ranks_spec="",
+                           per_rank=False, timeout_s=timeout_s, errors=[],
+                           report_dir=self.run_dir)
+            result.wall_s = sampled_s
+            if kept is not None:
+                collected.append(kept)
+            results.append(result)
+        return results, collected
+
+
+def run_info(target: ptrace.Target, started: datetime, sampled_s: float, how: str,
+             complete: bool) -> RunInfo:
+    """The report's run: nothing started, process ``target`` measured (``how`` it ended)."""
+    return RunInfo(command=target.argv or [f"pid {target.pid}"], cwd=target.cwd or "",
+                   started=started.isoformat(timespec="seconds"), duration_s=sampled_s,
+                   perfstack_version=perfstack.__version__, repeat=0, warmup=0,
+                   timeout_s=None, complete=complete, runs=[],
+                   attached={"pid": target.pid, "sampled_s": round(sampled_s, 3),
+                             "ended": how})
+
+
 def attach_session(plugins: Plugins, target: ptrace.Target, selected: list[BackendEntry],
                    options: dict[str, dict[str, Any]], duration_s: float, run_dir: Path,
                    collect_timeout_s: float = 600.0) -> Report:
     """Measure the process (:func:`checked`) with ``selected`` for ``duration_s`` seconds
     (less where it exits or the user stops it first) and return the report; its files are
     in ``run_dir``. AttachRefused where no backend could attach."""
-    pid = target.pid
-    workload = _workload(target)
-    results: list[BackendResult] = []
-    ready: list[tuple[BackendEntry, RunContext, Attachment | None]] = []
-    for entry in selected:
-        said = availability(entry.backend)
-        if not said.ok:
-            results.append(assembly.result_of(entry, Status.UNAVAILABLE, reason=said.reason,
-                                              fix=said.fix))
-            continue
-        folder = run_dir / entry.backend.name
-        folder.mkdir(parents=True, exist_ok=True)
-        ctx = RunContext(entry.backend.name, workload, folder,
-                         options.get(entry.backend.name, {}), None, live=True)
-        called = call(partial(entry.backend.attach, ctx, pid), "attach")
-        if not called.ok:
-            results.append(assembly.result_of(entry, Status.FAILED,
-                                              reason=called.said() or "attach() raised",
-                                              traceback=called.error))
-            continue
-        ready.append((entry, ctx, called.value))
-    if not ready:
-        why = "; ".join(f"{r.name}: {r.reason}" for r in results) or "no backend can attach"
-        raise errors.AttachRefused(f"nothing could attach to process {pid}: {why}")
+    live = Live(target, selected, options, run_dir)
     started = datetime.now(timezone.utc)
     interrupted = False
     try:
-        for _, _, attachment in ready:  # a sampler that needs a moment to attach
-            waiting = getattr(attachment, "wait_ready", None)
-            if callable(waiting):
-                waiting(5.0)
+        live.wait_ready()
         started = datetime.now(timezone.utc)
-        sampled_s, ended = _wait(pid, duration_s)
+        sampled_s, ended = _wait(target.pid, duration_s)
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM: stop measuring, keep what was measured
         interrupted, ended = True, None
         sampled_s = (datetime.now(timezone.utc) - started).total_seconds()
     finally:
-        for _, _, attachment in ready:
-            if attachment is not None:
-                call(attachment.stop, "stop")
-    record = RunRecord(id="attached", role="backend", backend=None, argv=target.argv,
-                       started=started.isoformat(timespec="milliseconds"), wall_s=sampled_s,
-                       exit=ExitInfo("exited", 0) if ended is None else ExitInfo("exited"))
-    collected: list[Collected] = []
-    for entry, ctx, _ in ready:
-        result = assembly.result_of(entry, Status.OK)
-        outcome = Outcome(replace(record, backend=entry.backend.name), ctx.artifact_dir, pid,
-                          int(started.timestamp() * 1e9))
-        kept = collect(result, entry.backend, ctx, outcome, nproc=None, ranks_spec="",
-                       per_rank=False, timeout_s=collect_timeout_s, errors=[],
-                       report_dir=run_dir)
-        result.wall_s = sampled_s
-        if kept is not None:
-            collected.append(kept)
-        results.append(result)
-    attached = {"pid": pid, "sampled_s": round(sampled_s, 3),
-                "ended": "exited" if ended else "interrupted" if interrupted else "running"}
-    run = RunInfo(command=target.argv or [f"pid {pid}"], cwd=target.cwd or "",
-                  started=started.isoformat(timespec="seconds"), duration_s=sampled_s,
-                  perfstack_version=perfstack.__version__, repeat=0, warmup=0,
-                  timeout_s=None, complete=not interrupted, runs=[], attached=attached)
+        live.stop()
+    results, collected = live.collect(started, sampled_s, ended, collect_timeout_s)
+    how = "exited" if ended else "interrupted" if interrupted else "running"
+    run = run_info(target, started, sampled_s, how, not interrupted)
     return assembly.build_report(run, plugins.environment(), results, collected,
                                  plugins.findings)

@@ -33,6 +33,12 @@ PROBE_FILE = "probe.json"
 #: The workload's resident memory at its last high, and where it was taken
 #: (perfstack.inprocess.memwatch): what explains an out-of-memory death
 MEMWATCH_FILE = "memory-watch.json"
+#: ``run --on-demand``: the armed rider's pid and backends (perfstack.inprocess.ondemand)
+ONDEMAND_FILE = "ondemand.json"
+#: ``perfstack capture``'s request to the armed rider, written whole
+CAPTURE_REQUEST_FILE = "capture-request.json"
+#: the folder of the captures, one folder each (1, 2, ...), in the armed run's folder
+CAPTURES_DIR = "captures"
 #: The figures the workload reported with ``perfstack.report_metric`` (one JSON per line).
 METRICS_FILE = "workload-metrics.jsonl"
 #: Under torchrun, each rank's files are in ``rank-N/``.

@@ -52,6 +52,7 @@ class TorchBackend(Backend):
     layers = (Layer.FRAMEWORK, Layer.KERNEL, Layer.PYTHON, Layer.MODULE, Layer.MEMORY,
               Layer.COMPILE)
     needs_import = "torch"
+    capture = "perfstack_plugins.torchprof.ondemand:start"  # perfstack capture's N steps
     description = "torch.profiler: ops with shapes, FLOPs and memory; CUDA kernels; Perfetto trace"
     openers = ((".pt.trace.json", "ui.perfetto.dev or TensorBoard"),
                (".pt.trace.json.gz", "ui.perfetto.dev"),

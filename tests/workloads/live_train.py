@@ -4,7 +4,8 @@ trained on (``train_step``: a torch MLP's forward, backward and update, ~10 ms o
 and the step count, with the seconds spent so far in each of the two, is written to the file
 named by the first argument (a heartbeat: the loop ran on; and the truth, timed by hand, a
 report must agree with: ``train_step`` is the hottest own code, about half the wall time
-waits in ``load_batch``)."""
+waits in ``load_batch``). With ``mark`` as its second argument each step is marked with
+``perfstack.step()`` (a step is then the loop's, not each optimizer step's)."""
 
 import os
 import sys
@@ -31,6 +32,9 @@ if __name__ == "__main__":
     torch.manual_seed(0)
     torch.set_num_threads(1)
     beat = sys.argv[1]
+    mark = sys.argv[2:] == ["mark"]
+    if mark:
+        import perfstack
     model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(),
                                 torch.nn.Linear(256, 8))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -44,6 +48,8 @@ if __name__ == "__main__":
         loading += loaded - began
         training += time.perf_counter() - loaded
         steps += 1
+        if mark:
+            perfstack.step()
         with open(beat + ".tmp", "w") as fh:
             fh.write(f"{steps} {loading:.6f} {training:.6f} {time.time():.6f}")
         os.replace(beat + ".tmp", beat)

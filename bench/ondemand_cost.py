@@ -1,0 +1,73 @@
+"""What an armed, idle on-demand rider costs a job (``perfstack run --on-demand``: the torch
+backend armed, nothing recording): the workload's step time armed and plain, side by side.
+
+    .venv/bin/python bench/ondemand_cost.py [--rounds 6] [--workload workloads/tiny_mlp.py]
+
+Each round runs the installed perfstack twice on the workload, in an order reversed every
+other round: ``run --on-demand --plugins torch`` (one run, armed, never captured) and
+``run --plugins resources --repeat 1 --warmup 0`` (one plain run); it reads each run's
+``step_time`` (else ``wall_time``) and prints each way's median and the ratio armed/plain
+taken within each round (min, median, max); then the idle rider's own cost a step, timed in
+this process (``Rider.on_step`` with no request: one ``os.stat``), which is what the armed
+job pays beyond the plain one. Run it alone on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+import timeit
+from pathlib import Path
+
+from timing import add_workload, perfstack_command, spread, workload_of
+
+from perfstack.inprocess.ondemand import Rider
+
+ARMED = ["--on-demand", "--plugins", "torch"]
+PLAIN = ["--plugins", "resources", "--repeat", "1", "--warmup", "0"]
+
+
+def _figure(workload: str, args: list[str], folder: Path, armed: bool) -> tuple[str, float]:
+    report = folder / ("armed.json" if armed else "plain.json")
+    subprocess.run([perfstack_command(), "run", *(ARMED if armed else PLAIN), "-q", "-o",
+                    str(report), workload, "--", *args], check=True, cwd=folder,
+                   env={**os.environ, "PERFSTACK_HISTORY": "off"},
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    metrics = {m["name"]: m for m in json.loads(report.read_text("utf-8"))["metrics"]
+               if m.get("source") == "baseline"}
+    name = "step_time" if "step_time" in metrics else "wall_time"
+    return name, float(metrics[name]["value"])
+
+
+def main() -> None:
+    """Print each way's median figure and the ratio within rounds."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=6)
+    add_workload(p)
+    ns = p.parse_args()
+    workload, args = workload_of(ns)
+    armed: list[float] = []
+    plain: list[float] = []
+    name = ""
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(ns.rounds):
+            for which in ((True, False) if r % 2 == 0 else (False, True)):
+                name, value = _figure(workload, args, Path(tmp), which)
+                (armed if which else plain).append(value)
+    ratios = [a / b for a, b in zip(armed, plain, strict=True)]
+    print(f"{Path(workload).name}, {name} of one run, {ns.rounds} rounds: armed "
+          f"{statistics.median(armed) * 1e3:.3f} ms, plain {statistics.median(plain) * 1e3:.3f}"
+          f" ms; armed/plain {spread(ratios, '.3f')}")
+    with tempfile.TemporaryDirectory() as tmp:
+        idle = Rider(tmp, [])
+        calls = 200_000
+        seconds = timeit.timeit(idle.on_step, number=calls)
+    print(f"the idle rider at each step: {seconds / calls * 1e6:.2f} µs")
+
+
+if __name__ == "__main__":
+    main()

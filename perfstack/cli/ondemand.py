@@ -1,0 +1,66 @@
+"""``perfstack run --on-demand``: the workload run once with the backends that record on
+demand (``Backend.capture``) armed inside it, recording nothing until ``perfstack capture``
+asks (perfstack.inprocess.ondemand); the run's report lists the captures made."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from perfstack import errors
+from perfstack.backend import InProcessHook, availability
+from perfstack.cli.session import Prepared, backend_options
+from perfstack.pluginmanager import BackendEntry
+from perfstack.report import Report
+from perfstack.run.filenames import CAPTURES_DIR
+
+#: The in-process hook that arms the rider.
+ARM = "perfstack.inprocess.ondemand:arm"
+
+
+def ondemand_armed(prepared: Prepared, ns: argparse.Namespace) -> list[BackendEntry]:
+    """The backends to arm (those chosen that record on demand and can run here); the
+    session is made one plain run of the workload, no backend's own."""
+    if ns.nproc_per_node:
+        raise errors.UsageError("--on-demand is for one process; a torchrun job is not armed "
+                                "yet (capture each rank with 'perfstack attach')")
+    able = [e for e in prepared.selected if e.backend.capture]
+    if ns.plugins is not None:
+        refused = [e.backend.name for e in prepared.selected
+                   if not e.backend.capture and not e.backend.rides]
+        if refused:
+            raise errors.UsageError(
+                f"--on-demand: {', '.join(refused)} cannot record on demand; these can: "
+                + (", ".join(n for n, e in sorted(prepared.backends.items())
+                             if e.backend.capture) or "none installed"))
+    armed = [e for e in able if availability(e.backend).ok]
+    if not armed:
+        raise errors.UsageError("--on-demand: no backend that records on demand can run here "
+                                "('perfstack plugins' says why)")
+    prepared.selected = []  # nothing runs of its own: the one run is the job
+    ns.repeat, ns.warmup = 1, 0
+    return armed
+
+
+def arm_hook(armed: list[BackendEntry], prepared: Prepared) -> InProcessHook:
+    """The in-process hook that arms ``armed`` with their options in the job."""
+    options = backend_options(prepared.ns, armed)
+    return InProcessHook(ARM, {"hooks": [
+        {"backend": e.backend.name, "target": e.backend.capture,
+         "options": options.get(e.backend.name, {})} for e in armed]})
+
+
+def note_captures(report: Report, run_dir: Path, armed: list[BackendEntry]) -> None:
+    """Say in the run's report what was armed and each capture made (its report's path)."""
+    made = []
+    for folder in sorted(run_dir.glob(f"baseline-*/{CAPTURES_DIR}/*"), key=lambda p: (
+            p.parent.parent.name, int(p.name) if p.name.isdigit() else 0)):
+        try:
+            done = json.loads((folder / "done.json").read_text("utf-8"))
+        except (OSError, ValueError):
+            continue
+        made.append({"id": done.get("id"), "steps": done.get("steps"),
+                     "folder": str(folder)})
+    report.environment["on_demand"] = {"armed": [e.backend.name for e in armed],
+                                       "captures": made}
