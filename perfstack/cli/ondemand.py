@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from perfstack import errors
@@ -43,8 +44,12 @@ def ondemand_armed(prepared: Prepared, ns: argparse.Namespace) -> list[BackendEn
     return armed
 
 
-def arm_hook(armed: list[BackendEntry], prepared: Prepared) -> InProcessHook:
-    """The in-process hook that arms ``armed`` with their options in the job."""
+def arm_hook(armed: list[BackendEntry], prepared: Prepared, run_dir: Path) -> InProcessHook:
+    """The in-process hook that arms ``armed`` with their options in the job (and the line
+    saying how to capture it)."""
+    print(f"perfstack: on demand: {', '.join(e.backend.name for e in armed)} armed in the "
+          f"workload; record N steps with 'perfstack capture {run_dir} --steps N'",
+          file=sys.stderr, flush=True)
     options = backend_options(prepared.ns, armed)
     return InProcessHook(ARM, {"hooks": [
         {"backend": e.backend.name, "target": e.backend.capture,

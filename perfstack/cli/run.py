@@ -94,10 +94,7 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     session = prepared.session(workload, run_dir, report_path.parent.resolve(),
                                answer_first=answer_first and not ns.on_demand)
     if ns.on_demand:
-        session.runner.riders.append(arm_hook(armed, prepared))
-        print(f"perfstack: on demand: {', '.join(e.backend.name for e in armed)} armed in "
-              f"the workload; record N steps with 'perfstack capture {run_dir} --steps N'",
-              file=sys.stderr, flush=True)
+        session.runner.riders.append(arm_hook(armed, prepared, run_dir))
     report = session.execute()
     if ns.on_demand:
         note_captures(report, run_dir, armed)

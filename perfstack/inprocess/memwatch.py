@@ -139,7 +139,7 @@ class Watch(threading.Thread):
                 last = rss
                 if rss >= self.written * GROWTH and rss - self.written >= MIN_GROWTH_BYTES:
                     self._write(rss, now, self.stack)
-            self.stopped.wait(INTERVAL_S)
+            time.sleep(INTERVAL_S)
 
     def on_step(self) -> None:
         """After each step the workload marks (the step's resident memory is just read): a
