@@ -293,9 +293,10 @@ def main(argv: list[str]) -> None:
         marks._pid = os.getpid()
         with contextlib.suppress(OSError):  # Linux: the resident memory after each step
             marks._statm = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
-        from perfstack.inprocess import memwatch
+        if config.get("memory_watch"):
+            from perfstack.inprocess import memwatch
 
-        watch = memwatch.start(folder, marks._statm)
+            watch = memwatch.start(folder, marks._statm)
         when_imported("torch.optim.optimizer", _count_optimizer_steps)
         if config.get("steps"):
             _bound_steps(config["steps"], folder)

@@ -33,6 +33,9 @@ def write_config(folder: Path, launch: Launch, role: str, steps: StepWindow | No
         "artifact_dir": str(folder.resolve()),
         "inprocess": [{"target": h.target, "options": h.options} for h in launch.inprocess],
         "probe": role != "extra",
+        # the memory watch (what an out-of-memory death leaves) in the runs no profiler is
+        # in: a thread of ours there would be one more to sample (py-spy --native: 3x slower)
+        "memory_watch": role in ("warmup", "baseline"),
         **({"steps": {"warmup": steps.warmup, "measured": steps.measured}} if steps else {}),
     })
     return config

@@ -142,7 +142,9 @@ def out_of_memory(report: Report, raised_at: dict[str, str]) -> tuple[list[Findi
             for how in [died_of_memory(r)] if how is not None]
     if not dead:
         return [], set()
-    first, how = dead[0]
+    # the first that kept what the memory watch saw (the unprofiled runs keep one)
+    first, how = next(((r, h) for r, h in dead if (r.memory or {}).get("peak_rss_bytes")),
+                      dead[0])
     ids = ", ".join(r.id for r, _ in dead)
     profilers = [b.name for b in report.backends if "memory" in b.layers
                  and b.status != "unavailable"]
