@@ -11,7 +11,8 @@ Each backend's run is its own process group, aligned at that run's workload star
 - NVML: power, utilisation and memory as counter tracks over the sampler's time;
 - memray: the heap and resident memory over time, and the heap's peak with what held it;
 - the CUDA allocator's history (``--torch-memory`` on a GPU): each device's allocated and
-  reserved memory over time, and the allocated peak with the lines that held it;
+  reserved memory over time, the allocated peak with the lines that held it, and torch's
+  own peak with what each memory category held;
 - every run perfstack started: its steps, its resident memory after each step and its
   compiles (``runtracks``).
 

@@ -302,7 +302,8 @@ def test_the_cuda_allocator_s_curve_peaks_where_the_memory_pane_says(tmp_path: P
     """The H200 run's CUDA allocator snapshot (tests/fixtures/gpu-runs/recheck/memory): its
     allocated memory over time reaches the Memory pane's peak (cuda_peak_allocated) at one
     instant, marked with the pane's own site that held the most then (cuDNN's workspace while
-    it benchmarks), and the file is read with every class refused."""
+    it benchmarks); torch's own peak marked with its categories where the curve holds their
+    sum; and the file is read with every class refused."""
     import pickle
 
     from perfstack_plugins.torchprof.cudacurve import cuda_memory_events, load
@@ -323,6 +324,19 @@ def test_the_cuda_allocator_s_curve_peaks_where_the_memory_pane_says(tmp_path: P
     marker = next(e for e in events if e.get("cat") == "perfstack mark")
     assert marker["name"] == (f"peak allocated {fmt_bytes(peak.value)}: {top.name} "
                               f"{fmt_bytes(top.values['at_peak'].value)}")
+    # torch's own peak in its profiled steps, with what each category held then: placed on
+    # the allocator's curve where it holds what the categories add up to (same clock)
+    cycle = json.loads((folder / "torch" / "torch-memory.json").read_text())["cycles"][0]
+    held = cycle["devices"]["cuda:0"]["categories"]
+    ours = next(e for e in events if e.get("cat") == "perfstack mark"
+                and e["name"].startswith("torch's peak"))
+    assert ours["name"].startswith(f"torch's peak {fmt_bytes(sum(held.values()))}: activation "
+                                   f"{fmt_bytes(held['activation'])}, ")
+    assert "optimizer state" in ours["args"]["held"] and "gradient" in ours["args"]["held"]
+    curve = sorted((e["ts"], e["args"]["value"]) for e in events
+                   if e.get("name") == "GPU 0 allocated (B)")
+    then = [v for ts, v in curve if ts <= ours["ts"]][-1]
+    assert then == pytest.approx(sum(held.values()), rel=0.05)
     bad = tmp_path / "evil.pickle"
     bad.write_bytes(pickle.dumps(Path("/")))  # a class: refused, never built
     with pytest.raises(ValueError, match="not a CUDA memory snapshot"):

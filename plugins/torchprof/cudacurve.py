@@ -1,5 +1,6 @@
 """The CUDA caching allocator's history as trace events: each device's allocated and reserved
-memory over time, and the allocated peak marked with the lines whose blocks held it.
+memory over time, the allocated peak marked with the lines whose blocks held it, and torch's
+own peak in its profiled steps marked with what each category held (``torch-memory.json``).
 
 Read from the snapshot the torch backend keeps with ``--torch-memory`` on a GPU
 (``cuda-memory.pickle``: ``torch.cuda.memory._snapshot()``): ``device_traces`` holds each
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import pickle
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,7 @@ from perfstack.run.rundir import RunFolder
 
 from ..runtracks import MARK
 from .cudasnap import block_site, peak_blocks
+from .memcats import MEMORY_SIDECAR
 
 #: Thread id of a device's peak track (plus the device's index).
 PEAK_TID = 9_000_200
@@ -110,7 +113,7 @@ def _device(pid: int, device: int, trace: list[dict[str, Any]], segments: list[A
     top = sorted(held.items(), key=lambda kv: -kv[1])[:PEAK_LINES]
     tid = PEAK_TID + device
     out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
-                "args": {"name": f"GPU {device} allocated peak"}})
+                "args": {"name": f"GPU {device} memory peaks"}})
     out.append({"ph": "X", "pid": pid, "tid": tid, "dur": 0.0, "cat": MARK, "ts": at,
                 "name": f"peak allocated {fmt_bytes(peak)}: {top[0][0]} {fmt_bytes(top[0][1])}",
                 "args": {"held": "; ".join(f"{w} {fmt_bytes(b)}" for w, b in top)}})
@@ -133,4 +136,34 @@ def cuda_memory_events(path: Path, pid: int, limit: int) -> list[dict[str, Any]]
     for device, trace in enumerate(traces):
         if isinstance(trace, list) and trace:
             out += _device(pid, device, trace, segments, start_us)
+    return out + _categories(path.parent / MEMORY_SIDECAR, pid, start_us)
+
+
+def _categories(sidecar: Path, pid: int, start_us: float) -> list[dict[str, Any]]:
+    """torch's own peak in each profiled cycle (``--torch-memory``: its memory profile, which
+    names each tensor's category), marked on the device's peak track with what each
+    category held then: parameters, gradients, optimizer state, activations..."""
+    try:
+        cycles = json.loads(sidecar.read_text("utf-8")).get("cycles") or []
+    except (OSError, ValueError, AttributeError):
+        return []
+    out: list[dict[str, Any]] = []
+    for cycle in cycles:
+        for name, device in ((cycle.get("devices") or {}) if isinstance(cycle, dict)
+                             else {}).items():
+            held = device.get("categories") if isinstance(device, dict) else None
+            if not (str(name).startswith("cuda:") and isinstance(held, dict)
+                    and isinstance(device.get("at_us"), (int, float))):
+                continue
+            index = int(str(name).split(":")[1] or 0)
+            top = sorted(((str(k), int(v)) for k, v in held.items()
+                          if isinstance(v, (int, float)) and v > 0), key=lambda kv: -kv[1])
+            if not top:
+                continue
+            out.append({"ph": "X", "pid": pid, "tid": PEAK_TID + index, "dur": 0.0,
+                        "cat": MARK, "ts": float(device["at_us"]) - start_us,
+                        "name": f"torch's peak {fmt_bytes(sum(b for _, b in top))}: "
+                        + ", ".join(f"{k.replace('_', ' ')} {fmt_bytes(b)}" for k, b in top[:3]),
+                        "args": {"held": "; ".join(f"{k.replace('_', ' ')} {fmt_bytes(b)}"
+                                                   for k, b in top)}})
     return out
