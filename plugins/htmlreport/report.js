@@ -31,6 +31,12 @@
     });
     if (history.replaceState) { history.replaceState(null, '', '#' + id); }
     if (id === 'pane-python' && flame) { flame.draw(); }
+    /* a pane's tables are laid out when it is first shown: a page opened on one pane (a
+       job's Timeline) does not lay out the others' rows before it draws */
+    var pane = document.getElementById(id);
+    Object.keys(tables).forEach(function (tid) {
+      if (!tables[tid].drawn && pane.contains(tables[tid].box)) { tables[tid].render(); }
+    });
     return true;
   }
   function follow(pane, table, filter) {
@@ -97,7 +103,7 @@
     this.more = el('button', {'class': 'more', type: 'button'}, 'show more');
     this.more.addEventListener('click', function () { self.limit += PAGE * 5; self.render(); });
     box.appendChild(this.more);
-    this.render();
+    this.drawn = false;  /* rendered when its pane is first shown (showPane) */
   }
   Table.prototype.search = function (text) {
     this.input.value = text; this.query = text; this.limit = PAGE; this.render();
@@ -149,6 +155,7 @@
     return rows;
   };
   Table.prototype.render = function () {
+    this.drawn = true;
     var self = this, spec = this.spec, rows = this.rows();
     var table = el('table', {'data-table': spec.id});
     var head = el('tr');
