@@ -14,17 +14,16 @@ machine.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
 import tempfile
 from pathlib import Path
 
-from timing import add_workload, perfstack_command, spread, workload_of
+from timing import add_workload, perfstack_command, spread, step_figure, two_ways, workload_of
 
 
-def _figure(workload: str, args: list[str], folder: Path, watch: bool) -> tuple[str, float]:
+def _figure(workload: str, args: list[str], folder: Path, watch: bool) -> float:
     report = folder / ("on.json" if watch else "off.json")
     env = {**os.environ, "PERFSTACK_MEMORY_WATCH": "1" if watch else "0",
            "PERFSTACK_HISTORY": "off"}
@@ -32,10 +31,7 @@ def _figure(workload: str, args: list[str], folder: Path, watch: bool) -> tuple[
                     "--warmup", "0", "-q", "-o", str(report), workload, "--", *args],
                    check=True, env=env, cwd=folder, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
-    metrics = {m["name"]: m for m in json.loads(report.read_text("utf-8"))["metrics"]
-               if m.get("source") == "baseline"}
-    name = "step_time" if "step_time" in metrics else "wall_time"
-    return name, float(metrics[name]["value"])
+    return step_figure(report)[1]
 
 
 def main() -> None:
@@ -45,14 +41,9 @@ def main() -> None:
     add_workload(p)
     ns = p.parse_args()
     workload, args = workload_of(ns)
-    on: list[float] = []
-    off: list[float] = []
-    name = ""
     with tempfile.TemporaryDirectory() as tmp:
-        for r in range(ns.rounds):
-            for watch in ((True, False) if r % 2 == 0 else (False, True)):
-                name, value = _figure(workload, args, Path(tmp), watch)
-                (on if watch else off).append(value)
+        on, off = two_ways(ns.rounds, lambda watch: _figure(workload, args, Path(tmp), watch))
+        name = step_figure(Path(tmp) / "on.json")[0]
     ratios = [a / b for a, b in zip(on, off, strict=True)]
     print(f"{Path(workload).name}, {name} (baseline median of 3 runs), {ns.rounds} rounds: "
           f"with the watch {statistics.median(on) * 1e3:.3f} ms, without "

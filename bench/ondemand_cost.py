@@ -15,7 +15,6 @@ job pays beyond the plain one. Run it alone on the machine.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -23,7 +22,7 @@ import tempfile
 import timeit
 from pathlib import Path
 
-from timing import add_workload, perfstack_command, spread, workload_of
+from timing import add_workload, perfstack_command, spread, step_figure, two_ways, workload_of
 
 from perfstack.inprocess.ondemand import Rider
 
@@ -31,33 +30,26 @@ ARMED = ["--on-demand", "--plugins", "torch"]
 PLAIN = ["--plugins", "resources", "--repeat", "1", "--warmup", "0"]
 
 
-def _figure(workload: str, args: list[str], folder: Path, armed: bool) -> tuple[str, float]:
+def _figure(workload: str, args: list[str], folder: Path, armed: bool) -> float:
     report = folder / ("armed.json" if armed else "plain.json")
     subprocess.run([perfstack_command(), "run", *(ARMED if armed else PLAIN), "-q", "-o",
                     str(report), workload, "--", *args], check=True, cwd=folder,
                    env={**os.environ, "PERFSTACK_HISTORY": "off"},
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    metrics = {m["name"]: m for m in json.loads(report.read_text("utf-8"))["metrics"]
-               if m.get("source") == "baseline"}
-    name = "step_time" if "step_time" in metrics else "wall_time"
-    return name, float(metrics[name]["value"])
+    return step_figure(report)[1]
 
 
 def main() -> None:
-    """Print each way's median figure and the ratio within rounds."""
+    """Print each way's median figure and the ratio within rounds, then the idle check's."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=6)
     add_workload(p)
     ns = p.parse_args()
     workload, args = workload_of(ns)
-    armed: list[float] = []
-    plain: list[float] = []
-    name = ""
     with tempfile.TemporaryDirectory() as tmp:
-        for r in range(ns.rounds):
-            for which in ((True, False) if r % 2 == 0 else (False, True)):
-                name, value = _figure(workload, args, Path(tmp), which)
-                (armed if which else plain).append(value)
+        armed, plain = two_ways(ns.rounds, lambda which: _figure(workload, args, Path(tmp),
+                                                                   which))
+        name = step_figure(Path(tmp) / "armed.json")[0]
     ratios = [a / b for a, b in zip(armed, plain, strict=True)]
     print(f"{Path(workload).name}, {name} of one run, {ns.rounds} rounds: armed "
           f"{statistics.median(armed) * 1e3:.3f} ms, plain {statistics.median(plain) * 1e3:.3f}"

@@ -12,7 +12,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 
@@ -97,3 +97,24 @@ def print_table(times: dict[str, list[float]], reference: str) -> None:
         print(f"{name:<36} {statistics.median(values) * 1e3:7.1f}ms "
               f"{min(values) * 1e3:7.1f}ms {max(values) * 1e3:7.1f}ms   "
               f"{min(r):8.2f}x {statistics.median(r):6.2f}x {max(r):6.2f}x")
+
+
+def step_figure(report: Path) -> tuple[str, float]:
+    """The baseline's ``step_time`` in a report (else its ``wall_time``): its name and value."""
+    import json
+
+    metrics = {m["name"]: m for m in json.loads(report.read_text("utf-8"))["metrics"]
+               if m.get("source") == "baseline"}
+    name = "step_time" if "step_time" in metrics else "wall_time"
+    return name, float(metrics[name]["value"])
+
+
+def two_ways(rounds: int, measure: Callable[[bool], float]) -> tuple[list[float], list[float]]:
+    """``measure(True)`` and ``measure(False)`` once a round, the order reversed every other
+    round; each way's values, round by round."""
+    first: list[float] = []
+    second: list[float] = []
+    for r in range(rounds):
+        for which in ((True, False) if r % 2 == 0 else (False, True)):
+            (first if which else second).append(measure(which))
+    return first, second

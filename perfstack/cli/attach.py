@@ -12,7 +12,7 @@ from perfstack import errors, signals
 from perfstack.cli import outputs
 from perfstack.cli.analyze import add_report_options, write_report
 from perfstack.cli.common import DEFAULT_RUNS_DIR, EXIT_BACKENDS_FAILED, EXIT_OK, Parser
-from perfstack.cli.runargs import add_backend_options, option_dest
+from perfstack.cli.runargs import add_backend_options, option_dest, seconds
 from perfstack.cli.show import check_view_options
 from perfstack.pluginmanager import BackendEntry, Plugins
 from perfstack.report import Status
@@ -23,16 +23,6 @@ SHARED_FLAGS = (("subprocesses", "also measure the process's children"),
                 ("native", "also sample native frames (C/C++ below Python): the sampler "
                  "then pauses the process for each sample"),
                 ("idle", "include idle (waiting) threads"))
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 < value < 1e6:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
 
 
 def _pid(text: str) -> int:
@@ -71,7 +61,7 @@ def cmd_attach(plugins: Plugins, argv: list[str]) -> int:
         + (", ".join(able) or "none installed") + ".",
         epilog="example: perfstack attach 4242 --duration 30 --html")
     parser.add_argument("pid", type=_pid, metavar="PID", help="the process to measure")
-    parser.add_argument("--duration", type=_seconds, default=10.0, metavar="S",
+    parser.add_argument("--duration", type=seconds, default=10.0, metavar="S",
                         help="seconds to measure (default: 10); Ctrl-C ends it sooner, "
                         "with a report of what was measured")
     parser.add_argument("--plugins", metavar="A,B",

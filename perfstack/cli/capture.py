@@ -3,26 +3,15 @@ started, recorded while it runs on."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from perfstack.cli.analyze import add_report_options, write_report
 from perfstack.cli.attach import SHARED_FLAGS, options_of
 from perfstack.cli.common import DEFAULT_RUNS_DIR, EXIT_BACKENDS_FAILED, EXIT_OK, Parser
-from perfstack.cli.runargs import add_backend_options, whole_number
+from perfstack.cli.runargs import add_backend_options, seconds, whole_number
 from perfstack.cli.show import check_view_options
 from perfstack.pluginmanager import Plugins
 from perfstack.report import Status
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 < value < 1e6:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
 
 
 def cmd_capture(plugins: Plugins, argv: list[str]) -> int:
@@ -47,7 +36,7 @@ def cmd_capture(plugins: Plugins, argv: list[str]) -> int:
     parser.add_argument("--plugins", metavar="A,B",
                         help="samplers to attach from outside (default: every one that can; "
                         "'none': only what is armed inside the job)")
-    parser.add_argument("--timeout", type=_seconds, default=600.0, metavar="S",
+    parser.add_argument("--timeout", type=seconds, default=600.0, metavar="S",
                         help="give up when the job has begun no step in S seconds "
                         "(default: 600)")
     for flag, words in SHARED_FLAGS:

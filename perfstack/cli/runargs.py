@@ -31,7 +31,8 @@ def whole_number(minimum: int) -> Any:
     return parse
 
 
-def _seconds(text: str) -> float:
+def seconds(text: str) -> float:
+    """The argparse type of a time in seconds: a positive, finite number."""
     try:
         value = float(text)
     except ValueError:
@@ -80,9 +81,9 @@ def add_session_options(parser: Parser, backends: dict[str, BackendEntry]) -> No
                         "quick look whose unprofiled time and overheads are unknown)")
     parser.add_argument("--warmup", type=whole_number(0), default=1, metavar="N",
                         help="unmeasured runs first, to warm caches (default: 1)")
-    parser.add_argument("--timeout", type=_seconds, metavar="S",
+    parser.add_argument("--timeout", type=seconds, metavar="S",
                         help="stop any single run after S seconds (default: no limit)")
-    parser.add_argument("--kill-grace", type=_seconds, default=5.0, metavar="S",
+    parser.add_argument("--kill-grace", type=seconds, default=5.0, metavar="S",
                         help="after a timeout, seconds between SIGTERM and SIGKILL (default: 5)")
     parser.add_argument("--steps", type=whole_number(1), metavar="N",
                         help="end every run (baseline and backends) cleanly after --warmup-steps "
@@ -93,7 +94,7 @@ def add_session_options(parser: Parser, backends: dict[str, BackendEntry]) -> No
     parser.add_argument("--keep-going", action="store_true",
                         help="run every backend even when the workload failed without a "
                         "profiler (by default they are skipped: they would profile the failure)")
-    parser.add_argument("--collect-timeout", type=_seconds, default=600.0, metavar="S",
+    parser.add_argument("--collect-timeout", type=seconds, default=600.0, metavar="S",
                         help="a backend whose collect step takes longer fails, and the others "
                         "go on (default: 600)")
     add_backend_options(parser, backends)
