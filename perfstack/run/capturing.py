@@ -11,7 +11,9 @@ recorded: the samplers' records, and the files the armed backends wrote inside t
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import time
 from datetime import datetime, timezone
 from functools import partial
@@ -36,12 +38,16 @@ POLL_S = 0.05
 
 
 def find_armed(target: str, runs: Path) -> tuple[Path, int]:
-    """The armed folder and the job's pid, from a run folder (or any folder above the armed
-    one) or from the job's pid (among the run folders under ``runs``); InputNotFound where
-    no armed job is there, or it has ended."""
+    """The armed folder and the job's pid, from a run folder (or the folder above the armed
+    one) or from the job's pid (among the run folders under ``runs``, here or in the job's
+    working folder); InputNotFound where no armed job is there, or it has ended."""
     if target.isdigit():
         pid = int(target)
-        found = [p.parent for p in runs.glob(f"*/*/{ARMED_FILE}") if _pid(p) == pid]
+        places = [runs]  # here, and where the job runs (where its run was started)
+        with contextlib.suppress(OSError):
+            places.append(Path(os.readlink(f"/proc/{pid}/cwd")) / runs)
+        found = [p.parent for place in places for p in place.glob(f"*/*/{ARMED_FILE}")
+                 if _pid(p) == pid]
         where = f"no job armed by 'perfstack run --on-demand' under {runs} has pid {pid}"
     else:
         folder = Path(target)
@@ -103,9 +109,10 @@ def _recorded(backends: dict[str, BackendEntry], done: dict[str, Any],
               where: Path) -> tuple[list[BackendResult], list[Collected]]:
     """What the armed backends wrote inside the job, read by the backend that wrote it."""
     results, collected = [], []
+    failed = done.get("failed") or {}
     for name in done.get("backends", []):
         entry = backends.get(name)
-        if entry is None:
+        if entry is None or name in failed:  # (said below, once)
             continue
         files = sorted(p for p in (where / name).rglob("*")
                        if p.is_file() and entry.backend.recognizes(p))
@@ -120,7 +127,7 @@ def _recorded(backends: dict[str, BackendEntry], done: dict[str, Any],
                                           artifacts={k: str(v) for k, v in
                                                      one.artifacts.items()}))
         collected.append(one)
-    for name, why in (done.get("failed") or {}).items():
+    for name, why in failed.items():
         if name in backends:
             results.append(assembly.result_of(backends[name], Status.FAILED, reason=why))
     return results, collected
