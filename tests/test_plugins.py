@@ -155,6 +155,11 @@ def test_plugins_says_what_runs_by_default(perfstack: Callable[..., Result]) -> 
     assert all(len(line) <= 80 for line in text.stdout.splitlines())
     gil = next(line for line in text.stdout.splitlines() if line.strip().startswith("gil "))
     assert "opt-in" in gil
+    # who can look into a process perfstack did not start, and who records on demand
+    assert by_name["pyspy"]["attach"] and not by_name["torch"]["attach"]
+    assert by_name["torch"]["on_demand"] and not by_name["pyspy"]["on_demand"]
+    assert "  attach to a running process (perfstack attach): pyspy" in text.stdout
+    assert "  record on demand (run --on-demand, then perfstack capture): torch" in text.stdout
 
 
 class _RaisesEverywhere:

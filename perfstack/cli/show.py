@@ -133,8 +133,8 @@ def cmd_validate(plugins: Plugins | None, argv: list[str]) -> int:
 
 def plugin_listing(plugins: Plugins) -> dict[str, Any]:
     """Return every installed backend (name, layers, whether ``perfstack run`` uses it by
-    default, whether it can run here and why not, where it comes from) and every broken
-    plugin, as plain data."""
+    default, whether it can run here and why not, where it comes from, whether it attaches to
+    a running process and records on demand) and every broken plugin, as plain data."""
     from perfstack.backend import availability
 
     backends, failures = plugins.backends()
@@ -144,7 +144,8 @@ def plugin_listing(plugins: Plugins) -> dict[str, Any]:
         here = {"available": avail.ok, "reason": avail.reason, "fix": avail.fix}
         rows.append({"name": name, "layers": [layer.value for layer in entry.backend.layers],
                      "default": not entry.backend.opt_in, **here, "plugin": entry.plugin,
-                     "package": entry.package})
+                     "package": entry.package, "attach": entry.backend.live,
+                     "on_demand": entry.backend.capture is not None})
     broken: list[dict[str, str | None]] = [
         {"plugin": i.name, "error": i.error} for i in plugins.infos.values() if i.error]
     broken += [{"plugin": f.plugin, "error": f.error} for f in failures]
@@ -175,6 +176,11 @@ def cmd_plugins(plugins: Plugins, argv: list[str]) -> int:
     out += table([Column("backend", name=True), Column("layers", left=True),
                   Column("runs", left=True), Column("here", left=True),
                   Column("package", left=True)], rows, width)
+    for key, words in (("attach", "attach to a running process (perfstack attach)"),
+                       ("on_demand", "record on demand (run --on-demand, then perfstack "
+                        "capture)")):
+        able = [b["name"] for b in listing["backends"] if b[key]]
+        out += wrap(f"{words}: {', '.join(able) or 'none'}", width, indent=4, first="  ")
     for b in listing["backends"]:
         if not b["available"]:
             why = f"{b['name']}: {b['reason']}" + (f" (fix: {b['fix']})" if b["fix"] else "")
