@@ -77,6 +77,22 @@ def test_one_allocation_too_big_is_not_called_a_leak(tmp_path: Path) -> None:
     assert not any("rising step over step" in e for e in found["evidence"])  # type: ignore[attr-defined]
 
 
+def test_what_a_memory_profiler_saw_held_it_is_named(tmp_path: Path) -> None:
+    """With memray's run (which dies of the same MemoryError, --keep-going): the finding
+    names what held the most at memray's peak, ``keep``, ~280 MiB (14 steps of 20 MiB)."""
+    done = perfstack_in(tmp_path, "run", "--plugins", "memray", "--keep-going", "--repeat",
+                        "1", "--warmup", "0", "-q", "-o", "r.json", str(WORKLOAD), "--", "300")
+    assert done.code == 8, done.stderr
+    found = _oom(tmp_path / "r.json")
+    held = next(e for e in found["evidence"]  # type: ignore[attr-defined]
+                if e.startswith("what held the most at its peak: "))
+    assert held.startswith(f"what held the most at its peak: keep ({WORKLOAD}:")
+    assert held.endswith(" (memray)")
+    size = held.split(") ", 1)[1].split(",")[0]
+    assert size.endswith(" MiB") and 200 < float(size.split()[0]) <= 300, held
+    assert "names the allocations" not in str(found["action"])  # named already
+
+
 @contextlib.contextmanager
 def _memory_cgroup(limit: int) -> Iterator[Path]:
     """A memory cgroup of its own with ``limit`` bytes (v1 or v2, as the machine has), its

@@ -16,7 +16,7 @@ import itertools
 from typing import Any
 
 from perfstack.analysis.origin import origin
-from perfstack.report import Finding, Report, RunRecord
+from perfstack.report import Finding, Layer, Report, RunRecord
 from perfstack.report.units import fmt_value
 
 RULE = "run.out-of-memory"
@@ -83,10 +83,26 @@ def _naming(profilers: list[str], which: str) -> str:
             f"plugins' lists them) names the allocations {which}")
 
 
+def holders(report: Report, top: int = 3) -> tuple[list[tuple[str, float]], str | None]:
+    """What held the most memory at the peak a memory backend measured (its rows'
+    ``at_peak``), and which backend measured it: the function and line, by bytes."""
+    rows = [r for r in report.layers.get(Layer.MEMORY, [])
+            if (q := r.values.get("at_peak")) is not None and isinstance(q.value, (int, float))
+            and q.value > 0]
+    if not rows:
+        return [], None
+    source = max(rows, key=lambda r: r.values["at_peak"].value or 0).source
+    mine = sorted((r for r in rows if r.source == source),
+                  key=lambda r: -(r.values["at_peak"].value or 0))[:top]
+    return [(r.key, float(r.values["at_peak"].value or 0)) for r in mine], source
+
+
 def finding(record: RunRecord, how: str, home: str | None,
-            where_raised: str | None, ids: str, profilers: list[str]) -> Finding:
+            where_raised: str | None, ids: str, profilers: list[str],
+            held: tuple[list[tuple[str, float]], str | None] = ([], None)) -> Finding:
     """The out-of-memory finding of one run (``where_raised``: a MemoryError's raise site;
-    ``profilers``: the installed backends that measure the memory layer)."""
+    ``profilers``: the installed backends that measure the memory layer; ``held``: what held
+    the most at the peak one of them measured, and which)."""
     memory = record.memory or {}
     where = where_raised or _where(memory, home)
     evidence: list[str] = []
@@ -107,6 +123,10 @@ def finding(record: RunRecord, how: str, home: str | None,
     if isinstance(peak, int):
         evidence.append(f"resident memory {_bytes(peak)} at its last high"
                         + (f", taken at {_where(memory, home)}" if memory.get("stack") else ""))
+    sites, measured_by = held
+    if sites:
+        evidence.append("what held the most at its peak: " + ", ".join(
+            f"{name} {_bytes(size)}" for name, size in sites) + f" ({measured_by})")
     steps: list[int] = memory.get("step_rss_bytes") or []
     rise = _rise(steps)
     if rise is not None:
@@ -116,12 +136,13 @@ def finding(record: RunRecord, how: str, home: str | None,
                         "steps")
         action = ("something kept across steps holds memory (a list or cache that grows each "
                   "step, a tensor kept with its graph: loss instead of loss.item()): keep "
-                  f"only what the next step needs{_naming(profilers, 'that stay')}")
+                  "only what the next step needs"
+                  f"{'' if sites else _naming(profilers, 'that stay')}")
     else:
         action = ("one part of the work needs more memory than there is: a smaller batch, "
                   "the data in chunks or streamed instead of held whole, activation "
                   "checkpointing for a model, or a higher limit"
-                  f"{_naming(profilers, 'that held the memory')}")
+                  f"{'' if sites else _naming(profilers, 'that held the memory')}")
     stack = memory.get("stack") or []
     if stack:
         evidence.append("the stack then: " + " ← ".join(
@@ -149,4 +170,4 @@ def out_of_memory(report: Report, raised_at: dict[str, str]) -> tuple[list[Findi
     profilers = [b.name for b in report.backends if "memory" in b.layers
                  and b.status != "unavailable"]
     return ([finding(first, how, workload_dir(report), raised_at.get(first.id), ids,
-                     profilers)], {r.id for r, _ in dead})
+                     profilers, holders(report))], {r.id for r, _ in dead})
