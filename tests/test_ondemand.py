@@ -158,3 +158,41 @@ def test_a_job_that_marks_no_step_is_not_captured_and_says_why(tmp_path: Path) -
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
+
+
+def test_a_torchrun_jobs_ranks_are_captured_together_or_as_named(tmp_path: Path) -> None:
+    """Two ranks under torchrun, armed in each: a capture of the run folder records both
+    ranks' same N steps (each rank's rows and step times named with its rank, torch's and
+    the rider's step time agreeing); ``--ranks 1`` records rank 1 alone; the job runs on."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "perfstack", "run", "--on-demand", "--plugins", "torch",
+         "--nproc-per-node", "2", "-q", str(LOOP), "--", str(tmp_path / "beat"), "mark"],
+        cwd=tmp_path, env=perfstack_env(), stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(list(tmp_path.glob(".perfstack/runs/2*/baseline-1/rank-*/ondemand.json"))) < 2:
+            assert time.monotonic() < deadline and proc.poll() is None, "the ranks never armed"
+            time.sleep(0.05)
+        run = next(tmp_path.glob(".perfstack/runs/2*"))
+        for rank in (0, 1):
+            _moves_on(tmp_path / f"beat.{rank}", 3, timeout_s=120)
+        both, _ = _capture(run, str(run), 4)
+        assert both["environment"]["capture"]["ranks"] == [0, 1]  # type: ignore[index]
+        metrics = {m["name"]: m["value"] for m in both["metrics"]}  # type: ignore[attr-defined]
+        for rank in (0, 1):
+            ours, torch = metrics[f"step_time[rank{rank}]"], metrics[f"torch_step_time[rank{rank}]"]
+            assert torch == pytest.approx(ours, rel=0.2), (rank, ours, torch)
+        names = {r["name"] for r in both["layers"]["python"]}  # type: ignore[index]
+        for rank in (0, 1):
+            assert any(n.startswith(f"[rank {rank}] train_step") for n in names), sorted(names)
+        done = perfstack_in(tmp_path, "capture", str(run), "--steps", "3", "--ranks", "1",
+                            "-q", "-o", "one.json", timeout=180)
+        assert done.code == 0, done.stderr
+        alone = json.loads((tmp_path / "one.json").read_text("utf-8"))
+        assert alone["environment"]["capture"]["ranks"] == [1]
+        assert not any(r["name"].startswith("[rank 0]") for r in alone["layers"]["python"])
+        assert proc.poll() is None  # the job ran on
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)

@@ -36,6 +36,8 @@ def cmd_capture(plugins: Plugins, argv: list[str]) -> int:
     parser.add_argument("--plugins", metavar="A,B",
                         help="samplers to attach from outside (default: every one that can; "
                         "'none': only what is armed inside the job)")
+    parser.add_argument("--ranks", default="all", metavar="all|0,3",
+                        help="a torchrun job's ranks to capture, together (default: all)")
     parser.add_argument("--timeout", type=seconds, default=600.0, metavar="S",
                         help="give up when the job has begun no step in S seconds "
                         "(default: 600)")
@@ -50,14 +52,17 @@ def cmd_capture(plugins: Plugins, argv: list[str]) -> int:
              [n.strip() for n in ns.plugins.split(",") if n.strip()]
              if ns.plugins is not None else None)
     chosen = attached.live_backends(backends, named)
-    folder, pid = capturing.find_armed(ns.target, DEFAULT_RUNS_DIR)
-    print(f"perfstack: capturing {ns.steps} steps of process {pid} (armed in {folder}) "
-          "at its next step; the job runs on", file=sys.stderr, flush=True)
-    report, where = capturing.capture(plugins, folder, pid, ns.steps, chosen,
+    armed = capturing.find_armed(ns.target, DEFAULT_RUNS_DIR, ns.ranks)
+    pid = armed[0].pid
+    who = (f"process {pid}" if armed[0].rank is None else
+           f"rank{'s' * (len(armed) > 1)} {', '.join(str(a.rank) for a in armed)}")
+    print(f"perfstack: capturing {ns.steps} steps of {who} (armed in {armed[0].folder}) at "
+          "its next step; the job runs on", file=sys.stderr, flush=True)
+    report, where = capturing.capture(plugins, armed, ns.steps, chosen,
                                       options_of(ns, chosen), ns.timeout)
     if ns.output is None:
         ns.output = where / REPORT_FILE
-    code = write_report(plugins, report, ns, f"capture {where.name} of process {pid}, "
+    code = write_report(plugins, report, ns, f"capture {where.name} of {who}, "
                         f"{report.environment['capture'].get('steps')} steps")
     failed = [b for b in report.backends if b.status in (Status.FAILED, Status.UNAVAILABLE)]
     if code == EXIT_OK and failed:

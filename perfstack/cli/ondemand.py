@@ -8,24 +8,23 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from perfstack import errors
 from perfstack.backend import InProcessHook, availability
 from perfstack.cli.session import Prepared, backend_options
 from perfstack.pluginmanager import BackendEntry
 from perfstack.report import Report
-from perfstack.run.filenames import CAPTURES_DIR
+from perfstack.run.filenames import CAPTURES_DIR, RANK_PREFIX
 
 #: The in-process hook that arms the rider.
 ARM = "perfstack.inprocess.ondemand:arm"
 
 
 def ondemand_armed(prepared: Prepared, ns: argparse.Namespace) -> list[BackendEntry]:
-    """The backends to arm (those chosen that record on demand and can run here); the
-    session is made one plain run of the workload, no backend's own."""
-    if ns.nproc_per_node:
-        raise errors.UsageError("--on-demand is for one process; a torchrun job is not armed "
-                                "yet (capture each rank with 'perfstack attach')")
+    """The backends to arm (those chosen that record on demand and can run here; under
+    torchrun in every rank); the session is made one plain run of the workload, no
+    backend's own."""
     able = [e for e in prepared.selected if e.backend.capture]
     if ns.plugins is not None:
         refused = [e.backend.name for e in prepared.selected
@@ -57,15 +56,22 @@ def arm_hook(armed: list[BackendEntry], prepared: Prepared, run_dir: Path) -> In
 
 
 def note_captures(report: Report, run_dir: Path, armed: list[BackendEntry]) -> None:
-    """Say in the run's report what was armed and each capture made (its report's path)."""
-    made = []
-    for folder in sorted(run_dir.glob(f"baseline-*/{CAPTURES_DIR}/*"), key=lambda p: (
-            p.parent.parent.name, int(p.name) if p.name.isdigit() else 0)):
+    """Say in the run's report what was armed and each capture made (its steps, its folder,
+    a torchrun job's ranks in it)."""
+    made: dict[int, dict[str, Any]] = {}
+    for done_file in sorted(run_dir.glob(f"baseline-*/**/{CAPTURES_DIR}/*/done.json")):
         try:
-            done = json.loads((folder / "done.json").read_text("utf-8"))
+            done = json.loads(done_file.read_text("utf-8"))
         except (OSError, ValueError):
             continue
-        made.append({"id": done.get("id"), "steps": done.get("steps"),
-                     "folder": str(folder)})
+        ident = done.get("id")
+        if not isinstance(ident, int):
+            continue
+        one = made.setdefault(ident, {"id": ident, "steps": done.get("steps"),
+                                      "folder": str(done_file.parent), "ranks": []})
+        rank = done_file.parent.parent.parent.name
+        if rank.startswith(RANK_PREFIX):
+            one["ranks"].append(int(rank[len(RANK_PREFIX):]))
+    captures = [{k: v for k, v in c.items() if v != []} for _, c in sorted(made.items())]
     report.environment["on_demand"] = {"armed": [e.backend.name for e in armed],
-                                       "captures": made}
+                                       "captures": captures}

@@ -139,14 +139,14 @@ class Live:
                 call(attachment.stop, "stop")
 
     def collect(self, started: datetime, sampled_s: float, ended: str | None,
-                timeout_s: float = 600.0) -> tuple[list[BackendResult], list[Collected]]:
-        """Each backend's records of the ``sampled_s`` seconds from ``started``
-        (``ended``: 'exited' where the process ended meanwhile)."""
+                timeout_s: float = 600.0) -> list[tuple[BackendResult, Collected | None]]:
+        """Each backend's result and records (None where it kept none) of the ``sampled_s``
+        seconds from ``started`` (``ended``: 'exited' where the process ended meanwhile)."""
         record = RunRecord(id="attached", role="backend", backend=None, argv=self.target.argv,
                            started=started.isoformat(timespec="milliseconds"),
                            wall_s=sampled_s,
                            exit=ExitInfo("exited", 0) if ended is None else ExitInfo("exited"))
-        results, collected = list(self.results), []
+        out: list[tuple[BackendResult, Collected | None]] = [(r, None) for r in self.results]
         for entry, ctx, _ in self.ready:
             result = assembly.result_of(entry, Status.OK)
             outcome = Outcome(replace(record, backend=entry.backend.name), ctx.artifact_dir,
@@ -155,10 +155,8 @@ class Live:
                            per_rank=False, timeout_s=timeout_s, errors=[],
                            report_dir=self.run_dir)
             result.wall_s = sampled_s
-            if kept is not None:
-                collected.append(kept)
-            results.append(result)
-        return results, collected
+            out.append((result, kept))
+        return out
 
 
 def run_info(target: ptrace.Target, started: datetime, sampled_s: float, how: str,
@@ -190,7 +188,8 @@ def attach_session(plugins: Plugins, target: ptrace.Target, selected: list[Backe
         sampled_s = (datetime.now(timezone.utc) - started).total_seconds()
     finally:
         live.stop()
-    results, collected = live.collect(started, sampled_s, ended, collect_timeout_s)
+    pairs = live.collect(started, sampled_s, ended, collect_timeout_s)
+    results, collected = [r for r, _ in pairs], [c for _, c in pairs if c is not None]
     how = "exited" if ended else "interrupted" if interrupted else "running"
     run = run_info(target, started, sampled_s, how, not interrupted)
     return assembly.build_report(run, plugins.environment(), results, collected,

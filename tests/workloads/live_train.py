@@ -5,7 +5,8 @@ and the step count, with the seconds spent so far in each of the two, is written
 named by the first argument (a heartbeat: the loop ran on; and the truth, timed by hand, a
 report must agree with: ``train_step`` is the hottest own code, about half the wall time
 waits in ``load_batch``). With ``mark`` as its second argument each step is marked with
-``perfstack.step()`` (a step is then the loop's, not each optimizer step's)."""
+``perfstack.step()`` (a step is then the loop's, not each optimizer step's). Under torchrun
+each rank is such a loop, its heartbeat the file's name and ``.RANK``."""
 
 import os
 import sys
@@ -31,7 +32,7 @@ def train_step(model: torch.nn.Module, opt: torch.optim.Optimizer, x: torch.Tens
 if __name__ == "__main__":
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    beat = sys.argv[1]
+    beat = sys.argv[1] + (f".{os.environ['RANK']}" if "RANK" in os.environ else "")
     mark = sys.argv[2:] == ["mark"]
     if mark:
         import perfstack
