@@ -186,3 +186,51 @@ def test_a_clean_run_keeps_no_memory_record(tmp_path: Path) -> None:
     assert done.code == 0, done.stderr
     assert all(r.memory is None for r in load_report(tmp_path / "r.json").run.runs)
     assert os.environ.get("PERFSTACK_MEMORY_WATCH") != "0"
+
+
+DEVICE = ROOT / "tests" / "workloads" / "device_oom.py"
+
+
+@pytest.mark.parametrize(("which", "fix"), [
+    ("cache", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"),
+    ("tensors", "a smaller batch (with gradient accumulation), activation checkpointing")])
+def test_a_device_out_of_memory_is_named_with_the_fix_that_fits(tmp_path: Path, which: str,
+                                                                fix: str) -> None:
+    """torch's OutOfMemoryError with a real allocator message: the line that raised it,
+    what was asked and free, what the tensors and the allocator's cache held; the cache's
+    fix (expandable_segments) where it held more than was asked, else less memory."""
+    done = perfstack_in(tmp_path, "run", "--plugins", "resources", "--repeat", "1",
+                        "--warmup", "0", "-o", "r.json", str(DEVICE), "--", which)
+    assert done.code == 8, done.stderr
+    source = DEVICE.read_text("utf-8").splitlines()
+    line = next(i for i, t in enumerate(source, 1) if "raise torch.OutOfMemoryError" in t)
+    found = _oom(tmp_path / "r.json")
+    assert found["title"] == f"out of device memory at {DEVICE}:{line} in forward"
+    assert f"The workload failed: out of device memory at {DEVICE}:{line}" in " ".join(
+        done.stdout.split())
+    asked = "764 MiB asked, 443 MiB free of 47.4 GiB" if which == "cache" else \
+        "19.7 GiB asked, 11.9 GiB free of 23.7 GiB"
+    assert found["evidence"][0] == f"CUDA out of memory on GPU 0: {asked}"  # type: ignore[index]
+    assert fix in str(found["action"])
+
+
+def test_the_allocators_message_is_read_in_every_shape_it_comes() -> None:
+    """'0 bytes', an XPU's message, a truncated one (no finding), the last of several."""
+    from perfstack.analysis.rules.cudaoom import parse
+
+    zero = parse("CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity "
+                 "of 8.00 GiB of which 0 bytes is free. Of the allocated memory 14.51 GiB is "
+                 "allocated by PyTorch, and 15.90 MiB is reserved by PyTorch but unallocated.")
+    assert zero is not None and zero.free == 0 and zero.asked == 20 * MIB
+    xpu = parse("XPU out of memory. Tried to allocate 1.00 GiB. GPU 1 has a total capacity of "
+                "64.00 GiB of which 512.00 MiB is free. Of the allocated memory 60.00 GiB is "
+                "allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated.")
+    assert xpu is not None and xpu.kind == "XPU" and xpu.gpu == 1 and xpu.cache == 0
+    assert parse("CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a") is None
+    two = parse("CUDA out of memory. Tried to allocate 1.00 MiB. GPU 0 has a total capacity of "
+                "1.00 GiB of which 0 bytes is free. Of the allocated memory 1.00 GiB is "
+                "allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated.\n"
+                "CUDA out of memory. Tried to allocate 2.00 MiB. GPU 3 has a total capacity of "
+                "1.00 GiB of which 0 bytes is free. Of the allocated memory 1.00 GiB is "
+                "allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated.")
+    assert two is not None and two.gpu == 3

@@ -16,6 +16,7 @@ import itertools
 from typing import Any
 
 from perfstack.analysis.origin import origin
+from perfstack.analysis.rules.cudaoom import DeviceOom, evidence_and_action, parse
 from perfstack.report import Finding, Layer, Report, RunRecord
 from perfstack.report.units import fmt_value
 
@@ -48,10 +49,14 @@ def _where(memory: dict[str, Any], home: str | None) -> str | None:
 
 
 def died_of_memory(record: RunRecord) -> str | None:
-    """How ``record``'s run died of memory ('MemoryError', 'the OOM killer'), or None."""
+    """How ``record``'s run died of memory ('MemoryError', 'the OOM killer', 'the device'),
+    or None."""
     tail = (record.stderr_tail or "").strip().splitlines()
     if record.exit.status == "exited" and tail and tail[-1].startswith("MemoryError"):
         return "MemoryError"
+    if record.exit.status == "exited" and tail and "OutOfMemoryError" in tail[-1] \
+            and parse(tail[-1]) is not None:
+        return "the device"
     memory = record.memory or {}
     if record.exit.status != "signalled" or record.exit.signal_name != "SIGKILL":
         return None
@@ -108,6 +113,13 @@ def finding(record: RunRecord, how: str, home: str | None,
     evidence: list[str] = []
     limits: dict[str, int] = memory.get("limits") or {}
     peak = memory.get("peak_rss_bytes")
+    if how == "the device":  # the host's memory is beside the point
+        lines, action, _ = evidence_and_action(
+            parse(record.stderr_tail or "") or DeviceOom("CUDA", 0, 0, 0, 0, 0, 0))
+        return Finding(rule=RULE, title="out of device memory" + (f" at {where}" if where
+                                                                  else ""),
+                       layer="run", severity="critical", evidence=[*lines, f"runs: {ids}"],
+                       action=action, source="perfstack")
     if how == "the OOM killer":
         killer = next((k for k in ("cgroup", "machine") if k in limits), None)
         evidence.append("killed by the kernel's OOM killer (SIGKILL)"
