@@ -175,5 +175,5 @@ def start(folder: str, statm: int | None) -> Watch | None:
         return None
     watch = Watch(os.path.join(folder, MEMWATCH_FILE), statm, threading.main_thread().ident or 0)
     watch.start()
-    marks._step_callbacks.append(watch.on_step)
+    marks.on_step(watch.on_step)
     return watch

@@ -180,5 +180,5 @@ def arm(options: dict[str, Any], folder: str) -> Callable[[], None]:
     rider = Rider(folder, list(options.get("hooks") or []))
     _write(os.path.join(folder, ARMED_FILE), {
         "pid": os.getpid(), "armed": [h["backend"] for h in rider.hooks]})
-    marks._step_callbacks.append(rider.on_step)
+    marks.on_step(rider.on_step)
     return lambda: rider.finish("the workload's script ended first")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from time import perf_counter as _perf_counter
 from typing import Any
 
@@ -57,6 +58,23 @@ _children_at_first: float | None = None
 class StepLimitReached(SystemExit):
     """Raised at the step that ``perfstack run --steps`` ends the workload with: a clean exit
     (status 0) that unwinds the workload's own ``finally`` blocks and context managers."""
+
+
+def on_step(callback: Callable[[], None], first: bool = False) -> Callable[[], None]:
+    """Call ``callback`` after each step the workload marks (``perfstack.step()``, or an
+    optimizer step where it marks none), in the marking thread; ``first``: before those
+    registered already. The public way for an in-process backend to hear of a step; returns
+    what stops the calls."""
+    if first:
+        _step_callbacks.insert(0, callback)
+    else:
+        _step_callbacks.append(callback)
+
+    def stop() -> None:
+        if callback in _step_callbacks:
+            _step_callbacks.remove(callback)
+
+    return stop
 
 
 def step() -> None:

@@ -102,10 +102,10 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None]:
     when_imported("torch.nn.modules.module", log.watch)
     started = time.time_ns()
     tracker.__enter__()
-    marks._step_callbacks.append(on_step)
+    unhook = marks.on_step(on_step)
 
     def finish() -> None:
-        marks._step_callbacks.remove(on_step)
+        unhook()
         tracker.__exit__(None, None, None)
         info = {"started_ns": started, "stopped_ns": time.time_ns(), "step_ends_ns": steps,
                 "explicit_steps": marks._explicit,

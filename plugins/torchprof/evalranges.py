@@ -65,12 +65,11 @@ def start(torch: Any, marks: Any) -> Callable[[], None]:
                     open_range()
 
     module.train = train
-    marks._step_callbacks.insert(0, close)  # before the profiler's own step: a step ends it
+    unhook = marks.on_step(close, first=True)  # before the profiler's step: a step ends it
 
     def stop() -> None:
         close()
         module.train = original
-        if close in marks._step_callbacks:
-            marks._step_callbacks.remove(close)
+        unhook()
 
     return stop

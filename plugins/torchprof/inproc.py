@@ -219,7 +219,7 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
         with _inductor_unasked(torch, prof.with_stack):
             prof.step()
 
-    marks._step_callbacks.append(on_step)
+    unhook = marks.on_step(on_step)
     offs = _ranges(torch, marks, prof.with_stack, bool(options.get("kernel_lines", True)))
     cuda_history = bool(options.get("profile_memory")) and torch.cuda.is_available()
     if cuda_history:  # the caching allocator's own record, for its snapshot at the end
@@ -228,7 +228,7 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
         prof.start()
 
     def finish() -> None:
-        marks._step_callbacks.remove(on_step)
+        unhook()
         for off in offs:
             off()
         prof.stop()
