@@ -90,6 +90,10 @@ def test_two_captures_of_a_running_job_each_of_the_steps_asked(
             assert theirs == pytest.approx(ours, rel=0.2), (ours, theirs)
         statuses = {b["name"]: b["status"] for b in report["backends"]}  # type: ignore[attr-defined]
         assert statuses == {"pyspy": "ok", "torch": "ok"}, statuses
+        for b in report["backends"]:  # type: ignore[attr-defined]
+            for path in b["artifacts"].values():  # found from the report's folder
+                assert (first_path.parent / path).is_file() or (
+                    second_path.parent / path).is_file(), (b["name"], path)
         python = {r["key"] for r in report["layers"]["python"]}  # type: ignore[index]
         assert any("train_step" in k for k in python), sorted(python)[:10]
         # the recorders' start, stop and writing are outside the sampled steps (each step's

@@ -100,6 +100,8 @@ class Live:
         """Attach each of ``selected`` that can run here (its files in ``run_dir/<name>``);
         AttachRefused where none could."""
         self.target, self.run_dir = target, run_dir
+        #: where the report is written: its artifacts' paths are relative to it
+        self.report_dir = run_dir
         self.results: list[BackendResult] = []
         self.ready: list[tuple[BackendEntry, RunContext, Attachment | None]] = []
         workload = _workload(target)
@@ -153,7 +155,7 @@ class Live:
                               self.target.pid, int(started.timestamp() * 1e9))
             kept = collect(result, entry.backend, ctx, outcome, nproc=None, ranks_spec="",
                            per_rank=False, timeout_s=timeout_s, errors=[],
-                           report_dir=self.run_dir)
+                           report_dir=self.report_dir)
             result.wall_s = sampled_s
             out.append((result, kept))
         return out

@@ -95,7 +95,7 @@ def find_armed(target: str, runs: Path, ranks_spec: str = "all") -> list[Armed]:
         armed = _pid(folder / ARMED_FILE)
         if armed is None or not ptrace.alive(armed):
             raise errors.InputNotFound(f"{folder}: its job (pid {armed}) has ended")
-        out.append(Armed(folder, armed, _rank(folder)))
+        out.append(Armed(folder.resolve(), armed, _rank(folder)))
     return out
 
 
@@ -157,7 +157,7 @@ def _recorded(backends: dict[str, BackendEntry], done: dict[str, Any],
             continue
         one = read.value[0].collected
         out.append((assembly.result_of(entry, Status.OK, notes=one.notes, artifacts={
-            k: str(v) for k, v in one.artifacts.items()}), one))
+            k: os.path.abspath(v) for k, v in one.artifacts.items()}), one))
     out += [(assembly.result_of(backends[name], Status.FAILED, reason=why), None)
             for name, why in failed.items() if name in backends]
     return out
@@ -206,8 +206,13 @@ def capture(plugins: Plugins, armed: list[Armed], steps: int, live: list[Backend
                   "step of the job began the capture (captures begin and end at steps: "
                   "perfstack.step() or an optimizer step)")
     samplers = [e for e in live if availability(e.backend).ok]
+    report_dir = (armed[0].folder.parent / CAPTURES / str(ident) if armed[0].rank is not None
+                  else wheres[0])  # a job's: beside its ranks'
     sampling = [Live(t, samplers, options, w) if samplers else None
                 for t, w in zip(targets, wheres, strict=True)]
+    for one in sampling:
+        if one is not None:
+            one.report_dir = report_dir
     try:
         for one in sampling:
             if one is not None:
@@ -253,8 +258,5 @@ def capture(plugins: Plugins, armed: list[Armed], steps: int, live: list[Backend
 
     report = assembly.build_report(run, environment, results, collected, plugins.findings,
                                    across_ranks=across)
-    if armed[0].rank is None:
-        return report, wheres[0]
-    job = armed[0].folder.parent / CAPTURES / str(ident)  # a job's: beside its ranks'
-    job.mkdir(parents=True, exist_ok=True)
-    return report, job
+    report_dir.mkdir(parents=True, exist_ok=True)
+    return report, report_dir
