@@ -94,6 +94,8 @@ def test_attach_answers_like_a_run_and_the_loop_runs_on(loop: tuple[int, Path],
     assert "Your hottest function: train_step (live_train.py:" in text
     assert "it waits in load_batch (live_train.py:" in " ".join(text.split())
     report = load_report(tmp_path / "r.json")
+    for b in report.backends:  # its files found from the report's folder (-o put it there)
+        assert b.artifacts and all((tmp_path / p).is_file() for p in b.artifacts.values())
     assert report.run.attached is not None
     assert report.run.attached["pid"] == pid and report.run.attached["ended"] == "running"
     assert report.run.complete and report.run.runs == []

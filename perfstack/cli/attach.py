@@ -90,8 +90,10 @@ def cmd_attach(plugins: Plugins, argv: list[str]) -> int:
           f"{', '.join(e.backend.name for e in chosen)} (Ctrl-C ends it sooner; the process "
           "runs on)", file=sys.stderr, flush=True)
     try:
+        written = (ns.output if ns.output is not None and not outputs.to_stdout(ns.output)
+                   else run_dir / REPORT_FILE)
         report = attached.attach_session(plugins, target, chosen, options_of(ns, chosen),
-                                         ns.duration, run_dir)
+                                         ns.duration, run_dir, written.parent.resolve())
     except errors.PerfstackError:  # refused before anything was measured: no empty folder
         shutil.rmtree(run_dir, ignore_errors=True)
         raise

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 
+from perfstack.cli import outputs
 from perfstack.cli.analyze import add_report_options, write_report
 from perfstack.cli.attach import SHARED_FLAGS, options_of
 from perfstack.cli.common import DEFAULT_RUNS_DIR, EXIT_BACKENDS_FAILED, EXIT_OK, Parser
@@ -58,8 +59,10 @@ def cmd_capture(plugins: Plugins, argv: list[str]) -> int:
            f"rank{'s' * (len(armed) > 1)} {', '.join(str(a.rank) for a in armed)}")
     print(f"perfstack: capturing {ns.steps} steps of {who} (armed in {armed[0].folder}) at "
           "its next step; the job runs on", file=sys.stderr, flush=True)
+    elsewhere = (ns.output.parent.resolve() if ns.output is not None
+                 and not outputs.to_stdout(ns.output) else None)
     report, where = capturing.capture(plugins, armed, ns.steps, chosen,
-                                      options_of(ns, chosen), ns.timeout)
+                                      options_of(ns, chosen), ns.timeout, elsewhere)
     if ns.output is None:
         ns.output = where / REPORT_FILE
     code = write_report(plugins, report, ns, f"capture {where.name} of {who}, "

@@ -174,11 +174,13 @@ def run_info(target: ptrace.Target, started: datetime, sampled_s: float, how: st
 
 def attach_session(plugins: Plugins, target: ptrace.Target, selected: list[BackendEntry],
                    options: dict[str, dict[str, Any]], duration_s: float, run_dir: Path,
-                   collect_timeout_s: float = 600.0) -> Report:
+                   report_dir: Path | None = None, collect_timeout_s: float = 600.0) -> Report:
     """Measure the process (:func:`checked`) with ``selected`` for ``duration_s`` seconds
     (less where it exits or the user stops it first) and return the report; its files are
-    in ``run_dir``. AttachRefused where no backend could attach."""
+    in ``run_dir``, named relative to ``report_dir`` (the report's folder; default
+    ``run_dir``). AttachRefused where no backend could attach."""
     live = Live(target, selected, options, run_dir)
+    live.report_dir = report_dir or run_dir
     started = datetime.now(timezone.utc)
     interrupted = False
     try:

@@ -193,9 +193,11 @@ def _merged(parts: list[tuple[int | None, list[tuple[BackendResult, Collected | 
 
 
 def capture(plugins: Plugins, armed: list[Armed], steps: int, live: list[BackendEntry],
-            options: dict[str, dict[str, Any]], timeout_s: float) -> tuple[Report, Path]:
+            options: dict[str, dict[str, Any]], timeout_s: float,
+            written_to: Path | None = None) -> tuple[Report, Path]:
     """Record the next ``steps`` steps of each armed process (a job's ranks together);
-    return the report and the (first) capture's folder."""
+    return the report and the capture's folder (its report's default place; ``written_to``:
+    the folder the report goes to instead, which its files are named from)."""
     targets = [ptrace.target(a.pid) for a in armed]
     for target in targets:
         ptrace.check(target)
@@ -212,7 +214,7 @@ def capture(plugins: Plugins, armed: list[Armed], steps: int, live: list[Backend
                 for t, w in zip(targets, wheres, strict=True)]
     for one in sampling:
         if one is not None:
-            one.report_dir = report_dir
+            one.report_dir = written_to or report_dir
     try:
         for one in sampling:
             if one is not None:
