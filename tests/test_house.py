@@ -8,6 +8,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests import house
 from tests.conftest import ROOT
 
@@ -107,3 +109,17 @@ def test_a_new_pane_is_its_four_stem_files_and_one_registration_line(monkeypatch
     page = html.render(report, options)
     tabs = page[page.index("<nav"):page.index("</nav>")]
     assert tabs.index(">Ops<") < tabs.index(">Probe<") < tabs.index(">Kernels<")
+
+
+def test_a_new_command_is_one_entry(monkeypatch: pytest.MonkeyPatch,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """A command added to ``perfstack.cli.main.COMMANDS`` (here one that counts its
+    arguments) is listed by the top help and run, with nothing else changed."""
+    from perfstack.cli import main
+
+    commands = {**main.COMMANDS, "count": main.Command("builtins:len", "count the arguments",
+                                                       plugins=False)}
+    monkeypatch.setattr(main, "COMMANDS", commands)
+    assert main.main(["count", "a", "b", "c"]) == 3
+    assert main.main([]) == 0  # the top help
+    assert "count: count the arguments" in " ".join(capsys.readouterr().out.split())

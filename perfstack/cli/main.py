@@ -8,6 +8,7 @@ import argparse
 import contextlib
 import errno
 import gc
+import importlib
 import os
 import sys
 from collections.abc import Sequence
@@ -22,10 +23,52 @@ from perfstack.cli.common import (
     EXIT_USAGE,
     Parser,
 )
+from perfstack.records import datarecord
 from perfstack.report import files as reportfile
 
 #: Commands that read reports or traces and run nothing.
 READING = ("show", "diff", "validate", "analyze", "merge")
+
+
+@datarecord(frozen=True)
+class Command:
+    """One ``perfstack`` command: where its function is (``module:function``, imported only
+    when it is the one run), what the top help says of it, and whether it takes the loaded
+    plugins as its first argument."""
+
+    target: str
+    said: str
+    plugins: bool = True
+
+
+#: Every command, in the order the help lists them: a new command is one entry here.
+COMMANDS: dict[str, Command] = {
+    "run": Command("perfstack.cli.run:cmd_run", "profile a workload"),
+    "ab": Command("perfstack.cli.ab:cmd_ab", "compare two versions of it, runs interleaved"),
+    "sweep": Command("perfstack.cli.sweep:cmd_sweep", "run it per setting of environment "
+                     "variables (thread counts)"),
+    "attach": Command("perfstack.cli.attach:cmd_attach", "measure a running process for a "
+                      "while"),
+    "capture": Command("perfstack.cli.capture:cmd_capture", "record N steps of a job run "
+                       "--on-demand"),
+    "analyze": Command("perfstack.cli.analyze:cmd_analyze", "a report from profiles recorded "
+                       "elsewhere (traces of a cluster job)"),
+    "merge": Command("perfstack.cli.analyze:cmd_merge", "join the nodes' reports of one job"),
+    "show": Command("perfstack.cli.show:cmd_show", "print a report"),
+    "diff": Command("perfstack.cli.diff:cmd_diff", "compare two reports"),
+    # reads files against the schema: no plugin takes part
+    "validate": Command("perfstack.cli.show:cmd_validate", "check report files", False),
+    "plugins": Command("perfstack.cli.show:cmd_plugins", "list the backends and their "
+                       "availability"),
+    "env": Command("perfstack.cli.env:cmd_env", "describe this machine"),
+    # the history is read and written with no plugin taking part
+    "history": Command("perfstack.cli.history:cmd_history", "the runs remembered, and a "
+                       "figure's series", False),
+    "trend": Command("perfstack.cli.trend:cmd_trend", "change points over the history, by "
+                     "layer", False),
+    "gate": Command("perfstack.cli.trend:cmd_gate", "judge the newest run against its "
+                    "history (for CI)", False),
+}
 
 
 def _top_parser() -> Parser:
@@ -39,21 +82,8 @@ def _top_parser() -> Parser:
                         metavar="MODULE|no:NAME",
                         help="load the plugin module MODULE, or disable the plugin NAME with "
                         "no:NAME (repeatable), as pytest's -p")
-    commands = ["run", "ab", "sweep", "attach", "capture", "analyze", "merge", "show", "diff",
-                "validate", "plugins", "env", "history", "trend", "gate"]
-    parser.add_argument("command", nargs="?", choices=commands,
-                        help="run: profile a workload; ab: compare two versions of it, runs "
-                        "interleaved; sweep: run it per setting of "
-                        "environment variables (thread counts); attach: measure a running "
-                        "process for a while; capture: record N steps of a job run "
-                        "--on-demand; analyze: a report from "
-                        "profiles recorded elsewhere (traces of a cluster job); merge: join "
-                        "the nodes' reports of one job; show: print a report; "
-                        "diff: compare two reports; validate: check report files; plugins: "
-                        "list the backends and their availability; env: describe this "
-                        "machine; history: the runs remembered, and a figure's series; trend: "
-                        "change points over the history, by layer; gate: judge the newest "
-                        "run against its history (for CI)")
+    parser.add_argument("command", nargs="?", choices=list(COMMANDS),
+                        help="; ".join(f"{name}: {c.said}" for name, c in COMMANDS.items()))
     parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     return parser
 
@@ -139,58 +169,14 @@ def _dispatch(argv: list[str]) -> int:
         # cyclic collector would walk it again and again as it grows (2.5x the time of a
         # 20,000-row load), and finds nothing to free. Reference counting still frees memory.
         gc.disable()
-    if top.command == "history":  # reads and writes the history: no plugin takes part
-        from perfstack.cli.history import cmd_history
-
-        return cmd_history(top.rest)
-    if top.command in ("trend", "gate"):
-        from perfstack.cli import trend
-
-        return (trend.cmd_trend if top.command == "trend" else trend.cmd_gate)(top.rest)
-    if top.command == "validate":  # reads files against the schema: no plugin takes part
-        from perfstack.cli.show import cmd_validate
-
-        return cmd_validate(None, top.rest)
+    command = COMMANDS[top.command]
+    module, function = command.target.split(":")
+    handler = getattr(importlib.import_module(module), function)
+    if not command.plugins:
+        return int(handler(top.rest))
     from perfstack.pluginload import load_plugins
 
     # Reading a report loads the plugins it needs, when the plugin cache says which.
     plugins = load_plugins(disabled=disabled, modules=modules,
                            defer=top.command in ("show", "diff"))
-    if top.command == "run":
-        from perfstack.cli.run import cmd_run
-
-        return cmd_run(plugins, top.rest)
-    if top.command == "ab":
-        from perfstack.cli.ab import cmd_ab
-
-        return cmd_ab(plugins, top.rest)
-    if top.command == "sweep":
-        from perfstack.cli.sweep import cmd_sweep
-
-        return cmd_sweep(plugins, top.rest)
-    if top.command == "attach":
-        from perfstack.cli.attach import cmd_attach
-
-        return cmd_attach(plugins, top.rest)
-    if top.command == "capture":
-        from perfstack.cli.capture import cmd_capture
-
-        return cmd_capture(plugins, top.rest)
-    if top.command == "diff":
-        from perfstack.cli.diff import cmd_diff
-
-        return cmd_diff(plugins, top.rest)
-    if top.command in ("analyze", "merge"):
-        from perfstack.cli import analyze
-
-        return (analyze.cmd_analyze if top.command == "analyze" else analyze.cmd_merge)(
-            plugins, top.rest)
-    if top.command == "env":
-        from perfstack.cli.env import cmd_env
-
-        return cmd_env(plugins, top.rest)
-    from perfstack.cli import show
-
-    handler = {"show": show.cmd_show, "validate": show.cmd_validate,
-               "plugins": show.cmd_plugins}[top.command]
-    return handler(plugins, top.rest)
+    return int(handler(plugins, top.rest))

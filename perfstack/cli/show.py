@@ -113,7 +113,7 @@ def cmd_show(plugins: Plugins, argv: list[str]) -> int:
     return EXIT_OK
 
 
-def cmd_validate(plugins: Plugins | None, argv: list[str]) -> int:
+def cmd_validate(argv: list[str]) -> int:
     """Check report files against the schema; the first invalid one sets the exit code."""
     from perfstack.report import SCHEMA_VERSION
     from perfstack.report.files import read_report_data
