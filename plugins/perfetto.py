@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -206,26 +207,26 @@ def _snapshots(report: Report, base: Path | None) -> list[tuple[Path | None, str
     return [(path, why) for path, why in found if path is not None or why]
 
 
-def merged_trace(report: Report, base: Path | None) -> dict[str, Any]:
-    """Return the merged Chrome trace of every backend run this report's artifacts hold: one
-    process per backend run, and per rank and profiling cycle where there are several. Its
-    metadata's ``left_out`` says which artifacts could not be read, and why."""
-    events: list[dict[str, Any]] = []
-    included = []
-    left_out: list[str] = []
+def merged_groups(report: Report, base: Path | None, said: dict[str, list[str]]
+                  ) -> Iterator[tuple[list[dict[str, Any]], bool]]:
+    """The merged trace's events a source at a time (a run's trace, its metadata, its run's
+    tracks...), each with whether it is a trace recorded elsewhere on a clock of its own
+    (re-timed with the others of its kind from their first event: ``_from_first``); what
+    was read and what was left out, and why, are added to ``said`` (``included``,
+    ``left_out``). A reader that keeps each group only in its own compact form holds one
+    trace's events at a time, not a job's."""
+    included, left_out = said.setdefault("included", []), said.setdefault("left_out", [])
     sources = (("torch", "trace", "torch.profiler: ops and kernels"),
                ("pyspy", "speedscope", "py-spy: sampled Python stacks (samples end to end)"),
                ("nvml", "timeline", "NVML: GPU counters"),
                ("memray", "capture", "memray: heap and resident memory over time"))
-    unanchored: list[list[dict[str, Any]]] = []  # traces recorded elsewhere: one clock
     for sort, (backend, label, title) in enumerate(sources):
         for i, (what, path) in enumerate(_artifacts(report, base, backend, label, left_out)):
             pid = PIDS[backend] * 1000 + i
+            anchored = True
             try:
                 if backend == "torch":
                     got, anchored = _torch_timed(path, pid)
-                    if not anchored:
-                        unanchored.append(got)
                 elif backend == "pyspy":
                     got = pyspy_events(path, pid)
                 elif backend == "memray":
@@ -236,9 +237,9 @@ def merged_trace(report: Report, base: Path | None) -> dict[str, Any]:
                 # (a gzip cut short ends in EOFError, a corrupt one in zlib.error)
                 left_out.append(f"{path}: {exc}" if str(path) not in str(exc) else str(exc))
                 continue
-            events += _meta(pid, f"{backend} run{what}: {title}", sort * 1000 + i)
-            events += got
-            events += run_events(path.parent, pid)  # its steps, memory and compiles
+            yield _meta(pid, f"{backend} run{what}: {title}", sort * 1000 + i), True
+            yield got, anchored
+            yield run_events(path.parent, pid), True  # its steps, memory and compiles
             if backend not in included:
                 included.append(backend)
     for i, (snapshot, why) in enumerate(_snapshots(report, base)):
@@ -251,24 +252,39 @@ def merged_trace(report: Report, base: Path | None) -> dict[str, Any]:
         except (OSError, EOFError, zlib.error, ValueError) as exc:
             left_out.append(str(exc))
             continue
-        events += _meta(pid, "torch run: the CUDA allocator's history", 500 + i)
-        events += got
-    _from_first(unanchored)  # each trace read once
+        yield _meta(pid, "torch run: the CUDA allocator's history", 500 + i), True
+        yield got, True
+
+
+def trace_metadata(report: Report, said: dict[str, list[str]]) -> dict[str, Any]:
+    """The merged trace's metadata: what it holds, how it is aligned, what was left out."""
     counters = {r.key: r.values.get("value") for r in report.layers.get(Layer.HARDWARE, [])
                 if r.source == "perf"}
     return {
-        "traceEvents": events,
-        "displayTimeUnit": "ms",
-        "metadata": {
-            "tool": f"perfstack {report.run.perfstack_version}",
-            "command": " ".join(report.run.command),
-            "aligned_at": "each backend's run starts at t=0, when its workload started",
-            "backends": included,
-            "perf_stat_totals": {k: (q.value if q is not None else None)
-                                 for k, q in counters.items()},
-            "left_out": left_out,
-        },
+        "tool": f"perfstack {report.run.perfstack_version}",
+        "command": " ".join(report.run.command),
+        "aligned_at": "each backend's run starts at t=0, when its workload started",
+        "backends": said.get("included", []),
+        "perf_stat_totals": {k: (q.value if q is not None else None)
+                             for k, q in counters.items()},
+        "left_out": said.get("left_out", []),
     }
+
+
+def merged_trace(report: Report, base: Path | None) -> dict[str, Any]:
+    """Return the merged Chrome trace of every backend run this report's artifacts hold: one
+    process per backend run, and per rank and profiling cycle where there are several. Its
+    metadata's ``left_out`` says which artifacts could not be read, and why."""
+    events: list[dict[str, Any]] = []
+    unanchored: list[list[dict[str, Any]]] = []  # traces recorded elsewhere: one clock
+    said: dict[str, list[str]] = {}
+    for got, anchored in merged_groups(report, base, said):
+        events += got
+        if not anchored:
+            unanchored.append(got)
+    _from_first(unanchored)  # each trace read once
+    return {"traceEvents": events, "displayTimeUnit": "ms",
+            "metadata": trace_metadata(report, said)}
 
 
 class PerfettoRenderer(Renderer):

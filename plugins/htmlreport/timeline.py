@@ -15,6 +15,7 @@ the merged trace itself (``--format perfetto``) keeps them all.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from typing import Any
 from perfstack.records import datarecord
 from perfstack.report import Report
 
-from ..perfetto import merged_trace
+from ..perfetto import merged_groups, trace_metadata
 from ..runtracks import COMPILE_TRACK, MARK, STEPS_TRACK
 from .charts import esc
 from .timelinefiles import pack, write_detail
@@ -176,16 +177,42 @@ def timeline(report: Report, base: Path | None,
     """The pane's data (None where no backend's run left events on a time axis) and a line
     saying what it holds or why there is none. With ``page_dir`` (the page's folder), the
     slices too short for the page are written beside it (``timelinefiles``)."""
-    trace = merged_trace(report, base)
-    events = trace["traceEvents"]
-    process = {int(e["pid"]): str(e["args"]["name"]) for e in events
-               if e.get("ph") == "M" and e.get("name") == "process_name"}
-    thread = {(int(e["pid"]), int(e.get("tid") or 0)): str(e["args"]["name"]) for e in events
-              if e.get("ph") == "M" and e.get("name") == "thread_name"}
-    slices = _slices(events)
-    marked = {(int(e.get("pid", 0)), int(e.get("tid", 0) or 0)) for e in events
-              if e.get("cat") == MARK}
-    counters = _counters(events)
+    # a source at a time, each kept only as its compact slices and points: a job's traces
+    # are never all in memory as events at once
+    process: dict[int, str] = {}
+    thread: dict[tuple[int, int], str] = {}
+    slices: dict[tuple[int, int], list[tuple[float, float, str, str | None]]] = {}
+    marked: set[tuple[int, int]] = set()
+    counters: dict[tuple[int, str], list[tuple[float, float]]] = {}
+    own_clock: list[tuple[dict[Any, Any], dict[Any, Any]]] = []  # recorded elsewhere
+    first_ts: list[float] = []
+    read: dict[str, list[str]] = {}
+
+    def keep(got: dict[Any, Any], found: dict[Any, Any], shift: float = 0.0) -> None:
+        for key, items in got.items():
+            slices.setdefault(key, []).extend(
+                [(ts - shift, d, n, a) for ts, d, n, a in items] if shift else items)
+        for ckey, values in found.items():
+            counters.setdefault(ckey, []).extend(
+                [(ts - shift, v) for ts, v in values] if shift else values)
+
+    for events, anchored in merged_groups(report, base, read):
+        process.update({int(e["pid"]): str(e["args"]["name"]) for e in events
+                        if e.get("ph") == "M" and e.get("name") == "process_name"})
+        thread.update({(int(e["pid"]), int(e.get("tid") or 0)): str(e["args"]["name"])
+                       for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"})
+        marked |= {(int(e.get("pid", 0)), int(e.get("tid", 0) or 0)) for e in events
+                   if e.get("cat") == MARK}
+        if anchored:
+            keep(_slices(events), _counters(events))
+        else:
+            first_ts.append(min((e["ts"] for e in events if "ts" in e), default=math.inf))
+            own_clock.append((_slices(events), _counters(events)))
+        del events
+    origin = min(first_ts, default=math.inf)  # one clock: theirs, from their first event
+    for got, found in own_clock:
+        keep(got, found, origin if origin < math.inf else 0.0)
+    trace = {"metadata": trace_metadata(report, read)}
     total = sum(len(v) for v in slices.values())
     if not total and not counters:
         left = trace["metadata"]["left_out"]
