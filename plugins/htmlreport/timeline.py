@@ -172,13 +172,23 @@ def _slice_tracks(slices: dict[tuple[int, int], list[tuple[float, float, str, st
     return tracks, detail
 
 
-def timeline(report: Report, base: Path | None,
-             page_dir: Path | None = None) -> tuple[dict[str, Any] | None, str]:
-    """The pane's data (None where no backend's run left events on a time axis) and a line
-    saying what it holds or why there is none. With ``page_dir`` (the page's folder), the
-    slices too short for the page are written beside it (``timelinefiles``)."""
-    # a source at a time, each kept only as its compact slices and points: a job's traces
-    # are never all in memory as events at once
+@datarecord
+class Read:
+    """The merged trace as the timeline keeps it: names, compact slices and counter points,
+    the marked tracks, and what was read or left out (``merged_groups``' ``said``)."""
+
+    process: dict[int, str]
+    thread: dict[tuple[int, int], str]
+    slices: dict[tuple[int, int], list[tuple[float, float, str, str | None]]]
+    marked: set[tuple[int, int]]
+    counters: dict[tuple[int, str], list[tuple[float, float]]]
+    said: dict[str, list[str]]
+
+
+def _read(report: Report, base: Path | None) -> Read:
+    """Read the merged trace a source at a time, each kept only as its compact slices and
+    points (a job's traces are never all in memory as events at once); the traces recorded
+    elsewhere re-timed together, from their first event."""
     process: dict[int, str] = {}
     thread: dict[tuple[int, int], str] = {}
     slices: dict[tuple[int, int], list[tuple[float, float, str, str | None]]] = {}
@@ -212,6 +222,18 @@ def timeline(report: Report, base: Path | None,
     origin = min(first_ts, default=math.inf)  # one clock: theirs, from their first event
     for got, found in own_clock:
         keep(got, found, origin if origin < math.inf else 0.0)
+    return Read(process, thread, slices, marked, counters, read)
+
+
+def timeline(report: Report, base: Path | None,
+             page_dir: Path | None = None) -> tuple[dict[str, Any] | None, str]:
+    """The pane's data (None where no backend's run left events on a time axis) and a line
+    saying what it holds or why there is none. With ``page_dir`` (the page's folder), the
+    slices too short for the page are written beside it (``timelinefiles``)."""
+    got = _read(report, base)
+    process, thread, slices, marked, counters = (got.process, got.thread, got.slices,
+                                                 got.marked, got.counters)
+    read = got.said
     trace = {"metadata": trace_metadata(report, read)}
     total = sum(len(v) for v in slices.values())
     if not total and not counters:
