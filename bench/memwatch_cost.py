@@ -13,17 +13,15 @@ machine.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
-import tempfile
 from pathlib import Path
 
-from timing import add_workload, perfstack_command, spread, step_figure, two_ways, workload_of
+from timing import perfstack_command, side_by_side, spread, step_figure
 
 
-def _figure(workload: str, args: list[str], folder: Path, watch: bool) -> float:
+def _figure(workload: str, args: list[str], folder: Path, watch: bool) -> tuple[str, float]:
     report = folder / ("on.json" if watch else "off.json")
     env = {**os.environ, "PERFSTACK_MEMORY_WATCH": "1" if watch else "0",
            "PERFSTACK_HISTORY": "off"}
@@ -31,21 +29,13 @@ def _figure(workload: str, args: list[str], folder: Path, watch: bool) -> float:
                     "--warmup", "0", "-q", "-o", str(report), workload, "--", *args],
                    check=True, env=env, cwd=folder, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
-    return step_figure(report)[1]
+    return step_figure(report)
 
 
 def main() -> None:
     """Print each way's median figure and the ratio within rounds."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rounds", type=int, default=6)
-    add_workload(p)
-    ns = p.parse_args()
-    workload, args = workload_of(ns)
-    with tempfile.TemporaryDirectory() as tmp:
-        on, off = two_ways(ns.rounds, lambda watch: _figure(workload, args, Path(tmp), watch))
-        name = step_figure(Path(tmp) / "on.json")[0]
-    ratios = [a / b for a, b in zip(on, off, strict=True)]
-    print(f"{Path(workload).name}, {name} (baseline median of 3 runs), {ns.rounds} rounds: "
+    workload, name, rounds, on, off, ratios = side_by_side(__doc__ or "", _figure)
+    print(f"{workload}, {name} (baseline median of 3 runs), {rounds} rounds: "
           f"with the watch {statistics.median(on) * 1e3:.3f} ms, without "
           f"{statistics.median(off) * 1e3:.3f} ms; with/without {spread(ratios, '.3f')}")
 

@@ -14,7 +14,6 @@ job pays beyond the plain one. Run it alone on the machine.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -22,7 +21,7 @@ import tempfile
 import timeit
 from pathlib import Path
 
-from timing import add_workload, perfstack_command, spread, step_figure, two_ways, workload_of
+from timing import perfstack_command, side_by_side, spread, step_figure
 
 from perfstack.inprocess.ondemand import Rider
 
@@ -30,28 +29,19 @@ ARMED = ["--on-demand", "--plugins", "torch"]
 PLAIN = ["--plugins", "resources", "--repeat", "1", "--warmup", "0"]
 
 
-def _figure(workload: str, args: list[str], folder: Path, armed: bool) -> float:
+def _figure(workload: str, args: list[str], folder: Path, armed: bool) -> tuple[str, float]:
     report = folder / ("armed.json" if armed else "plain.json")
     subprocess.run([perfstack_command(), "run", *(ARMED if armed else PLAIN), "-q", "-o",
                     str(report), workload, "--", *args], check=True, cwd=folder,
                    env={**os.environ, "PERFSTACK_HISTORY": "off"},
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return step_figure(report)[1]
+    return step_figure(report)
 
 
 def main() -> None:
     """Print each way's median figure and the ratio within rounds, then the idle check's."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rounds", type=int, default=6)
-    add_workload(p)
-    ns = p.parse_args()
-    workload, args = workload_of(ns)
-    with tempfile.TemporaryDirectory() as tmp:
-        armed, plain = two_ways(ns.rounds, lambda which: _figure(workload, args, Path(tmp),
-                                                                   which))
-        name = step_figure(Path(tmp) / "armed.json")[0]
-    ratios = [a / b for a, b in zip(armed, plain, strict=True)]
-    print(f"{Path(workload).name}, {name} of one run, {ns.rounds} rounds: armed "
+    workload, name, rounds, armed, plain, ratios = side_by_side(__doc__ or "", _figure)
+    print(f"{workload}, {name} of one run, {rounds} rounds: armed "
           f"{statistics.median(armed) * 1e3:.3f} ms, plain {statistics.median(plain) * 1e3:.3f}"
           f" ms; armed/plain {spread(ratios, '.3f')}")
     with tempfile.TemporaryDirectory() as tmp:

@@ -11,6 +11,7 @@ import shlex
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -118,3 +119,26 @@ def two_ways(rounds: int, measure: Callable[[bool], float]) -> tuple[list[float]
         for which in ((True, False) if r % 2 == 0 else (False, True)):
             (first if which else second).append(measure(which))
     return first, second
+
+
+def side_by_side(doc: str, figure: Callable[[str, list[str], Path, bool], tuple[str, float]],
+                 ) -> tuple[str, str, int, list[float], list[float], list[float]]:
+    """A bench of two ways side by side on ``--workload`` for ``--rounds`` rounds (its
+    arguments parsed with ``doc``'s first line): ``figure(workload, args, folder, way)``
+    measures one way once and names its figure. Returns the workload's file name, the
+    figure's name, the rounds, each way's values and their ratio within each round."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=6)
+    add_workload(p)
+    ns = p.parse_args()
+    workload, args = workload_of(ns)
+    named: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        def measure(way: bool) -> float:
+            name, value = figure(workload, args, Path(tmp), way)
+            named.append(name)
+            return value
+
+        first, second = two_ways(ns.rounds, measure)
+    ratios = [a / b for a, b in zip(first, second, strict=True)]
+    return Path(workload).name, named[0], ns.rounds, first, second, ratios

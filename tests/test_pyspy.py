@@ -78,7 +78,7 @@ def test_refused_ptrace_is_unavailable_with_the_fix(monkeypatch):
     import perfstack_plugins.pyspy.sampler as mod
 
     monkeypatch.setattr(mod.os, "geteuid", lambda: 1000)
-    monkeypatch.setattr(mod, "_ptrace_scope", lambda: 1)
+    monkeypatch.setattr(mod, "ptrace_scope", lambda: 1)
     available = PySpyBackend().check()
     assert not available.ok
     assert "ptrace_scope=1" in (available.reason or "")

@@ -15,7 +15,7 @@ from perfstack.cli.common import DEFAULT_RUNS_DIR, EXIT_BACKENDS_FAILED, EXIT_OK
 from perfstack.cli.runargs import add_backend_options, option_dest, seconds
 from perfstack.cli.show import check_view_options
 from perfstack.pluginmanager import BackendEntry, Plugins
-from perfstack.report import Status
+from perfstack.report import Report, Status
 
 #: Options named the same in several backends, given once (``--native`` sets every
 #: attaching backend's ``native``).
@@ -108,10 +108,17 @@ def cmd_attach(plugins: Plugins, argv: list[str]) -> int:
               "measured", file=sys.stderr)
         signals.note_interrupt()
         return signals.exit_code()
+    return backends_said(report, code)
+
+
+def backends_said(report: Report, code: int) -> int:
+    """The exit code of a report written with ``code``: the backends-failed one, said in a
+    line, where a backend could not measure (failed, or unavailable here)."""
     failed = [b for b in report.backends if b.status in (Status.FAILED, Status.UNAVAILABLE)]
     if code == EXIT_OK and failed:
         print(f"perfstack: the {failed[0].name} backend {failed[0].status.value}: "
-              f"{failed[0].reason}", file=sys.stderr)
+              f"{failed[0].reason}" + (f" (and {len(failed) - 1} more)" if len(failed) > 1
+                                       else ""), file=sys.stderr)
         return EXIT_BACKENDS_FAILED
     return code
 

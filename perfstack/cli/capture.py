@@ -7,12 +7,11 @@ import sys
 
 from perfstack.cli import outputs
 from perfstack.cli.analyze import add_report_options, write_report
-from perfstack.cli.attach import SHARED_FLAGS, options_of
-from perfstack.cli.common import DEFAULT_RUNS_DIR, EXIT_BACKENDS_FAILED, EXIT_OK, Parser
+from perfstack.cli.attach import SHARED_FLAGS, backends_said, options_of
+from perfstack.cli.common import DEFAULT_RUNS_DIR, Parser
 from perfstack.cli.runargs import add_backend_options, seconds, whole_number
 from perfstack.cli.show import check_view_options
 from perfstack.pluginmanager import Plugins
-from perfstack.report import Status
 
 
 def cmd_capture(plugins: Plugins, argv: list[str]) -> int:
@@ -67,9 +66,4 @@ def cmd_capture(plugins: Plugins, argv: list[str]) -> int:
         ns.output = where / REPORT_FILE
     code = write_report(plugins, report, ns, f"capture {where.name} of {who}, "
                         f"{report.environment['capture'].get('steps')} steps")
-    failed = [b for b in report.backends if b.status in (Status.FAILED, Status.UNAVAILABLE)]
-    if code == EXIT_OK and failed:
-        print(f"perfstack: the {failed[0].name} backend {failed[0].status.value}: "
-              f"{failed[0].reason}", file=sys.stderr)
-        return EXIT_BACKENDS_FAILED
-    return code
+    return backends_said(report, code)

@@ -26,6 +26,7 @@ from collections import deque
 from typing import Any
 
 from perfstack.inprocess import steps as marks
+from perfstack.machine import oomkill
 from perfstack.run.filenames import MEMWATCH_FILE
 
 #: Seconds between two reads of the resident memory.
@@ -48,35 +49,11 @@ OURS = os.path.dirname(os.path.abspath(__file__))
 OFF_ENV = "PERFSTACK_MEMORY_WATCH"
 
 
-def _cgroup_limit() -> int | None:
-    """The memory limit of this process's cgroup (v2's memory.max, v1's
-    memory.limit_in_bytes), or None where there is none or it cannot be read."""
-    try:
-        with open("/proc/self/cgroup", encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if controllers == "":
-            where, name = f"/sys/fs/cgroup{path}", "memory.max"
-        elif "memory" in controllers.split(","):
-            where, name = f"/sys/fs/cgroup/memory{path}", "memory.limit_in_bytes"
-        else:
-            continue
-        with contextlib.suppress(OSError, ValueError):
-            with open(os.path.join(where, name), encoding="utf-8") as fh:
-                text = fh.read().strip()
-            if text != "max" and int(text) < 1 << 60:  # v1 writes "unlimited" as ~2^63
-                return int(text)
-    return None
-
-
 def limits() -> dict[str, int]:
     """The memory limits this process runs under, in bytes: ``cgroup`` (its memory
     cgroup's), ``address_space`` (``ulimit -v``), ``machine`` (MemTotal); those that exist."""
     out: dict[str, int] = {}
-    cgroup = _cgroup_limit()
+    cgroup = oomkill.limit()
     if cgroup is not None:
         out["cgroup"] = cgroup
     with contextlib.suppress(ImportError, OSError, ValueError):

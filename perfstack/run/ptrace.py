@@ -75,7 +75,8 @@ def _has_ptrace_capability() -> bool:
         return os.geteuid() == 0
 
 
-def _ptrace_scope() -> int | None:
+def ptrace_scope() -> int | None:
+    """Yama's ``kernel.yama.ptrace_scope`` (0-3), or None where the kernel has no Yama."""
     try:
         return int(Path("/proc/sys/kernel/yama/ptrace_scope").read_text().strip())
     except (OSError, ValueError):
@@ -136,7 +137,7 @@ def check(t: Target) -> None:
     """Raise AttachRefused, with the fix, where this process may not look into ``t``."""
     if t.pid == os.getpid():
         raise errors.UsageError("perfstack cannot attach to itself")
-    why = refusal(me_uid=os.geteuid(), capable=_has_ptrace_capability(), scope=_ptrace_scope(),
+    why = refusal(me_uid=os.geteuid(), capable=_has_ptrace_capability(), scope=ptrace_scope(),
                   target_uid=t.uid, descendant=_descends_from_us(t), pid=t.pid,
                   owner=_user(t.uid), me=_user(os.geteuid()), root=os.geteuid() == 0)
     if why is not None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from perfstack.backend import Availability, RunContext
+from perfstack.run.ptrace import ptrace_scope
 
 #: The two profiles a run of this backend writes in its folder (the gil backend reads them too).
 PROFILE_FILE = "profile.speedscope.json"
@@ -31,13 +32,6 @@ def py_spy() -> str | None:
     """Return the py-spy binary: beside this interpreter (its venv) first, then on PATH."""
     local = Path(sys.executable).parent / "py-spy"
     return str(local) if local.is_file() else shutil.which("py-spy")
-
-
-def _ptrace_scope() -> int | None:
-    try:
-        return int(Path("/proc/sys/kernel/yama/ptrace_scope").read_text().strip())
-    except (OSError, ValueError):
-        return None
 
 
 class Samplers:
@@ -108,7 +102,7 @@ def availability() -> Availability:
     """Available when py-spy is installed and this user may attach to another process."""
     if py_spy() is None:
         return Availability.no("py-spy is not installed", "pip install py-spy")
-    scope = _ptrace_scope()
+    scope = ptrace_scope()
     if os.geteuid() != 0 and scope is not None and scope >= 1:
         return Availability.no(
             f"ptrace is refused: kernel.yama.ptrace_scope={scope} and not root",

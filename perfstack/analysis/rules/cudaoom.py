@@ -55,9 +55,9 @@ def parse(text: str) -> DeviceOom | None:
                      _bytes(m["free"]), _bytes(m["tensors"]), _bytes(m["cache"]))
 
 
-def evidence_and_action(oom: DeviceOom) -> tuple[list[str], str, bool]:
-    """The finding's lines, its fix, and whether the allocator's cache (fragmentation)
-    rather than the tensors is what to fix."""
+def evidence_and_action(oom: DeviceOom) -> tuple[list[str], str]:
+    """The finding's lines, and its fix: the allocator's (fragmentation) where its cache
+    held the memory, else less memory."""
     def size(b: float) -> str:
         return fmt_value(b, "B")
 
@@ -77,4 +77,4 @@ def evidence_and_action(oom: DeviceOom) -> tuple[list[str], str, bool]:
                   "accumulation), activation checkpointing (torch.utils.checkpoint), bf16 "
                   "autocast (half the activations), and no tensor kept across steps (a loss "
                   "kept with its graph: keep loss.item())")
-    return lines, action, fragmented
+    return lines, action

@@ -16,7 +16,7 @@ import itertools
 from typing import Any
 
 from perfstack.analysis.origin import origin
-from perfstack.analysis.rules.cudaoom import DeviceOom, evidence_and_action, parse
+from perfstack.analysis.rules.cudaoom import evidence_and_action, parse
 from perfstack.report import Finding, Layer, Report, RunRecord
 from perfstack.report.units import fmt_value
 
@@ -114,8 +114,9 @@ def finding(record: RunRecord, how: str, home: str | None,
     limits: dict[str, int] = memory.get("limits") or {}
     peak = memory.get("peak_rss_bytes")
     if how == "the device":  # the host's memory is beside the point
-        lines, action, _ = evidence_and_action(
-            parse(record.stderr_tail or "") or DeviceOom("CUDA", 0, 0, 0, 0, 0, 0))
+        oom = parse(record.stderr_tail or "")
+        assert oom is not None  # (what died_of_memory read)
+        lines, action = evidence_and_action(oom)
         return Finding(rule=RULE, title="out of device memory" + (f" at {where}" if where
                                                                   else ""),
                        layer="run", severity="critical", evidence=[*lines, f"runs: {ids}"],
