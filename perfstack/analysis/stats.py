@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from perfstack.analysis.pairedtest import paired_test
 from perfstack.analysis.pvalues import t_pvalue, z_pvalue
 from perfstack.records import datarecord
 
@@ -242,47 +243,20 @@ def compare(base: Sequence[float], new: Sequence[float],
 PAIRED_MIN_EFFECT = 0.02
 
 
-#: A pair is an outlier when its modified z-score (Iglewicz and Hoaglin: 0.6745 times its
-#: distance from the median over the median absolute deviation) is beyond this.
-OUTLIER_Z = 3.5
-#: ... and it is this far from the median pair (a log ratio: about 16%), so ordinary spread
-#: is never trimmed (trimming it would make the test call more A/A pairs a change).
-OUTLIER_MIN = 0.15
-
-
-def _without_outliers(diffs: list[float]) -> list[float]:
-    """The pairs that are not outliers, by the modified z-score: only from 5 pairs on, at
-    most a third of them, and never when the pairs agree exactly (no spread to measure by).
-    One run disturbed far beyond the others (a 3x slower run on a shared machine) would
-    otherwise hide a consistent change in every other pair."""
-    import statistics
-
-    if len(diffs) < 5:
-        return diffs
-    middle = statistics.median(diffs)
-    mad = statistics.median(abs(d - middle) for d in diffs)
-    if mad == 0:
-        return diffs
-    kept = [d for d in diffs if abs(0.6745 * (d - middle) / mad) <= OUTLIER_Z
-            or abs(d - middle) <= OUTLIER_MIN]
-    return kept if len(diffs) - len(kept) <= len(diffs) // 3 else diffs
-
-
 def compare_paired(base: Sequence[float], new: Sequence[float],
                    min_effect: float = PAIRED_MIN_EFFECT) -> Comparison:
     """Decide whether ``new`` differs from ``base`` when their i-th samples were taken side by
     side (``perfstack ab``): a paired t-test (95%, two-tailed) on the log of each pair's ratio,
-    so machine drift that hit both runs of a pair cancels. ``change`` is the geometric mean of
-    the ratios minus one. Values that are not all positive are compared as differences.
+    so machine drift that hit both runs of a pair cancels, with one pair disturbed far beyond
+    the others left out and the p-value referred to the screened test's own null distribution
+    (``pairedtest``). ``change`` is the geometric mean of the ratios of the pairs kept minus
+    one. Values that are not all positive are compared as differences.
 
     The machine's probe is not used as a covariate here: tried as one (analysis of covariance
     on the log probe), it turned one A/A comparison in 20 into a "change" on this VM, where the
     plain paired test called none of 60 (docs/performance.md).
     """
     import math
-    import statistics
-
-    from pyperf._utils import tdist95conf_level
 
     if len(base) != len(new):
         raise ValueError("compare_paired() needs as many samples on both sides")
@@ -300,24 +274,18 @@ def compare_paired(base: Sequence[float], new: Sequence[float],
         diffs = [math.log(b / a) for a, b in zip(base, new, strict=True)]
     else:
         diffs = [b - a for a, b in zip(base, new, strict=True)]
-    kept = _without_outliers(diffs)
-    left_out = n - len(kept)
-    if left_out:
-        kept_pairs = [(a, b) for a, b, d in zip(base, new, diffs, strict=True) if d in kept]
-        base, new = [a for a, _ in kept_pairs], [b for _, b in kept_pairs]
-        diffs, n = kept, len(kept)
+    found = paired_test(diffs)
+    left_out = 0 if found.left_out is None else 1
+    if found.left_out is not None:
+        keep = [i for i in range(n) if i != found.left_out]
+        base, new = [base[i] for i in keep], [new[i] for i in keep]
+        diffs, n = [diffs[i] for i in keep], len(keep)
     change = _paired_change(diffs, base, new, ratios)
-    spread = statistics.stdev(diffs)
-    mean = statistics.fmean(diffs)
-    if spread == 0:
-        t = 0.0 if mean == 0 else math.copysign(float("inf"), mean)
-    else:
-        t = mean / (spread / math.sqrt(n))
-    passed = abs(t) >= tdist95conf_level(n - 1)
-    pvalue = t_pvalue(t, n - 1)
+    t, pvalue = found.t, found.pvalue
+    passed = pvalue <= 0.05
     pairs = f"{n + left_out} interleaved pairs" + (
-        f", {left_out} left out as {'an outlier' if left_out == 1 else 'outliers'} (a run "
-        "disturbed far beyond the others)" if left_out else "")
+        f", 1 left out as an outlier (a run disturbed far beyond the others: Grubbs' test "
+        f"p={found.outlier_pvalue:.2g})" if left_out else "")
     if passed and abs(change) < min_effect:
         return Comparison(change, False, test, t,
                           f"{test} says different, but {100 * abs(change):.1f}% is below the "

@@ -192,6 +192,8 @@ def render_text(d: Diff, top: int = 10, threshold: float | None = None,
     out += table([Column("metric", name=True), Column("change"), Column("verdict", left=True),
                   Column("base"), Column("new")],
                  [[c[0], c[3], c[4], c[1], c[2]] for c in map(_metric_cells, d.metrics)], width)
+    if d.family:
+        out += _wrapped(d.family.describe(), width)
     why = grouped_reasons(d.metrics)
     if why:
         out += ["", "Why"]
@@ -249,6 +251,8 @@ def render_markdown(d: Diff, top: int = 10, threshold: float | None = None) -> s
                          + [_metric_cells(m) for m in changed])
     else:
         out.append("No metric changed beyond noise.")
+    if d.family:
+        out += ["", f"_{escape(d.family.describe())}_"]
     out += ["", "<details>", "<summary>Every metric, and the rows that moved most</summary>", ""]
     out += _md_table([["metric", "base", "new", "change", "verdict", "why"]]
                      + [[*_metric_cells(m), m.reason] for m in d.metrics])

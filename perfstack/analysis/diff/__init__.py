@@ -28,6 +28,9 @@ from typing import Any
 from perfstack.analysis.diff.changes import EnvChange as EnvChange  # re-exported: moved there
 from perfstack.analysis.diff.changes import MetricChange as MetricChange
 from perfstack.analysis.diff.drift import SESSION_NOISE, MachineDrift, drift_for, machine_drift
+from perfstack.analysis.diff.family import FAMILY_ALPHA as FAMILY_ALPHA
+from perfstack.analysis.diff.family import FIGURE_WEIGHT as FIGURE_WEIGHT
+from perfstack.analysis.diff.family import Family, family_of, family_wise
 from perfstack.analysis.diff.judge import SMALL_TIME, Judge, one_run_threshold
 from perfstack.analysis.diff.lead import (
     Lead,
@@ -83,6 +86,8 @@ class Diff:
     #: what every format shows first: the workload's figure, what changed, the rows that
     #: explain it
     lead: Lead | None = None
+    #: what the verdicts guarantee: the metrics judged together and the false-alarm rate
+    family: Family | None = None
 
     def regressions(self, threshold: float) -> list[MetricChange]:
         """Return metrics that got significantly worse by more than ``threshold`` (0.05=5%).
@@ -103,6 +108,7 @@ class Diff:
             "row_noise": self.row_noise, "row_noise_reason": self.row_noise_reason,
             "machine": {**as_dict(self.machine), "summary": self.machine.describe()},
             "lead": self.lead.to_dict() if self.lead else None,
+            "family": self.family.to_dict() if self.family else None,
         }
         if threshold is not None:
             out["gate"] = {"threshold": threshold,
@@ -225,43 +231,6 @@ def _metric_change(a: Metric | None, b: Metric | None, judge: Judge) -> MetricCh
     return change
 
 
-#: The chance that one diff calls any metric changed when none changed (Holm's correction
-#: across the metrics judged over repeated runs).
-FAMILY_ALPHA = 0.05
-
-
-#: The share of the family's weight the workload's own figure holds (weighted Holm): what
-#: the user compares first is judged with half the error the whole family may make.
-FIGURE_WEIGHT = 0.5
-
-
-def _family_wise(changes: list[MetricChange], alpha: float = FAMILY_ALPHA,
-                 lead: str | None = None) -> None:
-    """Hold the family-wise error of one diff at ``alpha``: every metric judged by a test over
-    repeated runs is one comparison of the family, and a metric the test called significant
-    alone stays so only if Holm's step-down method keeps it. One ``ab`` session judges about
-    a dozen metrics; at 95% each, an A/A session called one of them changed far more often
-    than one time in 20 (3 in 20 measured), and the gate failed with it.
-
-    The workload's figure (``lead``) holds FIGURE_WEIGHT of the family's weight, the others
-    share the rest (weighted Holm: the same guarantee). Equal weights left a 3x slower
-    workload "within noise" on a busy machine: its p ~0.01 over five pairs was judged as one
-    of a dozen (0.004), while it is the one comparison the user asked for."""
-    from perfstack.analysis.stats import holm
-
-    family = [c for c in changes if c.samples_of == "runs" and c.pvalue is not None]
-    leads = sum(1 for c in family if c.name == lead)
-    others = len(family) - leads
-    weights = ([FIGURE_WEIGHT / leads if c.name == lead else (1 - FIGURE_WEIGHT) / others
-                for c in family] if leads and others else None)  # else: equal weights
-    kept = holm([c.pvalue for c in family if c.pvalue is not None], alpha, weights)
-    for c, ok in zip(family, kept, strict=True):
-        if not ok and c.verdict in ("regression", "improvement", "changed"):
-            c.verdict = "within noise"
-            c.reason = (f"{c.test} p={c.pvalue:.2g} alone, not significant among the "
-                        f"{len(family)} metrics judged together (Holm, {alpha:.0%} family-wise)")
-
-
 def _scaled(m: Metric, factor: float) -> Metric:
     from perfstack.records import replace
 
@@ -288,7 +257,7 @@ def metric_changes(base: Report, new: Report, judge: Judge,
     a, b = index(base, 0), index(new, 1)
     keys = list(dict.fromkeys([*a, *b]))
     changes = [_metric_change(a.get(k), b.get(k), judge) for k in keys]
-    _family_wise(changes, lead=lead)
+    family_wise(changes, lead=lead)
     order = {"regression": 0, "improvement": 1, "changed": 2, "within noise": 3,
              "cannot judge": 4, "unknown": 5, "appeared": 6, "vanished": 7}
     changes.sort(key=lambda c: (order.get(c.verdict, 9), -abs(c.change or 0.0)))
@@ -367,7 +336,8 @@ def diff(base: Report, new: Report, base_name: str = "base", new_name: str = "ne
     lead = Lead(next((m for m in metrics if m.name == lead_name), None),
                 sample[2] if sample else None, what_changed(base, new, environment),
                 explain, folded, folded_s, different, busy(base, new), payback(base, new))
-    return Diff(base_name, new_name, environment, metrics, rows, noise, why, machine, lead)
+    return Diff(base_name, new_name, environment, metrics, rows, noise, why, machine, lead,
+                family_of(metrics, lead_name, paired))
 
 
 def _different_work(metrics: list[MetricChange], lead: str | None) -> None:
