@@ -94,7 +94,9 @@ def diff_panes(d: Diff, options: RenderOptions) -> tuple[list[tuple[str, str]], 
         '<section id="metrics"><h2>Metrics</h2><div class="scroll"><table><tr><th>metric</th>'
         '<th>source</th><th class="num">base</th><th class="num">new</th><th class="num">'
         'change</th><th class="num">machine drift out</th><th>verdict</th><th>why</th></tr>'
-        f"{verdict_rows}</table></div></section>"
+        f"{verdict_rows}</table></div>"
+        + (f'<p class="muted">{esc(d.family.describe())}</p>' if d.family else "")
+        + "</section>"
         f'<section id="noise"><h2>Noise</h2><p class="muted">{esc(d.row_noise_reason)}</p>'
         "</section>")
     tabs = [("pane-overview", "Overview")]
