@@ -286,3 +286,24 @@ def test_a_3x_slower_workload_on_a_busy_machine_is_caught_without_more_false_ala
     equal_caught, equal_alarms = _sessions(1 / 12)  # 12 metrics, the figure one of them
     assert caught >= equal_caught + 40, (caught, equal_caught)
     assert alarms <= equal_alarms + 4, (alarms, equal_alarms)
+
+
+def test_perfstacks_own_measurements_of_the_machine_are_no_environment_difference() -> None:
+    """Issue 71: an ab session whose sides measured the roofline's ceilings again read
+    "ENVIRONMENT DIFFERS (this explains most differences)". Only what changes the workload's
+    conditions (versions, hardware, settings) is one; the ceilings, pyperf's clock and
+    uptime, the noise advice and the machine's load are perfstack's measurements."""
+    from perfstack.analysis.diff import environment_changes
+
+    new = copy.deepcopy(MLP_BASE)
+    env = new.environment
+    env["ceilings"] = {"cpu": {"fp32_flops": 1.0e11, "bandwidth": 9.9e9}}
+    env["ceilings_unknown"] = "measured again"
+    env["pyperf"] = {**env.get("pyperf", {}), "uptime": 1.0, "date": "2026-11-29 10:00"}
+    env["noise_advice"] = {"busy": "another process used 40% of a CPU"}
+    env["system"] = {"load": [3.0, 2.0, 1.0]}
+    assert environment_changes(MLP_BASE, new) == []
+    env.setdefault("torch", {})["intra_op_threads"] = 7  # a setting: it is one
+    assert [c.what for c in environment_changes(MLP_BASE, new)] == ["torch intra-op threads"]
+    d = diff(MLP_BASE, new)
+    assert "ENVIRONMENT DIFFERS" in render_text(d)
