@@ -39,7 +39,7 @@ def main() -> None:
             continue
         seconds, file = float(found["s"]), found["file"]
         per_file[file] += seconds
-        if seconds > slowest.get(file, (0.0, ""))[0]:
+        if file not in slowest or seconds > slowest[file][0]:
             slowest[file] = (seconds, f"{found['test']} ({found['phase']})")
     total = sum(per_file.values()) or 1.0
     print(f"{'file':<34} {'seconds':>8} {'share':>6}  slowest test")
