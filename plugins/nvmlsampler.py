@@ -29,7 +29,7 @@ from perfstack.backend import (
     RunContext,
 )
 from perfstack.report import Finding, Layer, Report
-from perfstack.run import rundir
+from perfstack.runfolder import rundir
 
 from .nvmlfigures import (
     SOURCE,

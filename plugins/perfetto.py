@@ -32,7 +32,7 @@ from perfstack import errors, hookimpl
 from perfstack.analysis.origin import workload_dir
 from perfstack.render.base import Renderer, RenderOptions
 from perfstack.report import Layer, Report
-from perfstack.run.rundir import RunFolder
+from perfstack.runfolder.rundir import RunFolder
 
 from .artifacts import ARTIFACT_MAX_BYTES, locate, read_nvml, read_speedscope
 from .memray.curve import memray_events

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from perfstack import hookimpl
 from perfstack.backend import Availability, Backend, Collected, Outcome, RunContext
 from perfstack.report import Better, Finding, Layer, Metric, Quantity, Report, Row
-from perfstack.run import rundir
+from perfstack.runfolder import rundir
 
 # rusage field -> (metric name, row title, unit, better)
 COUNTERS: dict[str, tuple[str, str, str, Better]] = {

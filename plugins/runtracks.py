@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from perfstack.run.rundir import RunFolder
+from perfstack.runfolder.rundir import RunFolder
 
 from .compiler.capture import COMPILE_FILE
 from .compiler.records import read as read_compiles

@@ -84,10 +84,15 @@ def test_processes_left_behind_become_one_finding() -> None:
 
 
 def test_the_run_folder_readers_keep_what_is_whole(tmp_path: Path) -> None:
-    """The run folder's one reader (perfstack.run.rundir.RunFolder), on files as a killed run
+    """The run folder's one reader (perfstack.runfolder.rundir.RunFolder), on files as a killed run
     leaves them: a torn file reads as unknown, never as 0 or as an error."""
-    from perfstack.run.filenames import HOOK_ERRORS_FILE, METRICS_FILE, STARTED_FILE, STEPS_FILE
-    from perfstack.run.rundir import RunFolder, WorkloadRun
+    from perfstack.runfolder.filenames import (
+        HOOK_ERRORS_FILE,
+        METRICS_FILE,
+        STARTED_FILE,
+        STEPS_FILE,
+    )
+    from perfstack.runfolder.rundir import RunFolder, WorkloadRun
 
     run = RunFolder(tmp_path)
     assert run.started() is None and run.steps() is None and run.step_times() == []

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from perfstack.inprocess import devicemarks
-from perfstack.run import rundir
-from perfstack.run.filenames import STEPS_FILE
+from perfstack.runfolder import rundir
+from perfstack.runfolder.filenames import STEPS_FILE
 
 
 class _Device:

@@ -153,7 +153,7 @@ _CLAIM = """
 import os, sys, time
 from pathlib import Path
 from perfstack.errors import OutputError
-from perfstack.run.claim import claim_empty_folder
+from perfstack.runfolder.claim import claim_empty_folder
 go = Path(sys.argv[2])
 print("ready", flush=True)
 while not go.exists():

@@ -69,7 +69,7 @@ def test_unavailable_here_with_the_reason(perfstack):
 
 
 def test_the_workload_step_count_reaches_backends(perfstack, tmp_path):
-    from perfstack.run.rundir import RunFolder
+    from perfstack.runfolder.rundir import RunFolder
 
     result = perfstack("run", "-q", "--repeat", "1", "--warmup", "0", "--plugins", "resources",
                        str(WORKLOADS / "reports_metric.py"))

@@ -228,7 +228,7 @@ def test_each_run_s_steps_memory_and_compiles_are_on_its_axis() -> None:
     µs from the workload's start."""
     from perfstack_plugins.runtracks import RSS, run_events
 
-    from perfstack.run.rundir import RunFolder
+    from perfstack.runfolder.rundir import RunFolder
 
     folder = ROOT / "tests" / "fixtures" / "gpu-runs" / "compiled" / "torch"
     events = run_events(folder, 7)
@@ -259,7 +259,7 @@ def test_nvml_samples_are_placed_at_their_sampler_s_start() -> None:
     run's measured steps, not at its workload's start."""
     from perfstack_plugins.perfetto import nvml_events
 
-    from perfstack.run.rundir import RunFolder
+    from perfstack.runfolder.rundir import RunFolder
 
     folder = RESNET / "nvml"
     events = nvml_events(folder / "nvml-timeline.jsonl", 3)

@@ -10,7 +10,7 @@ from perfstack import errors, signals
 from perfstack.cli import outputs
 from perfstack.cli.common import DEFAULT_RUNS_DIR, EXIT_OK, EXIT_WORKLOAD_FAILED, Parser
 from perfstack.pluginmanager import Plugins
-from perfstack.run.filenames import REPORT_FILE
+from perfstack.runfolder.filenames import REPORT_FILE
 
 if TYPE_CHECKING:
     from perfstack.run.driver import Session
@@ -25,8 +25,8 @@ def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
     from perfstack.cli.diff import emit
     from perfstack.cli.session import prepare, split_workload_args
     from perfstack.report.files import save_report
-    from perfstack.run import rundir
     from perfstack.run.compare import ab
+    from perfstack.runfolder import rundir
 
     own, workload_args = split_workload_args(argv)
     ns = _parser(plugins).parse_args(own)

@@ -24,8 +24,8 @@ def write_report(plugins: Plugins, report: Report, ns: argparse.Namespace, what:
     :func:`add_report_options` adds; ``what``: where the report came from, for its line)."""
     from perfstack.cli.history import remember
     from perfstack.report.files import save_report
-    from perfstack.run import rundir
-    from perfstack.run.filenames import REPORT_FILE
+    from perfstack.runfolder import rundir
+    from perfstack.runfolder.filenames import REPORT_FILE
 
     if outputs.to_stdout(ns.output):
         return _to_stdout(plugins, report, ns, what)
@@ -133,9 +133,9 @@ def cmd_analyze(plugins: Plugins, argv: list[str]) -> int:
     """Read recorded profiles into a report; write it and print it."""
     from perfstack.analysis.views.recorded import read_in_part
     from perfstack.cli.runargs import whole_number
-    from perfstack.run import rundir
     from perfstack.run.recorded import executors
     from perfstack.run.recorded.ingest import LEFT_OUT_RULE, UNREAD_RULE, analyze, expand
+    from perfstack.runfolder import rundir
 
     parser = Parser(
         prog="perfstack analyze",
@@ -202,7 +202,7 @@ def _node_reports(paths: list[Path]) -> list[Path]:
     """The reports named, and a folder's nodes' reports (each ``report.json`` below it, none
     in a hidden folder such as a node's ``.perfstack/runs`` history of runs, none through a
     ``latest`` link), in path order."""
-    from perfstack.run.filenames import REPORT_FILE
+    from perfstack.runfolder.filenames import REPORT_FILE
 
     out: list[Path] = []
     for path in paths:
@@ -222,7 +222,7 @@ def cmd_merge(plugins: Plugins, argv: list[str]) -> int:
     """Join the reports of one job's nodes into one report."""
     from perfstack.analysis.merge import merge, unmergeable
     from perfstack.report.files import load_report
-    from perfstack.run import rundir
+    from perfstack.runfolder import rundir
 
     parser = Parser(
         prog="perfstack merge",

@@ -46,8 +46,9 @@ def options_of(ns: argparse.Namespace, chosen: list[BackendEntry]) -> dict[str, 
 
 def cmd_attach(plugins: Plugins, argv: list[str]) -> int:
     """Measure a running process for a while; write its report and print it."""
-    from perfstack.run import attached, rundir
-    from perfstack.run.filenames import REPORT_FILE
+    from perfstack.run import attached
+    from perfstack.runfolder import rundir
+    from perfstack.runfolder.filenames import REPORT_FILE
 
     backends = plugins.backends()[0]
     able = [n for n, e in sorted(backends.items()) if e.backend.live]

@@ -17,7 +17,7 @@ from perfstack.pluginmanager import Plugins
 def cmd_capture(plugins: Plugins, argv: list[str]) -> int:
     """Record N steps of an armed job; write the capture's report and print it."""
     from perfstack.run import attached, capturing
-    from perfstack.run.filenames import REPORT_FILE
+    from perfstack.runfolder.filenames import REPORT_FILE
 
     backends = plugins.backends()[0]
     live = {n: e for n, e in backends.items() if e.backend.live}

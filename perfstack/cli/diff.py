@@ -21,7 +21,7 @@ from perfstack.cli.common import (
 if TYPE_CHECKING:
     from perfstack.analysis.diff import Diff
 from perfstack.pluginmanager import Plugins
-from perfstack.run.filenames import REPORT_FILE
+from perfstack.runfolder.filenames import REPORT_FILE
 
 
 def latest_two(base: Path = DEFAULT_RUNS_DIR) -> tuple[Path, Path]:

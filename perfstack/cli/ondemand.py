@@ -15,7 +15,7 @@ from perfstack.backend import InProcessHook, availability
 from perfstack.cli.session import Prepared, backend_options
 from perfstack.pluginmanager import BackendEntry
 from perfstack.report import Report
-from perfstack.run.filenames import CAPTURES_DIR, RANK_PREFIX
+from perfstack.runfolder.filenames import CAPTURES_DIR, RANK_PREFIX
 
 #: The in-process hook that arms the rider.
 ARM = "perfstack.inprocess.ondemand:arm"

@@ -18,7 +18,7 @@ from perfstack.cli.show import check_view_options
 from perfstack.pluginmanager import Plugins
 from perfstack.report import Status
 from perfstack.run import nodes
-from perfstack.run.filenames import REPORT_FILE
+from perfstack.runfolder.filenames import REPORT_FILE
 
 
 def _refuse_collisions(ns: argparse.Namespace, workload: Workload) -> None:
@@ -48,7 +48,7 @@ def use_job_dir(ns: argparse.Namespace, torchrun_args: list[str]) -> None:
         if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
             raise errors.OutputError(refusal)
     else:  # taken atomically: two sessions of one node started together cannot both write
-        from perfstack.run.claim import claim_empty_folder
+        from perfstack.runfolder.claim import claim_empty_folder
 
         claim_empty_folder(folder, refusal)
     ns.output, ns.out_dir = folder / REPORT_FILE, folder / "run"
@@ -59,7 +59,7 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     from perfstack.cli.history import remember
     from perfstack.cli.show import print_report
     from perfstack.report.files import save_report
-    from perfstack.run import rundir
+    from perfstack.runfolder import rundir
 
     backends = plugins.backends()[0]
     own, workload_args = split_workload_args(argv)

@@ -18,8 +18,9 @@ from perfstack.cli.common import DEFAULT_RUNS_DIR
 from perfstack.cli.runargs import option_dest, step_window
 from perfstack.pluginmanager import BackendEntry, HookResult, Plugins
 from perfstack.records import datarecord, field
-from perfstack.run import nodes, ranks
+from perfstack.run import nodes
 from perfstack.run.phases import answers_first
+from perfstack.runfolder import ranks
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -241,7 +242,7 @@ class Prepared:
 
     def run_folder(self) -> Path:
         """The session's run folder: --out-dir, taken, or a new one under the runs folder."""
-        from perfstack.run import rundir
+        from perfstack.runfolder import rundir
 
         return (rundir.use_out_dir(self.ns.out_dir) if self.ns.out_dir is not None
                 else rundir.new_run_dir(DEFAULT_RUNS_DIR))

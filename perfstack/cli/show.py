@@ -13,7 +13,7 @@ from perfstack.cli.common import DEFAULT_RUNS_DIR, EXIT_OK, Parser, terminal_col
 from perfstack.pluginmanager import Plugins
 from perfstack.render.base import terminal_safe
 from perfstack.report import Report
-from perfstack.run.filenames import REPORT_FILE
+from perfstack.runfolder.filenames import REPORT_FILE
 
 
 def output_width() -> int:
@@ -57,7 +57,7 @@ def check_view_options(ns: argparse.Namespace) -> None:
 
 
 def _default_report() -> Path:
-    from perfstack.run.rundir import latest_run
+    from perfstack.runfolder.rundir import latest_run
 
     latest = latest_run(DEFAULT_RUNS_DIR)
     if latest is None or not (latest / REPORT_FILE).is_file():

@@ -11,7 +11,7 @@ from typing import Any
 from perfstack import errors, signals
 from perfstack.cli.common import EXIT_OK, EXIT_WORKLOAD_FAILED, Parser
 from perfstack.pluginmanager import BackendEntry, Plugins
-from perfstack.run.filenames import REPORT_FILE
+from perfstack.runfolder.filenames import REPORT_FILE
 
 
 def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
@@ -19,8 +19,8 @@ def cmd_sweep(plugins: Plugins, argv: list[str]) -> int:
     from perfstack.cli.history import remember
     from perfstack.cli.session import prepare, split_workload_args, workload_of
     from perfstack.report.files import save_report, write_json_atomic
-    from perfstack.run import rundir
     from perfstack.run.compare import sweep
+    from perfstack.runfolder import rundir
 
     backends = plugins.backends()[0]
     own, workload_args = split_workload_args(argv)

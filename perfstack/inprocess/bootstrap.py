@@ -31,7 +31,7 @@ from types import FrameType
 from typing import IO, TYPE_CHECKING, Any
 
 from perfstack.inprocess.afterimport import when_imported
-from perfstack.run.filenames import (
+from perfstack.runfolder.filenames import (
     FAULTHANDLER_FILE,
     HOOK_ERRORS_FILE,
     PROBE_FILE,
@@ -42,21 +42,17 @@ from perfstack.run.filenames import (
     WINDOW_GO_FILE,
     WORKLOAD_ENV_FILE,
 )
+from perfstack.runfolder.handshake import CONFIG_ENV, STACK_SIGNAL, WINDOW_WAIT_S
 
 if TYPE_CHECKING:
     from perfstack.inprocess.memwatch import Watch
 
-CONFIG_ENV = "PERFSTACK_BOOTSTRAP"
-STACK_SIGNAL = signal.SIGUSR1
 #: Under ``--steps``: the signal with which a thread that reached the step limit ends the main
 #: thread (a real-time one, which workloads and launchers leave alone; SIGUSR1/2 are SLURM's).
 END_SIGNAL = signal.SIGRTMAX - 1
 #: After the step limit ended the workload, threads it left running get this long to end
 #: before the process exits without them (a producer blocked on a full queue never would).
 LEFTOVER_WAIT_S = 2.0
-#: The workload waits at the start of its measured window for the driver's answer (the
-#: samplers attached) at most this long, so no measured step goes unsampled.
-WINDOW_WAIT_S = 15.0
 
 
 def torch_facts() -> dict[str, Any] | None:

@@ -6,7 +6,7 @@ when a sample finds it risen (:data:`RISE_BYTES`) while the workload's script ru
 the main thread's Python stack (where the memory is being taken); and each time the memory
 reaches a new high (:data:`GROWTH` over the last one written, and :data:`MIN_GROWTH_BYTES`
 more), found by a sample or at a step the workload marks, it writes
-:data:`~perfstack.run.filenames.MEMWATCH_FILE` whole (a temporary file renamed over it): the
+:data:`~perfstack.runfolder.filenames.MEMWATCH_FILE` whole (a temporary file renamed over it): the
 high, when, that stack, the last samples before it, the resident memory after each step so
 far, and the limits the process runs under (its memory cgroup's, ``ulimit -v``, the
 machine's memory). After an OOM kill the file holds the last high before the end. The cost
@@ -27,7 +27,7 @@ from typing import Any
 
 from perfstack.inprocess import steps as marks
 from perfstack.machine import oomkill
-from perfstack.run.filenames import MEMWATCH_FILE
+from perfstack.runfolder.filenames import MEMWATCH_FILE
 
 #: Seconds between two reads of the resident memory.
 INTERVAL_S = 0.05

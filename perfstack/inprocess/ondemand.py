@@ -29,9 +29,9 @@ from collections.abc import Callable
 from typing import Any
 
 from perfstack.inprocess import steps as marks
-from perfstack.run.filenames import CAPTURE_REQUEST_FILE as REQUEST_FILE
-from perfstack.run.filenames import CAPTURES_DIR as CAPTURES
-from perfstack.run.filenames import ONDEMAND_FILE as ARMED_FILE
+from perfstack.runfolder.filenames import CAPTURE_REQUEST_FILE as REQUEST_FILE
+from perfstack.runfolder.filenames import CAPTURES_DIR as CAPTURES
+from perfstack.runfolder.filenames import ONDEMAND_FILE as ARMED_FILE
 
 #: The longest a capture's first step waits for its samplers to attach...
 GO_WAIT_S = 15.0

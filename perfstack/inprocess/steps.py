@@ -13,7 +13,7 @@ from time import perf_counter as _perf_counter
 from typing import Any
 
 from perfstack.inprocess import devicemarks
-from perfstack.run.filenames import METRICS_FILE
+from perfstack.runfolder.filenames import METRICS_FILE
 
 #: Set by the bootstrap when this process is a workload run by perfstack: its artifact folder.
 _artifact_dir: str | None = None

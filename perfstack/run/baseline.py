@@ -12,7 +12,8 @@ from typing import Any
 from perfstack.backend import Outcome, StepWindow
 from perfstack.machine.load import DISTURBED_CPUS
 from perfstack.report import Finding, Metric, Overhead, Report
-from perfstack.run import assembly, rundir
+from perfstack.run import assembly
+from perfstack.runfolder import rundir
 
 #: Why a figure that needs the baseline is unknown when the user asked for none.
 NO_BASELINE = "no baseline run (--repeat 0): unknown"

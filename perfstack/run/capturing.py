@@ -29,11 +29,11 @@ from perfstack.records import datarecord
 from perfstack.report import BackendResult, Finding, Metric, Report, Status
 from perfstack.run import assembly, ptrace
 from perfstack.run.attached import Live, run_info
-from perfstack.run.filenames import CAPTURE_REQUEST_FILE as REQUEST_FILE
-from perfstack.run.filenames import CAPTURES_DIR as CAPTURES
-from perfstack.run.filenames import ONDEMAND_FILE as ARMED_FILE
-from perfstack.run.filenames import RANK_PREFIX
-from perfstack.run.ranks import among
+from perfstack.runfolder.filenames import CAPTURE_REQUEST_FILE as REQUEST_FILE
+from perfstack.runfolder.filenames import CAPTURES_DIR as CAPTURES
+from perfstack.runfolder.filenames import ONDEMAND_FILE as ARMED_FILE
+from perfstack.runfolder.filenames import RANK_PREFIX
+from perfstack.runfolder.ranks import among
 
 #: The module every run's workload is started through.
 BOOTSTRAP = "perfstack.inprocess.bootstrap"

@@ -13,7 +13,8 @@ from perfstack.backend import Backend, Collected, Outcome, RunContext
 from perfstack.calls import call
 from perfstack.records import replace
 from perfstack.report import BackendResult, Status
-from perfstack.run import assembly, ranks, rundir
+from perfstack.run import assembly
+from perfstack.runfolder import ranks, rundir
 
 
 class CollectTimeout(Exception):

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import perfstack
 from perfstack.backend import Launch, Outcome, StepWindow, Workload
-from perfstack.inprocess.bootstrap import CONFIG_ENV
 from perfstack.report import RunRecord
 from perfstack.report.files import write_json_atomic
-from perfstack.run import rundir
-from perfstack.run.filenames import BOOTSTRAP_CONFIG_FILE
 from perfstack.run.oomfacts import memory_at_end
 from perfstack.run.process import ChildResult
+from perfstack.runfolder import rundir
+from perfstack.runfolder.filenames import BOOTSTRAP_CONFIG_FILE
+from perfstack.runfolder.handshake import CONFIG_ENV
 
 #: Start the bootstrap without the current folder on sys.path (Python 3.11+), so a folder
 #: named like one of perfstack's modules where the user stands cannot shadow the installed

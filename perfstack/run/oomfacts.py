@@ -12,8 +12,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from perfstack.run.filenames import MEMWATCH_FILE, RANK_PREFIX
-from perfstack.run.rundir import RunFolder
+from perfstack.runfolder.filenames import MEMWATCH_FILE, RANK_PREFIX
+from perfstack.runfolder.rundir import RunFolder
 
 
 def _number(value: Any) -> bool:

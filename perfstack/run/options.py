@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from perfstack.backend import StepWindow
 from perfstack.records import datarecord, field
-from perfstack.run import ranks
+from perfstack.runfolder import ranks
 
 if TYPE_CHECKING:
     from perfstack.report import Report

@@ -21,14 +21,15 @@ from perfstack.backend import (
     availability,
 )
 from perfstack.calls import call
-from perfstack.inprocess.bootstrap import WINDOW_WAIT_S
 from perfstack.pluginmanager import BackendEntry
 from perfstack.records import replace
 from perfstack.report import BackendResult, Status
-from perfstack.run import assembly, collecting, rundir
+from perfstack.run import assembly, collecting
 from perfstack.run import baseline as baselines
 from perfstack.run.options import rank_selected
 from perfstack.run.runner import Runner
+from perfstack.runfolder import rundir
+from perfstack.runfolder.handshake import WINDOW_WAIT_S
 
 #: A backend asks for at most this many runs of its own.
 MAX_RUNS = 10

@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from perfstack import signals
-from perfstack.inprocess.bootstrap import STACK_SIGNAL
 from perfstack.machine import load as machineload
 from perfstack.machine import oomkill
 from perfstack.records import datarecord, field
 from perfstack.report import ExitInfo
-from perfstack.run import rundir, strays
-from perfstack.run.filenames import FAULTHANDLER_FILE, STDERR_FILE, STDOUT_FILE
+from perfstack.run import strays
+from perfstack.runfolder import rundir
+from perfstack.runfolder.filenames import FAULTHANDLER_FILE, STDERR_FILE, STDOUT_FILE
+from perfstack.runfolder.handshake import STACK_SIGNAL
 
 #: How much of faulthandler's output to keep in the report (the rest stays in the file).
 STACK_LIMIT = 20_000

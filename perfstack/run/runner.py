@@ -17,9 +17,9 @@ from perfstack.records import replace
 from perfstack.report import Quantity, RunRecord
 from perfstack.run import baseline as baselines
 from perfstack.run import launch as launching
-from perfstack.run import rundir
 from perfstack.run.options import EstimatingProgress, Progress, RunOptions, selected_ranks
 from perfstack.run.process import ChildSpec, run_child
+from perfstack.runfolder import rundir
 
 #: Called with a run's pid as it starts (once per run, or per rank under torchrun).
 OnStarted = Callable[[int], None]

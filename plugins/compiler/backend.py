@@ -30,7 +30,7 @@ from perfstack.backend import (
     RunContext,
 )
 from perfstack.report import Finding, Layer, Report
-from perfstack.run import rundir
+from perfstack.runfolder import rundir
 
 from .capture import COMPILE_FILE
 from .records import CompileRun, read, torch_total

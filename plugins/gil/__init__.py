@@ -80,7 +80,7 @@ def bad_thread_counts(text: str) -> str | None:
 
 def _measure_of(outcome: Outcome) -> tuple[float | None, str, float | None]:
     """Return (value where higher is better, what it is, CPU utilisation) for one run."""
-    from perfstack.run.rundir import RunFolder
+    from perfstack.runfolder.rundir import RunFolder
 
     metrics = {m["name"]: m for m in RunFolder(outcome.artifact_dir).workload_metrics()}
     cpu = metrics.get("cpu_utilisation", {}).get("value")

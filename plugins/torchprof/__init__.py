@@ -27,7 +27,7 @@ from perfstack.backend import (
     RunContext,
 )
 from perfstack.report import Finding, Layer, Report
-from perfstack.run import ranks
+from perfstack.runfolder import ranks
 
 if TYPE_CHECKING:
     from .compiledlines import KernelLines

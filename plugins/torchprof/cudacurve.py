@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from perfstack.report.units import fmt_bytes
-from perfstack.run.rundir import RunFolder
+from perfstack.runfolder.rundir import RunFolder
 
 from ..runtracks import MARK
 from .cudasnap import block_site, peak_blocks

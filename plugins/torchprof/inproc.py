@@ -31,7 +31,7 @@ def trace_index(name: str) -> int:
 
 
 def _rank_selected(spec: str) -> bool:
-    from perfstack.run import ranks  # standard library only: cheap in the workload
+    from perfstack.runfolder import ranks  # standard library only: cheap in the workload
 
     rank = os.environ.get("RANK")
     if rank is None or not rank.strip().isdigit():

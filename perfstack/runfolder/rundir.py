@@ -6,7 +6,7 @@ and one per backend, each with the workload's ``stdout.log``/``stderr.log``,
 ``faulthandler.log``, what the bootstrap wrote (``workload.json``: its pid and start;
 ``workload-steps.json``; ``probe.json``; ``workload-metrics.jsonl``) and the backend's raw
 output; under torchrun one ``rank-N/`` folder per rank. The names are
-``perfstack.run.filenames``'; the bootstrap, inside the workload, writes the files
+``perfstack.runfolder.filenames``'; the bootstrap, inside the workload, writes the files
 (``perfstack.inprocess.bootstrap``); ``RunFolder`` is the one reader of them on the driver's side.
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 
 from perfstack.errors import OutputError
 from perfstack.records import datarecord
-from perfstack.run.filenames import (
+from perfstack.runfolder.filenames import (
     HOOK_ERRORS_FILE,
     LATEST,
     METRICS_FILE,
@@ -80,7 +80,7 @@ class RunFolder:
         return self.rank(ranks[0]) if ranks else self
 
     def file(self, name: str, rank: int | None = None) -> Path:
-        """Where one of the workload's files is (its name from perfstack.run.filenames)."""
+        """Where one of the workload's files is (its name from perfstack.runfolder.filenames)."""
         return self.rank(rank).path / name
 
     def outcome(self, rank: int | None = None) -> WorkloadRun:
@@ -337,7 +337,7 @@ def new_run_dir(base: Path) -> Path:
 def use_out_dir(path: Path) -> Path:
     """Return ``path`` as the run folder; it must be new or empty, so nothing is overwritten
     (taken atomically: two sessions given one --out-dir cannot both write there)."""
-    from perfstack.run.claim import claim_empty_folder
+    from perfstack.runfolder.claim import claim_empty_folder
 
     return claim_empty_folder(path, f"{path}: exists and is not an empty folder (or another "
                                     "session writes there); choose a new --out-dir")

@@ -1,7 +1,7 @@
 """The names of the files in a run folder: the one place they are spelt.
 
 A leaf: it imports nothing, so the bootstrap (inside the workload's process), the public
-``perfstack.report_metric`` and the driver's side (``perfstack.run.rundir``) all take the
+``perfstack.report_metric`` and the driver's side (``perfstack.runfolder.rundir``) all take the
 names from here. What each file holds is said where it is written.
 """
 
