@@ -29,16 +29,16 @@ def load(path: str | os.PathLike[str]) -> Report:
 
 # name -> module that defines it; resolved lazily by __getattr__ (PEP 562).
 _PUBLIC = {
-    "hookimpl": "perfstack.hookmark",
-    "Backend": "perfstack.backend",
-    "Availability": "perfstack.backend",
-    "Option": "perfstack.backend",
-    "Launch": "perfstack.backend",
-    "InProcessHook": "perfstack.backend",
-    "RunContext": "perfstack.backend",
-    "Outcome": "perfstack.backend",
-    "Collected": "perfstack.backend",
-    "Workload": "perfstack.backend",
+    "hookimpl": "perfstack.plugin.mark",
+    "Backend": "perfstack.plugin.backend",
+    "Availability": "perfstack.plugin.backend",
+    "Option": "perfstack.plugin.backend",
+    "Launch": "perfstack.plugin.backend",
+    "InProcessHook": "perfstack.plugin.backend",
+    "RunContext": "perfstack.plugin.backend",
+    "Outcome": "perfstack.plugin.backend",
+    "Collected": "perfstack.plugin.backend",
+    "Workload": "perfstack.plugin.backend",
     "Layer": "perfstack.report",
     "Row": "perfstack.report",
     "Quantity": "perfstack.report",
@@ -46,7 +46,7 @@ _PUBLIC = {
     "Better": "perfstack.report",
     "Finding": "perfstack.report",
     "Report": "perfstack.report",
-    "Renderer": "perfstack.render.base",
+    "Renderer": "perfstack.plugin.renderer",
 }
 
 __all__ = [
@@ -75,37 +75,37 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from perfstack.backend import (
+    from perfstack.plugin.backend import (
         Availability as Availability,
     )
-    from perfstack.backend import (
+    from perfstack.plugin.backend import (
         Backend as Backend,
     )
-    from perfstack.backend import (
+    from perfstack.plugin.backend import (
         Collected as Collected,
     )
-    from perfstack.backend import (
+    from perfstack.plugin.backend import (
         InProcessHook as InProcessHook,
     )
-    from perfstack.backend import (
+    from perfstack.plugin.backend import (
         Launch as Launch,
     )
-    from perfstack.backend import (
+    from perfstack.plugin.backend import (
         Option as Option,
     )
-    from perfstack.backend import (
+    from perfstack.plugin.backend import (
         Outcome as Outcome,
     )
-    from perfstack.backend import (
+    from perfstack.plugin.backend import (
         RunContext as RunContext,
     )
-    from perfstack.backend import (
+    from perfstack.plugin.backend import (
         Workload as Workload,
     )
-    from perfstack.hookmark import (
+    from perfstack.plugin.mark import (
         hookimpl as hookimpl,
     )
-    from perfstack.render.base import (
+    from perfstack.plugin.renderer import (
         Renderer as Renderer,
     )
     from perfstack.report import (

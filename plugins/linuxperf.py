@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from perfstack import hookimpl
-from perfstack.backend import (
+from perfstack.plugin.backend import (
     Availability,
     Backend,
     Collected,

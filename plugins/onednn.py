@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from perfstack import hookimpl
-from perfstack.backend import Availability, Backend, Collected, Launch, Outcome, RunContext
+from perfstack.plugin.backend import Availability, Backend, Collected, Launch, Outcome, RunContext
 from perfstack.records import datarecord
 from perfstack.report import Better, Finding, Layer, Metric, Quantity, Report, Row
 

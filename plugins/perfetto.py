@@ -30,7 +30,7 @@ from typing import Any
 
 from perfstack import errors, hookimpl
 from perfstack.analysis.origin import workload_dir
-from perfstack.render.base import Renderer, RenderOptions
+from perfstack.plugin.renderer import Renderer, RenderOptions
 from perfstack.report import Layer, Report
 from perfstack.runfolder.rundir import RunFolder
 

@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Callable, Sequence
 
 from perfstack import hookimpl
-from perfstack.backend import Availability, Backend, Collected, Outcome, RunContext
+from perfstack.plugin.backend import Availability, Backend, Collected, Outcome, RunContext
 from perfstack.report import Better, Finding, Layer, Metric, Quantity, Report, Row
 from perfstack.runfolder import rundir
 

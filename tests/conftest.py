@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from perfstack.pluginload import load_plugins
-from perfstack.pluginmanager import Plugins
+from perfstack.plugin.load import load_plugins
+from perfstack.plugin.manager import Plugins
 from perfstack.report.files import read_json, schema_errors
 
 # pytest keeps each test module's rewritten asserts in __pycache__ only where Python may write

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from perfstack.backend import Collected
+from perfstack.plugin.backend import Collected
 from perfstack.report import Better, Finding, Layer, Metric, Quantity, Row, Status
 from perfstack.run.assembly import (
     instruction_metric,

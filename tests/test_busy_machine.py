@@ -160,7 +160,7 @@ def test_openmp_spinning_is_measured_beside_the_busy_machine() -> None:
 
 
 def _outcome(tmp: Path, label: str, wall: float, others: float) -> Any:
-    from perfstack.backend import Outcome
+    from perfstack.plugin.backend import Outcome
     from perfstack.report import ExitInfo, RunRecord
 
     record = RunRecord(label, "baseline" if label.startswith("baseline") else "backend",

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from perfstack.analysis.views.drilldown import drill_down
-from perfstack.pluginload import load_plugins
+from perfstack.plugin.load import load_plugins
 from perfstack.report import Finding, Layer, Report
 from perfstack.report.files import load_report, save_report
 from plugins.pyspy import processes

@@ -324,8 +324,8 @@ def test_a_compiled_run_reads_as_compiling_in_every_format() -> None:
     """workloads/compiled.py on 2 CPUs, inductor's caches warm: the answer is the compiler
     (was 'Mostly start-up'), the compile section says what it compiled, why it compiled
     again and where the graph broke, and the HTML has a Compile pane."""
-    from perfstack.pluginload import load_plugins
-    from perfstack.render.base import RenderOptions
+    from perfstack.plugin.load import load_plugins
+    from perfstack.plugin.renderer import RenderOptions
     from perfstack.report.files import load_report
 
     report = load_report(RECORDED / "compiled.json.gz")

@@ -124,7 +124,7 @@ def test_ceilings_named_by_a_fifo_or_a_device_are_not_read(
                               timeout=60, env=perfstack_env({"PERFSTACK_CEILINGS": str(named)}))
         assert proc.returncode == 0 and proc.stdout.strip() == "None", (named, proc.stderr)
     from perfstack.machine import envinfo
-    from perfstack.pluginload import load_plugins
+    from perfstack.plugin.load import load_plugins
 
     monkeypatch.setenv("PERFSTACK_CEILINGS", "/dev/zero")
     said = envinfo.gather(load_plugins(), with_torch=False, with_system=False)["ceilings"]

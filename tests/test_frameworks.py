@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from perfstack.analysis.view import build
-from perfstack.pluginload import load_plugins
+from perfstack.plugin.load import load_plugins
 from perfstack.report import Report
 from perfstack.report.files import load_report
 from tests.conftest import ROOT

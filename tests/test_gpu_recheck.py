@@ -99,8 +99,8 @@ def test_a_cold_first_compile_is_told_from_the_warm_runs_on_triton() -> None:
 @pytest.mark.parametrize("name", ["resnet", "memory", "compiled"])
 def test_each_recorded_report_renders_in_every_format(name: str) -> None:
     from perfstack import errors
-    from perfstack.pluginload import load_plugins
-    from perfstack.render.base import RenderOptions
+    from perfstack.plugin.load import load_plugins
+    from perfstack.plugin.renderer import RenderOptions
 
     report = _report(name)
     for fmt, renderer in load_plugins().renderers().items():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from perfstack import hookspecs
+from perfstack.plugin import spec as hookspecs
 
 HOOKS = sorted(name for name in dir(hookspecs) if name.startswith("perfstack_"))
 TESTS = Path(__file__).parent
@@ -37,7 +37,7 @@ def test_hook_has_a_test(hook):
 
 
 def test_backend_protocol_is_documented():
-    from perfstack.backend import Backend
+    from perfstack.plugin.backend import Backend
 
     for method in ("check", "launch", "attach", "collect"):
         assert inspect.getdoc(getattr(Backend, method)), method
@@ -45,7 +45,7 @@ def test_backend_protocol_is_documented():
 
 def test_plugin_guide_matches_the_hookspecs():
     """docs/plugins.md carries the hook reference generated from these docstrings, verbatim."""
-    from perfstack.hookdoc import hook_reference
+    from perfstack.plugin.hookdoc import hook_reference
 
     guide = (Path(__file__).parent.parent / "docs" / "plugins.md").read_text()
-    assert hook_reference() in guide, "run: python -m perfstack.hookdoc --write"
+    assert hook_reference() in guide, "run: python -m perfstack.plugin.hookdoc --write"

@@ -79,7 +79,7 @@ def test_a_new_pane_is_its_four_stem_files_and_one_registration_line(monkeypatch
     import types
 
     from perfstack.analysis import views
-    from perfstack.pluginload import load_plugins
+    from perfstack.plugin.load import load_plugins
     from perfstack.report.files import load_report
 
     def module(name: str, **attrs: object) -> None:
@@ -123,3 +123,28 @@ def test_a_new_command_is_one_entry(monkeypatch: pytest.MonkeyPatch,
     assert main.main(["count", "a", "b", "c"]) == 3
     assert main.main([]) == 0  # the top help
     assert "count: count the arguments" in " ".join(capsys.readouterr().out.split())
+
+
+def test_the_plugin_apis_old_paths_give_the_same_objects() -> None:
+    """The plugin API is one room (perfstack/plugin/); the paths plugins were written against
+    before it (``perfstack.backend``, ``perfstack.hookspecs``, ``perfstack.hookmark``,
+    ``perfstack.render.base``) still import the same objects, every public name of them."""
+    import importlib
+
+    for old, new in (("perfstack.backend", "perfstack.plugin.backend"),
+                     ("perfstack.hookspecs", "perfstack.plugin.spec"),
+                     ("perfstack.hookmark", "perfstack.plugin.mark"),
+                     ("perfstack.render.base", "perfstack.plugin.renderer")):
+        was, now = importlib.import_module(old), importlib.import_module(new)
+        defined = [n for n, v in vars(now).items() if not n.startswith("_")
+                   and getattr(v, "__module__", None) == new]
+        assert defined, new
+        for name in defined:  # every class and function of the room, at the old path too
+            assert getattr(was, name) is getattr(now, name), (old, name)
+        for name in [n for n in vars(was) if not n.startswith("_")]:
+            assert getattr(was, name) is getattr(now, name), (old, name)
+    from perfstack import Backend, hookimpl
+    from perfstack.backend import Backend as OldBackend
+    from perfstack.hookmark import hookimpl as old_hookimpl
+
+    assert Backend is OldBackend and hookimpl is old_hookimpl

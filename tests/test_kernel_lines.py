@@ -231,8 +231,8 @@ def test_the_lines_read_alike_in_every_format() -> None:
     """The report of the CPU run above (tests/fixtures/reports/compile/compiled_lines.json.gz):
     the Compile section's lines, in text at 80 columns, markdown and HTML, with the same
     figures as the JSON's rows."""
-    from perfstack.pluginload import load_plugins
-    from perfstack.render.base import RenderOptions
+    from perfstack.plugin.load import load_plugins
+    from perfstack.plugin.renderer import RenderOptions
     from perfstack.report.files import load_report
     from perfstack.report.units import fmt_seconds
 

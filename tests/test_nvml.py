@@ -91,7 +91,7 @@ def test_energy_per_step_is_unknown_over_steps_too_short_for_the_counter(recordi
     from perfstack_plugins.nvmlfigures import energy_between
     from perfstack_plugins.nvmlsampler import _steps_on_timeline, read_timeline
 
-    from perfstack.backend import RunContext, StepWindow, Workload
+    from perfstack.plugin.backend import RunContext, StepWindow, Workload
 
     folder = GPU_RUN.parent.parent / recording / "nvml"
     header, samples = read_timeline(folder / "nvml-timeline.jsonl")
@@ -126,8 +126,8 @@ def test_energy_per_step_is_unknown_over_steps_too_short_for_the_counter(recordi
 def test_the_html_draws_the_gpu_over_time_only_where_nvml_ran():
     """The H200 run's report draws power and utilisation over time from its timeline; a run
     on a machine with no GPU says nothing of it (it once said 'no NVML samples')."""
-    from perfstack.pluginload import load_plugins
-    from perfstack.render.base import RenderOptions
+    from perfstack.plugin.load import load_plugins
+    from perfstack.plugin.renderer import RenderOptions
     from perfstack.report.files import load_report
 
     html = load_plugins().renderers()["html"]

@@ -83,8 +83,8 @@ def test_the_core_code_names_no_builtin_backend():
     """No string of the core's code (comments and docstrings aside) is a built-in backend's
     name or a built-in plugin's format: what the core knows of a backend, it reads from the
     backend's declarations (primary, run_count, per_rank, options, output_file_extension)."""
-    from perfstack.pluginload import load_plugins
-    from perfstack.pluginmanager import CORE_PLUGINS
+    from perfstack.plugin.load import load_plugins
+    from perfstack.plugin.manager import CORE_PLUGINS
 
 
     plugins = load_plugins()
@@ -123,7 +123,7 @@ PAGE_WORDS = {"torch", "dynamo", "resources", "perf"}
 def test_the_html_plugin_names_no_other_backend():
     """The HTML page words its hints from the installed backends' declarations, as the text
     does: no string of it names another plugin's backend, tool or flag."""
-    from perfstack.pluginload import load_plugins
+    from perfstack.plugin.load import load_plugins
 
     plugins = load_plugins()
     names = set(plugins.backends()[0])
@@ -142,4 +142,4 @@ def test_every_public_name_resolves():
 
     missing = [name for name in perfstack.__all__ if not hasattr(perfstack, name)]
     assert missing == []
-    assert perfstack.Renderer.__module__ == "perfstack.render.base"
+    assert perfstack.Renderer.__module__ == "perfstack.plugin.renderer"

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from perfstack.plugincache import Manifest, Provided
+from perfstack.plugin.cache import Manifest, Provided
 from tests.conftest import ROOT, perfstack_env
 
 PLUGIN = '''
 from perfstack import hookimpl
-from perfstack.render.base import Renderer
+from perfstack.plugin.renderer import Renderer
 
 
 class Loud(Renderer):
@@ -126,8 +126,8 @@ def test_a_later_plugins_renderer_wins() -> None:
 def test_the_cache_keeps_a_few_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """One file per interpreter and plugin choices, the oldest pruned; the current folder
     (``python -m`` puts it first on sys.path) is no part of the file's name."""
-    from perfstack import plugincache
     from perfstack.cachedir import CACHE_ENV
+    from perfstack.plugin import cache as plugincache
 
     monkeypatch.setenv(CACHE_ENV, str(tmp_path))
     manifest = Manifest([Provided("perfstack.render.text", ["text"])])

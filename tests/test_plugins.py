@@ -9,8 +9,8 @@ from typing import Any
 import pluggy
 
 from perfstack import hookimpl
-from perfstack.backend import Backend
-from perfstack.pluginload import load_plugins
+from perfstack.plugin.backend import Backend
+from perfstack.plugin.load import load_plugins
 from perfstack.report import Layer
 from tests.conftest import WORKLOADS, Result, backend
 
@@ -89,7 +89,7 @@ def test_call_each_isolates_plugins():
 
 
 def test_environment_hook_reaches_the_report(tmp_path, monkeypatch):
-    from perfstack.backend import Workload
+    from perfstack.plugin.backend import Workload
     from perfstack.report.files import schema_errors
     from perfstack.run.driver import Session
     from perfstack.run.options import RunOptions
@@ -210,7 +210,7 @@ def test_every_hook_call_goes_through_pluggy_and_every_failure_is_a_finding() ->
 def test_a_backends_check_is_asked_once_and_a_raise_is_an_answer() -> None:
     from dataclasses import dataclass
 
-    from perfstack.backend import Availability, availability
+    from perfstack.plugin.backend import Availability, availability
 
     asked: list[str] = []
 
@@ -240,7 +240,7 @@ def test_a_backends_check_is_asked_once_and_a_raise_is_an_answer() -> None:
 def test_every_plugin_call_says_its_phase_value_or_error() -> None:
     """One helper makes every call into a plugin (as pytest's CallInfo.from_call): what it
     gave or what it raised, with its traceback, its duration and the phase it was made in."""
-    from perfstack.calls import call
+    from perfstack.plugin.calls import call
 
     given = call(lambda: 42, "launch")
     assert (given.when, given.value, given.ok, given.error) == ("launch", 42, True, None)

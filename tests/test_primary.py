@@ -7,7 +7,7 @@ import json
 
 from perfstack.analysis.diff import diff
 from perfstack.analysis.primary import Primary
-from perfstack.backend import Backend
+from perfstack.plugin.backend import Backend
 from perfstack.report import BackendResult, Layer, Quantity, Report, Row, Status
 from perfstack.report.files import check_report_data, load_report
 from tests.conftest import ROOT

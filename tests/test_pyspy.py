@@ -103,7 +103,7 @@ def test_a_run_too_short_to_attach_to_says_so(perfstack):
 def test_a_workload_gone_before_py_spy_attached_is_empty_with_why(tmp_path):
     """What py-spy writes when the process was gone before it attached (no profile, its log
     naming the process), after a clean run of 0.05 s: nothing sampled, said as such."""
-    from perfstack.backend import Outcome, RunContext, Workload
+    from perfstack.plugin.backend import Outcome, RunContext, Workload
     from perfstack.report import ExitInfo, RunRecord
 
     (tmp_path / "profile.speedscope.json.log").write_text(

@@ -11,8 +11,8 @@ import random
 from pathlib import Path
 from typing import Any
 
-from perfstack.backend import Collected, Recorded
-from perfstack.pluginload import load_plugins
+from perfstack.plugin.backend import Collected, Recorded
+from perfstack.plugin.load import load_plugins
 from perfstack.report import Better, Metric, Report, RunInfo
 from perfstack.report.rankcolumns import BIG_JOB
 from perfstack.report.rankrows import said_ranks

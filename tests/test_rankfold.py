@@ -10,8 +10,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from perfstack.backend import Collected, Recorded
-from perfstack.pluginload import load_plugins
+from perfstack.plugin.backend import Collected, Recorded
+from perfstack.plugin.load import load_plugins
 from perfstack.report import Layer, Quantity, Report, Row, RunInfo
 from perfstack.report.rankfold import RowFold
 from perfstack.report.rankrows import MANY_RANKS, merge_across_ranks

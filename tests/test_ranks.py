@@ -471,7 +471,7 @@ def test_a_dask_worker_lets_go_of_each_ranks_records(dask_cluster: Path,
     last rank came back, the workers kept all 16 ranks' records (and grew with the ranks)."""
     from distributed import Client
 
-    from perfstack.pluginload import load_plugins
+    from perfstack.plugin.load import load_plugins
     from perfstack.run.recorded import executors
     from perfstack.run.recorded.ingest import claim
     from perfstack.run.recorded.reduce import Unit, reduce_units
@@ -510,7 +510,7 @@ def test_a_dask_cluster_merges_the_folds_on_its_workers(dask_cluster: Path,
     TREE_WORKERS would be): the batches' folds are merged on the workers, two at a time, and
     this process takes in one fold, the job's (its fold merged once, of
     more than two batches): every rank counted, as one reader folds them."""
-    from perfstack.pluginload import load_plugins
+    from perfstack.plugin.load import load_plugins
     from perfstack.run.recorded import executors
     from perfstack.run.recorded.fold import JobFold, declared_primary
     from perfstack.run.recorded.ingest import claim
@@ -744,8 +744,8 @@ _LOADED_CHILD = """
 import os, sys
 from pathlib import Path
 from perfstack import hookimpl
-from perfstack.backend import Backend, Collected, Recorded
-from perfstack.pluginload import load_plugins
+from perfstack.plugin.backend import Backend, Collected, Recorded
+from perfstack.plugin.load import load_plugins
 from perfstack.report import Layer
 from perfstack.run.recorded.ingest import analyze
 

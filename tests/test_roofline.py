@@ -337,7 +337,7 @@ def test_the_cache_keeps_the_best_of_its_measurements() -> None:
 
 
 def test_an_op_above_its_roof_or_a_ceiling_measured_under_load_is_doubted() -> None:
-    from perfstack.backend import Collected
+    from perfstack.plugin.backend import Collected
     from perfstack.run.ceilingstep import doubted
 
     fast = _op("aten::mm [[512, 512], [512, 512]]", 1e-3, 200e6, 3e6, calls=1)  # 200 GFLOP/s

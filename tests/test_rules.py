@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from perfstack.analysis.views.budget import hardware_beside
-from perfstack.pluginload import load_plugins
+from perfstack.plugin.load import load_plugins
 from perfstack.report import Better, Layer, Metric, Quantity, Report, Row
 from perfstack.report.files import load_report
 from tests.conftest import ROOT, Result, backend

@@ -192,7 +192,7 @@ def test_quick_is_one_baseline_and_the_quick_backends(perfstack):
     """--quick: a sampler and what reads the baseline, one baseline run, no warm-up; the
     sampler's run first, and its answer said before the baseline runs (the report refines
     it); the text says the hardware layer was measured (its figures are the metrics)."""
-    from perfstack.pluginload import load_plugins
+    from perfstack.plugin.load import load_plugins
 
     backends = load_plugins().backends()[0]
     quick = sorted(n for n, e in backends.items() if e.backend.quick)

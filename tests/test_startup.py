@@ -52,18 +52,19 @@ def test_version():
 #: What `perfstack show` may import beyond the interpreter's own start, for a small report
 #: perfstack wrote (read as checked: no validator): 93 modules when measured (2026-11-28;
 #: 184, then 120 before: statistics, tempfile, importlib.resources with zipfile, shutil and
-#: perfstack.backend left its path, then dataclasses with inspect, and pluggy); a few more
+#: perfstack.plugin.backend left its path, then dataclasses with inspect, and pluggy); a few more
 #: for what a change needs, not dozens.
 SHOW_MODULES = 105
 #: Modules `show` does not use: email, zipfile and decimal came with importlib.metadata,
 #: importlib.resources and statistics; tempfile, shutil and subprocess with writing and
-#: running; perfstack.backend and the run's driver with running; dataclasses (and inspect)
+#: running; perfstack.plugin.backend and the run's driver with running; dataclasses (and inspect)
 #: compiled every model class's methods at import (perfstack.records instead); pluggy (and
 #: inspect) comes with the first hook call, which a core format needs none of.
 NOT_FOR_SHOW = ("email", "zipfile", "decimal", "fractions", "statistics", "csv", "tempfile",
                 "shutil", "subprocess", "importlib.metadata", "importlib.resources",
-                "jsonschema_rs", "torch", "pyperf", "perfstack.backend", "perfstack.run.driver",
-                "perfstack_plugins", "dataclasses", "inspect", "pluggy", "perfstack.hookspecs")
+                "jsonschema_rs", "torch", "pyperf", "perfstack.plugin.backend",
+                "perfstack.run.driver", "perfstack_plugins", "dataclasses", "inspect", "pluggy",
+                "perfstack.plugin.spec")
 
 
 def test_show_imports_only_what_it_uses(tmp_path):

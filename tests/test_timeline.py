@@ -158,8 +158,8 @@ def test_pan_zoom_click_search_and_select_in_chromium(browser: WebDriver,  # noq
 def test_a_report_without_a_trace_has_no_timeline_pane(tmp_path: Path) -> None:
     """A report whose backends kept nothing on a time axis (a recorded report moved without
     its run folder) shows no empty pane."""
-    from perfstack.pluginload import load_plugins
-    from perfstack.render.base import RenderOptions
+    from perfstack.plugin.load import load_plugins
+    from perfstack.plugin.renderer import RenderOptions
 
     report = load_report(ROOT / "tests" / "fixtures" / "reports" / "late_import.json.gz")
     html = load_plugins().renderers()["html"].render(report, RenderOptions(
@@ -376,8 +376,8 @@ def test_the_detail_left_out_of_a_big_page_is_read_from_beside_it_as_a_zoom_need
     detail read, is the one the page with every slice gives."""
     from perfstack_plugins.htmlreport import timeline as module
 
-    from perfstack.pluginload import load_plugins
-    from perfstack.render.base import RenderOptions
+    from perfstack.plugin.load import load_plugins
+    from perfstack.plugin.renderer import RenderOptions
 
     whole = _data(resnet_page)
     monkeypatch.setattr(module, "MAX_SLICES", 5_000)
@@ -479,8 +479,8 @@ def test_a_page_moved_without_its_detail_still_draws_and_says_so(
     and a selection's figures say their detail could not be read."""
     from perfstack_plugins.htmlreport import timeline as module
 
-    from perfstack.pluginload import load_plugins
-    from perfstack.render.base import RenderOptions
+    from perfstack.plugin.load import load_plugins
+    from perfstack.plugin.renderer import RenderOptions
 
     monkeypatch.setattr(module, "MAX_SLICES", 5_000)
     folder = resnet_page.parent

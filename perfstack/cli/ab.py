@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from perfstack import errors, signals
 from perfstack.cli import outputs
 from perfstack.cli.common import DEFAULT_RUNS_DIR, EXIT_OK, EXIT_WORKLOAD_FAILED, Parser
-from perfstack.pluginmanager import Plugins
+from perfstack.plugin.manager import Plugins
 from perfstack.runfolder.filenames import REPORT_FILE
 
 if TYPE_CHECKING:
@@ -21,9 +21,9 @@ DEFAULT_PAIRS = 7
 def cmd_ab(plugins: Plugins, argv: list[str]) -> int:
     """Run two scripts (or one at two revisions) interleaved; print their diff; exit as diff."""
     from perfstack.analysis.diff import diff
-    from perfstack.backend import Workload
     from perfstack.cli.diff import emit
     from perfstack.cli.session import prepare, split_workload_args
+    from perfstack.plugin.backend import Workload
     from perfstack.report.files import save_report
     from perfstack.run.compare import ab
     from perfstack.runfolder import rundir

@@ -15,7 +15,7 @@ from perfstack.cli.show import (
     output_width,
     print_report,
 )
-from perfstack.pluginmanager import Plugins
+from perfstack.plugin.manager import Plugins
 from perfstack.report import Report, Status
 
 
@@ -46,7 +46,7 @@ def write_report(plugins: Plugins, report: Report, ns: argparse.Namespace, what:
         print_report(report, plugins, top=ns.top, depth=ns.depth, full=ns.full,
                      all_frames=ns.all_frames, report_dir=output.parent.resolve())
     elif not ns.quiet:  # another format, printed as `perfstack show --format` prints it
-        from perfstack.render.base import terminal_safe
+        from perfstack.plugin.renderer import terminal_safe
 
         options = plugins.render_options(
             top=ns.top, depth=ns.depth, width=output_width(), full=ns.full,
@@ -84,7 +84,7 @@ def _to_stdout(plugins: Plugins, report: Report, ns: argparse.Namespace, what: s
 
 def _readers(plugins: Plugins) -> list[str]:
     """'name: description' of each backend that reads recorded files back."""
-    from perfstack.backend import Backend
+    from perfstack.plugin.backend import Backend
 
     return [f"{name}: {entry.backend.description}"
             for name, entry in sorted(plugins.backends()[0].items())

@@ -14,7 +14,7 @@ from perfstack.cli.analyze import add_report_options, write_report
 from perfstack.cli.common import DEFAULT_RUNS_DIR, EXIT_BACKENDS_FAILED, EXIT_OK, Parser
 from perfstack.cli.runargs import add_backend_options, option_dest, seconds
 from perfstack.cli.show import check_view_options
-from perfstack.pluginmanager import BackendEntry, Plugins
+from perfstack.plugin.manager import BackendEntry, Plugins
 from perfstack.report import Report, Status
 
 #: Options named the same in several backends, given once (``--native`` sets every

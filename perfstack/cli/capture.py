@@ -11,7 +11,7 @@ from perfstack.cli.attach import SHARED_FLAGS, backends_said, options_of
 from perfstack.cli.common import DEFAULT_RUNS_DIR, Parser
 from perfstack.cli.runargs import add_backend_options, seconds, whole_number
 from perfstack.cli.show import check_view_options
-from perfstack.pluginmanager import Plugins
+from perfstack.plugin.manager import Plugins
 
 
 def cmd_capture(plugins: Plugins, argv: list[str]) -> int:

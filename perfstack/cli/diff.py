@@ -20,7 +20,7 @@ from perfstack.cli.common import (
 
 if TYPE_CHECKING:
     from perfstack.analysis.diff import Diff
-from perfstack.pluginmanager import Plugins
+from perfstack.plugin.manager import Plugins
 from perfstack.runfolder.filenames import REPORT_FILE
 
 
@@ -91,7 +91,7 @@ def emit(result: Diff, fmt: str, top: int, threshold: float | None,
     """Write a diff in ``fmt`` to ``output`` (stdout when None); return the exit code: 1 when
     ``threshold`` is set and a metric regressed beyond it."""
     from perfstack.cli.show import output_width
-    from perfstack.render.base import DiffRenderer, RenderOptions, terminal_safe
+    from perfstack.plugin.renderer import DiffRenderer, RenderOptions, terminal_safe
     from perfstack.render.diff import render_markdown, render_text
     from perfstack.report.files import finite, write_text_atomic
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from perfstack import errors
 from perfstack.cli.common import EXIT_OK, Parser
-from perfstack.pluginmanager import Plugins
+from perfstack.plugin.manager import Plugins
 
 
 def cmd_env(plugins: Plugins, argv: list[str]) -> int:

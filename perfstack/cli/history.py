@@ -67,7 +67,7 @@ def _table(rows: list[dict[str, Any]], fmt: str, columns: list[str]) -> str:
             writer.writerow({k: _csv_cell(" ".join(v) if isinstance(v, list) else v)
                              for k, v in row.items()})
         return out.getvalue()
-    from perfstack.render.base import terminal_safe
+    from perfstack.plugin.renderer import terminal_safe
 
     # A workload's names (its command, a series) reach the terminal: escapes shown, not acted on.
     rows = [{c: terminal_safe(_cell(r.get(c))) for c in columns} for r in rows]

@@ -174,7 +174,7 @@ def _dispatch(argv: list[str]) -> int:
     handler = getattr(importlib.import_module(module), function)
     if not command.plugins:
         return int(handler(top.rest))
-    from perfstack.pluginload import load_plugins
+    from perfstack.plugin.load import load_plugins
 
     # Reading a report loads the plugins it needs, when the plugin cache says which.
     plugins = load_plugins(disabled=disabled, modules=modules,

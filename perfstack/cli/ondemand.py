@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from perfstack import errors
-from perfstack.backend import InProcessHook, availability
 from perfstack.cli.session import Prepared, backend_options
-from perfstack.pluginmanager import BackendEntry
+from perfstack.plugin.backend import InProcessHook, availability
+from perfstack.plugin.manager import BackendEntry
 from perfstack.report import Report
 from perfstack.runfolder.filenames import CAPTURES_DIR, RANK_PREFIX
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from perfstack import errors
 
 if TYPE_CHECKING:
-    from perfstack.pluginmanager import Plugins
+    from perfstack.plugin.manager import Plugins
 
 
 def _identity(path: Path) -> tuple[int, int] | None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from perfstack import errors
-from perfstack.backend import availability
-from perfstack.pluginmanager import BackendEntry
+from perfstack.plugin.backend import availability
+from perfstack.plugin.manager import BackendEntry
 
 
 def quick_plan(ns: argparse.Namespace, own: list[str],

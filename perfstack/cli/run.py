@@ -8,14 +8,14 @@ import sys
 from pathlib import Path
 
 from perfstack import errors, signals
-from perfstack.backend import Workload
 from perfstack.cli import outputs
 from perfstack.cli.common import EXIT_BACKENDS_FAILED, EXIT_OK, EXIT_WORKLOAD_FAILED
 from perfstack.cli.ondemand import arm_hook, note_captures, ondemand_armed
 from perfstack.cli.runargs import build_parser
 from perfstack.cli.session import prepare, split_workload_args, workload_of
 from perfstack.cli.show import check_view_options
-from perfstack.pluginmanager import Plugins
+from perfstack.plugin.backend import Workload
+from perfstack.plugin.manager import Plugins
 from perfstack.report import Status
 from perfstack.run import nodes
 from perfstack.runfolder.filenames import REPORT_FILE

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from perfstack import errors
-from perfstack.backend import Option, StepWindow
 from perfstack.cli.common import DEFAULT_RUNS_DIR, Parser
 from perfstack.cli.show import add_view_options
-from perfstack.pluginmanager import BackendEntry
+from perfstack.plugin.backend import Option, StepWindow
+from perfstack.plugin.manager import BackendEntry
 from perfstack.report import Layer
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfstack import errors
-from perfstack.backend import Workload, availability
 from perfstack.cli.common import DEFAULT_RUNS_DIR
 from perfstack.cli.runargs import option_dest, step_window
-from perfstack.pluginmanager import BackendEntry, HookResult, Plugins
+from perfstack.plugin.backend import Workload, availability
+from perfstack.plugin.manager import BackendEntry, HookResult, Plugins
 from perfstack.records import datarecord, field
 from perfstack.run import nodes
 from perfstack.run.phases import answers_first

@@ -10,8 +10,8 @@ from typing import Any
 from perfstack import errors
 from perfstack.cli import outputs
 from perfstack.cli.common import DEFAULT_RUNS_DIR, EXIT_OK, Parser, terminal_columns
-from perfstack.pluginmanager import Plugins
-from perfstack.render.base import terminal_safe
+from perfstack.plugin.manager import Plugins
+from perfstack.plugin.renderer import terminal_safe
 from perfstack.report import Report
 from perfstack.runfolder.filenames import REPORT_FILE
 
@@ -135,7 +135,7 @@ def plugin_listing(plugins: Plugins) -> dict[str, Any]:
     """Return every installed backend (name, layers, whether ``perfstack run`` uses it by
     default, whether it can run here and why not, where it comes from, whether it attaches to
     a running process and records on demand) and every broken plugin, as plain data."""
-    from perfstack.backend import availability
+    from perfstack.plugin.backend import availability
 
     backends, failures = plugins.backends()
     rows = []

@@ -10,7 +10,7 @@ from typing import Any
 
 from perfstack import errors, signals
 from perfstack.cli.common import EXIT_OK, EXIT_WORKLOAD_FAILED, Parser
-from perfstack.pluginmanager import BackendEntry, Plugins
+from perfstack.plugin.manager import BackendEntry, Plugins
 from perfstack.runfolder.filenames import REPORT_FILE
 
 

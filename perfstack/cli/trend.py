@@ -17,7 +17,7 @@ from perfstack.cli.common import (
     percentage,
 )
 from perfstack.cli.history import DB_HELP, database
-from perfstack.render.base import terminal_safe
+from perfstack.plugin.renderer import terminal_safe
 
 
 def _filters(parser: Parser) -> None:

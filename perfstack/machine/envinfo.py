@@ -14,9 +14,9 @@ import subprocess
 import sys
 from typing import Any
 
-from perfstack.backend import availability
 from perfstack.machine import ceilings, environment, interpreters
-from perfstack.pluginmanager import Plugins
+from perfstack.plugin.backend import availability
+from perfstack.plugin.manager import Plugins
 from perfstack.report.units import fmt_seconds, fmt_si
 
 _TORCH_PROBE = """

@@ -13,7 +13,7 @@ from typing import Any
 from perfstack.analysis.diff import Diff
 from perfstack.analysis.diff.changes import MetricChange
 from perfstack.analysis.diff.rows import RowChange
-from perfstack.render.base import markdown_escape as escape
+from perfstack.plugin.renderer import markdown_escape as escape
 from perfstack.render.text.grid import Column, table
 from perfstack.report.units import fmt_value as fmt
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from perfstack.hookmark import hookimpl
-from perfstack.render.base import Renderer, RenderOptions
+from perfstack.plugin.mark import hookimpl
+from perfstack.plugin.renderer import Renderer, RenderOptions
 from perfstack.report import Report
 
 

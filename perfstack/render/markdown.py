@@ -12,10 +12,10 @@ from __future__ import annotations
 from perfstack.analysis.view import View, build
 from perfstack.analysis.views import homes
 from perfstack.analysis.views.drilldown import Node
-from perfstack.hookmark import hookimpl
-from perfstack.render.base import Renderer, RenderOptions
-from perfstack.render.base import markdown_escape as escape
-from perfstack.render.base import markdown_table as _table
+from perfstack.plugin.mark import hookimpl
+from perfstack.plugin.renderer import Renderer, RenderOptions
+from perfstack.plugin.renderer import markdown_escape as escape
+from perfstack.plugin.renderer import markdown_table as _table
 from perfstack.render.words.common import (
     LAYER_TITLES,
     STATUS_WORDS,

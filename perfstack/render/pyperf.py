@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 
 from perfstack.errors import UsageError
-from perfstack.hookmark import hookimpl
-from perfstack.render.base import Renderer, RenderOptions
+from perfstack.plugin.mark import hookimpl
+from perfstack.plugin.renderer import Renderer, RenderOptions
 from perfstack.report import Report
 
 #: pyperf knows these units; anything else is stored as a plain number ("integer" formats it).

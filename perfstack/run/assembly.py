@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from perfstack.analysis.rules import contention, roofline
 from perfstack.analysis.stats import summarize
-from perfstack.backend import Collected
+from perfstack.plugin.backend import Collected
 from perfstack.report import (
     BackendResult,
     Better,
@@ -33,7 +33,7 @@ from perfstack.report.files import schema_errors
 from perfstack.report.rankrows import merge_across_ranks
 
 if TYPE_CHECKING:
-    from perfstack.pluginmanager import BackendEntry
+    from perfstack.plugin.manager import BackendEntry
 
 
 def status_of(exit_status: str, clean: bool) -> Status:

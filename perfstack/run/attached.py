@@ -21,7 +21,7 @@ from typing import Any
 
 import perfstack
 from perfstack import errors
-from perfstack.backend import (
+from perfstack.plugin.backend import (
     Attachment,
     Collected,
     Outcome,
@@ -29,8 +29,8 @@ from perfstack.backend import (
     Workload,
     availability,
 )
-from perfstack.calls import call
-from perfstack.pluginmanager import BackendEntry, Plugins
+from perfstack.plugin.calls import call
+from perfstack.plugin.manager import BackendEntry, Plugins
 from perfstack.report import BackendResult, Report, Status
 from perfstack.report.session import ExitInfo, RunInfo, RunRecord
 from perfstack.run import assembly, ptrace

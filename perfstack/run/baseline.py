@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from perfstack.backend import Outcome, StepWindow
 from perfstack.machine.load import DISTURBED_CPUS
+from perfstack.plugin.backend import Outcome, StepWindow
 from perfstack.report import Finding, Metric, Overhead, Report
 from perfstack.run import assembly
 from perfstack.runfolder import rundir

@@ -22,9 +22,9 @@ from typing import Any
 
 from perfstack import errors
 from perfstack.analysis.distributed import rank_figures
-from perfstack.backend import Collected, availability
-from perfstack.calls import call
-from perfstack.pluginmanager import BackendEntry, Plugins
+from perfstack.plugin.backend import Collected, availability
+from perfstack.plugin.calls import call
+from perfstack.plugin.manager import BackendEntry, Plugins
 from perfstack.records import datarecord
 from perfstack.report import BackendResult, Finding, Metric, Report, Status
 from perfstack.run import assembly, ptrace

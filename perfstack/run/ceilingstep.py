@@ -11,9 +11,9 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from perfstack.backend import Collected
 from perfstack.machine import ceilings, datasheets
 from perfstack.machine.ceilingrecord import Ceilings
+from perfstack.plugin.backend import Collected
 from perfstack.run.options import Progress
 
 

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from perfstack.backend import Backend, Collected, Outcome, RunContext
-from perfstack.calls import call
+from perfstack.plugin.backend import Backend, Collected, Outcome, RunContext
+from perfstack.plugin.calls import call
 from perfstack.records import replace
 from perfstack.report import BackendResult, Status
 from perfstack.run import assembly

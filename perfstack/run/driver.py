@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import perfstack
-from perfstack.backend import Collected, Launch, Outcome, Workload, availability
 from perfstack.errors import UsageError
-from perfstack.pluginmanager import BackendEntry, HookResult, Plugins
+from perfstack.plugin.backend import Collected, Launch, Outcome, Workload, availability
+from perfstack.plugin.manager import BackendEntry, HookResult, Plugins
 from perfstack.report import (
     BackendResult,
     Finding,

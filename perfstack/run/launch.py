@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import perfstack
-from perfstack.backend import Launch, Outcome, StepWindow, Workload
+from perfstack.plugin.backend import Launch, Outcome, StepWindow, Workload
 from perfstack.report import RunRecord
 from perfstack.report.files import write_json_atomic
 from perfstack.run.oomfacts import memory_at_end

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from perfstack.backend import StepWindow
+from perfstack.plugin.backend import StepWindow
 from perfstack.records import datarecord, field
 from perfstack.runfolder import ranks
 

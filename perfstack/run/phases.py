@@ -1,7 +1,7 @@
 """One backend's turn in a session: check it, launch its runs (attached as each run or rank
 starts), stop its attachments, collect what it measured.
 
-Every call into the backend goes through ``perfstack.calls.call``: a backend that raises
+Every call into the backend goes through ``perfstack.plugin.calls.call``: a backend that raises
 is recorded as failed (or its error kept in its notes), and the session goes on.
 """
 
@@ -11,7 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from perfstack.backend import (
+from perfstack.plugin.backend import (
     Collected,
     InProcessHook,
     Launch,
@@ -20,8 +20,8 @@ from perfstack.backend import (
     RunContext,
     availability,
 )
-from perfstack.calls import call
-from perfstack.pluginmanager import BackendEntry
+from perfstack.plugin.calls import call
+from perfstack.plugin.manager import BackendEntry
 from perfstack.records import replace
 from perfstack.report import BackendResult, Status
 from perfstack.run import assembly, collecting

@@ -12,7 +12,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from perfstack.backend import InProcessHook, Launch, Outcome, Workload
+from perfstack.plugin.backend import InProcessHook, Launch, Outcome, Workload
 from perfstack.records import replace
 from perfstack.report import Quantity, RunRecord
 from perfstack.run import baseline as baselines

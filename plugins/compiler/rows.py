@@ -6,7 +6,7 @@ import statistics
 from collections import Counter
 from typing import Any
 
-from perfstack.backend import Collected, StepWindow
+from perfstack.plugin.backend import Collected, StepWindow
 from perfstack.report import Better, Layer, Metric, Quantity, Row
 
 from .records import Compile, CompileRun, Frame, GraphBreak, in_steps

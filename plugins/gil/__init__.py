@@ -22,7 +22,8 @@ import sys
 from typing import Any
 
 from perfstack import hookimpl
-from perfstack.backend import (
+from perfstack.machine import cpus, interpreters
+from perfstack.plugin.backend import (
     Attachment,
     Availability,
     Backend,
@@ -33,7 +34,6 @@ from perfstack.backend import (
     Outcome,
     RunContext,
 )
-from perfstack.machine import cpus, interpreters
 from perfstack.report import Better, Layer, Metric, Quantity, Row
 
 from ..pyspy.sampler import GIL_PROFILE_FILE, PROFILE_FILE, availability

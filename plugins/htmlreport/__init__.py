@@ -23,7 +23,7 @@ from perfstack import hookimpl
 from perfstack.analysis.diff import Diff
 from perfstack.analysis.view import View, build
 from perfstack.analysis.views import homes as view_homes
-from perfstack.render.base import Renderer, RenderOptions
+from perfstack.plugin.renderer import Renderer, RenderOptions
 from perfstack.report import Layer, Report
 from perfstack.report.units import fmt_seconds
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from perfstack.analysis.diff import Diff
 from perfstack.analysis.diff.rows import RowChange
-from perfstack.render.base import RenderOptions
+from perfstack.plugin.renderer import RenderOptions
 from perfstack.render.diff import (
     busy_line,
     changed_line,

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from perfstack import hookimpl
-from perfstack.backend import (
+from perfstack.plugin.backend import (
     Availability,
     Backend,
     Collected,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from perfstack.analysis.origin import origin, short_key
-from perfstack.backend import Collected
+from perfstack.plugin.backend import Collected
 from perfstack.report import Better, Finding, Layer, Metric, Quantity, Row
 from perfstack.report.units import fmt_value
 

@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 
 from perfstack import hookimpl
 from perfstack.analysis.views.drilldown import child_words
-from perfstack.backend import (
+from perfstack.plugin.backend import (
     Attachment,
     Availability,
     Backend,

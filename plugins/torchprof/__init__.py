@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from perfstack import hookimpl
-from perfstack.backend import (
+from perfstack.plugin.backend import (
     Availability,
     Backend,
     Collected,

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perfstack.backend import Collected, Recorded
+from perfstack.plugin.backend import Collected, Recorded
 
 #: A rank in a trace's file name: rank-3.json.gz, rank3.pt.trace.json, trace_rank_12.json
 RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)

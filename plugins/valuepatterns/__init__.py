@@ -13,7 +13,7 @@ import importlib.util
 import json
 
 from perfstack import hookimpl
-from perfstack.backend import (
+from perfstack.plugin.backend import (
     Availability,
     Backend,
     Collected,

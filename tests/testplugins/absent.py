@@ -1,7 +1,7 @@
 """A backend that is never available here (it needs hardware this machine lacks)."""
 
 from perfstack import hookimpl
-from perfstack.backend import Availability, Backend, Collected, Outcome, RunContext
+from perfstack.plugin.backend import Availability, Backend, Collected, Outcome, RunContext
 from perfstack.report import Layer
 
 

@@ -1,7 +1,7 @@
 """A backend whose collect step raises: the others must go on."""
 
 from perfstack import hookimpl
-from perfstack.backend import Backend, Collected, Outcome, RunContext
+from perfstack.plugin.backend import Backend, Collected, Outcome, RunContext
 from perfstack.report import Layer
 
 

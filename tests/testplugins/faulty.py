@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from perfstack import hookimpl
-from perfstack.backend import Backend, Collected, Launch, Outcome, RunContext
+from perfstack.plugin.backend import Backend, Collected, Launch, Outcome, RunContext
 from perfstack.report import Layer
 
 

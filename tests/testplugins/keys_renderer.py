@@ -1,7 +1,7 @@
 """A plugin that adds an output format: one row key per line."""
 
 from perfstack import hookimpl
-from perfstack.render.base import Renderer, RenderOptions
+from perfstack.plugin.renderer import Renderer, RenderOptions
 from perfstack.report import Report
 
 

@@ -1,7 +1,7 @@
 """A backend that returns a value of None with no reason (unknown silently): must be refused."""
 
 from perfstack import hookimpl
-from perfstack.backend import Backend, Collected, Outcome, RunContext
+from perfstack.plugin.backend import Backend, Collected, Outcome, RunContext
 from perfstack.report import Layer, Quantity, Row
 
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from perfstack import hookimpl
-from perfstack.backend import Backend, Collected, Recorded
+from perfstack.plugin.backend import Backend, Collected, Recorded
 from perfstack.report import Better, Layer, Metric, Quantity, Row
 
 

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from perfstack import hookimpl
-from perfstack.backend import Backend, Collected, Outcome, RunContext
+from perfstack.plugin.backend import Backend, Collected, Outcome, RunContext
 from perfstack.report import Layer
 
 

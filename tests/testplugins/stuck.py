@@ -3,7 +3,7 @@
 import time
 
 from perfstack import hookimpl
-from perfstack.backend import Backend, Collected, Outcome, RunContext
+from perfstack.plugin.backend import Backend, Collected, Outcome, RunContext
 from perfstack.report import Layer
 
 

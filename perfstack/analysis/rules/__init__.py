@@ -18,9 +18,9 @@ from perfstack.analysis.rules.gpu import gpu_findings
 from perfstack.analysis.rules.memory import out_of_memory
 from perfstack.analysis.rules.time import share_of, time_rules
 from perfstack.analysis.stats import summarize
-from perfstack.hookmark import hookimpl
 from perfstack.machine import cpus
 from perfstack.machine import load as machineload
+from perfstack.plugin.mark import hookimpl
 from perfstack.report import Finding, Layer, Overhead, Report, RunRecord, Status
 from perfstack.report.units import fmt_seconds, pct
 

@@ -16,8 +16,8 @@ from perfstack.analysis.view import BackendLine, View, build
 from perfstack.analysis.views import homes
 from perfstack.analysis.views.drilldown import Node
 from perfstack.analysis.views.layers import LayerTable
-from perfstack.hookmark import hookimpl
-from perfstack.render.base import Renderer, RenderOptions
+from perfstack.plugin.mark import hookimpl
+from perfstack.plugin.renderer import Renderer, RenderOptions
 from perfstack.render.text import device as textdevice
 from perfstack.render.text.grid import Column, Page, bar, cut, table, wrap
 from perfstack.render.words.common import (

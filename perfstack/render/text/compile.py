@@ -4,8 +4,8 @@ and calls it, as ``perfstack.analysis.views.PANES`` lists it)."""
 from __future__ import annotations
 
 from perfstack.analysis.views.compile import CompileView
-from perfstack.render.base import markdown_escape as escape
-from perfstack.render.base import markdown_table
+from perfstack.plugin.renderer import markdown_escape as escape
+from perfstack.plugin.renderer import markdown_table
 from perfstack.render.text.grid import Page
 from perfstack.render.words.compile import (
     COMPILE_COLUMNS,

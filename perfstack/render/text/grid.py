@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from perfstack.plugin.renderer import terminal_safe
 from perfstack.records import datarecord
-from perfstack.render.base import terminal_safe
 
 #: The narrowest a name column gets before value columns are dropped instead: enough for a
 #: function, its file and line.

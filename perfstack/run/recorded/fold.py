@@ -25,8 +25,8 @@ from typing import Any
 
 from perfstack.analysis.distributed import collective_wait, communication_share, op_seconds
 from perfstack.analysis.primary import Primary
-from perfstack.backend import Collected, Recorded
-from perfstack.pluginmanager import BackendEntry
+from perfstack.plugin.backend import Collected, Recorded
+from perfstack.plugin.manager import BackendEntry
 from perfstack.records import datarecord, field
 from perfstack.report import Layer, Metric
 from perfstack.report.rankcolumns import BIG_JOB, RankColumns, is_steps

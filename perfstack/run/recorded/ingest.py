@@ -23,9 +23,9 @@ from typing import Any
 import perfstack
 from perfstack import errors
 from perfstack.analysis.distributed import rank_figures
-from perfstack.backend import Backend, Collected
-from perfstack.calls import call
-from perfstack.pluginmanager import BackendEntry, Plugins
+from perfstack.plugin.backend import Backend, Collected
+from perfstack.plugin.calls import call
+from perfstack.plugin.manager import BackendEntry, Plugins
 from perfstack.report import BackendResult, Finding, Metric, Report, RunInfo, Status
 from perfstack.report.rankcolumns import BIG_JOB
 from perfstack.run import assembly

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 from perfstack import signals
-from perfstack.backend import Backend, Recorded
-from perfstack.calls import call
+from perfstack.plugin.backend import Backend, Recorded
+from perfstack.plugin.calls import call
 from perfstack.records import datarecord, field
 from perfstack.run.recorded import tree
 from perfstack.run.recorded.executors import json_bytes, stop_children

@@ -15,7 +15,7 @@ from array import array
 from collections.abc import Iterable
 from typing import Any
 
-from perfstack.backend import Collected, Recorded
+from perfstack.plugin.backend import Collected, Recorded
 from perfstack.records import datarecord, field
 from perfstack.report import Finding
 from perfstack.report.rankfold import Position

@@ -1,4 +1,4 @@
-"""The loaded plugins and calling them (``Plugins``); loading them is ``perfstack.pluginload``.
+"""The loaded plugins and calling them (``Plugins``); loading them is ``perfstack.plugin.load``.
 
 Every call of a hook goes to each plugin separately, so one plugin that raises cannot take
 the others' results with it.
@@ -9,16 +9,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from perfstack.calls import call
-from perfstack.hookmark import hookimpl as hookimpl
+from perfstack.plugin.calls import call
+from perfstack.plugin.mark import hookimpl as hookimpl
 from perfstack.records import datarecord, field
 from perfstack.report import Finding, Report
 
 if TYPE_CHECKING:
     import pluggy
 
-    from perfstack.backend import Backend
-    from perfstack.render.base import Renderer, RenderOptions
+    from perfstack.plugin.backend import Backend
+    from perfstack.plugin.renderer import Renderer, RenderOptions
 
 #: The core's own plugins (findings about the run itself, the terminal renderer). They are
 #: not backends: nothing in the core names a backend.
@@ -59,7 +59,7 @@ class Plugins:
 
     Loaded with ``defer=True``, only the core's plugins are imported at first: the renderer
     and layer questions of a reader are answered from the plugin cache
-    (``perfstack.plugincache``) where it is valid, and anything else loads the rest first.
+    (``perfstack.plugin.cache``) where it is valid, and anything else loads the rest first.
     pluggy's manager (``pm``) is made, with the core's plugins in it, on the first hook
     call: a core format named by a valid cache is drawn without it (``renderer``).
     """
@@ -95,7 +95,7 @@ class Plugins:
             self._remember()
 
     def _remember(self) -> None:
-        from perfstack import plugincache
+        from perfstack.plugin import cache as plugincache
 
         if self.choices is not None and plugincache.read(self.choices) is None:
             plugincache.write(self.choices, self._described())
@@ -103,11 +103,11 @@ class Plugins:
     def _described(self) -> Any:
         """Return what every loaded plugin provides, as a ``plugincache.Manifest`` (the one
         written to the cache), built once per load."""
-        from perfstack import plugincache
+        from perfstack.plugin import cache as plugincache
 
         if self._built is not None:
             return self._built
-        from perfstack.render.base import DiffRenderer  # the contract, declared there
+        from perfstack.plugin.renderer import DiffRenderer  # the contract, declared there
 
         renderers = {a.plugin: a.result for a in self.call_loaded("perfstack_renderers")}
         backends = {a.plugin: a.result for a in self.call_loaded("perfstack_backends")}
@@ -139,7 +139,7 @@ class Plugins:
         if self.pending is None or self.choices is None:
             return None
         if self._manifest is None:
-            from perfstack import plugincache
+            from perfstack.plugin import cache as plugincache
 
             self._manifest = plugincache.read(self.choices) or False
         return self._manifest or None
@@ -175,7 +175,7 @@ class Plugins:
         core's and each is called alone (a failure is kept in ``errors`` the same way)."""
         import importlib
 
-        from perfstack.render.base import Renderer
+        from perfstack.plugin.renderer import Renderer
 
         hook = "perfstack_renderers"
         called = call(lambda: getattr(importlib.import_module(plugin), hook)(), hook)
@@ -188,7 +188,7 @@ class Plugins:
     def renderers(self, loaded_only: bool = False) -> dict[str, Renderer]:
         """Return every renderer by name; a later plugin's renderer replaces an earlier one's.
         ``loaded_only``: of the plugins a deferred load has loaded so far."""
-        from perfstack.render.base import Renderer
+        from perfstack.plugin.renderer import Renderer
 
         found: dict[str, Renderer] = {}
         call = self.call_loaded if loaded_only else self.call_each
@@ -219,7 +219,7 @@ class Plugins:
         """Return ``RenderOptions(**options)`` with what the installed backends declare
         (the layers they feed, the metrics they publish, how their outputs open, their
         advice): every format words its hints from these, naming no backend itself."""
-        from perfstack.render.base import RenderOptions
+        from perfstack.plugin.renderer import RenderOptions
 
         return RenderOptions(layer_providers=self.layer_providers(),
                              metric_providers=self.metric_providers(),
@@ -330,7 +330,7 @@ class Plugins:
 
 
 def _backend_problem(item: object) -> str | None:
-    from perfstack.backend import Backend
+    from perfstack.plugin.backend import Backend
 
     if not isinstance(item, Backend):
         return f"perfstack_backends returned {type(item).__name__}, not a perfstack.Backend"

@@ -159,7 +159,7 @@ def _mtime(path: str) -> int | None:
 def state_key(choices: dict[str, Any], files: list[str]) -> list[Any]:
     """Return the key the manifest is valid for: the plugin choices, the sys.path folders'
     and the plugin files' modification times."""
-    from perfstack.hookmark import HOOK_VERSION
+    from perfstack.plugin.mark import HOOK_VERSION
 
     folders = [[p, _mtime(p)] for p in _site_path() if p and os.path.isdir(p)]
     return [HOOK_VERSION, choices, folders, [[f, _mtime(f)] for f in files]]

@@ -11,9 +11,9 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from perfstack.calls import call
 from perfstack.errors import PluginModuleNotFound
-from perfstack.pluginmanager import CORE_PLUGINS, PluginInfo, Plugins
+from perfstack.plugin.calls import call
+from perfstack.plugin.manager import CORE_PLUGINS, PluginInfo, Plugins
 
 if TYPE_CHECKING:
     from pluggy import PluginManager
@@ -61,7 +61,7 @@ def load_plugins(
     skip = set(disabled) | disabled_from_env()
 
     def start() -> PluginManager:
-        from perfstack.pluginhost import new_host
+        from perfstack.plugin.host import new_host
 
         host = new_host()
         for name in CORE_PLUGINS:
@@ -119,8 +119,8 @@ def _missing(module: str) -> bool:
 
 
 def _register(pm: PluginManager, name: str, package: str | None, load: Any) -> PluginInfo:
-    from perfstack import hookspecs
-    from perfstack.pluginhost import PluginValidationError
+    from perfstack.plugin import spec as hookspecs
+    from perfstack.plugin.host import PluginValidationError
 
     loaded = call(load, "load", limit=-3)
     if not loaded.ok:

@@ -8,8 +8,8 @@ from typing import Any
 
 import pluggy
 
-from perfstack import hookspecs
-from perfstack.hookmark import options_of
+from perfstack.plugin import spec as hookspecs
+from perfstack.plugin.mark import options_of
 
 PROJECT = "perfstack"
 
