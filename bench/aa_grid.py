@@ -7,7 +7,7 @@ and `perfstack diff` of two separate sessions decide, metric by metric and for t
 A session: ``--metrics`` metrics judged together as one session judges them (``ab``: the
 screened paired test, ``stats.compare_paired``; ``diff``: ``stats.compare`` on the two sides'
 runs; then Holm's weighted step-down with the workload's figure holding ``FIGURE_WEIGHT``
-of the family, as ``diff._family_wise`` does). Each run is slowed by its own log-normal load
+of the family, as ``diff.family.family_wise`` does). Each run is slowed by its own log-normal load
 (sd 0.05 to 0.3) that every metric of the run shares, each metric adds 2% noise of its own;
 the first metric is the workload's figure. Printed: the A/A rate (any metric called changed)
 for 3 to 10 runs a side; the rate the figure is caught when it is 30% slower; and with one
