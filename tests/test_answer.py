@@ -249,8 +249,8 @@ def test_umask_is_respected(tiny: Path, tmp_path: Path) -> None:
 
 def test_a_cut_action_ends_between_words() -> None:
     """At 80 columns an action cut to three lines ended 'for a benc…' or 'import heavy…'."""
-    from perfstack.render.text import _at_most
     from perfstack.render.text.grid import wrap
+    from perfstack.render.text.opening import at_most as _at_most
 
     action = ("→ an import made inside your own function runs the first time that call is made "
               "(a one-time cost of the process, not of each step); measure each import with "

@@ -53,8 +53,10 @@ def test_version():
 #: perfstack wrote (read as checked: no validator): 93 modules when measured (2026-11-28;
 #: 184, then 120 before: statistics, tempfile, importlib.resources with zipfile, shutil and
 #: perfstack.plugin.backend left its path, then dataclasses with inspect, and pluggy); a few more
-#: for what a change needs, not dozens.
-SHOW_MODULES = 105
+#: for what a change needs, not dozens. 111 on 2026-11-29: the core's rules and the text
+#: format, each a face over 300 lines, became one module a concern (issue 68: 8 modules
+#: more, the same code).
+SHOW_MODULES = 112
 #: Modules `show` does not use: email, zipfile and decimal came with importlib.metadata,
 #: importlib.resources and statistics; tempfile, shutil and subprocess with writing and
 #: running; perfstack.plugin.backend and the run's driver with running; dataclasses (and inspect)

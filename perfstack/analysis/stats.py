@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from perfstack.analysis.pairedtest import paired_test
 from perfstack.analysis.pvalues import t_pvalue, z_pvalue
 from perfstack.records import datarecord
 
@@ -257,6 +256,8 @@ def compare_paired(base: Sequence[float], new: Sequence[float],
     plain paired test called none of 60 (docs/performance.md).
     """
     import math
+
+    from perfstack.analysis.pairedtest import paired_test  # (not at show's start)
 
     if len(base) != len(new):
         raise ValueError("compare_paired() needs as many samples on both sides")
