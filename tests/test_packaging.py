@@ -51,11 +51,12 @@ def test_schema_is_package_data():
 #: Where the core may say "torch": the torch *library* (its version and threads in the
 #: environment block, the package a frame belongs to), never the torch backend.
 TORCH_THE_LIBRARY = {
-    "perfstack/analysis/diff/__init__.py",
+    "perfstack/analysis/diff/environment.py",
     "perfstack/analysis/origin.py",
     "perfstack/analysis/roofline.py",
     "perfstack/analysis/rules/__init__.py",
     "perfstack/analysis/rules/children.py",
+    "perfstack/analysis/rules/threads.py",
     "perfstack/analysis/rules/time.py",
     "perfstack/analysis/view.py",
     "perfstack/history/identity.py",
