@@ -96,7 +96,8 @@ def test_a_new_pane_is_its_four_stem_files_and_one_registration_line(monkeypatch
            markdown=lambda v: ["", "### Probe", "", f"- {said(v)}"])
     plugins = load_plugins()
     html = plugins.renderers()["html"]
-    module(f"{type(html).__module__}.panes.probe", TAB="Probe", AFTER="pane-ops",
+    home = sys.modules[type(html).__module__].__package__  # the html format's package
+    module(f"{home}.panes.probe", TAB="Probe", AFTER="pane-ops",
            pane=lambda v, tables: f"<p id='probe'>{said(v)}</p>" if v else None)
     monkeypatch.setattr(views, "PANES", (*views.PANES, "probe"))
 
