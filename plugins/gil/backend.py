@@ -139,7 +139,7 @@ class GilBackend(Backend):
         count the user chose.)"""
         counts = parse_thread_counts(ctx.options.get("threads"))
         return Launch(env={THREADS_ENV: str(max(counts))},
-                      inprocess=[InProcessHook(f"{__name__}.probe:start")])
+                      inprocess=[InProcessHook(f"{__package__}.probe:start")])
 
     def attach(self, ctx: RunContext, pid: int) -> Attachment | None:
         """Sample GIL holding per thread with py-spy, where it can attach."""
