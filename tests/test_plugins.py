@@ -9,6 +9,7 @@ from typing import Any
 import pluggy
 
 from perfstack import hookimpl
+from perfstack.machine.envinfo import with_plugins
 from perfstack.plugin.backend import Backend
 from perfstack.plugin.load import load_plugins
 from perfstack.report import Layer
@@ -190,7 +191,7 @@ def test_every_hook_call_goes_through_pluggy_and_every_failure_is_a_finding() ->
     plugins.pm.add_hookcall_monitoring(
         lambda name, impls, kwargs: calls.append((name, [i.plugin_name for i in impls])),
         lambda outcome, name, impls, kwargs: None)
-    env = plugins.environment()
+    env = with_plugins(plugins)
     assert "perf" in env and "broken" in env["plugin_errors"]
     assert "text" in plugins.renderers() and "html" in plugins.renderers()
     found = plugins.findings(load_report(ROOT / "tests/fixtures/reports/v1-busy.json"))
@@ -283,7 +284,7 @@ def test_hook_marks_ours_and_pluggys_with_their_options() -> None:
     """``perfstack.hookimpl`` records its options without importing pluggy; the manager
     reads them (tryfirst, specname) and pluggy's own marks alike."""
     plugins = load_plugins(extra=[("pluggy-marked", _MarkedByPluggy()), ("early", _Early())])
-    env = plugins.environment()
+    env = with_plugins(plugins)
     assert env["pluggy_marked"] is True and env["early"] is True
     impls = {i.plugin_name: i for i in plugins.pm.hook.perfstack_environment.get_hookimpls()}
     assert impls["early"].tryfirst and not impls["pluggy-marked"].tryfirst

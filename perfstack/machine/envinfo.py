@@ -102,11 +102,26 @@ def _noise_advice(env: dict[str, Any], system: dict[str, Any]) -> list[str]:
     return advice + [f"pyperf: {line}" for line in system.get("advice", [])]
 
 
+def with_plugins(plugins: Plugins) -> dict[str, Any]:
+    """Return the core environment block plus each plugin's ``perfstack_environment`` facts
+    and the versions of the packages the backends declare. A plugin whose hook raises is
+    recorded under ``plugin_errors``, not lost."""
+    env = environment.capture()
+    declared = [p for entry in plugins.backends()[0].values() for p in entry.backend.packages]
+    env["packages"].update(environment.packages(dict.fromkeys(declared)))
+    for answer in plugins.call_each("perfstack_environment"):
+        if answer.error is not None:
+            env.setdefault("plugin_errors", {})[answer.plugin] = answer.error
+        elif isinstance(answer.result, dict):
+            env.update(answer.result)
+    return env
+
+
 def gather(plugins: Plugins, with_torch: bool = True, with_system: bool = True,
            measure_ceilings: bool = False) -> dict[str, Any]:
     """Return the full platform description ``perfstack env`` prints; the machine's ceilings
     as cached (at torch's default thread count), measured again with ``measure_ceilings``."""
-    env = plugins.environment()
+    env = with_plugins(plugins)
     if with_torch:
         env["torch"] = torch_details()
     threads = (env.get("torch") or {}).get("intra_op_threads")

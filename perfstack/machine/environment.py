@@ -163,3 +163,4 @@ def capture() -> dict[str, Any]:
         else None,
         "pyperf": _pyperf_metadata(),
     }
+

@@ -284,21 +284,6 @@ class Plugins:
                 source=answer.plugin))
         return found
 
-    def environment(self) -> dict[str, Any]:
-        """Return the core environment block plus each plugin's ``perfstack_environment``
-        facts. A plugin whose hook raises is recorded under ``plugin_errors``, not lost."""
-        from perfstack.machine.environment import capture, packages
-
-        env = capture()
-        declared = [p for entry in self.backends()[0].values() for p in entry.backend.packages]
-        env["packages"].update(packages(dict.fromkeys(declared)))
-        for answer in self.call_each("perfstack_environment"):
-            if answer.error is not None:
-                env.setdefault("plugin_errors", {})[answer.plugin] = answer.error
-            elif isinstance(answer.result, dict):
-                env.update(answer.result)
-        return env
-
     def package_of(self, plugin: str) -> str | None:
         """Return the "dist version" a plugin comes from, when known."""
         info = self.infos.get(plugin)

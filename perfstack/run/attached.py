@@ -21,6 +21,7 @@ from typing import Any
 
 import perfstack
 from perfstack import errors
+from perfstack.machine.envinfo import with_plugins
 from perfstack.plugin.backend import (
     Attachment,
     Collected,
@@ -196,5 +197,5 @@ def attach_session(plugins: Plugins, target: ptrace.Target, selected: list[Backe
     results, collected = [r for r, _ in pairs], [c for _, c in pairs if c is not None]
     how = "exited" if ended else "interrupted" if interrupted else "running"
     run = run_info(target, started, sampled_s, how, not interrupted)
-    return assembly.build_report(run, plugins.environment(), results, collected,
+    return assembly.build_report(run, with_plugins(plugins), results, collected,
                                  plugins.findings)

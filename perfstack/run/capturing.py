@@ -22,6 +22,7 @@ from typing import Any
 
 from perfstack import errors
 from perfstack.analysis.distributed import rank_figures
+from perfstack.machine.envinfo import with_plugins
 from perfstack.plugin.backend import Collected, availability
 from perfstack.plugin.calls import call
 from perfstack.plugin.manager import BackendEntry, Plugins
@@ -241,7 +242,7 @@ def capture(plugins: Plugins, armed: list[Armed], steps: int, live: list[Backend
         parts.append((a.rank, pairs + _recorded(backends, done, where)))
         dones.append(done)
     results, collected = _merged(parts)
-    environment = plugins.environment()
+    environment = with_plugins(plugins)
     run_folder = armed[0].folder.parent if armed[0].rank is not None else armed[0].folder
     environment["capture"] = {"id": ident, "run": str(run_folder), **{
         k: dones[0][k] for k in ("steps", "asked", "first_step", "step_times_s", "cut")

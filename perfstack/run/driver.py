@@ -17,6 +17,7 @@ from typing import Any
 
 import perfstack
 from perfstack.errors import UsageError
+from perfstack.machine.envinfo import with_plugins
 from perfstack.plugin.backend import Collected, Launch, Outcome, Workload, availability
 from perfstack.plugin.manager import BackendEntry, HookResult, Plugins
 from perfstack.report import (
@@ -250,7 +251,7 @@ class Session:
     def _environment(self) -> dict[str, Any]:
         from perfstack.history import repository_of
 
-        env = self.plugins.environment()
+        env = with_plugins(self.plugins)
         # The workload's repository as it is when the run starts (the history's commit).
         where = Path(self.workload.target).parent if not self.workload.module else Path(
             self.cwd)
