@@ -146,3 +146,41 @@ def backend_words(text: str, names: set[str], plain: set[str]) -> set[str]:
             if word.startswith(f"--{name}-"):
                 said.add(name)
     return said
+
+
+def floors(table: str) -> dict[str, int]:
+    """The rooms of docs/architecture.md's table and their floors: {path: floor}, a path a
+    file (``perfstack/errors.py``) or a folder (``perfstack/run/``)."""
+    import re
+
+    found: dict[str, int] = {}
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 2 and cells[0].isdigit():
+            for path in re.findall(r"`([^`]+)`", cells[1]):
+                found[path] = int(cells[0])
+    return found
+
+
+def floor_of(path: str, rooms: dict[str, int]) -> int | None:
+    """The floor of the room a file is in: its own entry, else its longest folder's."""
+    if path in rooms:
+        return rooms[path]
+    folders = [room for room in rooms if room.endswith("/") and path.startswith(room)]
+    return rooms[max(folders, key=len)] if folders else None
+
+
+def imports_up(root: Path, tops: Iterable[str], rooms: dict[str, int]) -> list[str]:
+    """Every import that runs up the floors of ``rooms`` (as ``a -> b``), and every module
+    in no room."""
+    known = modules(root, tops)
+    where = {name: floor_of(path.relative_to(root).as_posix(), rooms)
+             for name, path in known.items()}
+    out = [f"{name}: in no room of the table" for name, floor in where.items()
+           if floor is None]
+    for name, targets in import_graph(root, tops).items():
+        for target in targets:
+            a, b = where[name], where[target]
+            if a is not None and b is not None and b > a:
+                out.append(f"{name} (floor {a}) -> {target} (floor {b})")
+    return sorted(out)

@@ -20,6 +20,19 @@ def test_no_import_circle():
     assert house.circles(house.import_graph(ROOT, TOPS)) == []
 
 
+def test_every_import_keeps_to_the_floors_of_the_architecture_page():
+    """docs/architecture.md's table gives each room its floor; no module imports a room above
+    its own (under TYPE_CHECKING and inside functions too), and every module is in a room.
+    Shown to fail: a room put a floor lower than what it imports."""
+    table = (ROOT / "docs" / "architecture.md").read_text()
+    rooms = house.floors(table)
+    assert rooms["perfstack/run/"] > rooms["perfstack/report/"], rooms
+    assert house.imports_up(ROOT, TOPS, rooms) == []
+    lowered = {**rooms, "perfstack/run/": 1}
+    assert any(line.startswith("perfstack.run.") for line in
+               house.imports_up(ROOT, TOPS, lowered))
+
+
 def test_a_planted_circle_is_found_even_under_type_checking(tmp_path: Path):
     for name in ("hookspecs.py", "errors.py", "__init__.py"):
         shutil.copy(ROOT / "perfstack" / name, tmp_path / name)

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from perfstack.records import datarecord, field
 
 if TYPE_CHECKING:
-    from perfstack.analysis.diff import Diff
     from perfstack.report import Report
 
 
@@ -60,9 +59,12 @@ class Renderer:
 @runtime_checkable
 class DiffRenderer(Protocol):
     """A renderer that also draws ``perfstack diff --format NAME`` (the built-in html one
-    does): a Renderer with this method is offered to diff as well as to show."""
+    does): a Renderer with this method is offered to diff as well as to show.
 
-    def render_diff(self, diff: Diff, options: RenderOptions) -> str:
+    ``diff`` is a ``perfstack.analysis.diff.Diff``: typed ``Any`` here so that the plugin API
+    (a low floor) does not import the analysis above it; implementations name the type."""
+
+    def render_diff(self, diff: Any, options: RenderOptions) -> str:
         """Return the comparison of two reports in this format."""
 
 
