@@ -133,17 +133,27 @@ def string_constants(path: Path) -> list[tuple[int, str]]:
             and id(node) not in docstrings]
 
 
+#: Words spelt exactly so that name a concept, not the backend of the same letters: the GIL
+#: (CPython's lock, which the core measures whatever backend saw it) and oneDNN (the library
+#: torch's CPU kernels come from, as its authors spell it; the backend reads its log).
+CONCEPTS = {"GIL", "oneDNN"}
+
+
 def backend_words(text: str, names: set[str], plain: set[str]) -> set[str]:
-    """The backend names a string says: a word of ``names`` (words split on ``[\\w-]+``, so
-    ``py-spy`` and ``--torch-stack`` are whole words), or a ``--NAME-`` flag of any backend,
-    plain words of the core's own (``plain``) aside."""
+    """The backend names a string says, whatever their case (``PySpy``, ``MEMRAY``): a word of
+    ``names`` (words split on ``[\\w-]+``, so ``py-spy`` and ``--torch-stack`` are whole
+    words), or a ``--NAME-`` flag of any backend, plain words of the core's own (``plain``)
+    aside."""
     said = set()
+    named = {n.lower(): n for n in names - plain}
     for word in re.findall(r"[\w-]+", text):
-        bare = word.strip("-")
-        if bare in names - plain:
-            said.add(bare)
+        if word in CONCEPTS:
+            continue
+        bare = word.strip("-").lower()
+        if bare in named:
+            said.add(named[bare])
         for name in names:
-            if word.startswith(f"--{name}-"):
+            if word.lower().startswith(f"--{name.lower()}-"):
                 said.add(name)
     return said
 
@@ -151,8 +161,6 @@ def backend_words(text: str, names: set[str], plain: set[str]) -> set[str]:
 def floors(table: str) -> dict[str, int]:
     """The rooms of docs/architecture.md's table and their floors: {path: floor}, a path a
     file (``perfstack/errors.py``) or a folder (``perfstack/run/``)."""
-    import re
-
     found: dict[str, int] = {}
     for line in table.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]

@@ -162,3 +162,13 @@ def test_the_plugin_apis_old_paths_give_the_same_objects() -> None:
     from perfstack.hookmark import hookimpl as old_hookimpl
 
     assert Backend is OldBackend and hookimpl is old_hookimpl
+
+
+def test_the_backend_name_guard_is_case_blind() -> None:
+    """A backend's name in any case is caught (``PySpy``, ``MEMRAY``, ``--Torch-stack``);
+    the concepts spelt as such (the GIL, oneDNN) are not the backends of the same letters."""
+    names = {"pyspy", "memray", "torch", "gil", "onednn"}
+    assert house.backend_words("run PySpy, then MEMRAY", names, set()) == {"pyspy", "memray"}
+    assert house.backend_words("pass --Torch-stack", names, {"torch"}) == {"torch"}
+    assert house.backend_words("holding the GIL in oneDNN's kernels", names, set()) == set()
+    assert house.backend_words("the Gil backend", names, set()) == {"gil"}

@@ -112,12 +112,12 @@ def budget_bar(budget: Budget) -> str:
 
 
 def timeseries(report: Report, base: Path | None) -> str:
-    """NVML power and utilisation over time, one line chart per GPU and figure."""
+    """Sampled GPU power and utilisation over time, one line chart per GPU and figure."""
     head = '<section id="timeseries"><h2>GPU power and utilisation over time</h2>'
     path, why = locate(report, base, None, TIMELINE)
     if path is None:
-        return head + ('<p class="muted" id="timeseries-empty">'
-                       + esc(why or "no NVML samples in this report") + "</p></section>")
+        why = why or "no GPU power or utilisation samples in this report"
+        return head + f'<p class="muted" id="timeseries-empty">{esc(why)}</p></section>'
     _, samples = read_nvml(path)
     series: dict[str, list[tuple[float, float]]] = {}
     for s in samples:
@@ -126,7 +126,8 @@ def timeseries(report: Report, base: Path | None) -> str:
                 series.setdefault(f"GPU {s.get('gpu')} {field} ({unit})", []).append(
                     (float(s["t"]), float(s[field])))
     if not series:
-        return head + '<p class="muted" id="timeseries-empty">no NVML values</p></section>'
+        return head + ('<p class="muted" id="timeseries-empty">no power or utilisation values '
+                       "in the samples</p></section>")
     parts = [head]
     for i, (name, points) in enumerate(series.items()):
         width, height = 1000, 120
