@@ -192,3 +192,45 @@ def imports_up(root: Path, tops: Iterable[str], rooms: dict[str, int]) -> list[s
             if a is not None and b is not None and b > a:
                 out.append(f"{name} (floor {a}) -> {target} (floor {b})")
     return sorted(out)
+
+
+#: A module or name a docstring points at: ``perfstack.x.y`` or ``perfstack_plugins.x.y``.
+DOTTED = re.compile(r"`{1,2}((?:perfstack|perfstack_plugins)(?:\.\w+)+)(?:\(\))?`{1,2}")
+
+
+def resolves(dotted: str) -> bool:
+    """Whether ``dotted`` names a module, or a name in one (``perfstack.report.Report``)."""
+    import importlib
+
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for part in parts[cut:]:
+            if hasattr(found, part):
+                found = getattr(found, part)
+            elif hasattr(found, "__path__"):  # a package's module not imported yet
+                try:
+                    found = importlib.import_module(f"{found.__name__}.{part}")
+                except ImportError:
+                    return False
+            else:
+                return False
+        return True
+    return False
+
+
+def stale_references(root: Path, tops: Iterable[str]) -> list[str]:
+    """Every ``perfstack.x.y`` a docstring of ``tops`` names that does not exist."""
+    out = []
+    for top in tops:
+        for path in sorted((root / top).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                     ast.AsyncFunctionDef)):
+                    for found in DOTTED.finditer(ast.get_docstring(node) or ""):
+                        if not resolves(found[1]):
+                            out.append(f"{path.relative_to(root)}: {found[1]}")
+    return out

@@ -172,3 +172,14 @@ def test_the_backend_name_guard_is_case_blind() -> None:
     assert house.backend_words("pass --Torch-stack", names, {"torch"}) == {"torch"}
     assert house.backend_words("holding the GIL in oneDNN's kernels", names, set()) == set()
     assert house.backend_words("the Gil backend", names, set()) == {"gil"}
+
+
+def test_docstrings_name_only_modules_and_names_that_exist() -> None:
+    """A docstring's ``perfstack.x.y`` (or ``perfstack_plugins.x.y``) is a module or a name in
+    one: a module that moved leaves no map pointing at where it was (the package docstrings
+    named a dozen). Shown to fail on a name that is not there."""
+    assert house.stale_references(ROOT, TOPS) == []
+    assert house.resolves("perfstack.report.Report")
+    assert house.resolves("perfstack_plugins.pyspy.sampler")
+    assert not house.resolves("perfstack.render.DiffRenderer")
+    assert not house.resolves("perfstack.run.rundir")
