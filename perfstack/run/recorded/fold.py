@@ -29,14 +29,14 @@ from perfstack.plugin.backend import Collected, Recorded
 from perfstack.plugin.manager import BackendEntry
 from perfstack.records import datarecord, field
 from perfstack.report import Layer, Metric
+from perfstack.report.canon import Canon
 from perfstack.report.rankcolumns import BIG_JOB, RankColumns, is_steps
 from perfstack.report.rankfold import Position, RowFold
 from perfstack.report.rankrows import MANY_RANKS
-from perfstack.report.shared import Canon
 from perfstack.report.units import numeric
 from perfstack.run import assembly
+from perfstack.run.recorded.rankextras import Rest
 from perfstack.run.recorded.reduce import UnitResult
-from perfstack.run.recorded.rest import Rest
 
 #: rank -> (seconds in collective ops, seconds in all ops) of one source's framework rows
 Shares = dict[int, tuple[float, float]]

@@ -31,7 +31,7 @@ from perfstack import signals
 from perfstack.plugin.backend import Backend, Recorded
 from perfstack.plugin.calls import call
 from perfstack.records import datarecord, field
-from perfstack.run.recorded import tree
+from perfstack.run.recorded import clustermerge
 from perfstack.run.recorded.executors import json_bytes, stop_children
 
 
@@ -188,7 +188,7 @@ def reduce_units(units: Sequence[Unit], backends: dict[str, Backend], ex: Execut
     one that broke. Given ``fold`` (the job's) and ``new_fold`` (an empty one, made on a
     worker), every unit's result is folded as it is read, on the worker that read it, and
     each batch's fold merged into ``fold`` as it comes (on a Dask cluster of ``tree_from``
-    workers or more, merged on its workers two at a time: ``perfstack.run.recorded.tree``);
+    workers or more, merged on its workers two at a time: ``perfstack.run.recorded.clustermerge``);
     the results kept are what the fold leaves of them."""
     begin = time.perf_counter()
     results: dict[int, UnitResult] = {}
@@ -255,7 +255,7 @@ def _on_tree(client: Any, todo: list[Batch], backends: dict[str, Backend],
              done: Callable[[int, UnitResult], None], tick: Callable[[Iterable[int]], None],
              health: Callable[[], str | None] | None) -> None:
     """Read the batches on the Dask cluster of ``client``, their folds merged there two at a
-    time (``perfstack.run.recorded.tree``): this process receives the job's fold once."""
+    time (``perfstack.run.recorded.clustermerge``): this process receives the job's fold once."""
     leaves = {client.submit(read_batch, {u.backend: backends[u.backend] for _, u in batch},
                             batch, new_fold, pure=False): batch for batch in todo}
 
@@ -263,7 +263,7 @@ def _on_tree(client: Any, todo: list[Batch], backends: dict[str, Backend],
         for i, unit in batch:
             done(i, UnitResult(unit, error=why))
 
-    tree.through(client, leaves, folded, lambda batch: tick(i for i, _ in batch), lost,
+    clustermerge.through(client, leaves, folded, lambda batch: tick(i for i, _ in batch), lost,
                  health)
 
 

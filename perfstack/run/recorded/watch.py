@@ -31,7 +31,7 @@ class Watched(Executor):
     def __init__(self, inner: Executor, health: Callable[[], str | None],
                  client: Any = None) -> None:
         """``client``: a Dask cluster's, whose workers can merge what they read
-        (``perfstack.run.recorded.tree``); None for a local pool."""
+        (``perfstack.run.recorded.clustermerge``); None for a local pool."""
         self.inner = inner
         self.health = health
         self.client = client
