@@ -177,9 +177,9 @@ def _bound_steps(steps: dict[str, int], folder: str) -> None:
     from perfstack.inprocess import steps as marks
 
     warmup, measured = int(steps.get("warmup", 0)), int(steps["measured"])
-    marks._stop_after = warmup + measured
-    marks._started_at = time.perf_counter()  # so the first step has a duration
-    marks._step_times.append(marks._started_at)
+    marks.state.stop_after = warmup + measured
+    marks.state.started_at = time.perf_counter()  # so the first step has a duration
+    marks.state.times.append(marks.state.started_at)
 
     def opened() -> None:
         tmp = os.path.join(folder, WINDOW_FILE + ".tmp")
@@ -192,10 +192,10 @@ def _bound_steps(steps: dict[str, int], folder: str) -> None:
             time.sleep(0.002)
 
     if warmup > 0:
-        marks._window_at, marks._on_window = warmup, opened
+        marks.state.window_at, marks.state.on_window = warmup, opened
     if signal.getsignal(END_SIGNAL) in (signal.SIG_DFL, None):
         signal.signal(END_SIGNAL, _on_end_signal)
-        marks._end_signal = END_SIGNAL
+        marks.state.end_signal = END_SIGNAL
     _quiet_thread_ends()
 
 
@@ -221,7 +221,7 @@ def _on_end_signal(signum: int, frame: FrameType | None) -> None:
     unless it has ended already (the bootstrap is writing its files)."""
     from perfstack.inprocess import steps as marks
 
-    if marks._end_signal is not None:
+    if marks.state.end_signal is not None:
         raise marks.StepLimitReached(0)
 
 
@@ -285,14 +285,14 @@ def main(argv: list[str]) -> None:
     if folder:
         from perfstack.inprocess import steps as marks
 
-        marks._artifact_dir = folder
-        marks._pid = os.getpid()
+        marks.state.artifact_dir = folder
+        marks.state.pid = os.getpid()
         with contextlib.suppress(OSError):  # Linux: the resident memory after each step
-            marks._statm = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
+            marks.state.statm = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
         if config.get("memory_watch"):
             from perfstack.inprocess import memwatch
 
-            watch = memwatch.start(folder, marks._statm)
+            watch = memwatch.start(folder, marks.state.statm)
         when_imported("torch.optim.optimizer", _count_optimizer_steps)
         if config.get("steps"):
             _bound_steps(config["steps"], folder)
@@ -325,7 +325,7 @@ def main(argv: list[str]) -> None:
         if folder:
             from perfstack.inprocess import steps as marks
 
-            marks._end_signal = None  # the script has ended: a late signal ends nothing
+            marks.state.end_signal = None  # the script has ended: a late signal ends nothing
         if probes:
             from perfstack.machine.probe import scheduler_times
 
@@ -344,18 +344,18 @@ def main(argv: list[str]) -> None:
             from perfstack.inprocess import devicemarks
             from perfstack.inprocess import steps as marks
 
-            times = marks._step_times
+            times = marks.state.times
             on_device = devicemarks.epochs(len(times))  # waits for the device's queue
             with open(os.path.join(folder, STEPS_FILE), "w", encoding="utf-8") as fh:
-                json.dump({"steps": marks._steps, "explicit": marks._explicit,
-                           "limit": marks._stop_after,
+                json.dump({"steps": marks.state.count, "explicit": marks.state.explicit,
+                           "limit": marks.state.stop_after,
                            "step_times_s": [b - a for a, b in itertools.pairwise(times)],
-                           "step_rss_bytes": marks._step_rss,
-                           "children_cpu_s": marks._children_cpu(),
+                           "step_rss_bytes": marks.state.rss,
+                           "children_cpu_s": marks.children_cpu(),
                            # the steps' times began at the script's start under --steps
                            "children_cpu_at_first_step_s": (
-                               0.0 if marks._started_at is not None
-                               else marks._children_at_first),
+                               0.0 if marks.state.started_at is not None
+                               else marks.state.children_at_first),
                            "first_step_to_end_s": (time.perf_counter() - times[0]
                                                    if times else None),
                            # the first mark on the wall clock, so that events stamped
@@ -370,7 +370,7 @@ def main(argv: list[str]) -> None:
                 _write_workload_env(folder)
         if log is not None:
             log.flush()
-        if folder and marks._limit_reached:
+        if folder and marks.state.limit_reached:
             _end_leftover_threads()
 
 

@@ -19,7 +19,7 @@ from typing import Any
 #: At most this many marks are recorded (each holds a CUDA event); later steps keep the
 #: host's times only.
 MAX_MARKS = 10_000
-#: Each mark's event by its index among the step marks (``steps._step_times``).
+#: Each mark's event by its index among the step marks (``steps.state.times``).
 _events: dict[int, Any] = {}
 
 

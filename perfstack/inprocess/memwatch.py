@@ -123,8 +123,8 @@ class Watch(threading.Thread):
         new high is written there too, so that memory rising step over step is on file
         before a kill however fast the steps are, with the stack of the sampler's last rise
         (the place the memory was being taken, not the step's mark) where there is one."""
-        if marks._step_rss and not self.stopped.is_set():
-            rss = marks._step_rss[-1]
+        if marks.state.rss and not self.stopped.is_set():
+            rss = marks.state.rss[-1]
             if rss >= self.written * GROWTH and rss - self.written >= MIN_GROWTH_BYTES:
                 self._write(rss, time.time(), self.stack or _stack(self.main_ident))
 
@@ -138,7 +138,7 @@ class Watch(threading.Thread):
         self.written = rss
         state = {"peak_rss_bytes": rss, "peak_epoch_s": round(now, 3),
                  "stack": stack, "recent": list(self.recent),
-                 "steps": marks._steps, "step_rss_bytes": marks._step_rss[-50:],
+                 "steps": marks.state.count, "step_rss_bytes": marks.state.rss[-50:],
                  "limits": limits(), "pid": os.getpid()}  # (the workload may set its own)
         tmp = f"{self.path}.{os.getpid()}.tmp"
         with open(tmp, "w", encoding="utf-8") as fh:

@@ -104,14 +104,14 @@ class Rider:
                 recorders[name] = start(hook.get("options") or {}, out)
             except Exception as exc:  # a backend's failure is said, never the job's
                 failed[name] = f"{type(exc).__name__}: {exc}"
-        _write(os.path.join(where, "ready.json"), {"pid": os.getpid(), "step": marks._steps})
+        _write(os.path.join(where, "ready.json"), {"pid": os.getpid(), "step": marks.state.count})
         _wait(os.path.join(where, "go"))  # the samplers outside attached
         for recorder in recorders.values():  # the first captured step begins now
             with contextlib.suppress(Exception):
                 recorder.step()
         self.active = {"id": capture, "steps": steps, "where": where, "recorders": recorders,
                        "failed": failed, "times": [time.perf_counter()],
-                       "first_step": marks._steps + 1, "began": time.time()}
+                       "first_step": marks.state.count + 1, "began": time.time()}
 
     def _advance(self) -> None:
         active = self.active

@@ -1,7 +1,8 @@
 """What perfstack keeps inside the workload's process: the steps it marks (``perfstack.step()``
 and a torch optimizer's steps), their times and the resident memory after each, the step
 limit of ``--steps``, and the figures it reports itself (``perfstack.report_metric``). Set up
-by the bootstrap; read back by the driver from the files the bootstrap writes at exit.
+by the bootstrap; read back by the driver from the files the bootstrap writes at exit. All of
+it is one object, ``state``; a backend hears of each step through ``on_step``.
 Standard library only: every profiled workload imports it."""
 
 from __future__ import annotations
@@ -15,44 +16,76 @@ from typing import Any
 from perfstack.inprocess import devicemarks
 from perfstack.runfolder.filenames import METRICS_FILE
 
-#: Set by the bootstrap when this process is a workload run by perfstack: its artifact folder.
-_artifact_dir: str | None = None
-#: Called at every step (perfstack.step(), or an optimizer step when the workload never calls
-#: perfstack.step()); in-process backends (the torch profiler's schedule) register here.
-_step_callbacks: list[Any] = []
-#: How many steps the workload made; the bootstrap saves it (workload-steps.json) at exit.
-_steps = 0
-#: Whether the workload calls perfstack.step() itself: then optimizer steps no longer count.
-_explicit = False
-#: time.perf_counter() at each step (the first 100,000), for per-step times across ranks.
-_step_times: list[float] = []
-#: The process's resident memory (bytes) just after each step (the first 100,000), where the
-#: kernel says it (Linux): memory over the run, aligned to steps, at the cost of one read.
-_step_rss: list[int] = []
-_statm: int | None = None  # an open /proc/self/statm, read again at each step
-#: Set by the bootstrap under ``perfstack run --steps``: end the workload after this many steps.
-_stop_after: int | None = None
-#: Set by the bootstrap under ``--steps``: time.perf_counter() when the script started, the
-#: first entry of _step_times (so that the first step has a duration).
-_started_at: float | None = None
-#: Set by the bootstrap: the step at which the measured window opens, and what to call then.
-_window_at: int | None = None
-_on_window: Any = None
-#: Set by the bootstrap: the workload's own process; steps count there, not in forked workers.
-_pid: int | None = None
-#: The thread whose steps count (``threading.get_ident()``): the first to mark a step of the
-#: kind that counts. A training loop run in a worker thread is counted there; a second thread
-#: stepping beside it is not counted twice.
-_stepper: int | None = None
-#: Set by the bootstrap under ``--steps``: the signal that ends the main thread when the step
-#: limit is reached in another thread (the main thread may be waiting on that thread).
-_end_signal: int | None = None
-#: Whether ``--steps`` ended the workload: its leftover threads then get a bounded wait.
-_limit_reached = False
-#: The CPU seconds of the child processes the workload had waited for when the step times
-#: began (its first step): what they use later ran beside its steps (DataLoader workers), what
-#: they used before did not (a compiler run at the first call).
-_children_at_first: float | None = None
+
+class StepState:
+    """Everything perfstack keeps inside the workload's process about its steps, in one
+    object (``state``): set up by the bootstrap, read by the in-process backends (the torch
+    profiler's schedule, memray, the memory watch, the on-demand rider) and written at exit.
+    A backend hears of each step with ``on_step``; what it reads here it must not change."""
+
+    __slots__ = (
+        "artifact_dir",
+        "callbacks",
+        "children_at_first",
+        "count",
+        "end_signal",
+        "explicit",
+        "limit_reached",
+        "on_window",
+        "pid",
+        "rss",
+        "started_at",
+        "statm",
+        "stepper",
+        "stop_after",
+        "times",
+        "window_at",
+    )
+
+    def __init__(self) -> None:
+        #: Set by the bootstrap when this process is a workload run by perfstack: its folder.
+        self.artifact_dir: str | None = None
+        #: Called at every step (``on_step``): in-process backends register here.
+        self.callbacks: list[Callable[[], None]] = []
+        #: How many steps the workload made; the bootstrap saves it (workload-steps.json).
+        self.count = 0
+        #: Whether the workload calls perfstack.step() itself: then optimizer steps do not
+        #: count.
+        self.explicit = False
+        #: time.perf_counter() at each step (the first 100,000), for per-step times.
+        self.times: list[float] = []
+        #: The process's resident memory (bytes) just after each step (the first 100,000),
+        #: where the kernel says it (Linux): memory over the run, aligned to steps.
+        self.rss: list[int] = []
+        #: An open /proc/self/statm, read again at each step.
+        self.statm: int | None = None
+        #: Under ``perfstack run --steps``: end the workload after this many steps.
+        self.stop_after: int | None = None
+        #: Under ``--steps``: time.perf_counter() when the script started, the first entry of
+        #: ``times`` (so that the first step has a duration).
+        self.started_at: float | None = None
+        #: The step at which the measured window opens, and what to call then.
+        self.window_at: int | None = None
+        self.on_window: Callable[[], None] | None = None
+        #: The workload's own process: steps count there, not in forked workers.
+        self.pid: int | None = None
+        #: The thread whose steps count (``threading.get_ident()``): the first to mark a step
+        #: of the kind that counts. A training loop run in a worker thread is counted there; a
+        #: second thread stepping beside it is not counted twice.
+        self.stepper: int | None = None
+        #: Under ``--steps``: the signal that ends the main thread when the step limit is
+        #: reached in another thread (the main thread may be waiting on that thread).
+        self.end_signal: int | None = None
+        #: Whether ``--steps`` ended the workload: its leftover threads then get a bounded wait.
+        self.limit_reached = False
+        #: The CPU seconds of the child processes the workload had waited for when the step
+        #: times began (its first step): what they use later ran beside its steps (DataLoader
+        #: workers), what they used before did not (a compiler run at the first call).
+        self.children_at_first: float | None = None
+
+
+#: The one state of this process.
+state = StepState()
 
 
 class StepLimitReached(SystemExit):
@@ -66,13 +99,13 @@ def on_step(callback: Callable[[], None], first: bool = False) -> Callable[[], N
     registered already. The public way for an in-process backend to hear of a step; returns
     what stops the calls."""
     if first:
-        _step_callbacks.insert(0, callback)
+        state.callbacks.insert(0, callback)
     else:
-        _step_callbacks.append(callback)
+        state.callbacks.append(callback)
 
     def stop() -> None:
-        if callback in _step_callbacks:
-            _step_callbacks.remove(callback)
+        if callback in state.callbacks:
+            state.callbacks.remove(callback)
 
     return stop
 
@@ -100,37 +133,37 @@ def _optimizer_step(*_: Any) -> None:
 
 
 def _count_step(explicit: bool) -> None:
-    global _steps, _explicit, _children_at_first, _stepper
-    if _pid is not None and os.getpid() != _pid:
+    st = state
+    if st.pid is not None and os.getpid() != st.pid:
         return
     me = threading.get_ident()
-    if explicit and not _explicit:
-        _explicit, _stepper = True, me
+    if explicit and not st.explicit:
+        st.explicit, st.stepper = True, me
         # The optimizer steps counted so far were the same batches the workload now marks
         # itself: counted once, not twice (a first batch of two "steps").
-        _steps = 0
-        _step_times[:] = [] if _started_at is None else [_started_at]
-    elif not explicit and _explicit:
+        st.count = 0
+        st.times[:] = [] if st.started_at is None else [st.started_at]
+    elif not explicit and st.explicit:
         return  # the workload marks its own steps: optimizer steps no longer count
-    elif _stepper is None:
-        _stepper = me
-    if me != _stepper:
+    elif st.stepper is None:
+        st.stepper = me
+    if me != st.stepper:
         return  # one thread's steps are the run's steps
-    _steps += 1
-    if _steps == _window_at and _on_window is not None:
-        _on_window()  # waits for the samplers to attach: before the step ends, so that
+    st.count += 1
+    if st.count == st.window_at and st.on_window is not None:
+        st.on_window()  # waits for the samplers to attach: before the step ends, so that
         # the wait belongs to the last warm-up step, in perfstack's step times and torch's
-    if _artifact_dir is not None and len(_step_times) < 100_000:
-        if not _step_times:  # the step times begin: the children's CPU so far, read before
+    if st.artifact_dir is not None and len(st.times) < 100_000:
+        if not st.times:  # the step times begin: the children's CPU so far, read before
             # the first mark so that reading /proc is in no step's time
-            _children_at_first = _children_cpu() + _live_children_cpu()
-        _step_times.append(_perf_counter())
-        devicemarks.mark(len(_step_times) - 1)  # on the device's clock too, where it runs
-        if _statm is not None:
-            _step_rss.append(_resident())
-    for callback in _step_callbacks:
+            st.children_at_first = children_cpu() + _live_children_cpu()
+        st.times.append(_perf_counter())
+        devicemarks.mark(len(st.times) - 1)  # on the device's clock too, where it runs
+        if st.statm is not None:
+            st.rss.append(_resident())
+    for callback in st.callbacks:
         callback()
-    if _stop_after is not None and _steps >= _stop_after:
+    if st.stop_after is not None and st.count >= st.stop_after:
         _end_main_thread()
         raise StepLimitReached(0)
 
@@ -138,16 +171,15 @@ def _count_step(explicit: bool) -> None:
 def _end_main_thread() -> None:
     """The step limit was reached: when in another thread than the main one, interrupt the
     main thread (the bootstrap's handler raises StepLimitReached there)."""
-    global _limit_reached
-    _limit_reached = True
+    state.limit_reached = True
     main = threading.main_thread()
-    if _end_signal is not None and threading.current_thread() is not main and main.ident:
+    if state.end_signal is not None and threading.current_thread() is not main and main.ident:
         import signal
 
-        signal.pthread_kill(main.ident, _end_signal)
+        signal.pthread_kill(main.ident, state.end_signal)
 
 
-def _children_cpu() -> float:
+def children_cpu() -> float:
     """The CPU seconds (user + system) of the child processes this process has waited for."""
     import resource
 
@@ -191,8 +223,8 @@ def _live_children_cpu() -> float:
 def _resident() -> int:
     """The process's resident memory in bytes (``/proc/self/statm``'s second field), or -1."""
     try:
-        assert _statm is not None
-        return int(os.pread(_statm, 128, 0).split()[1]) * _PAGE
+        assert state.statm is not None
+        return int(os.pread(state.statm, 128, 0).split()[1]) * _PAGE
     except (AssertionError, OSError, ValueError, IndexError):
         return -1
 
@@ -207,7 +239,7 @@ def report_metric(name: str, value: float, unit: str = "", better: str = "higher
     baseline run so that ``diff`` can judge it against noise; otherwise a no-op.
     ``better`` is ``"higher"``, ``"lower"`` or ``"neither"``.
     """
-    if _artifact_dir is None:
+    if state.artifact_dir is None:
         return
     import json
     import math
@@ -219,5 +251,5 @@ def report_metric(name: str, value: float, unit: str = "", better: str = "higher
         return
 
     line = json.dumps({"name": name, "value": float(value), "unit": unit, "better": better})
-    with open(os.path.join(_artifact_dir, METRICS_FILE), "a", encoding="utf-8") as fh:
+    with open(os.path.join(state.artifact_dir, METRICS_FILE), "a", encoding="utf-8") as fh:
         fh.write(line + "\n")

@@ -108,7 +108,7 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None]:
         unhook()
         tracker.__exit__(None, None, None)
         info = {"started_ns": started, "stopped_ns": time.time_ns(), "step_ends_ns": steps,
-                "explicit_steps": marks._explicit,
+                "explicit_steps": marks.state.explicit,
                 "memray": getattr(memray, "__version__", None), "hooks": log.hooks()}
         tmp = os.path.join(folder, SIDECAR + ".tmp")
         with open(tmp, "w", encoding="utf-8") as fh:

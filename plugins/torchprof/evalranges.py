@@ -57,11 +57,11 @@ def start(torch: Any, marks: Any) -> Callable[[], None]:
             return original(self, mode)
         finally:
             state["depth"] -= 1
-            stepper = marks._stepper
+            stepper = marks.state.stepper
             if outer and (stepper is None or stepper == threading.get_ident()):
                 if mode:
                     close()
-                elif state["open"] is None and marks._steps > 0:
+                elif state["open"] is None and marks.state.count > 0:
                     open_range()
 
     module.train = train

@@ -234,7 +234,7 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
         prof.stop()
         if cuda_history:
             _save_cuda_snapshot(torch, folder)
-        info = {"steps": state["steps"], "explicit_steps": marks._explicit,
+        info = {"steps": state["steps"], "explicit_steps": marks.state.explicit,
                 "traces": state["traces"], "activities": [a.name for a in activities],
                 "torch": torch.__version__, "cuda": torch.version.cuda,
                 "devices": [torch.cuda.get_device_name(i)
