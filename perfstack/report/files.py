@@ -143,6 +143,14 @@ def load_report(path: Path) -> Report:
     return Report.from_dict(read_report_data(path, trust_written=True))
 
 
+def load(path: str | os.PathLike[str]) -> Report:
+    """Return the report stored in ``path`` (``.json`` or ``.json.gz``), checked against the
+    schema: for notebooks (``perfstack.load``). ``report.records("python")`` gives a layer's
+    rows as plain dicts, ``report.dataframe("python")`` as a pandas DataFrame when pandas is
+    installed."""
+    return load_report(Path(path))
+
+
 #: How many written reports ``save_report`` remembers as checked.
 CHECKED_KEPT = 2000
 
