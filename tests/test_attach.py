@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from perfstack import errors
+from perfstack.machine import ptrace
 from perfstack.report.files import load_report
-from perfstack.run import attached, ptrace
+from perfstack.run import attached
 from tests.conftest import ROOT, ctrl_c_reaches, perfstack_env, perfstack_in
 
 LOOP = ROOT / "tests" / "workloads" / "live_train.py"

@@ -183,3 +183,23 @@ def test_docstrings_name_only_modules_and_names_that_exist() -> None:
     assert house.resolves("perfstack_plugins.pyspy.sampler")
     assert not house.resolves("perfstack.render.DiffRenderer")
     assert not house.resolves("perfstack.run.rundir")
+
+
+#: What a plugin never imports: the session's driver (``perfstack.run``), the commands
+#: (``perfstack.cli``) and the history's store. A backend is given what it needs
+#: (RunContext, Outcome), a format the report or the diff; docs/plugins.md names the rest.
+NOT_FOR_PLUGINS = ("perfstack.run", "perfstack.cli", "perfstack.history")
+
+
+def test_plugins_never_import_the_driver_the_commands_or_the_history() -> None:
+    """Shown to fail on a planted import."""
+    graph = house.import_graph(ROOT, TOPS)
+
+    def wrong(g: dict[str, set[str]]) -> list[str]:
+        return sorted(f"{m} -> {t}" for m, targets in g.items() if m.startswith("plugins")
+                      for t in targets
+                      if any(t == room or t.startswith(room + ".") for room in NOT_FOR_PLUGINS))
+
+    assert wrong(graph) == []
+    planted = {**graph, "plugins.resources": {*graph["plugins.resources"], "perfstack.run.driver"}}
+    assert wrong(planted) == ["plugins.resources -> perfstack.run.driver"]

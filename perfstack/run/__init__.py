@@ -7,7 +7,8 @@
   assembly.
 - ``process`` launches and supervises one child (its process group, signals, timeouts),
   ``strays`` finds what a run left behind, ``collecting`` bounds a backend's collect step.
-- A process perfstack did not start: ``ptrace``, ``attached`` (``perfstack attach``),
+- A process perfstack did not start (``perfstack.machine.ptrace`` says whether it may look):
+  ``attached`` (``perfstack attach``),
   ``capturing`` (``perfstack capture``); ``oomfacts``: a dead run's memory at its end.
 - The run folder's names, the folder and a job's ranks are ``perfstack.runfolder``'s; what
   runs inside the workload's process is ``perfstack.inprocess``'s.

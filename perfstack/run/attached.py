@@ -21,6 +21,7 @@ from typing import Any
 
 import perfstack
 from perfstack import errors
+from perfstack.machine import ptrace
 from perfstack.machine.envinfo import with_plugins
 from perfstack.plugin.backend import (
     Attachment,
@@ -34,7 +35,7 @@ from perfstack.plugin.calls import call
 from perfstack.plugin.manager import BackendEntry, Plugins
 from perfstack.report import BackendResult, Report, Status
 from perfstack.report.session import ExitInfo, RunInfo, RunRecord
-from perfstack.run import assembly, ptrace
+from perfstack.run import assembly
 from perfstack.run.collecting import collect
 
 #: How often the wait looks whether the process still runs.

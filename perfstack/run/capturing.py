@@ -22,13 +22,14 @@ from typing import Any
 
 from perfstack import errors
 from perfstack.analysis.distributed import rank_figures
+from perfstack.machine import ptrace
 from perfstack.machine.envinfo import with_plugins
 from perfstack.plugin.backend import Collected, availability
 from perfstack.plugin.calls import call
 from perfstack.plugin.manager import BackendEntry, Plugins
 from perfstack.records import datarecord
 from perfstack.report import BackendResult, Finding, Metric, Report, Status
-from perfstack.run import assembly, ptrace
+from perfstack.run import assembly
 from perfstack.run.attached import Live, run_info
 from perfstack.runfolder.filenames import CAPTURE_REQUEST_FILE as REQUEST_FILE
 from perfstack.runfolder.filenames import CAPTURES_DIR as CAPTURES

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from perfstack.machine.ptrace import ptrace_scope
 from perfstack.plugin.backend import Availability, RunContext
-from perfstack.run.ptrace import ptrace_scope
 
 #: The two profiles a run of this backend writes in its folder (the gil backend reads them too).
 PROFILE_FILE = "profile.speedscope.json"
