@@ -43,11 +43,16 @@ class PairedTest:
     outlier_pvalue: float | None  # Grubbs' p-value of the most extreme pair (5 pairs on)
 
 
+def _mean_spread(values: Sequence[float]) -> tuple[float, float]:
+    """The mean and the sample standard deviation of ``values`` (at least 2)."""
+    mean = math.fsum(values) / len(values)
+    return mean, math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
 def _t(values: Sequence[float]) -> tuple[float, float]:
     """Student's one-sample t of ``values`` against 0, and its two-sided p-value."""
     n = len(values)
-    mean = math.fsum(values) / n
-    spread = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
+    mean, spread = _mean_spread(values)
     if spread == 0:
         t = 0.0 if mean == 0 else math.copysign(math.inf, mean)
     else:
@@ -63,8 +68,7 @@ def grubbs(values: Sequence[float]) -> tuple[float, int] | None:
     n = len(values)
     if n < 3:
         return None
-    mean = math.fsum(values) / n
-    spread = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
+    mean, spread = _mean_spread(values)
     if spread == 0:
         return None
     worst = max(range(n), key=lambda i: abs(values[i] - mean))

@@ -276,17 +276,15 @@ def compare_paired(base: Sequence[float], new: Sequence[float],
     else:
         diffs = [b - a for a, b in zip(base, new, strict=True)]
     found = paired_test(diffs)
-    left_out = 0 if found.left_out is None else 1
+    pairs = f"{n} interleaved pairs"
     if found.left_out is not None:
         keep = [i for i in range(n) if i != found.left_out]
-        base, new = [base[i] for i in keep], [new[i] for i in keep]
-        diffs, n = [diffs[i] for i in keep], len(keep)
+        base, new, diffs = ([side[i] for i in keep] for side in (base, new, diffs))
+        pairs += (f", 1 left out as an outlier (a run disturbed far beyond the others: "
+                  f"Grubbs' test p={found.outlier_pvalue:.2g})")
     change = _paired_change(diffs, base, new, ratios)
     t, pvalue = found.t, found.pvalue
     passed = pvalue <= 0.05
-    pairs = f"{n + left_out} interleaved pairs" + (
-        f", 1 left out as an outlier (a run disturbed far beyond the others: Grubbs' test "
-        f"p={found.outlier_pvalue:.2g})" if left_out else "")
     if passed and abs(change) < min_effect:
         return Comparison(change, False, test, t,
                           f"{test} says different, but {100 * abs(change):.1f}% is below the "
