@@ -1,4 +1,4 @@
-"""How a job of many ranks opens in a browser: the HTML report's Distributed pane at 1,024 ranks.
+"""How a job of many ranks opens in a browser: the HTML report's Ranks pane at 1,024 ranks.
 
     .venv/bin/python bench/html_ranks.py [--ranks 1024] [--steps 200] [--rounds 3]
 
@@ -7,7 +7,7 @@ noise, one rank twice as slow), writes its HTML page two ways, the heat map's ce
 elements of their own (what every map was before) and as the pixels of one image (what a
 map of more than ``rankheat.MOST_CELLS`` cells is now), and opens each in headless Chromium
 under chromedriver, alternately in each round: the time until the page's script says it is
-ready, then the time to open the Distributed pane (a click on its tab until the browser has
+ready, then the time to open the Ranks pane (a click on its tab until the browser has
 laid it out and painted: the next animation frame), then a hover on the slow rank's row.
 Prints the medians, their ratio, and each page's size. Run it alone: the machine's other work
 shows.
@@ -88,11 +88,11 @@ def _driver() -> WebDriver:
     return driver
 
 
-#: Clicks the Distributed tab and answers once the browser has painted the pane.
+#: Clicks the Ranks tab and answers once the browser has painted the pane.
 _OPEN_PANE = """
 const done = arguments[arguments.length - 1];
 const t = performance.now();
-document.querySelector('nav.tabs a[href="#pane-distributed"]').click();
+document.querySelector('nav.tabs a[href="#pane-ranks"]').click();
 document.body.getBoundingClientRect();
 requestAnimationFrame(() => setTimeout(() => done(performance.now() - t), 0));
 """
@@ -143,7 +143,7 @@ def main() -> None:
         finally:
             driver.quit()
     print(f"{ns.ranks} ranks x {ns.steps} steps, {ns.rounds} rounds, medians "
-          "(ready: the page's script done; pane: the Distributed tab clicked until painted; "
+          "(ready: the page's script done; pane: the Ranks tab clicked until painted; "
           "hover: a rank's row)")
     for name in pages:
         ready, pane, hover = (statistics.median(x[i] for x in got[name]) for i in range(3))

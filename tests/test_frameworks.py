@@ -56,7 +56,7 @@ def test_a_lightning_validation_is_named_in_the_step_it_ran_in() -> None:
     as "data loading (DataLoader) +307 ms" (or "torch ops"): the step it ran in says
     evaluation, and the other steps have none."""
     from perfstack.analysis.views.steps import step_view
-    from perfstack.render.words.device import outlier_line
+    from perfstack.render.words.steps import outlier_line
 
     report = load_report(RECORDED / "lightning_validation.json.gz")
     evaluation = report.metric("cpu_step.eval")

@@ -6,6 +6,7 @@ also shown to fail on a fault planted in a copy of a few files."""
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -111,7 +112,10 @@ def test_a_new_pane_is_its_four_stem_files_and_one_registration_line(monkeypatch
     html = plugins.renderers()["html"]
     home = sys.modules[type(html).__module__].__package__  # the html format's package
     module(f"{home}.panes.probe", TAB="Probe", AFTER="pane-ops",
-           pane=lambda v, tables: f"<p id='probe'>{said(v)}</p>" if v else None)
+           pane=lambda v, page: f"<p id='probe'>{said(v)}</p>" if v else None,
+           overview=lambda v, page: f"<p id='probe-overview'>{said(v)}</p>",
+           WITHIN="pane-kernels",
+           within=lambda v, page: f"<p id='probe-within'>{len(page.report.run.runs)}</p>")
     monkeypatch.setattr(views, "PANES", (*views.PANES, "probe"))
 
     report = load_report(ROOT / "tests/fixtures/reports/v1-busy.json")
@@ -123,6 +127,17 @@ def test_a_new_pane_is_its_four_stem_files_and_one_registration_line(monkeypatch
     page = html.render(report, options)
     tabs = page[page.index("<nav"):page.index("</nav>")]
     assert tabs.index(">Ops<") < tabs.index(">Probe<") < tabs.index(">Kernels<")
+
+    def pane_of(marker: str) -> str:  # the id of the <main> a marker is drawn in
+        start = page.rindex('<main class="pane" id="', 0, page.index(marker))
+        return page[start:].split('"')[3]
+
+    assert pane_of("id='probe'") == "pane-probe"
+    assert pane_of("id='probe-overview'") == "pane-overview"
+    assert pane_of(f"id='probe-within'>{runs}<") == "pane-kernels"
+    # In the text the pane comes last of the panes: after the ranks', before the drill-down.
+    text = plugins.renderers()["text"].render(report, options)
+    assert text.index("probe saw") < text.index("Backends")
 
 
 def test_a_new_command_is_one_entry(monkeypatch: pytest.MonkeyPatch,
@@ -203,3 +218,43 @@ def test_plugins_never_import_the_driver_the_commands_or_the_history() -> None:
     assert wrong(graph) == []
     planted = {**graph, "plugins.resources": {*graph["plugins.resources"], "perfstack.run.driver"}}
     assert wrong(planted) == ["plugins.resources -> perfstack.run.driver"]
+
+
+def test_every_format_shows_the_panes_in_the_order_of_the_list():
+    """The text, the markdown and the HTML page are loops over ``PANES``: on a recorded H200
+    run with seven panes, each format draws them in the list's order, each pane once, after
+    the answer and before the backends (the overview and the Kernels tab keep it too)."""
+    from perfstack.analysis.view import build
+    from perfstack.analysis.views import PANES, homes
+    from perfstack.plugin.load import load_plugins
+    from perfstack.render.text.grid import Page
+    from perfstack.report.files import load_report
+
+    report = load_report(ROOT / "tests/fixtures/gpu-runs/recheck/resnet/report.json.gz")
+    view = build(report, full=True)
+    shown = [stem for stem in PANES if view.panes.get(stem) is not None]
+    assert len(shown) >= 7, shown
+    titles: dict[str, tuple[str, str]] = {}  # stem -> (text title, markdown heading)
+    for stem, home in homes("perfstack.render.text", view.panes):
+        page = Page(300, False)
+        home.text(page, view.panes[stem])
+        heading = next(ln for ln in home.markdown(view.panes[stem]) if ln.startswith("### "))
+        titles[stem] = (page.lines[0], heading)
+    assert list(titles) == shown
+    plugins = load_plugins()
+    options = plugins.render_options()
+    text = plugins.renderers()["text"].render(report, replace(options, width=300, full=True))
+    markdown = plugins.renderers()["markdown"].render(report, options)
+    for drawn, which in ((text, 0), (markdown, 1)):
+        at = [drawn.index(titles[stem][which]) for stem in shown]
+        assert at == sorted(at), (which, shown)
+        assert all(drawn.count(titles[stem][which]) == 1 for stem in shown)
+        assert drawn.index("Backends") > at[-1]
+    page = plugins.renderers()["html"].render(report, options)
+    overview = page[page.index('id="pane-overview"'):page.index('id="pane-python"')]
+    ids = {"memory": 'id="memory"', "device": 'id="device"', "steps": 'id="steps"'}
+    at = [overview.index(ids[stem]) for stem in shown if stem in ids]
+    assert len(at) == 3 and at == sorted(at)
+    kernels = page[page.index('id="pane-kernels"'):]
+    at = [kernels.index(i) for i in ('id="device-k"', 'id="streams"', 'id="kernel-view"')]
+    assert at == sorted(at)

@@ -290,7 +290,7 @@ def test_gpu_traces_of_two_ranks(browser: WebDriver, tmp_path: Path, shots: Path
     table = _sort(kernels, "kernel-torch", "device time", descending=True)
     values = [_seconds(c) for c in _column(table, "device time")[1]]
     assert values == sorted(values, reverse=True) and values[0] > 0.04
-    ranks = _pane(browser, "distributed")
+    ranks = _pane(browser, "ranks")
     assert "rank 1 is the slowest, 25% slower" in ranks.text and "collective_wait" in ranks.text
     assert "rank 1 is 25% slower per step than rank 0" in ranks.text
     assert _console_errors(browser) == []

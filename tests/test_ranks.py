@@ -571,7 +571,7 @@ def test_many_ranks_read_as_distributions(tmp_path: Path) -> None:
     full = perfstack_in(tmp_path, "show", "r.json", "--full", env={"COLUMNS": "120"}).stdout
     section = full[full.index("Ranks (9)"):]
     assert all(f"rank {r} " in section for r in range(9))
-    # The page's overview has the text's distributions; its Distributed tab every rank.
+    # The page's overview has the text's distributions; its Ranks tab every rank.
     page = perfstack_in(tmp_path, "show", "r.json", "--format", "html").stdout
     overview = page[page.index('<section id="ranks">'):]
     overview = overview[:overview.index("</section>")]
@@ -579,7 +579,7 @@ def test_many_ranks_read_as_distributions(tmp_path: Path) -> None:
     every = every[:every.index("</section>")]
     firsts = [re.findall(r"<tr><td[^>]*>([^<]*)</td>", part) for part in (overview, every)]
     assert firsts[0][:3] == ["median", "p90", "max"] and len(firsts[0]) <= 3 + 6, firsts[0]
-    assert "the Distributed tab lists every rank and figure" in overview
+    assert "the Ranks tab lists every rank and figure" in overview
     assert firsts[1] == [f"rank {r}" for r in range(9)], firsts[1]
 
 

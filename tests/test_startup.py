@@ -55,8 +55,10 @@ def test_version():
 #: perfstack.plugin.backend left its path, then dataclasses with inspect, and pluggy); a few more
 #: for what a change needs, not dozens. 111 on 2026-11-29: the core's rules and the text
 #: format, each a face over 300 lines, became one module a concern (issue 68: 8 modules
-#: more, the same code).
-SHOW_MODULES = 112
+#: more, the same code). 105 later that day: every report section a pane, one module a home
+#: (issue 68), and a format imports a pane's words and drawing only when the report has
+#: that pane (a CPU report leaves the device's, kernels', streams' and ranks' alone).
+SHOW_MODULES = 106
 #: Modules `show` does not use: email, zipfile and decimal came with importlib.metadata,
 #: importlib.resources and statistics; tempfile, shutil and subprocess with writing and
 #: running; perfstack.plugin.backend and the run's driver with running; dataclasses (and inspect)

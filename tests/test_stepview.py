@@ -47,7 +47,7 @@ def test_the_phases_shares_add_up_when_their_medians_do_not() -> None:
     """Each step slow in another phase: every phase's median is 1 ms of a 12 ms median step
     (three 8% shares, the rest nowhere, as a share of the median once printed 22% + 92% +
     4.3%). The share is of all the steps' time: a third each, adding up to 100%."""
-    from perfstack.render.words.device import step_cells
+    from perfstack.render.words.steps import step_cells
 
     view = step_view(_steps("cpu_step.", {"data": [0.010, 0.001, 0.001],
                                           "ops": [0.001, 0.010, 0.001],

@@ -23,22 +23,15 @@ from perfstack.analysis.stats import Summary, summarize
 from perfstack.analysis.views import homes
 from perfstack.analysis.views.budget import MAIN_PARTS, UNSAMPLED_PARTS, Budget, hardware_beside
 from perfstack.analysis.views.budget import time_budget as _time_budget
-from perfstack.analysis.views.device import (
-    DEVICE_METRICS,
-    RANKED,
-    DeviceTime,
-    RankTable,
-    device_time,
-    rank_table,
-)
+from perfstack.analysis.views.device import DeviceTime
 from perfstack.analysis.views.drilldown import Node, drill_down
-from perfstack.analysis.views.kernels import KernelView, kernel_view
+from perfstack.analysis.views.kernels import KernelView
 from perfstack.analysis.views.layers import LayerTable, as_metrics, layer_tables
+from perfstack.analysis.views.ranks import RANKED, RankTable
 from perfstack.analysis.views.recorded import not_read, ranks_read, read_in_part
-from perfstack.analysis.views.roofline import METRICS as ROOF_METRICS
-from perfstack.analysis.views.roofline import RoofView, roof_view
-from perfstack.analysis.views.steps import StepView, step_view
-from perfstack.analysis.views.streams import PER_STREAM, StreamView, stream_view
+from perfstack.analysis.views.roofline import RoofView
+from perfstack.analysis.views.steps import StepView
+from perfstack.analysis.views.streams import StreamView
 from perfstack.records import datarecord, field
 from perfstack.report import (
     BackendResult,
@@ -129,12 +122,6 @@ class View:
     findings: list[Finding]
     full: bool  # everything, not the short default (one line per finding's evidence, ...)
     budget: Budget
-    device: DeviceTime | None  # the device's time over the profiled steps, when measured
-    kernels: KernelView | None  # the device's kernel time by kernel and kind (GPU traces)
-    roofline: RoofView | None  # how close the ops ran to the machine's ceilings
-    steps: StepView | None  # each profiled step by phase, and the outlier steps
-    streams: StreamView | None  # each GPU stream's busy share, idle causes and queue
-    ranks: RankTable | None  # a job's ranks side by side, when there are several
     #: figures of different backends that measure related things (Metric.group), each with
     #: its description, shown together so they read as one picture, not a contradiction
     related: dict[str, list[Metric]]
@@ -153,6 +140,37 @@ class View:
     #: each pane's figures by its stem (``perfstack.analysis.views.PANES``), None where the
     #: report has nothing for it
     panes: dict[str, Any] = field(default_factory=dict)
+
+    # The panes the answer and the page around the panes read, by name.
+    @property
+    def device(self) -> DeviceTime | None:
+        """The device's time over the profiled steps, when measured."""
+        return self.panes.get("device")
+
+    @property
+    def kernels(self) -> KernelView | None:
+        """The device's kernel time by kernel and kind (GPU traces)."""
+        return self.panes.get("kernels")
+
+    @property
+    def roofline(self) -> RoofView | None:
+        """How close the ops ran to the machine's ceilings."""
+        return self.panes.get("roofline")
+
+    @property
+    def steps(self) -> StepView | None:
+        """Each profiled step by phase, and the outlier steps."""
+        return self.panes.get("steps")
+
+    @property
+    def streams(self) -> StreamView | None:
+        """Each GPU stream's busy share, idle causes and launch queue."""
+        return self.panes.get("streams")
+
+    @property
+    def ranks(self) -> RankTable | None:
+        """A job's ranks side by side, when there are several."""
+        return self.panes.get("ranks")
 
 
 def _opener(path: str, openers: Sequence[tuple[str, str]]) -> str | None:
@@ -338,28 +356,15 @@ def build(report: Report, top: int = 10, depth: int = 3, full: bool = False,
     # Figures the page shows already: the related block, the drill-down's hardware line, and
     # the baseline's wall time in the header.
     shown_elsewhere = {id(m) for ms in related.values() for m in ms} | {id(m) for m in beside}
-    device = device_time(report)
-    if device is not None:
-        shown_elsewhere |= {id(m) for m in report.metrics if m.name in DEVICE_METRICS}
-    ranks = rank_table(report, full)
-    if ranks is not None:
-        shown_elsewhere |= {id(m) for m in report.metrics if RANKED.match(m.name)
-                            or m.name in ("slowest_rank", "straggler_gap")}
     wall = report.metric("wall_time")
     if wall is not None and wall.samples:
         shown_elsewhere.add(id(wall))
-    roofline = roof_view(report, top=5 if not full else max(top, 5))
-    streams = stream_view(report)
-    if streams is not None:
-        shown_elsewhere |= {id(m) for m in report.metrics if PER_STREAM.match(m.name)}
-    if roofline is not None:
-        shown_elsewhere |= {id(m) for m in report.metrics if m.name in ROOF_METRICS}
     panes = {}
     for stem, home in homes("perfstack.analysis.views"):
         panes[stem] = home.view(report, top, full)
-        if panes[stem] is not None:
-            shown = getattr(home, "METRICS", ())
-            shown_elsewhere |= {id(m) for m in report.metrics if m.name in shown}
+        shows = getattr(home, "shows", None)
+        if panes[stem] is not None and shows is not None:
+            shown_elsewhere |= {id(m) for m in report.metrics if shows(m.name)}
     metrics = [m for m in report.metrics
                if full or (_default_metric(m) and id(m) not in shown_elsewhere)]
     return View(
@@ -368,13 +373,7 @@ def build(report: Report, top: int = 10, depth: int = 3, full: bool = False,
         findings=findings,
         full=full,
         budget=budget,
-        device=device,
-        kernels=kernel_view(report, top=5 if not full else max(top, 5)),
-        roofline=roofline,
-        steps=step_view(report),
-        streams=streams,
         panes=panes,
-        ranks=ranks,
         related=related,
         tree=tree,
         tree_notes=tree_notes,

@@ -25,35 +25,12 @@ from perfstack.render.words.common import (
     fmt_overhead,
     node_figures,
     printed_caption,
-    rank_cells,
-    ranks_note,
-    ranks_title,
     related_line,
     related_title,
     wall_line,
 )
-from perfstack.render.words.device import (
-    DEVICE_WORDS,
-    STREAM_COLUMNS,
-    device_notes,
-    device_title,
-    kernel_cells,
-    kernel_kind_cells,
-    kernels_title,
-    outlier_line,
-    roof_ceiling_line,
-    roof_cells,
-    roof_summary,
-    roof_title,
-    step_cells,
-    step_sides_line,
-    steps_title,
-    stream_cells,
-    streams_title,
-    tensor_core_line,
-)
 from perfstack.report import Report
-from perfstack.report.units import fmt_seconds, fmt_value, pct
+from perfstack.report.units import fmt_seconds, fmt_value
 
 SEVERITY_MARK = {"critical": "🔴 critical", "warning": "🟠 warning", "info": "🔵 info"}
 
@@ -71,7 +48,6 @@ def _tree(nodes: list[Node], depth: int = 0) -> list[str]:
     return out
 
 
-# long: the report's sections in the order printed, as the text format's
 def render_view(view: View) -> str:
     """Return the markdown report of a view."""
     h = view.header
@@ -94,48 +70,6 @@ def render_view(view: View) -> str:
         out += [f"  {escape(e)}  " for e in f.evidence]
         out.append(f"  → {escape(f.action)}")
     d = view.device
-    if d is not None:
-        out += ["", f"### {escape(device_title(d))}", ""]
-        out += _table(["part", "share", "metric"], [
-            [("└ " if p.depth else "") + escape(DEVICE_WORDS.get(p.part, p.part)),
-             pct(p.share), escape(p.metric)] for p in d.parts])
-        out += ["", *(f"_{escape(n)}_" for n in device_notes(d))]
-    k = view.kernels
-    if k is not None:
-        out += ["", f"### {escape(kernels_title(k))}", ""]
-        out += _table(["kind", "share", "time", "kernels"], kernel_kind_cells(k))
-        tensor = tensor_core_line(k)
-        if tensor is not None:
-            out += ["", f"_{escape(tensor)}_"]
-        out += [""]
-        out += _table(["top kernel", "kind", "share", "calls", "mean"],
-                      [[escape(c) for c in row] for row in kernel_cells(k)])
-    streams = view.streams
-    if streams is not None:
-        out += ["", f"### {escape(streams_title(streams))}", ""]
-        out += _table(["stream", *STREAM_COLUMNS], stream_cells(streams))
-    steps = view.steps
-    if steps is not None:
-        out += ["", f"### {escape(steps_title(steps))}", ""]
-        out += _table(["phase", "median", "share", "fastest", "slowest"],
-                      [[escape(c) for c in row] for row in step_cells(steps)])
-        if (sides := step_sides_line(steps)) is not None:
-            out += [f"- {escape(sides)}"]
-        out += [f"- {escape(outlier_line(o))}" for o in steps.outliers]
-    roof = view.roofline
-    if roof is not None:
-        out += ["", f"### {escape(roof_title(roof))}", "", escape(roof_ceiling_line(roof)), "",
-                f"_{escape(roof_summary(roof))}_"]
-        if roof.top:
-            out += [""]
-            out += _table(["op", "time", "share", "achieved", "of roof", "bound", "type"],
-                          [[escape(c) for c in row] for row in roof_cells(roof)])
-    ranked = view.ranks
-    if ranked is not None:
-        out += ["", f"### {escape(ranks_title(ranked))}", ""]
-        note = ranks_note(ranked)
-        out += [f"_{escape(note)}_", ""] if note else []
-        out += _table(["rank", *map(escape, ranked.columns)], rank_cells(ranked))
     if d is None or view.budget.lines:
         out += ["", "### Where the time goes", ""]
     if view.budget.lines:
@@ -147,9 +81,8 @@ def render_view(view: View) -> str:
     elif d is None:
         out.append("_no backend measured a time budget"
                    + escape(by_whom(view.budget.measured_by)) + "_")
-    for stem, home in homes("perfstack.render.text"):
-        if view.panes.get(stem) is not None:
-            out += home.markdown(view.panes[stem])
+    for stem, home in homes("perfstack.render.text", view.panes):
+        out += home.markdown(view.panes[stem])
     for group, metrics in view.related.items():
         out += ["", f"_{escape(related_title(group, metrics))}:_", ""]
         out += [f"- {escape(related_line(m, True).strip())}" for m in metrics]

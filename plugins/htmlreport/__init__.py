@@ -5,7 +5,7 @@ Panes after the TensorBoard profiler's: Overview (the answer, findings, where th
 the drill-down, the backends, the metrics, the raw outputs), Python (a flame graph to zoom and
 search, a call tree, every function), Ops (every op, sortable, searchable, grouped by name or
 by name and shapes, its callers and kernels one click away), Kernels, Hardware, and
-Distributed when there are ranks. ``perfstack diff A B --format html`` draws the comparison.
+Ranks when there are ranks. ``perfstack diff A B --format html`` draws the comparison.
 
 Everything is in the file: the CSS and the script (``report.css``, ``report.js`` beside this
 module, written here, no library) and the data as JSON, which the script writes into the page

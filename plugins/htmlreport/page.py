@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from perfstack.analysis.view import View
-from perfstack.analysis.views.device import RankTable
 from perfstack.analysis.views.drilldown import Node
 from perfstack.render.words.common import (
     STATUS_WORDS,
@@ -23,41 +22,14 @@ from perfstack.render.words.common import (
     fmt_overhead,
     node_figures,
     printed_caption,
-    rank_cells,
-    ranks_note,
-    ranks_title,
     related_line,
     related_title,
     wall_line,
 )
-from perfstack.render.words.device import (
-    DEVICE_WORDS,
-    STREAM_COLUMNS,
-    device_notes,
-    device_title,
-    kernel_cells,
-    kernel_kind_cells,
-    kernels_title,
-    stream_cells,
-    streams_title,
-    tensor_core_line,
-)
-from perfstack.report.units import fmt_seconds, fmt_value, pct
+from perfstack.report.units import fmt_seconds, fmt_value
 
 from .charts import LAYER_COLOURS, bar_chart, budget_bar, esc, file_href
-
-
-def _table(head: list[str], rows: list[list[str]], numeric: set[int] | None = None) -> str:
-    numeric = numeric or set()
-    out = ['<div class="scroll"><table><tr>',
-           *[f'<th class="num">{esc(h)}</th>' if i in numeric else f"<th>{esc(h)}</th>"
-             for i, h in enumerate(head)], "</tr>"]
-    for row in rows:
-        out.append("<tr>" + "".join(
-            f'<td class="num">{c}</td>' if i in numeric else f"<td>{c}</td>"
-            for i, c in enumerate(row)) + "</tr>")
-    out.append("</table></div>")
-    return "".join(out)
+from .grid import table
 
 
 def header(view: View) -> str:
@@ -99,62 +71,6 @@ def findings(view: View) -> str:
     return "".join(parts)
 
 
-def device(view: View, section_id: str = "device") -> str:
-    """The device's time over the profiled steps: busy, compute, communication, memory,
-    idle and how much of it waited for the host; collectives hidden; the launch queue."""
-    d = view.device
-    if d is None:
-        return ""
-    rows = [[("&nbsp;&nbsp;└ " if p.depth else "") + esc(DEVICE_WORDS.get(p.part, p.part)),
-             esc(pct(p.share)), f'<span class="mono">{esc(p.metric)}</span>'] for p in d.parts]
-    notes = "".join(f'<p class="muted">{esc(n)}</p>' for n in device_notes(d))
-    return (f'<section id="{section_id}"><h2>{esc(device_title(d))}</h2>'
-            + _table(["part", "share", "metric"], rows, {1}) + notes + "</section>")
-
-
-def kernel_view(view: View) -> str:
-    """The kernels by kind and the top kernels, with their share of kernel time (the text's
-    figures; the full names are in each row's title and in the kernel table below)."""
-    k = view.kernels
-    if k is None:
-        return ""
-    kinds = [[esc(c) for c in cells] for cells in kernel_kind_cells(k)]
-    top = [[f'<span class="mono" title="{esc(t.name)}">{esc(cells[0])}</span>',
-            *(esc(c) for c in cells[1:])]
-           for t, cells in zip(k.top, kernel_cells(k), strict=True)]
-    return (f'<section id="kernel-view"><h2>{esc(kernels_title(k))}</h2>'
-            + _table(["kind", "share", "time", "kernels"], kinds, {1, 2, 3})
-            + (f'<p class="muted">{esc(tensor)}</p>' if (tensor := tensor_core_line(k)) else "")
-            + _table(["top kernel", "kind", "share", "calls", "mean"], top, {2, 3, 4})
-            + "</section>")
-
-
-def streams(view: View) -> str:
-    """Each GPU stream: busy, why it idled, its launch queue (the text's table)."""
-    v = view.streams
-    if v is None:
-        return ""
-    return (f'<section id="streams"><h2>{esc(streams_title(v))}</h2>'
-            + _table(["stream", *STREAM_COLUMNS],
-                     [[esc(c) for c in row] for row in stream_cells(v)], {1, 2, 3, 4, 5, 6})
-            + '<p class="muted">idle: host = the next launch call not yet made; other streams '
-              "= launched, another stream busy; queue = mean launch queue depth (CUDA stalls "
-              "the host at 1,024)</p></section>")
-
-
-def ranks(table: RankTable | None, section_id: str = "ranks", where_all: str | None = None) -> str:
-    """A job's ranks side by side: step time, device busy, collective wait per rank; a job of
-    many ranks as distributions, ``where_all`` saying where every rank is listed."""
-    if table is None:
-        return ""
-    rows = [[esc(c) for c in cells] for cells in rank_cells(table)]
-    note = ranks_note(table, where_all) if where_all else ranks_note(table)
-    return (f'<section id="{section_id}"><h2>{esc(ranks_title(table))}</h2>'
-            + (f'<p class="muted">{esc(note)}</p>' if note else "")
-            + _table(["rank", *table.columns], rows, set(range(1, len(table.columns) + 1)))
-            + "</section>")
-
-
 def budget(view: View) -> str:
     """Where the time goes: the bar with its legend, the table, related figures."""
     b = view.budget
@@ -173,7 +89,7 @@ def budget(view: View) -> str:
         items = "".join(f"<li>{esc(related_line(m, True).strip())}</li>" for m in metrics)
         related += (f'<p id="related-{esc(group)}">{esc(related_title(group, metrics))}:'
                     f"</p><ul>{items}</ul>")
-    return (head + budget_bar(b) + _table(["part", "share", "time", "measured by"], rows,
+    return (head + budget_bar(b) + table(["part", "share", "time", "measured by"], rows,
                                           {1, 2}) + notes + related + "</section>")
 
 
@@ -229,7 +145,7 @@ def backends(view: View) -> str:
     notes = "".join(f'<li id="note-{i}">{esc(note)}</li>'
                     for i, note in enumerate(view.footnotes, 1))
     return ('<section id="backends"><h2>Backends</h2>'
-            + _table(["backend", "status", "layers", "wall", "overhead", "notes"], rows)
+            + table(["backend", "status", "layers", "wall", "overhead", "notes"], rows)
             + (f'<ol class="muted">{notes}</ol>' if notes else "") + "</section>")
 
 

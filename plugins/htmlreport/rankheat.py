@@ -1,4 +1,4 @@
-"""The Distributed pane's heat map: a job's step times, a rank a row and a step a column,
+"""The Ranks pane's heat map: a job's step times, a rank a row and a step a column,
 each cell coloured by its step time over the job's median step (white at or under it, full
 red at twice it or more), as inline SVG: no script, no network.
 
@@ -16,7 +16,7 @@ import statistics
 import struct
 import zlib
 
-from perfstack.analysis.views.device import RANKED
+from perfstack.analysis.views.ranks import RANKED
 from perfstack.report import Report
 from perfstack.report.units import fmt_seconds
 

@@ -23,28 +23,23 @@ from .page import answer as page_answer
 from .page import artifacts as page_artifacts
 from .page import backends as page_backends
 from .page import budget as page_budget
-from .page import device as page_device
 from .page import drill_down as page_drill_down
 from .page import findings as page_findings
 from .page import header as page_header
-from .page import kernel_view as page_kernel_view
 from .page import metrics as page_metrics
 from .page import metrics_table as page_metrics_table
-from .page import ranks as page_ranks
-from .page import streams as page_streams
 from .page import top_functions as page_top_functions
-from .panes.roofline import roofline_section
-from .panes.steps import steps_section
-from .rankheat import rank_heat_map
+from .panes.context import PageContext
 from .tables import SORT_FIRST, Tables, layer_tables
 from .timeline import timeline as timeline_data
 from .timeline import timeline_pane
 
-#: The page's own panes' tabs; each registered pane (``perfstack.analysis.views.PANES``)
-#: adds its own after the one it names.
+#: The page's own tabs; each registered pane (``perfstack.analysis.views.PANES``) draws its
+#: sections into them (the overview, or the tab its module names ``WITHIN``) and its own tab
+#: after the one it names (``AFTER``).
 PANE_TITLES = {"pane-overview": "Overview", "pane-python": "Python", "pane-ops": "Ops",
                "pane-kernels": "Kernels", "pane-hardware": "Hardware",
-               "pane-distributed": "Distributed", "pane-timeline": "Timeline"}
+               "pane-timeline": "Timeline"}
 
 
 def _asset(name: str) -> str:
@@ -97,32 +92,6 @@ def _top_ops(view: View) -> str:
     return ("<h3>Top ops</h3>" + bar_chart("top-ops", items, LAYER_COLOURS["framework"]))
 
 
-def _distributed(report: Report) -> str | None:
-    """The ranks pane: the cross-rank findings, the step times as a rank x step heat map,
-    and every per-rank figure, a rank a row."""
-    from perfstack.analysis.views.device import rank_table
-
-    table = rank_table(report, full=True)
-    if table is None:
-        return None
-    found = "".join(f"<li>{esc(f.title)}</li>" for f in report.findings
-                    if f.rule.startswith("dist."))
-    return ((f"<h3>Findings</h3><ul>{found}</ul>" if found else "") + rank_heat_map(report)
-            + page_ranks(table, "ranks-all"))
-
-
-def _overview_ranks(report: Report) -> str:
-    """The overview's ranks table, as the text report's: from ``MANY_RANKS`` ranks each
-    figure's distribution and the ranks that stand out (every rank and figure is in the
-    Distributed pane)."""
-    from perfstack.analysis.views.device import rank_table
-
-    table = rank_table(report, full=False)
-    if table is not None and table.summary:
-        return page_ranks(table, where_all="the Distributed tab lists every rank and figure")
-    return page_ranks(rank_table(report, full=True))
-
-
 def render_report(report: Report, options: RenderOptions, page_dir: Path | None = None) -> str:
     """Return the interactive page of one report."""
     view = build(report, top=options.top, depth=options.depth, full=True,
@@ -133,22 +102,32 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
                     options.layer_providers)
     homes = [(stem, home, view.panes.get(stem)) for stem, home in
              view_homes(f"{__package__}.panes")]
+    page = PageContext(report, tables)
+
+    def sections(tab: str) -> list[str]:
+        """The registered panes' sections drawn in one of the page's own tabs, in order."""
+        return [home.overview(v, page) if tab == "pane-overview" else home.within(v, page)
+                for _, home, v in homes if v is not None and (
+                    hasattr(home, "overview") if tab == "pane-overview"
+                    else getattr(home, "WITHIN", None) == tab)]
+
     flame, flame_why = flame_tree(report, options.report_dir)
     overview = "".join([
         page_header(view), page_answer(view), page_findings(view), page_budget(view),
-        *(home.overview(v) for _, home, v in homes if v is not None and hasattr(home, "overview")),
-        page_device(view), steps_section(view), _overview_ranks(report),
-        page_drill_down(view), page_top_functions(view), page_backends(view),
-        page_metrics(view), page_artifacts(view, options.report_dir, page_dir)])
+        *sections("pane-overview"), page_drill_down(view), page_top_functions(view),
+        page_backends(view), page_metrics(view),
+        page_artifacts(view, options.report_dir, page_dir)])
     python = ('<h2>Flame graph of the Python stacks</h2>'
               + ('<div id="flame-box"></div><h2>Call tree</h2><div id="tree-box"></div>'
                  if flame else f'<p class="muted" id="flamegraph-empty">{esc(flame_why)}</p>')
-              + "<h2>Functions</h2>" + tables.html(Layer.PYTHON))
-    ops = ("<h2>Ops</h2>" + _top_ops(view) + roofline_section(view)
+              + "".join(sections("pane-python")) + "<h2>Functions</h2>"
+              + tables.html(Layer.PYTHON))
+    ops = ("<h2>Ops</h2>" + _top_ops(view) + "".join(sections("pane-ops"))
            + tables.html(Layer.FRAMEWORK))
-    kernels = ("<h2>Kernels</h2>" + page_device(view, "device-k") + page_streams(view)
-               + page_kernel_view(view) + tables.html(Layer.KERNEL))
-    hardware = ("<h2>Hardware</h2>" + tables.html(Layer.HARDWARE)
+    kernels = ("<h2>Kernels</h2>" + "".join(sections("pane-kernels"))
+               + tables.html(Layer.KERNEL))
+    hardware = ("<h2>Hardware</h2>" + "".join(sections("pane-hardware"))
+                + tables.html(Layer.HARDWARE)
                 + (timeseries(report, options.report_dir) if _sampled_gpus(report) else ""))
     fixed = {"pane-overview": overview, "pane-python": python, "pane-ops": ops,
              "pane-kernels": kernels, "pane-hardware": hardware}
@@ -157,12 +136,9 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
     for pid, content in fixed.items():
         panes[pid] = content
         for stem, home, v in homes:  # the registered panes that follow this one
-            drawn = home.pane(v, tables) if pid == home.AFTER else None
+            drawn = home.pane(v, page) if pid == getattr(home, "AFTER", None) else None
             if drawn is not None:
                 panes[f"pane-{stem}"], titles[f"pane-{stem}"] = drawn, home.TAB
-    distributed = _distributed(report)
-    if distributed:
-        panes["pane-distributed"] = distributed
     timeline, timeline_said = timeline_data(report, options.report_dir, page_dir)
     if timeline is not None:
         panes["pane-timeline"] = timeline_pane(timeline_said, timeline)

@@ -58,6 +58,9 @@ class KernelView:
     matrix_s: float = 0.0
     tensor_core_s: float = 0.0
     cuda_core_s: float = 0.0
+    #: distinct kernels not listed, said under the table (0 with ``--full``, which says
+    #: nothing of the rest)
+    more: int = 0
 
 
 def _base(key: str) -> str:
@@ -105,3 +108,12 @@ def kernel_view(report: Report, top: int = 5) -> KernelView | None:
                       sum(times[n] for n in matrix),
                       sum(times[n] for n in matrix if tensor.get(n) is True),
                       sum(times[n] for n in matrix if tensor.get(n) is False))
+
+
+def view(report: Report, top: int, full: bool) -> KernelView | None:
+    """The pane's figures (its registered entry, ``perfstack.analysis.views.PANES``): the
+    five heaviest kernels, ``top`` with ``full``."""
+    kernels = kernel_view(report, top=max(top, 5) if full else 5)
+    if kernels is not None and not full:
+        kernels.more = kernels.count - len(kernels.top)
+    return kernels

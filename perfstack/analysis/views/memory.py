@@ -121,3 +121,8 @@ def view(report: Report, top: int, full: bool) -> MemoryView | None:
     """The pane's figures (its registered entry, ``perfstack.analysis.views.PANES``): the
     five largest holders, or ``top`` with ``full``."""
     return memory_view(report, top=5 if not full else max(top, 5))
+
+
+def shows(name: str) -> bool:
+    """Whether the pane shows metric ``name`` (the default metrics table leaves it out)."""
+    return name in METRICS

@@ -91,3 +91,14 @@ def roof_view(report: Report, top: int = 5) -> RoofView | None:
                     value("roofline.peak_share"), value("roofline.memory_bound_share"),
                     value("roofline.latency_bound_share"), value("roofline.coverage"),
                     ops[:top], ops, peak.reason if peak.value is None else None)
+
+
+def shows(name: str) -> bool:
+    """Whether the pane shows metric ``name`` (the default metrics table leaves it out)."""
+    return name in METRICS
+
+
+def view(report: Report, top: int, full: bool) -> RoofView | None:
+    """The pane's figures (its registered entry, ``perfstack.analysis.views.PANES``): the
+    five heaviest ops, ``top`` with ``full``."""
+    return roof_view(report, top=max(top, 5) if full else 5)

@@ -143,3 +143,8 @@ def outliers(phases: list[Phase], totals: list[float]) -> list[Outlier]:
             out.append(Outlier(i + 1, total, total / middle, grew.name,
                                grew.seconds[i] - grew.median))
     return sorted(out, key=lambda o: -o.seconds)
+
+
+def view(report: Report, top: int, full: bool) -> StepView | None:
+    """The pane's figures (its registered entry, ``perfstack.analysis.views.PANES``)."""
+    return step_view(report)

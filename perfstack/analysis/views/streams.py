@@ -56,3 +56,13 @@ def stream_view(report: Report) -> StreamView | None:
             row.figures["gpu_stream_busy"] = max(100.0 - sum(v for v in idle if v), 0.0)
     rows.sort(key=lambda r: -(r.figures.get("gpu_stream_busy") or 0.0))
     return StreamView(source, rows, window)
+
+
+def view(report: Report, top: int, full: bool) -> StreamView | None:
+    """The pane's figures (its registered entry, ``perfstack.analysis.views.PANES``)."""
+    return stream_view(report)
+
+
+def shows(name: str) -> bool:
+    """Whether the pane shows metric ``name``: every per-stream figure."""
+    return PER_STREAM.match(name) is not None

@@ -6,10 +6,9 @@ from perfstack.analysis.view import View, build
 from perfstack.analysis.views import homes
 from perfstack.plugin.renderer import Renderer, RenderOptions
 from perfstack.render.text.closing import artifacts, backends, metrics
-from perfstack.render.text.device import device, kernels, roofline, steps, streams
 from perfstack.render.text.grid import Page
 from perfstack.render.text.opening import answer, budget, findings, header
-from perfstack.render.text.rows import layers, ranks, related, tree
+from perfstack.render.text.rows import layers, related, tree
 from perfstack.report import Report
 
 
@@ -21,15 +20,8 @@ def render_view(view: View, width: int = 100, color: bool = False,
     answer(page, view)
     findings(page, view)
     budget(page, view)
-    for stem, home in homes("perfstack.render.text"):
-        if view.panes.get(stem) is not None:
-            home.text(page, view.panes[stem])
-    device(page, view)
-    streams(page, view)
-    steps(page, view)
-    kernels(page, view)
-    roofline(page, view)
-    ranks(page, view)
+    for stem, home in homes("perfstack.render.text", view.panes):
+        home.text(page, view.panes[stem])
     related(page, view)
     tree(page, view)
     layers(page, view, providers or {})

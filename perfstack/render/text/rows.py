@@ -1,5 +1,5 @@
-"""The drill-down of the text report: the ranks, the related metrics, the tree from functions
-to ops to kernels, and each layer's top rows."""
+"""The drill-down of the text report: the related metrics, the tree from functions to ops to
+kernels, and each layer's top rows."""
 
 from __future__ import annotations
 
@@ -11,27 +11,10 @@ from perfstack.render.words.common import (
     LAYER_TITLES,
     beside_line,
     node_figures,
-    rank_cells,
-    ranks_note,
-    ranks_title,
     related_line,
     related_title,
 )
 from perfstack.report.units import fmt_value
-
-
-def ranks(page: Page, view: View) -> None:
-    """A job's ranks: each rank's step time and the straggler, or the spread past many ranks."""
-    t = view.ranks
-    if t is None:
-        return
-    page.section(ranks_title(t))
-    note = ranks_note(t)
-    if note:
-        page.sentences([note])
-    page.named_table("rank", t.columns, rank_cells(t))
-    if t.hidden_columns:
-        page.add(f"  {t.hidden_columns} more per-rank figures with --full", "dim")
 
 
 def related(page: Page, view: View) -> None:

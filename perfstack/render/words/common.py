@@ -11,7 +11,6 @@ import posixpath
 import re
 
 from perfstack.analysis.view import Header, View
-from perfstack.analysis.views.device import RankTable
 from perfstack.analysis.views.drilldown import Node
 from perfstack.render.words.device import device_answer
 from perfstack.report import Metric
@@ -270,35 +269,3 @@ def beside_line(metrics: list[Metric]) -> str:
     IPC n/a (not supported here) (perf)'."""
     return "; ".join(f"{m.name} {fmt_value(m.value, m.unit, m.reason)} ({m.source})"
                      for m in metrics)
-
-
-def ranks_title(t: RankTable) -> str:
-    """'Ranks (2): rank 1 is the slowest, 25% slower per step than the fastest'."""
-    count = t.ranks or len(t.rows)
-    if t.slowest is None:
-        return f"Ranks ({count})"
-    gap = f", {pct(t.gap)} slower per step than the fastest" if t.gap is not None else ""
-    return f"Ranks ({count}): rank {t.slowest} is the slowest{gap}"
-
-
-def ranks_note(t: RankTable, where_all: str = "--full lists every rank") -> str | None:
-    """What the table of a job of many ranks shows instead of a line per rank, and where
-    every rank is listed (``where_all``: the command line's option, or a page's tab)."""
-    merged = ("; every op, kernel and function below is its mean per rank over the ranks "
-              "that ran it (its least and most, with their ranks, in the JSON)"
-              if t.merged_rows else "")
-    if not t.summary:
-        return merged[2:].capitalize() if merged else None
-    if t.kept_only:  # a big job: no rank but those that stand out is in the report
-        where_all = "the report keeps only those whole; its JSON has each distribution"
-    return (f"each figure's median, p90 and most over all {t.ranks:,} ranks, then the ranks "
-            f"that stand out ({where_all}){merged}")
-
-
-def rank_cells(t: RankTable) -> list[list[str]]:
-    """The ranks table's rows, values formatted, '-' where there is none: the distributions
-    first (a job of many ranks), then each rank listed."""
-    out = [[label, *(fmt_value(v[0], v[1]) if v is not None else "-" for v in values)]
-           for label, values in t.summary]
-    return out + [[f"rank {rank}", *(fmt_value(m.value, m.unit, m.reason) if m is not None
-                                     else "-" for m in metrics)] for rank, metrics in t.rows]

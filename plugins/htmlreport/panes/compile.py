@@ -17,8 +17,8 @@ from perfstack.render.words.compile import (
 from perfstack.report import Layer
 
 from ..charts import esc
-from ..page import _table
-from ..tables import Tables
+from ..grid import table
+from .context import PageContext
 
 #: Each compile phase's colour in the bars.
 PHASES = (("dynamo_s", "#4e79a7", "dynamo's tracing"), ("backend_s", "#f28e2b",
@@ -43,12 +43,12 @@ TAB = "Compile"
 AFTER = "pane-python"
 
 
-def pane(v: CompileView | None, tables: Tables) -> str | None:
+def pane(v: CompileView | None, page: PageContext) -> str | None:
     """The pane (none when torch.compile was not used): the section, then every frame."""
     if v is None:
         return None
     return (section(v) + "<h2>Every frame and graph break</h2>"
-            + tables.html(Layer.COMPILE, "no compile rows"))
+            + page.tables.html(Layer.COMPILE, "no compile rows"))
 
 
 def section(v: CompileView) -> str:
@@ -58,10 +58,10 @@ def section(v: CompileView) -> str:
     rows = [[esc(cells[0]), *map(esc, cells[1:]), _bar(frame, longest)]
             for frame, cells in zip(v.frames, compile_cells(v), strict=True)]
     legend = "".join(f'<span style="color:{c}">■ {esc(w)}</span> ' for _, c, w in PHASES)
-    table = (f'<p class="muted">bar: each frame\'s compile time, {legend}</p>'
-             + _table(["frame", *COMPILE_COLUMNS, ""], rows,
-                      numeric=set(range(1, len(COMPILE_COLUMNS) + 1)))) if rows else ""
-    return (f'<section id="compile"><h2>{esc(COMPILE_TITLE)}</h2><ul>{lines}</ul>{table}'
+    frames = (f'<p class="muted">bar: each frame\'s compile time, {legend}</p>'
+              + table(["frame", *COMPILE_COLUMNS, ""], rows,
+                       numeric=set(range(1, len(COMPILE_COLUMNS) + 1)))) if rows else ""
+    return (f'<section id="compile"><h2>{esc(COMPILE_TITLE)}</h2><ul>{lines}</ul>{frames}'
             f"{_lines(v)}</section>")
 
 
@@ -75,5 +75,5 @@ def _lines(v: CompileView) -> str:
     more = (f'<p class="muted">{v.more_lines} more line(s) in the compile layer below.</p>'
             if v.more_lines else "")
     return (f"<h3>Your lines in compiled code</h3><p>{esc(said)}</p>"
-            + _table(["line", *LINE_COLUMNS, "which kernels"], rows,
+            + table(["line", *LINE_COLUMNS, "which kernels"], rows,
                      numeric=set(range(1, len(LINE_COLUMNS) + 1))) + more)

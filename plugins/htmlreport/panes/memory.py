@@ -16,8 +16,8 @@ from perfstack.report import Layer, Metric
 from perfstack.report.units import fmt_bytes_apart
 
 from ..charts import esc
-from ..page import _table
-from ..tables import Tables
+from ..grid import table
+from .context import PageContext
 
 #: Each series' colour and what it is ({source}: the backend that measured it).
 SERIES = (("step_heap", "#e15759", "heap, each step's low point ({source} run)"),
@@ -55,16 +55,16 @@ TAB = "Memory"
 AFTER = "pane-hardware"
 
 
-def pane(v: MemoryView | None, tables: Tables) -> str | None:
+def pane(v: MemoryView | None, page: PageContext) -> str | None:
     """The pane (none when nothing measured the memory): the section with its charts, then
     the rows by function."""
-    if v is None and not tables.has(Layer.MEMORY):
+    if v is None and not page.tables.has(Layer.MEMORY):
         return None
     return ((section(v, chart=True) if v is not None else "") + "<h2>By function</h2>"
-            + tables.html(Layer.MEMORY))
+            + page.tables.html(Layer.MEMORY))
 
 
-def overview(v: MemoryView) -> str:
+def overview(v: MemoryView, page: PageContext) -> str:
     """The section as the overview shows it (no charts)."""
     return section(v)
 
@@ -82,7 +82,7 @@ def section(v: MemoryView, chart: bool = False) -> str:
                 out.append(_chart(metric, colour, label.format(source=metric.source),
                                   f"memory-chart-{n}"))
     if v.holders:
-        out.append(_table(["held at the peak by", *HOLDER_COLUMNS],
+        out.append(table(["held at the peak by", *HOLDER_COLUMNS],
                           [[esc(c) for c in row] for row in holder_cells(v)],
                           numeric={1, 2, 3, 4}))
     relation = relation_line(v)

@@ -9,8 +9,8 @@ from perfstack.render.words.modules import MODULE_TITLE, module_cells, module_co
 from perfstack.report import Layer
 
 from ..charts import esc
-from ..page import _table
-from ..tables import Tables
+from ..grid import table
+from .context import PageContext
 
 #: Forward and backward, as the bars draw them.
 FORWARD, BACKWARD = "#b07aa1", "#f1ce63"
@@ -31,11 +31,11 @@ TAB = "Modules"
 AFTER = "pane-python"
 
 
-def pane(v: ModuleView | None, tables: Tables) -> str | None:
+def pane(v: ModuleView | None, page: PageContext) -> str | None:
     """The pane (none when no module was recorded): the section, then every module."""
     if v is None:
         return None
-    return section(v) + "<h2>Every module</h2>" + tables.html(Layer.MODULE, "no module rows")
+    return section(v) + "<h2>Every module</h2>" + page.tables.html(Layer.MODULE, "no module rows")
 
 
 def section(v: ModuleView) -> str:
@@ -51,5 +51,5 @@ def section(v: ModuleView) -> str:
     legend = (f'<p class="muted">bar: the model\'s time, <span style="color:{FORWARD}">'
               f'■ forward</span> <span style="color:{BACKWARD}">■ backward</span></p>')
     return (f'<section id="modules"><h2>{esc(MODULE_TITLE)}</h2><ul>{lines}</ul>' + legend
-            + _table(["module", *columns, ""], rows, numeric=set(range(1, len(columns) + 1)))
+            + table(["module", *columns, ""], rows, numeric=set(range(1, len(columns) + 1)))
             + "</section>")

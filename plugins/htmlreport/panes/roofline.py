@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import math
 
-from perfstack.analysis.view import View
 from perfstack.analysis.views.roofline import RoofOp, RoofView
-from perfstack.render.words.device import (
+from perfstack.render.words.roofline import (
     roof_ceiling_line,
     roof_cells,
     roof_rate,
@@ -19,7 +18,8 @@ from perfstack.render.words.device import (
 from perfstack.report.units import fmt_seconds, fmt_si, pct, pct_fine
 
 from ..charts import esc
-from ..page import _table
+from ..grid import table
+from .context import PageContext
 
 BOUND_COLOURS = {"compute": "#e15759", "memory": "#4e79a7", "cache": "#76b7b2",
                  "latency": "#bab0ac", "unknown": "#999999"}
@@ -133,15 +133,16 @@ def _hover(o: RoofOp) -> str:
     return " · ".join(parts)
 
 
-def roofline_section(view: View) -> str:
-    """The roofline section of the Ops pane (empty without ceilings)."""
-    v = view.roofline
-    if v is None:
-        return ""
+#: The page's own tab the section is drawn in.
+WITHIN = "pane-ops"
+
+
+def within(v: RoofView, page: PageContext) -> str:
+    """The roofline section of the Ops tab, above every op's row."""
     rows = [[f'<span class="mono" title="{esc(o.name)}">{esc(cells[0])}</span>',
              *(esc(c) for c in cells[1:])] for o, cells in zip(v.top, roof_cells(v), strict=True)]
-    table = _table(["op", "time", "share", "achieved", "of roof", "bound", "type"], rows,
+    listed = table(["op", "time", "share", "achieved", "of roof", "bound", "type"], rows,
                    {1, 2, 3, 4}) if rows else ""
     return (f'<section id="roofline"><h2>{esc(roof_title(v))}</h2>'
             f"<p>{esc(roof_ceiling_line(v))}</p><p class=\"muted\">{esc(roof_summary(v))}</p>"
-            + (_chart(v) if v.points else "") + table + "</section>")
+            + (_chart(v) if v.points else "") + listed + "</section>")

@@ -3,8 +3,8 @@ side (the text's table beside it), outlier steps marked."""
 
 from __future__ import annotations
 
-from perfstack.analysis.view import View
-from perfstack.render.words.device import (
+from perfstack.analysis.views.steps import StepView
+from perfstack.render.words.steps import (
     outlier_line,
     phase_words,
     step_cells,
@@ -14,7 +14,8 @@ from perfstack.render.words.device import (
 from perfstack.report.units import fmt_seconds
 
 from ..charts import esc
-from ..page import _table
+from ..grid import table
+from .context import PageContext
 
 PHASE_COLOURS = {"compute": "#e15759", "communication": "#59a14f", "memory": "#edc948",
                  "idle": "#bab0ac", "data": "#76b7b2", "compile": "#b07aa1", "eval": "#ff9da7",
@@ -23,11 +24,8 @@ PHASE_COLOURS = {"compute": "#e15759", "communication": "#59a14f", "memory": "#e
 MOST = 60
 
 
-def steps_section(view: View) -> str:
-    """The section (empty when no backend split the steps into phases)."""
-    v = view.steps
-    if v is None:
-        return ""
+def overview(v: StepView, page: PageContext) -> str:
+    """The section on the overview: a bar a step, its phases side by side, then the table."""
     parts = [p for p in v.phases if not p.within]
     order = list(range(len(v.totals)))
     if len(order) > MOST:
@@ -65,6 +63,6 @@ def steps_section(view: View) -> str:
     return (f'<section id="steps"><h2>{esc(steps_title(v))}</h2>' + "".join(svg)
             + f'<p class="legend">{legend}</p>'
             + (f"<ul>{notes}</ul>" if notes else "")
-            + _table(["phase", "median", "share", "fastest", "slowest"],
+            + table(["phase", "median", "share", "fastest", "slowest"],
                      [[esc(c) for c in row] for row in step_cells(v)], {1, 2, 3, 4})
             + "</section>")

@@ -1,0 +1,17 @@
+"""What a pane's HTML may read beyond its own figures: the report and its layers' tables."""
+
+from __future__ import annotations
+
+from perfstack.records import datarecord
+from perfstack.report import Report
+
+from ..tables import Tables
+
+
+@datarecord
+class PageContext:
+    """The page a pane is drawn on: the report (for what a pane draws from its rows, as the
+    ranks' heat map) and the layers' tables (a pane lists its layer's rows with them)."""
+
+    report: Report
+    tables: Tables

@@ -1,0 +1,48 @@
+"""The HTML report's ranks: the overview's table (from ``MANY_RANKS`` ranks each figure's
+distribution and the ranks that stand out), and the Ranks tab: the cross-rank findings, the
+step times as a rank x step heat map, and every per-rank figure, a rank a row."""
+
+from __future__ import annotations
+
+from perfstack.analysis.views.ranks import RankTable, rank_table
+from perfstack.render.words.ranks import rank_cells, ranks_note, ranks_title
+
+from ..charts import esc
+from ..grid import table
+from ..rankheat import rank_heat_map
+from .context import PageContext
+
+#: The pane's tab, and the tab it follows.
+TAB = "Ranks"
+AFTER = "pane-hardware"
+
+
+def section(t: RankTable, section_id: str = "ranks", where_all: str | None = None) -> str:
+    """A job's ranks side by side: step time, device busy, collective wait per rank; a job of
+    many ranks as distributions, ``where_all`` saying where every rank is listed."""
+    rows = [[esc(c) for c in cells] for cells in rank_cells(t)]
+    note = ranks_note(t, where_all) if where_all else ranks_note(t)
+    return (f'<section id="{section_id}"><h2>{esc(ranks_title(t))}</h2>'
+            + (f'<p class="muted">{esc(note)}</p>' if note else "")
+            + table(["rank", *t.columns], rows, set(range(1, len(t.columns) + 1)))
+            + "</section>")
+
+
+def overview(t: RankTable, page: PageContext) -> str:
+    """The overview's table, as the text report's (the page's view has every rank: a job of
+    many ranks is shown by its distributions here, every rank in the Ranks tab)."""
+    short = rank_table(page.report, full=False)
+    if short is not None and short.summary:
+        return section(short, where_all="the Ranks tab lists every rank and figure")
+    return section(t)
+
+
+def pane(t: RankTable | None, page: PageContext) -> str | None:
+    """The tab (none for a report of one rank): the cross-rank findings, the heat map and
+    every rank's figures."""
+    if t is None:
+        return None
+    found = "".join(f"<li>{esc(f.title)}</li>" for f in page.report.findings
+                    if f.rule.startswith("dist."))
+    return ((f"<h3>Findings</h3><ul>{found}</ul>" if found else "")
+            + rank_heat_map(page.report) + section(t, "ranks-all"))
