@@ -155,6 +155,27 @@ def test_pan_zoom_click_search_and_select_in_chromium(browser: WebDriver,  # noq
         browser.save_screenshot(str(Path(shots) / "timeline-resnet.png"))
 
 
+def test_a_page_opened_on_its_timeline_draws_it_before_the_rest(browser: WebDriver,  # noqa: F811
+                                                                resnet_page: Path) -> None:
+    """Opened at #pane-timeline (a job's page, linked to its timeline), the page draws the
+    timeline first and sets up its tables and flame graph after that draw; every other pane
+    then works as on a page opened at its overview: a tab's table has its rows."""
+    browser.set_window_size(1400, 1000)
+    browser.get("about:blank")  # (a page already open would only change its hash)
+    browser.get(resnet_page.resolve().as_uri() + "#pane-timeline")
+    WebDriverWait(browser, 60).until(
+        lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
+    drawn, ready, draws = browser.execute_script(
+        "return [window.perfstackTimeline.sinceNavigationMs, window.perfstackReport.readyMs,"
+        " window.perfstackTimeline.draws]")
+    assert draws >= 1 and ready > drawn
+    body = browser.find_element(By.TAG_NAME, "body")
+    assert body.get_attribute("data-errors") is None, body.get_attribute("data-errors")
+    ops = _pane(browser, "ops")
+    assert len(ops.find_elements(By.CSS_SELECTOR, "table tbody tr")) > 10
+    assert browser.find_element(By.ID, "pane-timeline").is_displayed() is False
+
+
 def test_a_report_without_a_trace_has_no_timeline_pane(tmp_path: Path) -> None:
     """A report whose backends kept nothing on a time axis (a recorded report moved without
     its run folder) shows no empty pane."""

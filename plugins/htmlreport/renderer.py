@@ -54,17 +54,20 @@ def script_json(data: Any) -> str:
 
 def document(title: str, tabs: list[tuple[str, str]], panes: str, data: dict[str, Any],
              scripts: tuple[str, ...] = ()) -> str:
-    """The whole page: styles, tabs, panes, the data and the script (and ``scripts``, more
-    of this package's scripts by file name), in one file."""
+    """The whole page: styles, tabs, panes, the script (and ``scripts``, more of this
+    package's scripts by file name) and the data, in one file."""
     nav = "".join(f'<a href="#{pid}" role="tab" aria-selected="false">{esc(label)}</a>'
                   for pid, label in tabs)
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{esc(title)}</title><style>{_asset('report.css')}</style></head><body>"
             f'<nav class="tabs" role="tablist">{nav}</nav>{panes}'
-            f'<script type="application/json" id="perfstack-data">{script_json(data)}</script>'
             "<script>" + "\n".join(_asset(name) for name in ("report.js", *scripts))
-            + "</script></body></html>\n")
+            + "</script>"
+            # the tables' data after the script: a page opened on its Timeline draws it
+            # while the browser still reads them (a job's are megabytes)
+            f'<script type="application/json" id="perfstack-data">{script_json(data)}</script>'
+            "</body></html>\n")
 
 
 def _sampled_gpus(report: Report) -> bool:
@@ -145,7 +148,8 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
     body = "".join(f'<main class="pane" id="{pid}" hidden>{content}</main>'
                    for pid, content in panes.items())
     data = {"tables": {**{tid: spec for specs in tables.specs.values()
-                          for tid, spec in specs.items()}, "metrics": page_metrics_table(view)},
+                          for tid, spec in specs.items()}, **page.specs,
+                       "metrics": page_metrics_table(view)},
             "flame": flame, "flameGil": bool(flame and flame["g"])}
     return document("perfstack: " + " ".join(report.run.command),
                     [(pid, titles[pid]) for pid in panes], body, data,

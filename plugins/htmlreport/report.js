@@ -8,7 +8,8 @@
     errors.push(String(e.message));
     document.body.setAttribute('data-errors', errors.join(' | '));
   });
-  var DATA = JSON.parse(document.getElementById('perfstack-data').textContent);
+  /* the page's data (its tables and flame graph), parsed in init() */
+  var DATA = null;
   var tables = {};
 
   function el(tag, attrs, text) {
@@ -19,21 +20,27 @@
   }
 
   /* ---- panes ---------------------------------------------------------------------------- */
-  function showPane(id) {
-    var found = false;
+  function reveal(id) {
+    /* the pane shown, the others hidden, its tab selected; null when there is none */
+    var found = null;
     document.querySelectorAll('.pane').forEach(function (p) {
       p.hidden = p.id !== id;
-      if (p.id === id) { found = true; }
+      if (p.id === id) { found = p; }
     });
-    if (!found) { return showPane('pane-overview'); }
+    if (!found) { return null; }
     document.querySelectorAll('nav.tabs a').forEach(function (a) {
       a.setAttribute('aria-selected', a.getAttribute('href') === '#' + id ? 'true' : 'false');
     });
     if (history.replaceState) { history.replaceState(null, '', '#' + id); }
+    return found;
+  }
+  function showPane(id) {
+    init();
+    var pane = reveal(id);
+    if (!pane) { return showPane('pane-overview'); }
     if (id === 'pane-python' && flame) { flame.draw(); }
     /* a pane's tables are laid out when it is first shown: a page opened on one pane (a
        job's Timeline) does not lay out the others' rows before it draws */
-    var pane = document.getElementById(id);
     Object.keys(tables).forEach(function (tid) {
       if (!tables[tid].drawn && pane.contains(tables[tid].box)) { tables[tid].render(); }
     });
@@ -376,23 +383,55 @@
   }
 
   /* ---- start ---------------------------------------------------------------------------- */
-  Object.keys(DATA.tables || {}).forEach(function (id) {
-    var box = document.getElementById('table-' + id);
-    if (box) { tables[id] = new Table(box, DATA.tables[id]); }
-  });
-  var flame = null;
-  if (DATA.flame) {
-    var fbox = document.getElementById('flame-box');
-    if (fbox) { flame = new Flame(fbox, DATA.flame); }
-    var tbox = document.getElementById('tree-box');
-    if (tbox) { CallTree(tbox, DATA.flame); }
-  }
-  window.addEventListener('resize', function () { if (flame) { flame.draw(); } });
-  var first = (location.hash || '#pane-overview').slice(1);
-  showPane(first);
-  window.perfstackReport = {showPane: showPane, tables: tables, flame: flame};
-  window.addEventListener('load', function () {
+  var flame = null, initialised = false, loaded = false;
+  var api = {showPane: showPane, tables: tables, flame: null};
+  window.perfstackReport = api;
+  function ready() {
+    if (!initialised || !loaded) { return; }
     document.body.setAttribute('data-charts', String(document.querySelectorAll('svg.chart, .flame').length));
     document.body.setAttribute('data-ready', '1');
-  });
+  }
+  function init() {
+    /* the tables and the flame graph, once the page is read (their data follows this
+       script): at once, or, on a page opened on its Timeline, once the timeline has drawn
+       (the first thing a job's page shows waits for nothing else) */
+    if (initialised) { return; }
+    if (document.readyState === 'loading') {
+      document.addEventListener('DOMContentLoaded', init);
+      return;
+    }
+    initialised = true;
+    DATA = JSON.parse(document.getElementById('perfstack-data').textContent);
+    Object.keys(DATA.tables || {}).forEach(function (id) {
+      var box = document.getElementById('table-' + id);
+      if (box) { tables[id] = new Table(box, DATA.tables[id]); }
+    });
+    if (DATA.flame) {
+      var fbox = document.getElementById('flame-box');
+      if (fbox) { flame = new Flame(fbox, DATA.flame); }
+      var tbox = document.getElementById('tree-box');
+      if (tbox) { CallTree(tbox, DATA.flame); }
+    }
+    api.flame = flame;
+    var shown = document.querySelector('.pane:not([hidden])');  /* shown before: lay it out */
+    if (shown) {
+      Object.keys(tables).forEach(function (tid) {
+        if (!tables[tid].drawn && shown.contains(tables[tid].box)) { tables[tid].render(); }
+      });
+      if (shown.id === 'pane-python' && flame) { flame.draw(); }
+    }
+    api.readyMs = performance.now();  /* (a test reads when, against the timeline's draw) */
+    ready();
+  }
+  window.addEventListener('resize', function () { if (flame) { flame.draw(); } });
+  window.addEventListener('load', function () { loaded = true; ready(); });
+  var first = (location.hash || '#pane-overview').slice(1);
+  if (first === 'pane-timeline' && document.getElementById('timeline-box') && reveal(first)) {
+    document.addEventListener('perfstack-timeline-drawn', init);
+    setTimeout(init, 2000);  /* should the timeline never say it drew */
+  } else if (document.readyState === 'loading') {
+    document.addEventListener('DOMContentLoaded', function () { showPane(first); });
+  } else {
+    showPane(first);
+  }
 })();

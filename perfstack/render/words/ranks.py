@@ -23,7 +23,7 @@ def ranks_note(t: RankTable, where_all: str = "--full lists every rank") -> str 
               "that ran it (its least and most, with their ranks, in the JSON)"
               if t.merged_rows else "")
     if not t.summary:
-        return merged[2:].capitalize() if merged else None
+        return merged[2].upper() + merged[3:] if merged else None  # (not capitalize(): "JSON")
     if t.kept_only:  # a big job: no rank but those that stand out is in the report
         where_all = "the report keeps only those whole; its JSON has each distribution"
     return (f"each figure's median, p90 and most over all {t.ranks:,} ranks, then the ranks "

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from perfstack.records import datarecord
+from typing import Any
+
+from perfstack.records import datarecord, field
 from perfstack.report import Report
 
 from ..tables import Tables
@@ -15,3 +17,6 @@ class PageContext:
 
     report: Report
     tables: Tables
+    #: the page's own tables a pane adds (id -> the spec the page's script lays out, as the
+    #: layers' tables are: a pane of thousands of cells is no burden on the page's first draw)
+    specs: dict[str, Any] = field(default_factory=dict)

@@ -4,8 +4,11 @@ step times as a rank x step heat map, and every per-rank figure, a rank a row.""
 
 from __future__ import annotations
 
+from typing import Any
+
 from perfstack.analysis.views.ranks import RankTable, rank_table
 from perfstack.render.words.ranks import rank_cells, ranks_note, ranks_title
+from perfstack.report.units import numeric
 
 from ..charts import esc
 from ..grid import table
@@ -37,6 +40,20 @@ def overview(t: RankTable, page: PageContext) -> str:
     return section(t)
 
 
+def every_rank(t: RankTable) -> dict[str, Any]:
+    """Every rank's figures as a table the page's script lays out when the tab is first
+    shown (sortable and searchable: a job of hundreds of ranks is tens of thousands of
+    cells), a rank a row, in the words of the text's table."""
+    rows = []
+    for (rank, metrics), cells in zip(t.rows, rank_cells(t)[len(t.summary):], strict=True):
+        rows.append({"c": [[rank, cells[0]], *(
+            [numeric(m.value) if m is not None else None, text]
+            for m, text in zip(metrics, cells[1:], strict=True))], "k": cells[0]})
+    return {"id": "ranks-all", "title": "ranks", "sort": -1, "notes": [], "source": "report",
+            "columns": [{"title": "rank", "num": True},
+                        *({"title": c, "num": True} for c in t.columns)], "rows": rows}
+
+
 def pane(t: RankTable | None, page: PageContext) -> str | None:
     """The tab (none for a report of one rank): the cross-rank findings, the heat map and
     every rank's figures."""
@@ -44,5 +61,10 @@ def pane(t: RankTable | None, page: PageContext) -> str | None:
         return None
     found = "".join(f"<li>{esc(f.title)}</li>" for f in page.report.findings
                     if f.rule.startswith("dist."))
+    page.specs["ranks-all"] = every_rank(t)
+    note = ranks_note(t)
     return ((f"<h3>Findings</h3><ul>{found}</ul>" if found else "")
-            + rank_heat_map(page.report) + section(t, "ranks-all"))
+            + rank_heat_map(page.report)
+            + f'<section id="ranks-all"><h2>{esc(ranks_title(t))}</h2>'
+            + (f'<p class="muted">{esc(note)}</p>' if note else "")
+            + '<div class="table" id="table-ranks-all"></div></section>')
