@@ -205,6 +205,11 @@ def test_the_gate_fails_on_a_regression_beyond_noise_and_threshold(
     assert sum(j["regression"] for j in judged.values()) == 1
     text = perfstack("gate", "--db", str(db), env={"COLUMNS": "80"})
     assert text.code == 1 and text.stdout.startswith("REGRESSION: 1 of")
+    # The rate it holds, said under the table and in the JSON, over the series it judged.
+    said = " ".join(text.stdout.split())
+    assert f"false alarms: {len(judged)} series judged at 1% in all" in said, said
+    assert json.loads(bad.stdout)["rate"] in said
+    assert max(len(line) for line in text.stdout.splitlines()) <= 80
     # Above the threshold only: a 15% step does not fail a 20% gate.
     assert perfstack("gate", "--db", str(db), "--threshold", "20%").code == 0
     # One unit, a percentage, monotonic: '20' is 20%, '10' and '1' fail the 15% step; a bare

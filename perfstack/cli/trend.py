@@ -148,12 +148,15 @@ def cmd_gate(argv: list[str]) -> int:
         raise errors.UsageError(f"no series named {', '.join(ns.metric)} in the newest run")
     if ns.format == "json":
         sys.stdout.write(json.dumps({"threshold": threshold, "alpha": ns.alpha,
+                                     "rate": render.gate_rate_line(judged, ns.alpha,
+                                                                   groups[0].figure),
                                      "run": groups[0].runs[-1].id, "disturbed": disturbed,
                                      "judgements": [j.to_dict() for j in judged]},
                                     indent=1) + "\n")
     else:
         sys.stdout.write(terminal_safe(render.render_gate(judged, output_width(), threshold,
-                                                          disturbed)))
+                                                          disturbed, ns.alpha,
+                                                          groups[0].figure)))
     if disturbed is not None:
         return EXIT_DISTURBED
     return EXIT_REGRESSION if any(j.regression for j in judged) else EXIT_OK

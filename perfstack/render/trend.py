@@ -8,7 +8,7 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 
-from perfstack.history.gate import Judgement
+from perfstack.history.gate import Judgement, share
 from perfstack.history.trend import (
     CHANGED,
     MIN_RUNS,
@@ -216,10 +216,23 @@ def _names(verdicts: Sequence[Verdict], shown: int = 6) -> str:
     return ", ".join(names) + (f" and {more} more" if more > 0 else "")
 
 
+def gate_rate_line(judgements: Sequence[Judgement], alpha: float, figure: str | None) -> str:
+    """The false-alarm rate the gate holds, in one line: its significance over every series
+    judged, and the workload's own figure's half of it where that is gated (``gate.share``)."""
+    gated = len(judgements)
+    held = figure is not None and any(j.series.key == figure for j in judgements) and gated > 1
+    split = (f"{figure} holds {100 * share(alpha, True, gated, True):.3g}%, the other "
+             f"{gated - 1} series share the rest" if held else
+             f"each series {100 * share(alpha, False, gated, False):.3g}%")
+    return (f"false alarms: {gated} series judged at {100 * alpha:.3g}% in all (weighted "
+            f"Bonferroni: {split}; the rates on quiet histories: docs/history.md)")
+
+
 def render_gate(judgements: Sequence[Judgement], width: int, threshold: float,
-                disturbed: str | None = None) -> str:
+                disturbed: str | None = None, alpha: float | None = None,
+                figure: str | None = None) -> str:
     """Return the gate's answer: the verdict, where a regression landed, one line per
-    series."""
+    series, and (with ``alpha``) the false-alarm rate it holds."""
     if disturbed is not None:
         return "\n".join(wrap(
             f"cannot judge: the newest run was disturbed ({disturbed}); its figures say "
@@ -251,10 +264,11 @@ def render_gate(judgements: Sequence[Judgement], width: int, threshold: float,
              + (f" ({j.runs} runs)" if j.runs > 1 else ""),
              fmt_value(j.reference.mean, j.series.unit) if j.reference.n else "n/a"]
             for j in judgements]
+    rate = wrap(gate_rate_line(judgements, alpha, figure), width) if alpha is not None else []
     return "\n".join([*out,
                       *table([Column("series", name=True), Column("change"), Column("p"),
                               Column("verdict", left=True), Column("newest"),
-                              Column("before")], rows, width)]) + "\n"
+                              Column("before")], rows, width), *rate]) + "\n"
 
 
 def render_html(trends: Sequence[Trend]) -> str:
@@ -380,5 +394,5 @@ def _run_position(t: Trend, c: Change) -> int:
     return next(i for i, r in enumerate(t.group.runs) if r.id == c.run.id)
 
 
-__all__ = ["CHANGED", "STEADY", "UNSURE", "render_gate", "render_html", "render_text",
-           "sparkline"]
+__all__ = ["CHANGED", "STEADY", "UNSURE", "gate_rate_line", "render_gate", "render_html",
+           "render_text", "sparkline"]
