@@ -5,9 +5,11 @@ drawn; and the draw alone) and a zoom step (the canvas's own draw time,
 
     .venv/bin/python bench/timeline_page.py [--ranks 8,80] [--zooms 10] [--opens 5]
 
-Sizes: the H200 ResNet-50 run (tests/fixtures/gpu-runs/resnet: 5 steps, one GPU stream),
-then a job of N ranks made of the shared A100 trace (../shared/gpu-traces/a100_negq, 25 MB
-each uncompressed; each rank's clock shifted and its kernels shortened a little) read by
+Sizes: the H200 ResNet-50 run (tests/fixtures/gpu-runs/resnet: 5 steps, one GPU stream);
+one rank's trace of ``--single`` MB (the shared A100 trace, ../shared/gpu-traces/a100_negq,
+its 5 steps repeated one after the other, each copy's ids and step numbers its own: 500 MB
+is 20 copies, 100 steps); then a job of N ranks made of the same trace (25 MB each
+uncompressed; each rank's clock shifted and its kernels shortened a little). Each read by
 `perfstack analyze`. Needs Chromium and its
 chromedriver (scripts/install-chromium.sh). Run alone on the machine; it prints one line a
 size: slices kept and left out, page MB, seconds and peak memory to write the page, the
@@ -22,7 +24,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import os
 import random
 import shutil
 import statistics
@@ -72,18 +73,60 @@ def _job(work: Path, ranks: int) -> Path:
     return folder / "job.json"
 
 
+#: How far apart each copy's correlation and event ids are (the trace's own reach 937,419).
+ID_STRIDE = 1_000_000
+IDS = ("correlation", "External id", "Ev Idx")
+
+
+def _single(work: Path, megabytes: int) -> Path:
+    """One rank's trace of about ``megabytes`` MB: the A100 trace's steps repeated after one
+    another (its metadata once; each copy's clock moved past the last, its ids and its
+    ProfilerStep numbers its own, so that flows, launches and steps still pair up)."""
+    folder = work / f"single{megabytes}"
+    folder.mkdir(parents=True)
+    with gzip.open(SHARED, "rt", encoding="utf-8") as fh:
+        trace = json.load(fh)
+    events = trace["traceEvents"]
+    timed = [e for e in events if isinstance(e.get("ts"), (int, float)) and e.get("ph") != "M"]
+    span = max(e["ts"] + (e.get("dur") or 0) for e in timed) - min(e["ts"] for e in timed)
+    steps = sum(1 for e in timed if str(e.get("name", "")).startswith("ProfilerStep#"))
+    copies = max(1, round(megabytes * 1e6 / len(json.dumps(timed))))  # 25 MB a copy
+    out = [e for e in events if e.get("ph") == "M"]
+    for k in range(copies):
+        for e in timed:
+            c = dict(e, ts=round(e["ts"] + k * span * 1.001, 3))
+            if "id" in c and isinstance(c["id"], int):
+                c["id"] += k * ID_STRIDE
+            args = c.get("args")
+            if isinstance(args, dict) and any(i in args for i in IDS):
+                c["args"] = {**args, **{i: args[i] + k * ID_STRIDE for i in IDS
+                                        if isinstance(args.get(i), int)}}
+            name = str(c.get("name", ""))
+            if name.startswith("ProfilerStep#"):
+                c["name"] = f"ProfilerStep#{int(name[13:]) + k * steps}"
+            out.append(c)
+    trace["traceEvents"] = out
+    path = folder / "rank-0.pt.trace.json"
+    path.write_text(json.dumps(trace), "utf-8")
+    subprocess.run([perfstack_command(), "analyze", str(path), "-o",
+                    str(folder / "single.json")], check=True, capture_output=True)
+    return folder / "single.json"
+
+
 def _page(report: Path) -> tuple[Path, float, float]:
-    """The page written, the seconds it took and the writer's peak resident memory (GB)."""
+    """The page written, the seconds it took and the writer's peak resident memory (GB), as
+    GNU time reports it (a child forked from this process would count this process's own
+    memory, which the biggest sizes make gigabytes, in its peak)."""
     page = report.parent / "page.html"
     began = time.perf_counter()
-    child = subprocess.Popen([perfstack_command(), "show", str(report), "--format", "html",
-                              "-o", str(page)], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL, cwd=report.parent)
-    _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode:
-        raise SystemExit(f"perfstack show {report} ended {child.returncode}")
-    return page, time.perf_counter() - began, usage.ru_maxrss / 1e6
+    done = subprocess.run(["/usr/bin/time", "-f", "%M", perfstack_command(), "show",
+                           str(report), "--format", "html", "-o", str(page)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                          cwd=report.parent, check=False)
+    if done.returncode:
+        raise SystemExit(f"perfstack show {report} ended {done.returncode}: {done.stderr}")
+    peak_kb = int(done.stderr.strip().splitlines()[-1])
+    return page, time.perf_counter() - began, peak_kb * 1024 / 1e9
 
 
 def _driver() -> webdriver.Chrome:
@@ -125,6 +168,7 @@ def _measure(driver: webdriver.Chrome, page: Path, zooms: int,
 def main() -> None:
     """Print one line a size."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--single", type=int, default=500, help="MB of one rank's trace (0: none)")
     p.add_argument("--ranks", default="8,80")
     p.add_argument("--zooms", type=int, default=10)
     p.add_argument("--opens", type=int, default=5)
@@ -133,9 +177,13 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
-            for ranks in [0] + [int(n) for n in args.ranks.split(",") if n]:
-                label = f"{ranks} ranks of a100_negq" if ranks else "resnet (1 rank)"
-                report = _job(work, ranks) if ranks else _resnet(work)
+            sizes = [0, *([-args.single] if args.single else []),
+                     *(int(n) for n in args.ranks.split(",") if n)]
+            for ranks in sizes:
+                label = (f"{ranks} ranks of a100_negq" if ranks > 0 else "resnet (1 rank)"
+                         if ranks == 0 else f"one rank of {-ranks} MB (a100_negq's steps repeated)")
+                report = (_job(work, ranks) if ranks > 0 else _resnet(work) if ranks == 0
+                          else _single(work, -ranks))
                 page, seconds, rss = _page(report)
                 first, times, steps, said = _measure(driver, page, args.zooms, args.opens)
                 beside = sum(f.stat().st_size for d in page.parent.glob("timeline-*")

@@ -53,9 +53,10 @@ def script_json(data: Any) -> str:
 
 
 def document(title: str, tabs: list[tuple[str, str]], panes: str, data: dict[str, Any],
-             scripts: tuple[str, ...] = ()) -> str:
+             scripts: tuple[str, ...] = (), tail: str = "") -> str:
     """The whole page: styles, tabs, panes, the script (and ``scripts``, more of this
-    package's scripts by file name) and the data, in one file."""
+    package's scripts by file name), the data, and ``tail`` (more data the scripts read
+    later), in one file."""
     nav = "".join(f'<a href="#{pid}" role="tab" aria-selected="false">{esc(label)}</a>'
                   for pid, label in tabs)
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
@@ -67,7 +68,7 @@ def document(title: str, tabs: list[tuple[str, str]], panes: str, data: dict[str
             # the tables' data after the script: a page opened on its Timeline draws it
             # while the browser still reads them (a job's are megabytes)
             f'<script type="application/json" id="perfstack-data">{script_json(data)}</script>'
-            "</body></html>\n")
+            f"{tail}</body></html>\n")
 
 
 def _sampled_gpus(report: Report) -> bool:
@@ -143,8 +144,9 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
             if drawn is not None:
                 panes[f"pane-{stem}"], titles[f"pane-{stem}"] = drawn, home.TAB
     timeline, timeline_said = timeline_data(report, options.report_dir, page_dir)
+    tail = ""
     if timeline is not None:
-        panes["pane-timeline"] = timeline_pane(timeline_said, timeline)
+        panes["pane-timeline"], tail = timeline_pane(timeline_said, timeline)
     body = "".join(f'<main class="pane" id="{pid}" hidden>{content}</main>'
                    for pid, content in panes.items())
     data = {"tables": {**{tid: spec for specs in tables.specs.values()
@@ -153,7 +155,7 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
             "flame": flame, "flameGil": bool(flame and flame["g"])}
     return document("perfstack: " + " ".join(report.run.command),
                     [(pid, titles[pid]) for pid in panes], body, data,
-                    ("timeline.js",) if timeline is not None else ())
+                    ("timeline.js",) if timeline is not None else (), tail)
 
 
 class HtmlRenderer(Renderer):

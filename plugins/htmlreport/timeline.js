@@ -362,8 +362,14 @@
   var notesRead = null;
   function readNotes() {
     if (!notesRead) {
-      var el = document.getElementById('perfstack-timeline-notes');
-      notesRead = Promise.resolve().then(function () { return el ? inflate(el.textContent) : {notes: [], args: []}; })
+      /* they close the page: the page read to its end first */
+      var parsed = document.readyState !== 'loading' ? Promise.resolve() : new Promise(function (ok) {
+        document.addEventListener('DOMContentLoaded', function () { ok(); });
+      });
+      notesRead = parsed.then(function () {
+        var el = document.getElementById('perfstack-timeline-notes');
+        return el ? inflate(el.textContent) : {notes: [], args: []};
+      })
         .then(function (got) { notes = got; }, function (err) { notes = {notes: [], args: [], failed: String(err)}; });
     }
     return notesRead;

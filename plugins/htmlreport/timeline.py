@@ -283,13 +283,14 @@ def timeline(report: Report, base: Path | None,
             "aligned_at": trace["metadata"]["aligned_at"]}, said
 
 
-def timeline_pane(said: str, data: dict[str, Any]) -> str:
+def timeline_pane(said: str, data: dict[str, Any]) -> tuple[str, str]:
     """The pane's markup: its controls, the canvas's box, the details of a clicked slice and
     the figures of a selected range (the script fills them), and its data, packed
     (:func:`~.timelinefiles.pack`: a fifth of the JSON's size, so the page is read sooner) and
     read only when the pane is first shown. What a slice's trace recorded (its shapes, types
-    and ids: most of the data, read only by a click) is packed apart, read after the first
-    draw."""
+    and ids: most of the data, read only by a click) is packed apart and returned second, for
+    the end of the page (after the script: read after the first draw, it is not parsed
+    before it)."""
     tracks = [{k: v for k, v in t.items() if k != "args"} for t in data["tracks"]]
     drawn = {**{k: v for k, v in data.items() if k != "notes"}, "tracks": tracks}
     recorded = {"notes": data["notes"], "args": [t.get("args", {}) for t in data["tracks"]]}
@@ -310,6 +311,6 @@ def timeline_pane(said: str, data: dict[str, Any]) -> str:
         '<div id="timeline-box"></div>'
         '<dl id="timeline-details"></dl><div id="timeline-selection"></div>'
         '<script type="application/gzip+base64" id="perfstack-timeline">'
-        f"{pack(drawn)}</script>"
+        f"{pack(drawn)}</script>"), (
         '<script type="application/gzip+base64" id="perfstack-timeline-notes">'
         f"{pack(recorded)}</script>")
