@@ -179,7 +179,7 @@ def test_every_frame_at_its_limit_is_counted() -> None:
     from perfstack_plugins.compiler.findings import findings
     from perfstack_plugins.compiler.rows import collected
 
-    from perfstack.analysis.views.compile import compile_view
+    from perfstack.analysis.panes.compile import compile_view
     from perfstack.render.words.compile import compile_lines
     from perfstack.report import Report, RunInfo
 

@@ -55,7 +55,7 @@ def test_a_lightning_validation_is_named_in_the_step_it_ran_in() -> None:
     """Issue 72: a fit with gradient accumulation and a validation loop read the validation
     as "data loading (DataLoader) +307 ms" (or "torch ops"): the step it ran in says
     evaluation, and the other steps have none."""
-    from perfstack.analysis.views.steps import step_view
+    from perfstack.analysis.panes.steps import step_view
     from perfstack.render.words.steps import outlier_line
 
     report = load_report(RECORDED / "lightning_validation.json.gz")
@@ -129,7 +129,7 @@ def test_a_live_lightning_fit(tmp_path: Path) -> None:
     # The module view without --torch-stack, each module named by the attribute that holds
     # it (as self.net[0] reaches it), not by class and instance number (Linear_0); net is
     # called from training_step, its owner's forward never runs.
-    from perfstack.analysis.views.modules import module_view
+    from perfstack.analysis.panes.modules import module_view
     from perfstack.report import Layer
 
     paths = {r.key for r in report.layers[Layer.MODULE]}

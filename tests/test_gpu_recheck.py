@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from perfstack.analysis import roofline
+from perfstack.analysis.panes.compile import compile_view
 from perfstack.analysis.rules import roofline as roofrules
-from perfstack.analysis.views.compile import compile_view
 from perfstack.report import Layer, Report
 from perfstack.report.files import load_report
 

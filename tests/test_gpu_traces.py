@@ -364,7 +364,7 @@ def test_a_job_says_which_of_its_ranks_were_read() -> None:
 
 
 def test_kernel_kinds_and_short_names_read_as_a_person_would() -> None:
-    from perfstack.analysis.views.kernels import kernel_kind, short_name
+    from perfstack.analysis.panes.kernels import kernel_kind, short_name
 
     kinds = {
         "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)":
@@ -402,7 +402,7 @@ def test_kernel_kinds_and_short_names_read_as_a_person_would() -> None:
 def test_analyze_shows_the_top_kernels_and_kinds_at_80_columns(tmp_path: Path, name: str) -> None:
     """The kernel view, at 80 columns: kinds with shares that add up, the top kernel's share
     as the JSON's rows give it."""
-    from perfstack.analysis.views.kernels import kernel_kind
+    from perfstack.analysis.panes.kernels import kernel_kind
 
     out = tmp_path / "k.json"
     proc = perfstack_in(tmp_path, "analyze", str(_path(name)), "-o", str(out),
@@ -555,7 +555,7 @@ def test_a_step_is_what_the_device_ran_not_what_the_host_queued(read: Any) -> No
     """v100_ns: the host queued its first two profiled steps in 35 and 72 ms while the device
     ran each step's work in ~95 ms. A step is the device's: every step ~95 ms, their sum the
     span from the first step's start to the end of the last step's device work."""
-    from perfstack.analysis.views.steps import step_view
+    from perfstack.analysis.panes.steps import step_view
 
     _, _, metrics = read["v100_ns"]
     host = metrics["gpu_step_host"].samples
@@ -573,7 +573,7 @@ def test_a_step_whose_device_waits_says_for_whom(read: Any) -> None:
     """a100_nccl's device idles 76% of its steps, most of it before the host launched (the
     host bounds the step); a100_negq's idles 65% with its work launched (it waits on other
     streams and ranks, while its host blocks in copies to pageable memory)."""
-    from perfstack.analysis.views.steps import step_view
+    from perfstack.analysis.panes.steps import step_view
 
     nccl = step_view(_with_metrics(read["a100_nccl"][2]))
     negq = step_view(_with_metrics(read["a100_negq"][2]))

@@ -92,7 +92,7 @@ def test_a_new_pane_is_its_four_stem_files_and_one_registration_line(monkeypatch
     import sys
     import types
 
-    from perfstack.analysis import views
+    from perfstack.analysis import panes
     from perfstack.plugin.load import load_plugins
     from perfstack.report.files import load_report
 
@@ -101,11 +101,11 @@ def test_a_new_pane_is_its_four_stem_files_and_one_registration_line(monkeypatch
         for key, value in attrs.items():
             setattr(sys.modules[name], key, value)
 
-    module("perfstack.analysis.views.probe",
+    module("perfstack.analysis.panes.probe",
            view=lambda report, top, full: {"runs": len(report.run.runs)})
     module("perfstack.render.words.probe", line=lambda v: f"probe saw {v['runs']} runs")
     said = sys.modules["perfstack.render.words.probe"].line  # type: ignore[attr-defined]
-    module("perfstack.render.text.probe",
+    module("perfstack.render.panes.probe",
            text=lambda page, v: (page.section("Probe"), page.add("  " + said(v))),
            markdown=lambda v: ["", "### Probe", "", f"- {said(v)}"])
     plugins = load_plugins()
@@ -116,7 +116,7 @@ def test_a_new_pane_is_its_four_stem_files_and_one_registration_line(monkeypatch
            overview=lambda v, page: f"<p id='probe-overview'>{said(v)}</p>",
            WITHIN="pane-kernels",
            within=lambda v, page: f"<p id='probe-within'>{len(page.report.run.runs)}</p>")
-    monkeypatch.setattr(views, "PANES", (*views.PANES, "probe"))
+    monkeypatch.setattr(panes, "PANES", (*panes.PANES, "probe"))
 
     report = load_report(ROOT / "tests/fixtures/reports/v1-busy.json")
     runs = len(report.run.runs)
@@ -266,8 +266,8 @@ def test_every_format_shows_the_panes_in_the_order_of_the_list():
     """The text, the markdown and the HTML page are loops over ``PANES``: on a recorded H200
     run with seven panes, each format draws them in the list's order, each pane once, after
     the answer and before the backends (the overview and the Kernels tab keep it too)."""
+    from perfstack.analysis.panes import PANES, homes
     from perfstack.analysis.view import build
-    from perfstack.analysis.views import PANES, homes
     from perfstack.plugin.load import load_plugins
     from perfstack.render.text.grid import Page
     from perfstack.report.files import load_report
@@ -277,7 +277,7 @@ def test_every_format_shows_the_panes_in_the_order_of_the_list():
     shown = [stem for stem in PANES if view.panes.get(stem) is not None]
     assert len(shown) >= 7, shown
     titles: dict[str, tuple[str, str]] = {}  # stem -> (text title, markdown heading)
-    for stem, home in homes("perfstack.render.text", view.panes):
+    for stem, home in homes("perfstack.render.panes", view.panes):
         page = Page(300, False)
         home.text(page, view.panes[stem])
         heading = next(ln for ln in home.markdown(view.panes[stem]) if ln.startswith("### "))

@@ -189,7 +189,7 @@ def _report(rows: list[Row]) -> Report:
 def test_the_view_lists_the_largest_modules_with_their_parents() -> None:
     """A module is listed from 3% of the model's time, with every module above it (so the
     tree reads), at most ``top`` of them; the by-type line counts modules with none inside."""
-    from perfstack.analysis.views.modules import module_view
+    from perfstack.analysis.panes.modules import module_view
 
     rows = [_row("Net_0", 0.6, 0.4), _row("Net_0/Block_0", 0.5, 0.35),
             _row("Net_0/Block_0/Conv_0", 0.45, 0.3), _row("Net_0/Block_0/Relu_0", 0.01, 0.0),
@@ -208,7 +208,7 @@ def test_the_view_lists_the_largest_modules_with_their_parents() -> None:
 
 
 def test_a_job_shows_its_lowest_rank_and_inference_has_no_backward() -> None:
-    from perfstack.analysis.views.modules import module_view
+    from perfstack.analysis.panes.modules import module_view
     from perfstack.render.words.modules import module_lines
 
     rows = [_row(p, f, None, rank) for rank in (1, 0) for p, f in

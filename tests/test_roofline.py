@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from perfstack.analysis import roofline
+from perfstack.analysis.panes.roofline import roof_view
 from perfstack.analysis.rules import roofline as roofrules
-from perfstack.analysis.views.roofline import roof_view
 from perfstack.machine import ceilings, datasheets
 from perfstack.machine.ceilingrecord import Ceilings
 from perfstack.report import Layer, Quantity, Report, Row, RunInfo

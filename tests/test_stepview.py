@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from perfstack.analysis.views.steps import step_view
+from perfstack.analysis.panes.steps import step_view
 from perfstack.report import Better, Metric, Report, RunInfo
 from tests.conftest import ROOT, perfstack_in
 
@@ -102,7 +102,7 @@ def test_the_steps_read_the_same_in_text_markdown_and_html(negq: Path) -> None:
 
 
 def test_tensor_core_use_is_the_gemm_time_of_mma_kernels(negq: Path) -> None:
-    from perfstack.analysis.views.kernels import kernel_view
+    from perfstack.analysis.panes.kernels import kernel_view
 
     report = Report.from_dict(json.loads(negq.read_text()))
     view = kernel_view(report)

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from perfstack.analysis.panes.steps import step_view
 from perfstack.analysis.stats import median
-from perfstack.analysis.views.steps import step_view
 from perfstack.records import datarecord, field
 from perfstack.report import Layer, Report
 

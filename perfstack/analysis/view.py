@@ -17,21 +17,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from perfstack.analysis.panes import homes
+from perfstack.analysis.panes.device import DeviceTime
+from perfstack.analysis.panes.kernels import KernelView
+from perfstack.analysis.panes.ranks import RANKED, RankTable
+from perfstack.analysis.panes.roofline import RoofView
+from perfstack.analysis.panes.steps import StepView
+from perfstack.analysis.panes.streams import StreamView
 from perfstack.analysis.rules.gpu import RULES as GPU_RULES
 from perfstack.analysis.rules.time import GIL_RULE
 from perfstack.analysis.stats import Summary, summarize
-from perfstack.analysis.views import homes
 from perfstack.analysis.views.budget import MAIN_PARTS, UNSAMPLED_PARTS, Budget, hardware_beside
 from perfstack.analysis.views.budget import time_budget as _time_budget
-from perfstack.analysis.views.device import DeviceTime
 from perfstack.analysis.views.drilldown import Node, drill_down
-from perfstack.analysis.views.kernels import KernelView
 from perfstack.analysis.views.layers import LayerTable, as_metrics, layer_tables
-from perfstack.analysis.views.ranks import RANKED, RankTable
 from perfstack.analysis.views.recorded import not_read, ranks_read, read_in_part
-from perfstack.analysis.views.roofline import RoofView
-from perfstack.analysis.views.steps import StepView
-from perfstack.analysis.views.streams import StreamView
 from perfstack.records import datarecord, field
 from perfstack.report import (
     BackendResult,
@@ -137,7 +137,7 @@ class View:
     #: per layer, the backends whose rows the default view leaves out because the metrics
     #: show the same figures (resources), with their row counts: measured, not missing
     as_metrics: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
-    #: each pane's figures by its stem (``perfstack.analysis.views.PANES``), None where the
+    #: each pane's figures by its stem (``perfstack.analysis.panes.PANES``), None where the
     #: report has nothing for it
     panes: dict[str, Any] = field(default_factory=dict)
 
@@ -360,7 +360,7 @@ def build(report: Report, top: int = 10, depth: int = 3, full: bool = False,
     if wall is not None and wall.samples:
         shown_elsewhere.add(id(wall))
     panes = {}
-    for stem, home in homes("perfstack.analysis.views"):
+    for stem, home in homes("perfstack.analysis.panes"):
         panes[stem] = home.view(report, top, full)
         shows = getattr(home, "shows", None)
         if panes[stem] is not None and shows is not None:

@@ -9,8 +9,8 @@ workload (function and op names, paths, printed output) is escaped, so a name li
 
 from __future__ import annotations
 
+from perfstack.analysis.panes import homes
 from perfstack.analysis.view import View, build
-from perfstack.analysis.views import homes
 from perfstack.analysis.views.drilldown import Node
 from perfstack.plugin.mark import hookimpl
 from perfstack.plugin.renderer import Renderer, RenderOptions
@@ -81,7 +81,7 @@ def render_view(view: View) -> str:
     elif d is None:
         out.append("_no backend measured a time budget"
                    + escape(by_whom(view.budget.measured_by)) + "_")
-    for stem, home in homes("perfstack.render.text", view.panes):
+    for stem, home in homes("perfstack.render.panes", view.panes):
         out += home.markdown(view.panes[stem])
     for group, metrics in view.related.items():
         out += ["", f"_{escape(related_title(group, metrics))}:_", ""]

@@ -16,7 +16,7 @@ import statistics
 import struct
 import zlib
 
-from perfstack.analysis.views.ranks import RANKED
+from perfstack.analysis.panes.ranks import RANKED
 from perfstack.report import Report
 from perfstack.report.units import fmt_seconds
 

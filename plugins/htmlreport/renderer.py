@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from perfstack.analysis.diff import Diff
+from perfstack.analysis.panes import homes as view_homes
 from perfstack.analysis.view import View, build
-from perfstack.analysis.views import homes as view_homes
 from perfstack.plugin.renderer import Renderer, RenderOptions
 from perfstack.report import Layer, Report
 from perfstack.report.units import fmt_seconds
@@ -34,7 +34,7 @@ from .tables import SORT_FIRST, Tables, layer_tables
 from .timeline import timeline as timeline_data
 from .timeline import timeline_pane
 
-#: The page's own tabs; each registered pane (``perfstack.analysis.views.PANES``) draws its
+#: The page's own tabs; each registered pane (``perfstack.analysis.panes.PANES``) draws its
 #: sections into them (the overview, or the tab its module names ``WITHIN``) and its own tab
 #: after the one it names (``AFTER``).
 PANE_TITLES = {"pane-overview": "Overview", "pane-python": "Python", "pane-ops": "Ops",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from perfstack.analysis.gpubound import GpuBound, gpu_bound, profiler_idle
 from perfstack.analysis.kernelnames import MATRIX_KINDS
-from perfstack.analysis.views.kernels import kernel_view
+from perfstack.analysis.panes.kernels import kernel_view
 from perfstack.report import Finding, Layer, Report
 from perfstack.report.units import fmt_seconds, fmt_si, pct
 

@@ -161,8 +161,8 @@ def time_budget(report: Report, providers: dict[str, list[str]] | None = None) -
 def _device_sync(report: Report) -> tuple[float, float, str] | None:
     """The host's time blocked in device synchronisations a profiled step (``gpu_sync_time``),
     as a share of the step and in seconds a step, with its source; None where not measured."""
+    from perfstack.analysis.panes.steps import step_view
     from perfstack.analysis.stats import median
-    from perfstack.analysis.views.steps import step_view
 
     m = report.metric("gpu_sync_time")
     steps = step_view(report)

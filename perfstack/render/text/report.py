@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from perfstack.analysis.panes import homes
 from perfstack.analysis.view import View, build
-from perfstack.analysis.views import homes
 from perfstack.plugin.renderer import Renderer, RenderOptions
 from perfstack.render.text.closing import artifacts, backends, metrics
 from perfstack.render.text.grid import Page
@@ -20,7 +20,7 @@ def render_view(view: View, width: int = 100, color: bool = False,
     answer(page, view)
     findings(page, view)
     budget(page, view)
-    for stem, home in homes("perfstack.render.text", view.panes):
+    for stem, home in homes("perfstack.render.panes", view.panes):
         home.text(page, view.panes[stem])
     related(page, view)
     tree(page, view)

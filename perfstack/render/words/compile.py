@@ -1,9 +1,9 @@
-"""The words of the compile view (``perfstack.analysis.views.compile``), shared by every
+"""The words of the compile view (``perfstack.analysis.panes.compile``), shared by every
 format."""
 
 from __future__ import annotations
 
-from perfstack.analysis.views.compile import CompileView
+from perfstack.analysis.panes.compile import CompileView
 from perfstack.report.units import fmt_seconds, pct
 
 #: The compile section's title, in every format.

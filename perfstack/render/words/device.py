@@ -3,7 +3,7 @@ answer of a report whose only budget is the device's, the notes under it."""
 
 from __future__ import annotations
 
-from perfstack.analysis.views.device import DeviceTime
+from perfstack.analysis.panes.device import DeviceTime
 from perfstack.report.units import fmt_seconds, pct
 
 #: The device breakdown's parts in words.

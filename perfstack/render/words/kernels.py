@@ -3,7 +3,7 @@ kernels and how much of the matrix work ran on tensor cores."""
 
 from __future__ import annotations
 
-from perfstack.analysis.views.kernels import KernelView, short_name
+from perfstack.analysis.panes.kernels import KernelView, short_name
 from perfstack.report.units import fmt_seconds, pct
 
 

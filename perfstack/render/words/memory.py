@@ -1,8 +1,8 @@
-"""The words of the memory view (``perfstack.analysis.views.memory``), shared by every format."""
+"""The words of the memory view (``perfstack.analysis.panes.memory``), shared by every format."""
 
 from __future__ import annotations
 
-from perfstack.analysis.views.memory import MemoryView
+from perfstack.analysis.panes.memory import MemoryView
 from perfstack.report.units import fmt_seconds, fmt_value, pct
 
 #: The memory section's title, in every format.

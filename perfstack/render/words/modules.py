@@ -1,8 +1,8 @@
-"""The words of the module view (``perfstack.analysis.views.modules``), shared by every format."""
+"""The words of the module view (``perfstack.analysis.panes.modules``), shared by every format."""
 
 from __future__ import annotations
 
-from perfstack.analysis.views.modules import ModuleView
+from perfstack.analysis.panes.modules import ModuleView
 from perfstack.report.units import fmt_seconds, fmt_value, pct
 
 #: The module section's title, in every format.

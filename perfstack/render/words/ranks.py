@@ -3,7 +3,7 @@ rank, what a job of many ranks shows instead of a row a rank, and the rows."""
 
 from __future__ import annotations
 
-from perfstack.analysis.views.ranks import RankTable
+from perfstack.analysis.panes.ranks import RankTable
 from perfstack.report.units import fmt_value, pct
 
 

@@ -3,7 +3,7 @@ renderer: the heading, the ceilings, where the time is bound, the heaviest ops."
 
 from __future__ import annotations
 
-from perfstack.analysis.views.roofline import RoofOp, RoofView
+from perfstack.analysis.panes.roofline import RoofOp, RoofView
 from perfstack.report.units import fmt_seconds, fmt_si, pct, pct_fine
 
 #: How each roof's source is said.

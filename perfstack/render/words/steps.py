@@ -3,8 +3,8 @@ the host's and the device's side of a step, the outlier steps."""
 
 from __future__ import annotations
 
+from perfstack.analysis.panes.steps import Outlier, Phase, StepView
 from perfstack.analysis.stats import median
-from perfstack.analysis.views.steps import Outlier, Phase, StepView
 from perfstack.render.words.device import DEVICE_WORDS
 from perfstack.report.units import fmt_seconds, pct
 

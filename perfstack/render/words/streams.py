@@ -3,7 +3,7 @@ row a stream and what the idle columns mean."""
 
 from __future__ import annotations
 
-from perfstack.analysis.views.streams import FIGURES, StreamView
+from perfstack.analysis.panes.streams import FIGURES, StreamView
 from perfstack.report.units import fmt_value, pct
 
 #: The streams table's columns, for each figure.

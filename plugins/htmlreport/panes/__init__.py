@@ -1,2 +1,2 @@
 """The HTML page's panes and sections, one module a concept under the stem of its view
-(``perfstack.analysis.views.PANES``), and the page they are drawn on (``context``)."""
+(``perfstack.analysis.panes.PANES``), and the page they are drawn on (``context``)."""

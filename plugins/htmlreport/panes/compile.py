@@ -3,7 +3,7 @@ as a bar (dynamo's tracing, the backend compiler, the backward graph's compile).
 
 from __future__ import annotations
 
-from perfstack.analysis.views.compile import CompileView
+from perfstack.analysis.panes.compile import CompileView
 from perfstack.render.words.compile import (
     COMPILE_COLUMNS,
     COMPILE_TITLE,

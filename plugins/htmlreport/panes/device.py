@@ -3,7 +3,7 @@ on the overview and again at the head of the Kernels tab."""
 
 from __future__ import annotations
 
-from perfstack.analysis.views.device import DeviceTime
+from perfstack.analysis.panes.device import DeviceTime
 from perfstack.render.words.device import DEVICE_WORDS, device_notes, device_title
 from perfstack.report.units import pct
 

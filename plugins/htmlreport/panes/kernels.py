@@ -4,7 +4,7 @@ names are in each row's title and in the kernel table below)."""
 
 from __future__ import annotations
 
-from perfstack.analysis.views.kernels import KernelView
+from perfstack.analysis.panes.kernels import KernelView
 from perfstack.render.words.kernels import (
     kernel_cells,
     kernel_kind_cells,

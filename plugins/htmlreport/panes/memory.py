@@ -4,7 +4,7 @@ resident memory in the run with no profiler), drawn as inline SVG: no script, no
 
 from __future__ import annotations
 
-from perfstack.analysis.views.memory import MemoryView
+from perfstack.analysis.panes.memory import MemoryView
 from perfstack.render.words.memory import (
     HOLDER_COLUMNS,
     MEMORY_TITLE,

@@ -4,7 +4,7 @@ script, no network."""
 
 from __future__ import annotations
 
-from perfstack.analysis.views.modules import ModuleView
+from perfstack.analysis.panes.modules import ModuleView
 from perfstack.render.words.modules import MODULE_TITLE, module_cells, module_columns, module_lines
 from perfstack.report import Layer
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfstack.analysis.views.ranks import RankTable, rank_table
+from perfstack.analysis.panes.ranks import RankTable, rank_table
 from perfstack.render.words.ranks import rank_cells, ranks_note, ranks_title
 from perfstack.report.units import numeric
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from perfstack.analysis.views.roofline import RoofOp, RoofView
+from perfstack.analysis.panes.roofline import RoofOp, RoofView
 from perfstack.render.words.roofline import (
     roof_ceiling_line,
     roof_cells,

@@ -3,7 +3,7 @@ side (the text's table beside it), outlier steps marked."""
 
 from __future__ import annotations
 
-from perfstack.analysis.views.steps import StepView
+from perfstack.analysis.panes.steps import StepView
 from perfstack.render.words.steps import (
     outlier_line,
     phase_words,

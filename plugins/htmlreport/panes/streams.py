@@ -3,7 +3,7 @@ it idled and its launch queue (the text's table)."""
 
 from __future__ import annotations
 
-from perfstack.analysis.views.streams import StreamView
+from perfstack.analysis.panes.streams import StreamView
 from perfstack.render.words.streams import (
     STREAM_COLUMNS,
     STREAMS_LEGEND,

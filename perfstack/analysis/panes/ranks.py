@@ -131,7 +131,7 @@ def _big_table(report: Report, across: dict[str, Any], full: bool) -> RankTable:
 
 
 def view(report: Report, top: int, full: bool) -> RankTable | None:
-    """The pane's figures (its registered entry, ``perfstack.analysis.views.PANES``)."""
+    """The pane's figures (its registered entry, ``perfstack.analysis.panes.PANES``)."""
     return rank_table(report, full)
 
 

@@ -1,10 +1,10 @@
 """The device pane in text and markdown: the device's time over the profiled steps, part by
 part (``perfstack.render.text`` lays out the page and calls it, as
-``perfstack.analysis.views.PANES`` lists it)."""
+``perfstack.analysis.panes.PANES`` lists it)."""
 
 from __future__ import annotations
 
-from perfstack.analysis.views.device import DeviceTime
+from perfstack.analysis.panes.device import DeviceTime
 from perfstack.plugin.renderer import markdown_escape as escape
 from perfstack.plugin.renderer import markdown_table
 from perfstack.render.text.grid import Column, Page, bar, table, wrap

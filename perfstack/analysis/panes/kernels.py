@@ -111,7 +111,7 @@ def kernel_view(report: Report, top: int = 5) -> KernelView | None:
 
 
 def view(report: Report, top: int, full: bool) -> KernelView | None:
-    """The pane's figures (its registered entry, ``perfstack.analysis.views.PANES``): the
+    """The pane's figures (its registered entry, ``perfstack.analysis.panes.PANES``): the
     five heaviest kernels, ``top`` with ``full``."""
     kernels = kernel_view(report, top=max(top, 5) if full else 5)
     if kernels is not None and not full:

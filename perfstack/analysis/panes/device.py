@@ -3,7 +3,7 @@ idle (the ``gpu_busy`` and ``gpu_time.*`` metrics a backend published)."""
 
 from __future__ import annotations
 
-from perfstack.analysis.views.ranks import RANKED
+from perfstack.analysis.panes.ranks import RANKED
 from perfstack.records import datarecord
 from perfstack.report import Report
 
@@ -70,7 +70,7 @@ def device_time(report: Report) -> DeviceTime | None:
 
 
 def view(report: Report, top: int, full: bool) -> DeviceTime | None:
-    """The pane's figures (its registered entry, ``perfstack.analysis.views.PANES``)."""
+    """The pane's figures (its registered entry, ``perfstack.analysis.panes.PANES``)."""
     return device_time(report)
 
 

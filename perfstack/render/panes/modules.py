@@ -1,9 +1,9 @@
 """The module pane in text and markdown (``perfstack.render.text`` lays out the page and
-calls it, as ``perfstack.analysis.views.PANES`` lists it)."""
+calls it, as ``perfstack.analysis.panes.PANES`` lists it)."""
 
 from __future__ import annotations
 
-from perfstack.analysis.views.modules import ModuleView
+from perfstack.analysis.panes.modules import ModuleView
 from perfstack.plugin.renderer import markdown_escape as escape
 from perfstack.plugin.renderer import markdown_table
 from perfstack.render.text.grid import Page

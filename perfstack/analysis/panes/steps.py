@@ -146,5 +146,5 @@ def outliers(phases: list[Phase], totals: list[float]) -> list[Outlier]:
 
 
 def view(report: Report, top: int, full: bool) -> StepView | None:
-    """The pane's figures (its registered entry, ``perfstack.analysis.views.PANES``)."""
+    """The pane's figures (its registered entry, ``perfstack.analysis.panes.PANES``)."""
     return step_view(report)

@@ -1,10 +1,10 @@
 """The streams pane in text and markdown: each GPU stream's busy share, why it idled and
 its launch queue (``perfstack.render.text`` lays out the page and calls it, as
-``perfstack.analysis.views.PANES`` lists it)."""
+``perfstack.analysis.panes.PANES`` lists it)."""
 
 from __future__ import annotations
 
-from perfstack.analysis.views.streams import StreamView
+from perfstack.analysis.panes.streams import StreamView
 from perfstack.plugin.renderer import markdown_escape as escape
 from perfstack.plugin.renderer import markdown_table
 from perfstack.render.text.grid import Column, Page, table, wrap

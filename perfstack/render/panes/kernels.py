@@ -1,10 +1,10 @@
 """The kernels pane in text and markdown: the device's kernel time by kind and the top
 kernels (``perfstack.render.text`` lays out the page and calls it, as
-``perfstack.analysis.views.PANES`` lists it)."""
+``perfstack.analysis.panes.PANES`` lists it)."""
 
 from __future__ import annotations
 
-from perfstack.analysis.views.kernels import KernelView
+from perfstack.analysis.panes.kernels import KernelView
 from perfstack.plugin.renderer import markdown_escape as escape
 from perfstack.plugin.renderer import markdown_table
 from perfstack.render.text.grid import Column, Page, table, wrap

@@ -99,6 +99,6 @@ def shows(name: str) -> bool:
 
 
 def view(report: Report, top: int, full: bool) -> RoofView | None:
-    """The pane's figures (its registered entry, ``perfstack.analysis.views.PANES``): the
+    """The pane's figures (its registered entry, ``perfstack.analysis.panes.PANES``): the
     five heaviest ops, ``top`` with ``full``."""
     return roof_view(report, top=max(top, 5) if full else 5)

@@ -118,7 +118,7 @@ def memory_view(report: Report, top: int = 5) -> MemoryView | None:
 
 
 def view(report: Report, top: int, full: bool) -> MemoryView | None:
-    """The pane's figures (its registered entry, ``perfstack.analysis.views.PANES``): the
+    """The pane's figures (its registered entry, ``perfstack.analysis.panes.PANES``): the
     five largest holders, or ``top`` with ``full``."""
     return memory_view(report, top=5 if not full else max(top, 5))
 

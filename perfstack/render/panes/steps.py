@@ -1,10 +1,10 @@
 """The steps pane in text and markdown: each phase of the profiled steps, the host's and
 the device's side of a step, the outlier steps (``perfstack.render.text`` lays out the page
-and calls it, as ``perfstack.analysis.views.PANES`` lists it)."""
+and calls it, as ``perfstack.analysis.panes.PANES`` lists it)."""
 
 from __future__ import annotations
 
-from perfstack.analysis.views.steps import StepView
+from perfstack.analysis.panes.steps import StepView
 from perfstack.plugin.renderer import markdown_escape as escape
 from perfstack.plugin.renderer import markdown_table
 from perfstack.render.text.grid import Column, Page, table, wrap

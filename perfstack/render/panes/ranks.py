@@ -1,10 +1,10 @@
 """The ranks pane in text and markdown: a job's ranks side by side, the slowest named
 (``perfstack.render.text`` lays out the page and calls it, as
-``perfstack.analysis.views.PANES`` lists it)."""
+``perfstack.analysis.panes.PANES`` lists it)."""
 
 from __future__ import annotations
 
-from perfstack.analysis.views.ranks import RankTable
+from perfstack.analysis.panes.ranks import RankTable
 from perfstack.plugin.renderer import markdown_escape as escape
 from perfstack.plugin.renderer import markdown_table
 from perfstack.render.text.grid import Page

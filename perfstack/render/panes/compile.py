@@ -1,9 +1,9 @@
 """The torch.compile pane in text and markdown (``perfstack.render.text`` lays out the page
-and calls it, as ``perfstack.analysis.views.PANES`` lists it)."""
+and calls it, as ``perfstack.analysis.panes.PANES`` lists it)."""
 
 from __future__ import annotations
 
-from perfstack.analysis.views.compile import CompileView
+from perfstack.analysis.panes.compile import CompileView
 from perfstack.plugin.renderer import markdown_escape as escape
 from perfstack.plugin.renderer import markdown_table
 from perfstack.render.text.grid import Page

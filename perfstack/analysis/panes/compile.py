@@ -195,5 +195,5 @@ def compile_view(report: Report, top: int = SHOWN) -> CompileView | None:
 
 
 def view(report: Report, top: int, full: bool) -> CompileView | None:
-    """The pane's figures (its registered entry, ``perfstack.analysis.views.PANES``)."""
+    """The pane's figures (its registered entry, ``perfstack.analysis.panes.PANES``)."""
     return compile_view(report)

@@ -59,7 +59,7 @@ def stream_view(report: Report) -> StreamView | None:
 
 
 def view(report: Report, top: int, full: bool) -> StreamView | None:
-    """The pane's figures (its registered entry, ``perfstack.analysis.views.PANES``)."""
+    """The pane's figures (its registered entry, ``perfstack.analysis.panes.PANES``)."""
     return stream_view(report)
 
 

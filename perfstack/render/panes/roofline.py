@@ -1,10 +1,10 @@
 """The roofline pane in text and markdown: how close the ops ran to the machine's ceilings
 (``perfstack.render.text`` lays out the page and calls it, as
-``perfstack.analysis.views.PANES`` lists it)."""
+``perfstack.analysis.panes.PANES`` lists it)."""
 
 from __future__ import annotations
 
-from perfstack.analysis.views.roofline import RoofView
+from perfstack.analysis.panes.roofline import RoofView
 from perfstack.plugin.renderer import markdown_escape as escape
 from perfstack.plugin.renderer import markdown_table
 from perfstack.render.text.grid import Column, Page, table, wrap

@@ -135,5 +135,5 @@ def module_view(report: Report, top: int = 12, full: bool = False) -> ModuleView
 
 
 def view(report: Report, top: int, full: bool) -> ModuleView | None:
-    """The pane's figures (its registered entry, ``perfstack.analysis.views.PANES``)."""
+    """The pane's figures (its registered entry, ``perfstack.analysis.panes.PANES``)."""
     return module_view(report, full=full)
