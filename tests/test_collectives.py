@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from perfstack.analysis import straggler
+from perfstack.analysis.job import straggler
 from perfstack.report import Better, Metric
 from tests.conftest import ROOT, perfstack_in, slow_host
 

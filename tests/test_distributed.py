@@ -185,7 +185,7 @@ def test_equal_ranks_have_no_slowest_and_a_straggler_is_named() -> None:
     whichever the noise put first); a rank 25% slower is named, with the straggler finding."""
     import random
 
-    from perfstack.analysis.distributed import rank_figures
+    from perfstack.analysis.job.distributed import rank_figures
     from perfstack.report.files import load_report
 
     rng = random.Random(7)

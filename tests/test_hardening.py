@@ -103,7 +103,7 @@ def test_a_signal_as_a_run_starts_stops_its_workload(tmp_path: Path,
     unwound past the code that stops it (the child runs in a session of its own). Here a
     real SIGHUP arrives in that window: the run ends interrupted and its workload is gone."""
     from perfstack import signals
-    from perfstack.run import process
+    from perfstack.run.child import process
 
     saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
     signals.install()

@@ -158,7 +158,7 @@ def test_a_big_job_is_diffed_by_its_ranks_distributions() -> None:
     ranks as the big job's were), not rank by rank (which ranks a big job keeps whole is not
     a change); the big job's distributions are not an environment change."""
     from perfstack.analysis.diff import diff
-    from perfstack.analysis.perrank import distributions
+    from perfstack.analysis.job.perrank import distributions
 
     small = _job_report([Metric(f"gpu_busy[rank{r}]", 50.0 + r, "%", "kernel", "torch",
                                 Better.HIGHER) for r in range(10)], {})

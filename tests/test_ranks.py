@@ -950,7 +950,7 @@ def test_a_slow_rank_among_hundreds_is_named_on_the_first_screen(tmp_path: Path)
 
 
 def test_one_rank_has_no_straggler_and_no_error() -> None:
-    from perfstack.analysis.distributed import rank_figures
+    from perfstack.analysis.job.distributed import rank_figures
     from perfstack.report import Report, RunInfo
 
     report = Report(run=RunInfo(command=[], cwd="/", started="", duration_s=1.0,
@@ -967,7 +967,7 @@ def test_a_straggler_is_judged_from_the_spread_of_every_rank(ranks: int) -> None
     none."""
     import random
 
-    from perfstack.analysis.distributed import rank_figures
+    from perfstack.analysis.job.distributed import rank_figures
     from perfstack.report import Report, RunInfo
 
     report = Report(run=RunInfo(command=[], cwd="/", started="", duration_s=1.0,

@@ -220,7 +220,7 @@ def _node_reports(paths: list[Path]) -> list[Path]:
 
 def cmd_merge(plugins: Plugins, argv: list[str]) -> int:
     """Join the reports of one job's nodes into one report."""
-    from perfstack.analysis.merge import merge, unmergeable
+    from perfstack.analysis.job.merge import merge, unmergeable
     from perfstack.report.files import load_report
     from perfstack.runfolder import rundir
 

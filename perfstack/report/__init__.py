@@ -2,7 +2,7 @@
 and what the ``session`` ran), its files (``files``: read, written, validated),
 units and how quantities print (``units``), and a job's ranks (``rankrows``,
 ``rankcolumns``, ``rankfold``: rows across ranks, one copy of what ranks repeat in
-``canon``); joining the reports of a job's nodes is ``perfstack.analysis.merge``.
+``canon``); joining the reports of a job's nodes is ``perfstack.analysis.job.merge``.
 
 ``from perfstack.report import Report`` (and every record of the model) is the public API, as
 it was when the model was one module.

@@ -29,7 +29,7 @@ from perfstack.report.units import nearest_rank, numeric
 #: From this many ranks with figures a job's per-rank figures are folded into columns.
 BIG_JOB = 128
 #: Per-rank figures whose samples the job's analysis reads across ranks (each rank's
-#: collectives, aligned by ``perfstack.analysis.collectivesplit``): kept for every rank.
+#: collectives, aligned by ``perfstack.analysis.job.collectivesplit``): kept for every rank.
 WHOLE_SAMPLES = re.compile(r"^gpu_collective(s|_bytes)\[")
 #: Figures a rank stands out by that the report does not list as its own (a share of time
 #: the job's analysis computes from its rows, ...): their names begin with it.

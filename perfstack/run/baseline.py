@@ -177,6 +177,6 @@ def cross_rank(report: Report, baseline: list[Outcome], world: int,
     samples = {rank: [t for o in baseline if o.record.exit.clean
                       for t in _step_times(o, rank)[window]]
                for rank in present or range(world)}
-    from perfstack.analysis.distributed import rank_figures
+    from perfstack.analysis.job.distributed import rank_figures
 
     return rank_figures(report, samples, publish_steps=True)

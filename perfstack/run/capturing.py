@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from perfstack import errors
-from perfstack.analysis.distributed import rank_figures
+from perfstack.analysis.job.distributed import rank_figures
 from perfstack.machine import ptrace
 from perfstack.machine.envinfo import with_plugins
 from perfstack.plugin.backend import Collected, availability

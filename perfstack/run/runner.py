@@ -2,8 +2,8 @@
 its progress line said ("run 4 of 10, torch: exit 0").
 
 The :class:`Runner` owns what the runs leave: their records, the baseline's outcomes, the
-processes a run left behind, whether the user interrupted. ``perfstack.run.launch`` builds a
-run's command line and environment; ``perfstack.run.process`` supervises the child.
+processes a run left behind, whether the user interrupted. ``perfstack.run.child.launch`` builds a
+run's command line and environment; ``perfstack.run.child.process`` supervises the child.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from perfstack.plugin.backend import InProcessHook, Launch, Outcome, Workload
 from perfstack.records import replace
 from perfstack.report import Quantity, RunRecord
 from perfstack.run import baseline as baselines
-from perfstack.run import launch as launching
+from perfstack.run.child import launch as launching
+from perfstack.run.child.process import ChildSpec, run_child
 from perfstack.run.options import EstimatingProgress, Progress, RunOptions, selected_ranks
-from perfstack.run.process import ChildSpec, run_child
 from perfstack.runfolder import rundir
 
 #: Called with a run's pid as it starts (once per run, or per rank under torchrun).

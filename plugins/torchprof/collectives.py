@@ -2,7 +2,7 @@
 
 A collective on the device lasts from the moment its rank launches it until every rank of the
 group has arrived and the data has moved. One rank's trace cannot tell the two apart; the
-ranks' traces together can (``perfstack.analysis.collectivesplit``). So each rank publishes,
+ranks' traces together can (``perfstack.analysis.job.collectivesplit``). So each rank publishes,
 per process group, the device time of each collective kernel in start order, as the samples
 of ``gpu_collectives[GROUP]``: the i-th collective of a group is the same call on every rank.
 Where the trace gives each collective's size, ``gpu_collective_bytes[GROUP]`` has, in the

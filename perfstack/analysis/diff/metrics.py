@@ -8,7 +8,7 @@ from perfstack.analysis.diff.changes import MetricChange
 from perfstack.analysis.diff.drift import drift_for
 from perfstack.analysis.diff.family import family_wise
 from perfstack.analysis.diff.judge import SMALL_TIME, Judge, one_run_threshold
-from perfstack.analysis.perrank import RANKED, distributions, is_big
+from perfstack.analysis.job.perrank import RANKED, distributions, is_big
 from perfstack.analysis.stats import MIN_EFFECT, compare, compare_paired
 from perfstack.report import Better, Metric, Report
 from perfstack.report.units import fmt_seconds
@@ -107,7 +107,7 @@ def metric_changes(base: Report, new: Report, judge: Judge,
     named in ``scale`` is judged with its values multiplied by the factors given for the base
     and the new side (a per-step figure put per sample). Where either is a big job's, each
     per-rank figure is compared by its median, p90 and most over the ranks
-    (``perfstack.analysis.perrank.distributions``), not rank by rank."""
+    (``perfstack.analysis.job.perrank.distributions``), not rank by rank."""
     big = is_big(base) or is_big(new)  # (a big job's ranks compare as distributions)
 
     def index(report: Report, side: int) -> dict[tuple[str, str], Metric]:

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from perfstack.analysis.distributed import collective_wait, communication_share, op_seconds
+from perfstack.analysis.job.distributed import collective_wait, communication_share, op_seconds
 from perfstack.analysis.primary import Primary
 from perfstack.plugin.backend import Collected, Recorded
 from perfstack.plugin.manager import BackendEntry
@@ -101,7 +101,7 @@ def _add_shares(into: _Placed, shares: _Placed) -> None:
 def _standing(state: _Backend, rank: int, metrics: list[Metric]) -> dict[str, float]:
     """The figures across ranks a rank may stand out by, as far as its own records say:
     its share of op time in collectives (each source of framework rows), its collective
-    wait (``perfstack.analysis.distributed``); kept whole where it is their least or most."""
+    wait (``perfstack.analysis.job.distributed``); kept whole where it is their least or most."""
     out = {}
     for source, (_, _, placed) in state.shares.items():
         if rank in placed and placed[rank][2] > 0:
@@ -280,7 +280,7 @@ class JobFold:
 
     def _shares(self, state: _Backend, record: _Record) -> None:
         """The rank's seconds in collective ops and in all ops, per source of its framework
-        rows, each op by its primary value (``perfstack.analysis.distributed``)."""
+        rows, each op by its primary value (``perfstack.analysis.job.distributed``)."""
         assert record.rank is not None and record.recorded is not None
         for i, row in enumerate(record.recorded.collected.rows.get(Layer.FRAMEWORK, [])):
             at = (*record.at, i)

@@ -22,7 +22,7 @@ from typing import Any
 
 import perfstack
 from perfstack import errors
-from perfstack.analysis.distributed import rank_figures
+from perfstack.analysis.job.distributed import rank_figures
 from perfstack.plugin.backend import Backend, Collected
 from perfstack.plugin.calls import call
 from perfstack.plugin.manager import BackendEntry, Plugins

@@ -3,7 +3,7 @@
 A report of a few ranks lists each rank's figures as ``name[rankN]`` metrics; a big job's
 are columns (``perfstack.report.rankcolumns``), only the ranks that stand out listed.
 :class:`PerRank` reads either the same way, and takes the per-rank figures the job's analysis
-computes (``perfstack.analysis.distributed``): a small job's as metrics of every rank, a big
+computes (``perfstack.analysis.job.distributed``): a small job's as metrics of every rank, a big
 job's into a column of their own, listed for the ranks that stand out.
 """
 
@@ -13,7 +13,7 @@ import re
 import statistics
 from typing import TYPE_CHECKING
 
-from perfstack.analysis import straggler
+from perfstack.analysis.job import straggler
 from perfstack.records import replace
 from perfstack.report import Better, Metric, Report
 from perfstack.report.units import nearest_rank

@@ -23,7 +23,7 @@ from perfstack.machine import load as machineload
 from perfstack.machine import oomkill
 from perfstack.records import datarecord, field
 from perfstack.report import ExitInfo
-from perfstack.run import strays
+from perfstack.run.child import strays
 from perfstack.runfolder import rundir
 from perfstack.runfolder.filenames import FAULTHANDLER_FILE, STDERR_FILE, STDOUT_FILE
 from perfstack.runfolder.handshake import STACK_SIGNAL

@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from perfstack.analysis.distributed import rank_figures
+from perfstack.analysis.job.distributed import rank_figures
 from perfstack.records import replace
 from perfstack.report import Layer, Report, order_findings
 from perfstack.report.rankrows import merge_across_ranks

@@ -1,6 +1,6 @@
 """Launching one run: the bootstrap's configuration, the child's command line (through torchrun
 for a job of ranks) and environment, watching for the workload's start or its measured window,
-and the run's record once it has ended. ``perfstack.run.process`` supervises the child."""
+and the run's record once it has ended. ``perfstack.run.child.process`` supervises the child."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import perfstack
 from perfstack.plugin.backend import Launch, Outcome, StepWindow, Workload
 from perfstack.report import RunRecord
 from perfstack.report.files import write_json_atomic
-from perfstack.run.oomfacts import memory_at_end
-from perfstack.run.process import ChildResult
+from perfstack.run.child.oomfacts import memory_at_end
+from perfstack.run.child.process import ChildResult
 from perfstack.runfolder import rundir
 from perfstack.runfolder.filenames import BOOTSTRAP_CONFIG_FILE
 from perfstack.runfolder.handshake import CONFIG_ENV

@@ -15,8 +15,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from perfstack.analysis import straggler
-from perfstack.analysis.perrank import PerRank
+from perfstack.analysis.job import straggler
+from perfstack.analysis.job.perrank import PerRank
 from perfstack.analysis.primary import Primary
 from perfstack.report import Better, Finding, Layer, Metric, Report, Row
 from perfstack.report.units import fmt_bytes, fmt_si
@@ -301,7 +301,7 @@ def _stall_figures(ranked: PerRank, samples: Mapping[int, Sequence[float]]) -> t
     a share of its step time), the job's mean of it and its time moving data
     (``collective_transfer``), from the ranks' aligned collectives; with the evidence lines
     of the imbalance finding."""
-    from perfstack.analysis import collectivesplit
+    from perfstack.analysis.job import collectivesplit
 
     found = collectivesplit.split(ranked.samples())
     if found is None:
