@@ -111,7 +111,9 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     elif not ns.quiet:
         print_report(report, plugins, top=ns.top, depth=ns.depth, full=ns.full,
                      all_frames=ns.all_frames, report_dir=report_path.parent.resolve())
-    print(f"report: {report_path}  (artifacts: {run_dir})", file=sys.stderr)
+    beside = report_path.resolve().parent == Path(run_dir).resolve()
+    print(f"report: {report_path}  (" + ("the artifacts beside it" if beside
+                                        else f"artifacts: {run_dir}") + ")", file=sys.stderr)
     if ns.html is not None:
         html_path = (report_path.with_suffix(".html") if ns.html in (True, "")
                      else Path(ns.html))
