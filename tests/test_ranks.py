@@ -983,3 +983,31 @@ def test_a_straggler_is_judged_from_the_spread_of_every_rank(ranks: int) -> None
     metrics, found = rank_figures(report, spread, publish_steps=False, steps_from="the traces")
     assert not [f for f in found if f.rule == "dist.straggler"]
     assert next(m for m in metrics if m.name == "slowest_rank").value is None
+
+
+def test_a_big_jobs_ranks_tab_has_its_distributions_and_the_ranks_it_kept() -> None:
+    """A job too big to keep every rank whole (``environment.across_ranks``): the Ranks tab
+    shows each figure's median, p90 and most over all its ranks, then the ranks the report
+    kept as the page script's table (sortable, searchable), as the overview shows them."""
+    from perfstack.plugin.load import load_plugins
+    from perfstack.report import Better, Layer, Metric
+    from perfstack.report.files import load_report
+
+    report = load_report(ROOT / "tests/fixtures/reports/v1-busy.json")
+    report.environment["across_ranks"] = {"ranks": 100, "figures": [
+        {"name": "step_time", "median": 0.1, "p90": 0.12, "max": 0.2, "unit": "s",
+         "max_rank": 7, "min_rank": 3, "known": 100}]}
+    for rank, value in ((7, 0.2), (3, 0.09)):
+        report.metrics.append(Metric(name=f"step_time[rank{rank}]", value=value, unit="s",
+                                     source="perfstack", layer=Layer.FRAMEWORK,
+                                     better=Better.LOWER))
+    plugins = load_plugins()
+    page = plugins.renderers()["html"].render(report, plugins.render_options())
+    tab = page[page.index('<section id="ranks-all">'):]
+    tab = tab[:tab.index("</section>")]
+    assert re.findall(r"<tr><td[^>]*>([^<]*)</td>", tab) == ["median", "p90", "max"]
+    assert "Ranks (100)" in tab and '<div class="table" id="table-ranks-all">' in tab
+    data = json.loads(page.split('id="perfstack-data">')[1].split("</script>")[0])
+    rows = data["tables"]["ranks-all"]["rows"]
+    assert [r["c"][0] for r in rows] == [[3, "rank 3"], [7, "rank 7"]]
+    assert [r["c"][1] for r in rows] == [[0.09, "90 ms"], [0.2, "200 ms"]]

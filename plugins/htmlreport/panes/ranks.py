@@ -63,8 +63,13 @@ def pane(t: RankTable | None, page: PageContext) -> str | None:
                     if f.rule.startswith("dist."))
     page.specs["ranks-all"] = every_rank(t)
     note = ranks_note(t)
+    spread = ""  # a big job's distributions over every rank: three rows, above the ranks
+    if t.summary:
+        spread = table(["over every rank", *t.columns],
+                       [[esc(c) for c in cells] for cells in rank_cells(t)[:len(t.summary)]],
+                       set(range(1, len(t.columns) + 1)))
     return ((f"<h3>Findings</h3><ul>{found}</ul>" if found else "")
             + rank_heat_map(page.report)
             + f'<section id="ranks-all"><h2>{esc(ranks_title(t))}</h2>'
-            + (f'<p class="muted">{esc(note)}</p>' if note else "")
+            + (f'<p class="muted">{esc(note)}</p>' if note else "") + spread
             + '<div class="table" id="table-ranks-all"></div></section>')
