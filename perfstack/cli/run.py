@@ -111,9 +111,7 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
     elif not ns.quiet:
         print_report(report, plugins, top=ns.top, depth=ns.depth, full=ns.full,
                      all_frames=ns.all_frames, report_dir=report_path.parent.resolve())
-    beside = report_path.resolve().parent == Path(run_dir).resolve()
-    print(f"report: {report_path}  (" + ("the artifacts beside it" if beside
-                                        else f"artifacts: {run_dir}") + ")", file=sys.stderr)
+    print(saved_line(report_path, run_dir), file=sys.stderr)
     if ns.html is not None:
         html_path = (report_path.with_suffix(".html") if ns.html in (True, "")
                      else Path(ns.html))
@@ -136,3 +134,11 @@ def cmd_run(plugins: Plugins, argv: list[str]) -> int:
               "backends for why)", file=sys.stderr)
         return EXIT_BACKENDS_FAILED
     return EXIT_OK
+
+
+def saved_line(report_path: Path, run_dir: Path | str) -> str:
+    """Where the report went and its artifacts: in one line that fits 80 columns when the
+    report is in its run folder (the artifacts beside it), else both paths."""
+    beside = report_path.resolve().parent == Path(run_dir).resolve()
+    return f"report: {report_path}  (" + ("the artifacts beside it" if beside
+                                         else f"artifacts: {run_dir}") + ")"
