@@ -3,7 +3,7 @@
     .venv/bin/python bench/ceiling_vs_sgemm.py [--rounds 5] [--size 2048]
 
 Each round measures, alternately, the ceiling probe as ``perfstack run`` runs it (``python -m
-perfstack.machine.ceilingprobe``, its fp32 peak: the fastest of its calls at the best size)
+perfstack.machine.roofline.ceilingprobe``, its fp32 peak: the fastest of its calls at the best size)
 and torch's own matrix product of ``--size`` (the fastest of 10 calls after 2 untimed), each in
 a process of its own, and prints both and their ratio, then min/median/max of the ratios. A
 ceiling well under torch's own product means every "% of roof" is read too high; the target
@@ -32,7 +32,7 @@ print(2 * n ** 3 / best)
 
 def probe() -> float:
     """The probe's fp32 peak (FLOP/s)."""
-    out = subprocess.run([sys.executable, "-m", "perfstack.machine.ceilingprobe"],
+    out = subprocess.run([sys.executable, "-m", "perfstack.machine.roofline.ceilingprobe"],
                          capture_output=True, text=True, check=True).stdout
     return float(json.loads(out.strip().splitlines()[-1])["peak_flops"]["fp32"])
 

@@ -14,7 +14,7 @@ from perfstack_plugins.torchprof.trace import TraceAggregate
 
 from perfstack.analysis.roofline import place
 from perfstack.analysis.rules.roofline import annotate
-from perfstack.machine.ceilingrecord import Ceilings
+from perfstack.machine.roofline.ceilingrecord import Ceilings
 from perfstack.report import Layer, Quantity, Report, Row, RunInfo
 
 TRACE = Path(__file__).parent / "fixtures/torch-traces/autocast_mlp.pt.trace.json.gz"

@@ -116,7 +116,8 @@ def test_ceilings_named_by_a_fifo_or_a_device_are_not_read(
     os.mkfifo(fifo)
     huge = tmp_path / "huge.json"
     huge.write_bytes(b"[" * 2_000_000)
-    check = ("from perfstack.machine import ceilings, envinfo; "
+    check = ("from perfstack.machine import envinfo; "
+             "from perfstack.machine.roofline import ceilings; "
              "assert ceilings.cached(None) is None; "
              "print(envinfo.ceilings.cached(None))")
     for named in (fifo, Path("/dev/zero"), huge):

@@ -179,7 +179,7 @@ def test_a_recorded_gpus_host_link_is_its_datasheets_one_direction() -> None:
     """A copy on a machine perfstack never saw is held to the published host link: an H200's
     PCIe Gen5 x16, 64 GB/s a direction (the sheet's 128 GB/s is both ways)."""
     from perfstack.analysis.gpubound import _link_rate
-    from perfstack.machine.datasheets import ceilings_of
+    from perfstack.machine.roofline.datasheets import ceilings_of
 
     found = ceilings_of({"name": "NVIDIA H200", "totalGlobalMem": 150109880320})
     assert found is not None

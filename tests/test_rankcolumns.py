@@ -1,4 +1,4 @@
-"""A big job's per-rank figures folded into columns (``perfstack.report.rankcolumns``): the
+"""A big job's per-rank figures folded into columns (``perfstack.report.job.rankcolumns``): the
 distributions are exact, the ranks that stand out are kept whole, the rest of each rank
 (notes, files, facts) is listed as a small job's is, and none of it depends on the order the
 ranks came in or on where they were folded."""
@@ -14,8 +14,8 @@ from typing import Any
 from perfstack.plugin.backend import Collected, Recorded
 from perfstack.plugin.load import load_plugins
 from perfstack.report import Better, Metric, Report, RunInfo
-from perfstack.report.rankcolumns import BIG_JOB
-from perfstack.report.rankrows import said_ranks
+from perfstack.report.job.rankcolumns import BIG_JOB
+from perfstack.report.job.rankrows import said_ranks
 from perfstack.run.recorded.fold import Folded, JobFold, declared_primary
 from perfstack.run.recorded.reduce import Unit, UnitResult
 

@@ -13,8 +13,8 @@ from typing import Any
 from perfstack.plugin.backend import Collected, Recorded
 from perfstack.plugin.load import load_plugins
 from perfstack.report import Layer, Quantity, Report, Row, RunInfo
-from perfstack.report.rankfold import RowFold
-from perfstack.report.rankrows import MANY_RANKS, merge_across_ranks
+from perfstack.report.job.rankfold import RowFold
+from perfstack.report.job.rankrows import MANY_RANKS, merge_across_ranks
 from perfstack.run.recorded.fold import JobFold, declared_primary
 from perfstack.run.recorded.reduce import Unit, UnitResult
 

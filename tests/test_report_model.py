@@ -183,7 +183,7 @@ def test_equal_facts_of_many_ranks_are_held_once() -> None:
     sign, a bool for an int; a value that is no JSON is kept as it is."""
     import json
 
-    from perfstack.report.canon import Canon
+    from perfstack.report.job.canon import Canon
 
     canon = Canon()
     text = json.dumps({"devices": [{"name": "A100", "mem": 80}], "world": 8, "ok": True,

@@ -16,8 +16,8 @@ import pytest
 from perfstack.analysis import roofline
 from perfstack.analysis.panes.roofline import roof_view
 from perfstack.analysis.rules import roofline as roofrules
-from perfstack.machine import ceilings, datasheets
-from perfstack.machine.ceilingrecord import Ceilings
+from perfstack.machine.roofline import ceilings, datasheets
+from perfstack.machine.roofline.ceilingrecord import Ceilings
 from perfstack.report import Layer, Quantity, Report, Row, RunInfo
 from tests.conftest import ROOT, perfstack_in
 

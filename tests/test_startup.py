@@ -57,8 +57,10 @@ def test_version():
 #: format, each a face over 300 lines, became one module a concern (issue 68: 8 modules
 #: more, the same code). 105 later that day: every report section a pane, one module a home
 #: (issue 68), and a format imports a pane's words and drawing only when the report has
-#: that pane (a CPU report leaves the device's, kernels', streams' and ranks' alone).
-SHOW_MODULES = 106
+#: that pane (a CPU report leaves the device's, kernels', streams' and ranks' alone). 108
+#: after: the report's rank modules and the machine's ceilings became rooms of their own
+#: (issue 68), two package faces of a docstring each.
+SHOW_MODULES = 108
 #: Modules `show` does not use: email, zipfile and decimal came with importlib.metadata,
 #: importlib.resources and statistics; tempfile, shutil and subprocess with writing and
 #: running; perfstack.plugin.backend and the run's driver with running; dataclasses (and inspect)

@@ -14,7 +14,8 @@ import subprocess
 import sys
 from typing import Any
 
-from perfstack.machine import ceilings, environment, interpreters
+from perfstack.machine import environment, interpreters
+from perfstack.machine.roofline import ceilings
 from perfstack.plugin.backend import availability
 from perfstack.plugin.manager import Plugins
 from perfstack.report.units import fmt_seconds, fmt_si

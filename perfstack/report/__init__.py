@@ -1,6 +1,6 @@
 """The report room: the model (``model``: the ``Report``, holding ``measures``, ``findings``
 and what the ``session`` ran), its files (``files``: read, written, validated),
-units and how quantities print (``units``), and a job's ranks (``rankrows``,
+units and how quantities print (``units``), and a job's ranks (``job/``: ``rankrows``,
 ``rankcolumns``, ``rankfold``: rows across ranks, one copy of what ranks repeat in
 ``canon``); joining the reports of a job's nodes is ``perfstack.analysis.job.merge``.
 

@@ -30,7 +30,7 @@ from perfstack.report import (
     order_findings,
 )
 from perfstack.report.files import schema_errors
-from perfstack.report.rankrows import merge_across_ranks
+from perfstack.report.job.rankrows import merge_across_ranks
 
 if TYPE_CHECKING:
     from perfstack.plugin.manager import BackendEntry

@@ -2,7 +2,7 @@
 
 Measured only when a backend gave ops a cost (FLOPs or bytes) and the cache has none for
 this machine at the workload's thread count; alone on the machine, after every profiled
-run has ended (``perfstack.machine.ceilings`` runs the probe in a process of its own).
+run has ended (``perfstack.machine.roofline.ceilings`` runs the probe in a process of its own).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from perfstack.machine import ceilings, datasheets
-from perfstack.machine.ceilingrecord import Ceilings
+from perfstack.machine.roofline import ceilings, datasheets
+from perfstack.machine.roofline.ceilingrecord import Ceilings
 from perfstack.plugin.backend import Collected
 from perfstack.run.options import Progress
 

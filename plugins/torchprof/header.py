@@ -14,7 +14,7 @@ import zlib
 from pathlib import Path
 from typing import IO, Any
 
-from perfstack.report.canon import Canon
+from perfstack.report.job.canon import Canon
 
 #: How much of a trace is read at a time while looking for its header's end.
 HEADER_CHUNK = 1 << 14

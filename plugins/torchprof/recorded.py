@@ -20,7 +20,8 @@ from perfstack.plugin.backend import Collected, Recorded
 
 #: A rank in a trace's file name: rank-3.json.gz, rank3.pt.trace.json, trace_rank_12.json
 RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
-#: What a trace says of each GPU that its datasheet is found by (perfstack.machine.datasheets).
+#: What a trace says of each GPU that its datasheet is found by
+#: (perfstack.machine.roofline.datasheets).
 DEVICE_PROPERTIES = ("name", "totalGlobalMem", "computeMajor", "computeMinor", "numSms",
                      "warpSize")
 

@@ -22,7 +22,7 @@ from perfstack.report import Better, Finding, Layer, Metric, Report, Row
 from perfstack.report.units import fmt_bytes, fmt_si
 
 if TYPE_CHECKING:
-    from perfstack.report.rankcolumns import RankColumns
+    from perfstack.report.job.rankcolumns import RankColumns
 
 #: Op names of collective communication in torch traces (c10d, gloo, nccl, DDP's markers).
 COLLECTIVE = re.compile(r"all_?reduce|broadcast|all_?gather|reduce_?scatter|all_?to_?all|"
@@ -92,7 +92,7 @@ def rank_figures(report: Report, samples: Mapping[int, Sequence[float]], publish
     the ranks' rows were folded as they were read (``perfstack.run.recorded.fold``); by
     default they come from the report's per-rank framework rows.
 
-    ``columns``: a big job's per-rank figures (``perfstack.report.rankcolumns``), read in
+    ``columns``: a big job's per-rank figures (``perfstack.report.job.rankcolumns``), read in
     place of the report's ``name[rankN]`` metrics; the per-rank figures computed here join
     them, and are published only for the ranks they keep whole."""
     comm = shares if shares is not None else _comm_shares(report)

@@ -17,7 +17,7 @@ from pathlib import Path
 from perfstack.analysis.job.distributed import rank_figures
 from perfstack.records import replace
 from perfstack.report import Layer, Report, order_findings
-from perfstack.report.rankrows import merge_across_ranks
+from perfstack.report.job.rankrows import merge_across_ranks
 
 #: Figures computed across ranks: dropped from the inputs and computed again.
 CROSS_RANK = re.compile(r"^(slowest_rank|straggler_gap|collective_wait\[rank\d+\]|"

@@ -1,7 +1,7 @@
 """Each rank's figures by name, as the figures across a job's ranks read them.
 
 A report of a few ranks lists each rank's figures as ``name[rankN]`` metrics; a big job's
-are columns (``perfstack.report.rankcolumns``), only the ranks that stand out listed.
+are columns (``perfstack.report.job.rankcolumns``), only the ranks that stand out listed.
 :class:`PerRank` reads either the same way, and takes the per-rank figures the job's analysis
 computes (``perfstack.analysis.job.distributed``): a small job's as metrics of every rank, a big
 job's into a column of their own, listed for the ranks that stand out.
@@ -19,7 +19,7 @@ from perfstack.report import Better, Metric, Report
 from perfstack.report.units import nearest_rank
 
 if TYPE_CHECKING:
-    from perfstack.report.rankcolumns import RankColumns
+    from perfstack.report.job.rankcolumns import RankColumns
 
 #: A rank's own figure: its base name and rank.
 RANKED = re.compile(r"^(?P<base>.+)\[rank(?P<rank>\d+)\]$")
@@ -27,7 +27,7 @@ RANKED = re.compile(r"^(?P<base>.+)\[rank(?P<rank>\d+)\]$")
 
 class PerRank:
     """Each rank's figures by name: the report's ``name[rankN]`` metrics, or a big job's
-    columns (``perfstack.report.rankcolumns``), with the figures computed here added."""
+    columns (``perfstack.report.job.rankcolumns``), with the figures computed here added."""
 
     def __init__(self, report: Report, columns: RankColumns | None) -> None:
         """The figures of ``report``'s ranks, those of ``columns`` where given."""

@@ -10,7 +10,7 @@ from typing import Any
 from perfstack.analysis.stats import median
 from perfstack.records import datarecord, field
 from perfstack.report import Metric, Report
-from perfstack.report.rankrows import MANY_RANKS
+from perfstack.report.job.rankrows import MANY_RANKS
 from perfstack.report.units import nearest_rank, numeric
 
 
@@ -29,7 +29,7 @@ class RankTable:
     summary: list[tuple[str, list[tuple[float, str] | None]]] = field(default_factory=list)
     ranks: int = 0  # how many ranks the job has (``rows`` may list fewer)
     merged_rows: bool = False  # the layers' rows are each key's mean per rank (rankrows)
-    #: a big job (``perfstack.report.rankcolumns``): the report keeps whole only the ranks
+    #: a big job (``perfstack.report.job.rankcolumns``): the report keeps whole only the ranks
     #: that stand out, every rank's figures are in the distributions
     kept_only: bool = False
 

@@ -10,7 +10,7 @@ chart.
 from __future__ import annotations
 
 from perfstack.analysis.roofline import ceilings_of
-from perfstack.machine.ceilingrecord import Ceilings
+from perfstack.machine.roofline.ceilingrecord import Ceilings
 from perfstack.records import datarecord, field
 from perfstack.report import Layer, Metric, Report, Row
 

@@ -19,8 +19,8 @@ from perfstack.analysis.roofline import (
     placements,
     summary,
 )
-from perfstack.machine.ceilingrecord import Ceilings
 from perfstack.machine.load import DISTURBED_CPUS
+from perfstack.machine.roofline.ceilingrecord import Ceilings
 from perfstack.report import Finding, Layer, Metric, Quantity, Report, Row
 from perfstack.report.units import fmt_seconds, fmt_si, pct_fine
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfstack.report.rankrows import said_ranks
+from perfstack.report.job.rankrows import said_ranks
 
 
 def ranks_read(recorded: dict[str, Any]) -> str:

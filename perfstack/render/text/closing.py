@@ -12,7 +12,7 @@ from perfstack.render.words.common import (
     STATUS_WORDS,
     fmt_overhead,
 )
-from perfstack.report.rankrows import MANY_RANKS
+from perfstack.report.job.rankrows import MANY_RANKS
 from perfstack.report.units import fmt_seconds, fmt_value
 
 

@@ -4,10 +4,10 @@
 :class:`JobFold` takes them as they arrive (:meth:`JobFold.add`) and keeps of each rank only
 what the report needs of it: its metrics (step times, device figures), its facts, its share
 of time in collectives (from its framework rows), and, from ``MANY_RANKS`` ranks on, its rows
-folded into one row per key (``perfstack.report.rankfold``) and then dropped. Below
+folded into one row per key (``perfstack.report.job.rankfold``) and then dropped. Below
 ``MANY_RANKS`` ranks a job's rows stay one per rank, as they always did; the ranks read
 before the job has that many are held until it does, then folded. Likewise its figures: from
-``BIG_JOB`` ranks on they are folded into a column each (``perfstack.report.rankcolumns``), a
+``BIG_JOB`` ranks on they are folded into a column each (``perfstack.report.job.rankcolumns``), a
 float a rank, and only the ranks that stand out are kept whole.
 
 Folds merge (:meth:`JobFold.merge`): a worker folds the ranks it read, and the job's fold
@@ -29,10 +29,10 @@ from perfstack.plugin.backend import Collected, Recorded
 from perfstack.plugin.manager import BackendEntry
 from perfstack.records import datarecord, field
 from perfstack.report import Layer, Metric
-from perfstack.report.canon import Canon
-from perfstack.report.rankcolumns import BIG_JOB, RankColumns, is_steps
-from perfstack.report.rankfold import Position, RowFold
-from perfstack.report.rankrows import MANY_RANKS
+from perfstack.report.job.canon import Canon
+from perfstack.report.job.rankcolumns import BIG_JOB, RankColumns, is_steps
+from perfstack.report.job.rankfold import Position, RowFold
+from perfstack.report.job.rankrows import MANY_RANKS
 from perfstack.report.units import numeric
 from perfstack.run import assembly
 from perfstack.run.recorded.rankextras import Rest

@@ -27,7 +27,7 @@ from perfstack.plugin.backend import Backend, Collected
 from perfstack.plugin.calls import call
 from perfstack.plugin.manager import BackendEntry, Plugins
 from perfstack.report import BackendResult, Finding, Metric, Report, RunInfo, Status
-from perfstack.report.rankcolumns import BIG_JOB
+from perfstack.report.job.rankcolumns import BIG_JOB
 from perfstack.run import assembly
 from perfstack.run.ceilingstep import recorded_ceilings
 from perfstack.run.recorded import executors

@@ -1,7 +1,7 @@
 """What a big job keeps of each rank besides its rows and figures, once folded.
 
-A rank's records hold, beside the rows (``perfstack.report.rankfold``) and the figures
-(``perfstack.report.rankcolumns``), its facts (device properties...), its notes, its files
+A rank's records hold, beside the rows (``perfstack.report.job.rankfold``) and the figures
+(``perfstack.report.job.rankcolumns``), its facts (device properties...), its notes, its files
 and its findings. A job of thousands of ranks keeps no record a rank: :class:`Rest` takes
 these out of each record as it is folded, each with the record's place, and lists them at the
 end in the order a small job's are, a note every rank repeats once, with its ranks. Its files
@@ -18,8 +18,8 @@ from typing import Any
 from perfstack.plugin.backend import Collected, Recorded
 from perfstack.records import datarecord, field
 from perfstack.report import Finding
-from perfstack.report.rankfold import Position
-from perfstack.report.rankrows import said_ranks
+from perfstack.report.job.rankfold import Position
+from perfstack.report.job.rankrows import said_ranks
 
 
 @datarecord

@@ -5,7 +5,7 @@ ranks on, the rows of one key are merged across the ranks that have them, so tha
 grows with what differs, not with ranks x ops: each value is the **mean per rank** over the
 ranks that measured it (a typical rank), and ``attrs.across_ranks`` keeps, per value, the
 least and the most with the rank of each (the ranks that stand out), and how many ranks had
-the row (``attrs.ranks``); ``perfstack.report.rankfold`` folds them, a rank at a time.
+the row (``attrs.ranks``); ``perfstack.report.job.rankfold`` folds them, a rank at a time.
 Figures across ranks (step times, collective waits, the straggler) are computed from the
 per-rank rows before they are merged.
 """
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from perfstack.report import Report, Row
 
 if TYPE_CHECKING:
-    from perfstack.report.rankfold import Position
+    from perfstack.report.job.rankfold import Position
 
 #: From this many ranks a job's rows are merged across ranks, and every table speaks in
 #: distributions, not one line per rank.
@@ -54,7 +54,7 @@ def merge_across_ranks(report: Report) -> int:
              if isinstance(r.attrs.get("rank"), int)}
     if len(ranks) < MANY_RANKS:
         return 0
-    from perfstack.report.rankfold import RowFold  # (reading a report needs only MANY_RANKS)
+    from perfstack.report.job.rankfold import RowFold  # (reading a report needs only MANY_RANKS)
 
     before = sum(len(rows) for rows in report.layers.values())
     for layer, rows in report.layers.items():

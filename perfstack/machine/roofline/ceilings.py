@@ -1,7 +1,7 @@
 """This machine's ceilings (peak FLOP/s per type, memory bandwidth, a call's fixed cost),
 measured once and cached.
 
-The measuring is ``perfstack.machine.ceilingprobe``'s, in a process of its own (it imports
+The measuring is ``perfstack.machine.roofline.ceilingprobe``'s, in a process of its own (it imports
 torch; this module does not). The cache is one JSON file per key in perfstack's cache
 folder: the CPU model, its ISA flags, the thread count, torch's version and the device,
 so another machine, another thread count or another torch is measured again.
@@ -21,7 +21,7 @@ from typing import Any
 
 from perfstack.cachedir import cache_folder
 from perfstack.machine import environment, load
-from perfstack.machine.ceilingrecord import Ceilings
+from perfstack.machine.roofline.ceilingrecord import Ceilings
 
 CEILINGS_ENV = "PERFSTACK_CEILINGS"
 #: The longest the measuring may take before it is given up (it takes about 5 s on a
@@ -94,7 +94,7 @@ def measure(threads: int | None, device: str = "cpu", python: str | None = None,
     """Measure the ceilings now (a few seconds, alone on the machine) and cache them; raise
     RuntimeError with why when the probe fails. ``probe_args`` go to the probe (its
     ``--sizes`` and ``--array-mib`` make a quick check)."""
-    argv = [python or sys.executable, "-m", "perfstack.machine.ceilingprobe",
+    argv = [python or sys.executable, "-m", "perfstack.machine.roofline.ceilingprobe",
             "--device", device, *probe_args]
     if threads:
         argv += ["--threads", str(threads)]
@@ -117,7 +117,7 @@ def measure(threads: int | None, device: str = "cpu", python: str | None = None,
     how = dict(found.get("how") or {})
     props = found.get("device_properties")
     if isinstance(props, dict):  # a GPU: its datasheet beside what was measured
-        from perfstack.machine.datasheets import identify, link_of
+        from perfstack.machine.roofline.datasheets import identify, link_of
 
         how["device_properties"] = props
         sheet = identify(props)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfstack.machine.ceilingrecord import Ceilings
+from perfstack.machine.roofline.ceilingrecord import Ceilings
 from perfstack.records import datarecord
 
 T = 1e12

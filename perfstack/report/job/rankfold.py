@@ -1,6 +1,6 @@
 """Rows of many ranks folded into one row per key, a rank at a time.
 
-A job's rows merged across ranks (``perfstack.report.rankrows``) keep, per key and value, the
+A job's rows merged across ranks (``perfstack.report.job.rankrows``) keep, per key and value, the
 mean per rank over the ranks that measured it, the least and the most with their ranks, and
 how many ranks had the row. All of it folds: :class:`RowFold` takes one rank's rows as they
 come (:meth:`RowFold.add`), and two folds of different ranks combine (:meth:`RowFold.merge`),

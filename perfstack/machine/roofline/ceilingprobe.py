@@ -1,7 +1,8 @@
 """Measure what this machine can reach with torch: peak FLOP/s per element type and memory
-bandwidth. Run in a process of its own (``python -m perfstack.machine.ceilingprobe``), which
-prints one JSON object; ``perfstack.machine.ceilings`` starts it, caches the result and
-reads it back. Nothing else of perfstack's may run meanwhile: the figures are the machine's
+bandwidth. Run in a process of its own (``python -m
+perfstack.machine.roofline.ceilingprobe``), which prints one JSON object;
+``perfstack.machine.roofline.ceilings`` starts it, caches the result and reads it back.
+Nothing else of perfstack's may run meanwhile: the figures are the machine's
 best, measured alone.
 
 - **Peak FLOP/s**: square matrix products (``torch.mm``) of growing sizes in each type the
@@ -257,7 +258,7 @@ def _capability(torch: Any) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     """Measure, print the ceilings as one JSON object."""
-    parser = argparse.ArgumentParser(prog="python -m perfstack.machine.ceilingprobe")
+    parser = argparse.ArgumentParser(prog="python -m perfstack.machine.roofline.ceilingprobe")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)),
