@@ -30,6 +30,7 @@ import statistics
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from selenium import webdriver
@@ -177,13 +178,15 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
-            sizes = [0, *([-args.single] if args.single else []),
-                     *(int(n) for n in args.ranks.split(",") if n)]
-            for ranks in sizes:
-                label = (f"{ranks} ranks of a100_negq" if ranks > 0 else "resnet (1 rank)"
-                         if ranks == 0 else f"one rank of {-ranks} MB (a100_negq's steps repeated)")
-                report = (_job(work, ranks) if ranks > 0 else _resnet(work) if ranks == 0
-                          else _single(work, -ranks))
+            sizes: list[tuple[str, Callable[[], Path]]] = [
+                ("resnet (1 rank)", lambda: _resnet(work))]
+            if args.single:
+                sizes.append((f"one rank of {args.single} MB (a100_negq's steps repeated)",
+                              lambda: _single(work, args.single)))
+            for n in (int(n) for n in args.ranks.split(",") if n):
+                sizes.append((f"{n} ranks of a100_negq", lambda n=n: _job(work, n)))
+            for label, make in sizes:
+                report = make()
                 page, seconds, rss = _page(report)
                 first, times, steps, said = _measure(driver, page, args.zooms, args.opens)
                 beside = sum(f.stat().st_size for d in page.parent.glob("timeline-*")

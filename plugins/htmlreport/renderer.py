@@ -110,10 +110,10 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
 
     def sections(tab: str) -> list[str]:
         """The registered panes' sections drawn in one of the page's own tabs, in order."""
-        return [home.overview(v, page) if tab == "pane-overview" else home.within(v, page)
-                for _, home, v in homes if v is not None and (
-                    hasattr(home, "overview") if tab == "pane-overview"
-                    else getattr(home, "WITHIN", None) == tab)]
+        shown = [(home, v) for _, home, v in homes if v is not None]
+        if tab == "pane-overview":
+            return [home.overview(v, page) for home, v in shown if hasattr(home, "overview")]
+        return [home.within(v, page) for home, v in shown if getattr(home, "WITHIN", None) == tab]
 
     flame, flame_why = flame_tree(report, options.report_dir)
     overview = "".join([

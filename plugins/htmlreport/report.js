@@ -38,13 +38,16 @@
     init();
     var pane = reveal(id);
     if (!pane) { return showPane('pane-overview'); }
-    if (id === 'pane-python' && flame) { flame.draw(); }
+    layOut(pane);
+    return true;
+  }
+  function layOut(pane) {
     /* a pane's tables are laid out when it is first shown: a page opened on one pane (a
        job's Timeline) does not lay out the others' rows before it draws */
+    if (pane.id === 'pane-python' && flame) { flame.draw(); }
     Object.keys(tables).forEach(function (tid) {
       if (!tables[tid].drawn && pane.contains(tables[tid].box)) { tables[tid].render(); }
     });
-    return true;
   }
   function follow(pane, table, filter) {
     /* show a pane and search its table (every table of the pane when none is named); the
@@ -414,12 +417,7 @@
     }
     api.flame = flame;
     var shown = document.querySelector('.pane:not([hidden])');  /* shown before: lay it out */
-    if (shown) {
-      Object.keys(tables).forEach(function (tid) {
-        if (!tables[tid].drawn && shown.contains(tables[tid].box)) { tables[tid].render(); }
-      });
-      if (shown.id === 'pane-python' && flame) { flame.draw(); }
-    }
+    if (shown) { layOut(shown); }
     api.readyMs = performance.now();  /* (a test reads when, against the timeline's draw) */
     ready();
   }

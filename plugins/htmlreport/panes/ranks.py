@@ -20,15 +20,23 @@ TAB = "Ranks"
 AFTER = "pane-hardware"
 
 
+def _head(t: RankTable, section_id: str, note: str | None) -> str:
+    """A ranks section's opening: its id, its title (the slowest rank) and its note."""
+    return (f'<section id="{section_id}"><h2>{esc(ranks_title(t))}</h2>'
+            + (f'<p class="muted">{esc(note)}</p>' if note else ""))
+
+
+def _cells(t: RankTable, head: str, cells: list[list[str]]) -> str:
+    """Rows of the text's rank cells as a table: the first column named ``head``."""
+    return table([head, *t.columns], [[esc(c) for c in row] for row in cells],
+                 set(range(1, len(t.columns) + 1)))
+
+
 def section(t: RankTable, section_id: str = "ranks", where_all: str | None = None) -> str:
     """A job's ranks side by side: step time, device busy, collective wait per rank; a job of
     many ranks as distributions, ``where_all`` saying where every rank is listed."""
-    rows = [[esc(c) for c in cells] for cells in rank_cells(t)]
     note = ranks_note(t, where_all) if where_all else ranks_note(t)
-    return (f'<section id="{section_id}"><h2>{esc(ranks_title(t))}</h2>'
-            + (f'<p class="muted">{esc(note)}</p>' if note else "")
-            + table(["rank", *t.columns], rows, set(range(1, len(t.columns) + 1)))
-            + "</section>")
+    return _head(t, section_id, note) + _cells(t, "rank", rank_cells(t)) + "</section>"
 
 
 def overview(t: RankTable, page: PageContext) -> str:
@@ -62,14 +70,9 @@ def pane(t: RankTable | None, page: PageContext) -> str | None:
     found = "".join(f"<li>{esc(f.title)}</li>" for f in page.report.findings
                     if f.rule.startswith("dist."))
     page.specs["ranks-all"] = every_rank(t)
-    note = ranks_note(t)
-    spread = ""  # a big job's distributions over every rank: three rows, above the ranks
-    if t.summary:
-        spread = table(["over every rank", *t.columns],
-                       [[esc(c) for c in cells] for cells in rank_cells(t)[:len(t.summary)]],
-                       set(range(1, len(t.columns) + 1)))
+    # a big job's distributions over every rank: three rows, above the ranks
+    spread = (_cells(t, "over every rank", rank_cells(t)[:len(t.summary)]) if t.summary
+              else "")
     return ((f"<h3>Findings</h3><ul>{found}</ul>" if found else "")
-            + rank_heat_map(page.report)
-            + f'<section id="ranks-all"><h2>{esc(ranks_title(t))}</h2>'
-            + (f'<p class="muted">{esc(note)}</p>' if note else "") + spread
+            + rank_heat_map(page.report) + _head(t, "ranks-all", ranks_note(t)) + spread
             + '<div class="table" id="table-ranks-all"></div></section>')
