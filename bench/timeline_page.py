@@ -1,18 +1,19 @@
-"""The Timeline pane at three sizes: the page's size, the time and memory to prepare it, and
+"""The Timeline pane at four sizes: the page's size, the time and memory to prepare it, and
 in Chromium the first draw (from the page's navigation, its data parsed, to the canvas
 drawn; and the draw alone) and a zoom step (the canvas's own draw time,
 ``perfstackTimeline.lastDrawMs``).
 
-    .venv/bin/python bench/timeline_page.py [--ranks 8,80] [--zooms 10] [--opens 5]
+    .venv/bin/python bench/timeline_page.py [--single 500] [--ranks 8,80] [--zooms 10]
+                                            [--opens 5]
 
-Sizes: the H200 ResNet-50 run (tests/fixtures/gpu-runs/resnet: 5 steps, one GPU stream);
-one rank's trace of ``--single`` MB (the shared A100 trace, ../shared/gpu-traces/a100_negq,
-its 5 steps repeated one after the other, each copy's ids and step numbers its own: 500 MB
-is 20 copies, 100 steps); then a job of N ranks made of the same trace (25 MB each
-uncompressed; each rank's clock shifted and its kernels shortened a little). Each read by
-`perfstack analyze`. Needs Chromium and its
-chromedriver (scripts/install-chromium.sh). Run alone on the machine; it prints one line a
-size: slices kept and left out, page MB, seconds and peak memory to write the page, the
+Sizes: one step (the shared A100 trace, ../shared/gpu-traces/a100_negq, cut to its first
+profiled step); the H200 ResNet-50 run (tests/fixtures/gpu-runs/resnet: 5 steps, one GPU
+stream); one rank's trace of ``--single`` MB (the A100 trace's 5 steps repeated one after
+the other, each copy's ids and step numbers its own: 500 MB is 20 copies, 100 steps); then
+a job of N ranks made of the same trace (25 MB each uncompressed; each rank's clock shifted
+and its kernels shortened a little). Each read by `perfstack analyze`. Needs Chromium and
+its chromedriver (scripts/install-chromium.sh). Run alone on the machine; it prints one line
+a size: slices kept and left out, page MB, seconds and peak memory to write the page, the
 first draw after navigation (the first open, then the median of ``--opens`` more: a
 browser's first open of a page pays its own start-up), where that time went (the page read,
 its script run, its data read), and the median and slowest of ``--zooms`` zoom steps (w,
@@ -77,6 +78,28 @@ def _job(work: Path, ranks: int) -> Path:
 #: How far apart each copy's correlation and event ids are (the trace's own reach 937,419).
 ID_STRIDE = 1_000_000
 IDS = ("correlation", "External id", "Ev Idx")
+
+
+def _one_step(work: Path) -> Path:
+    """The A100 trace cut to its first profiled step: every event that began before the
+    second ProfilerStep range began (the first step's host work and the device work it ran by
+    then), the other step ranges left out."""
+    folder = work / "one-step"
+    folder.mkdir(parents=True)
+    with gzip.open(SHARED, "rt", encoding="utf-8") as fh:
+        trace = json.load(fh)
+    events = trace["traceEvents"]
+    starts = sorted(e["ts"] for e in events if str(e.get("name", "")).startswith("ProfilerStep#")
+                    and isinstance(e.get("ts"), (int, float)))
+    trace["traceEvents"] = [
+        e for e in events if e.get("ph") == "M" or (
+            isinstance(e.get("ts"), (int, float)) and e["ts"] < starts[1]
+            and not (str(e.get("name", "")).startswith("ProfilerStep#") and e["ts"] != starts[0]))]
+    path = folder / "rank-0.pt.trace.json"
+    path.write_text(json.dumps(trace), "utf-8")
+    subprocess.run([perfstack_command(), "analyze", str(path), "-o",
+                    str(folder / "one-step.json")], check=True, capture_output=True)
+    return folder / "one-step.json"
 
 
 def _single(work: Path, megabytes: int) -> Path:
@@ -179,7 +202,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
             sizes: list[tuple[str, Callable[[], Path]]] = [
-                ("resnet (1 rank)", lambda: _resnet(work))]
+                ("one step (a100_negq's first)", lambda: _one_step(work)),
+                ("resnet (1 rank, 5 steps)", lambda: _resnet(work))]
             if args.single:
                 sizes.append((f"one rank of {args.single} MB (a100_negq's steps repeated)",
                               lambda: _single(work, args.single)))
@@ -194,7 +218,7 @@ def main() -> None:
                 traces = sum(f.stat().st_size for f in report.parent.rglob("*.json")
                              if f.name.endswith(".pt.trace.json"))
                 later = [statistics.median(col) for col in zip(*times[1:], strict=True)]
-                print(f"{label} ({traces / 1e9:.2f} GB of traces): {said}; page "
+                print(f"{label} ({traces / 1e6:,.1f} MB of traces): {said}; page "
                       f"{page.stat().st_size / 1e6:.1f} MB and {beside / 1e6:.1f} MB beside it, "
                       f"written in {seconds:.1f} s at {rss:.1f} GB peak; first draw "
                       f"{times[0][3]:.0f} ms after navigation on the first open, median "

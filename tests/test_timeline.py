@@ -23,7 +23,13 @@ from perfstack.report import Layer
 from perfstack.report.files import load_report
 from plugins.htmlreport.timelinefiles import unpack
 from tests.conftest import ROOT, perfstack_in
-from tests.test_html_browser import _open, _pane, browser  # noqa: F401 (a fixture)
+from tests.test_html_browser import (  # noqa: F401 (a fixture)
+    _console_errors,
+    _open,
+    _pane,
+    _seconds,
+    browser,
+)
 
 RESNET = ROOT / "tests" / "fixtures" / "gpu-runs" / "resnet"
 
@@ -240,6 +246,7 @@ def test_without_a_timeline_no_row_offers_one(browser: WebDriver,  # noqa: F811
     detail = row.find_element(By.XPATH, "following-sibling::tr[@class='detail']")
     html = detail.get_attribute("innerHTML")
     assert "kernels it ran" in html and "on the timeline" not in html, html
+    assert 'class="to-timeline"' not in page.read_text("utf-8")  # nor the steps chart's
 
 
 def test_each_run_s_steps_memory_and_compiles_are_on_its_axis() -> None:
@@ -386,6 +393,44 @@ def test_a_selection_of_the_profiled_steps_gives_the_kernels_pane_s_busy_share(
     busy = load_report(RESNET / "report.json.gz").metric("gpu_busy")
     assert busy is not None and busy.value is not None
     assert 100 * row["busy"] == pytest.approx(busy.value, abs=0.5)
+
+
+def test_a_step_of_the_steps_chart_leads_to_its_range_on_the_timeline(
+        browser: WebDriver, resnet_page: Path) -> None:  # noqa: F811
+    """The Overview's steps chart, its third bar clicked: the Timeline opens on the third
+    profiled step (the main thread's third ProfilerStep range, read from the page's data
+    here), zoomed to it, named in the details and selected; the range is the step's length
+    the chart printed (the host's range on this host-bound run: 44.54 ms against 44.5); the
+    page's script goes to a step asked for, and to none past the last profiled one."""
+    data = _data(resnet_page)
+    main = next(t for t in data["tracks"] if t["name"] == "thread 774 (python3)")
+    steps = sorted((a, d, data["names"][n]) for a, d, n, depth in zip(
+        main["ts"], main["dur"], main["name_id"], main["depth"], strict=True)
+        if depth == 0 and data["names"][n].startswith("ProfilerStep#"))
+    start, length, name = steps[2]
+    _open(browser, resnet_page)
+    bars = browser.find_elements(By.CSS_SELECTOR, "#steps-chart a.to-timeline")
+    assert [b.get_attribute("data-step") for b in bars] == ["1", "2", "3", "4", "5"]
+    printed = bars[2].find_elements(By.TAG_NAME, "text")[-1].text  # the step's length
+    bars[2].find_element(By.CSS_SELECTOR, "rect").click()
+    assert browser.find_element(By.ID, "pane-timeline").is_displayed()
+    WebDriverWait(browser, 20).until(
+        lambda d: d.execute_script("return window.perfstackTimeline.selection") is not None)
+    view = browser.execute_script("return window.perfstackTimeline.view()")
+    assert view["a"] <= start and start + length <= view["b"]
+    assert view["b"] - view["a"] < 1.2 * length  # zoomed to the step, not the run
+    assert name in browser.find_element(By.ID, "timeline-details").text
+    assert f"selected {length / 1e3:.3g} ms" in browser.find_element(
+        By.ID, "timeline-selection").text
+    assert _seconds(printed) == pytest.approx(length * 1e-6, rel=0.01)
+    # the outlier-less run's hint, and the same step asked for by the page's script
+    assert "A click on a step shows it on the Timeline" in browser.find_element(
+        By.ID, "steps").get_attribute("textContent")
+    assert browser.execute_script(
+        "return window.perfstackTimeline.goStep('torch run', 3)") == pytest.approx(start)
+    assert browser.execute_script(
+        "return window.perfstackTimeline.goStep('torch run', 6)") is None  # 5 were profiled
+    assert _console_errors(browser) == []
 
 
 def test_the_detail_left_out_of_a_big_page_is_read_from_beside_it_as_a_zoom_needs_it(

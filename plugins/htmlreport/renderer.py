@@ -106,7 +106,8 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
                     options.layer_providers)
     homes = [(stem, home, view.panes.get(stem)) for stem, home in
              view_homes(f"{__package__}.panes")]
-    page = PageContext(report, tables)
+    timeline, timeline_said = timeline_data(report, options.report_dir, page_dir)
+    page = PageContext(report, tables, timeline=timeline is not None)
 
     def sections(tab: str) -> list[str]:
         """The registered panes' sections drawn in one of the page's own tabs, in order."""
@@ -143,7 +144,6 @@ def render_report(report: Report, options: RenderOptions, page_dir: Path | None 
             drawn = home.pane(v, page) if pid == getattr(home, "AFTER", None) else None
             if drawn is not None:
                 panes[f"pane-{stem}"], titles[f"pane-{stem}"] = drawn, home.TAB
-    timeline, timeline_said = timeline_data(report, options.report_dir, page_dir)
     tail = ""
     if timeline is not None:
         panes["pane-timeline"], tail = timeline_pane(timeline_said, timeline)

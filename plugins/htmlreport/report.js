@@ -49,12 +49,16 @@
       if (!tables[tid].drawn && pane.contains(tables[tid].box)) { tables[tid].render(); }
     });
   }
-  function follow(pane, table, filter) {
+  function follow(pane, table, filter, step) {
     /* show a pane and search its table (every table of the pane when none is named); the
-       timeline finds its slices of that name */
+       timeline finds its slices of that name, or goes to a run's profiled step */
     showPane(pane);
     if (pane === 'pane-timeline' && window.perfstackTimeline) {
-      window.perfstackTimeline.find(filter);
+      if (step) {
+        window.perfstackTimeline.goStep(step.group, step.k);
+      } else {
+        window.perfstackTimeline.find(filter);
+      }
       return;
     }
     var targets = table ? [table] : Object.keys(tables).filter(function (id) {
@@ -78,8 +82,10 @@
     var a = e.target.closest ? e.target.closest('a[data-pane]') : null;
     if (!a) { return; }
     e.preventDefault();
+    var k = parseInt(a.getAttribute('data-step') || '', 10);
     follow(a.getAttribute('data-pane'), a.getAttribute('data-table'),
-           a.getAttribute('data-filter') || '');
+           a.getAttribute('data-filter') || '',
+           k > 0 ? {k: k, group: a.getAttribute('data-group') || ''} : null);
   });
 
   /* ---- tables --------------------------------------------------------------------------- */

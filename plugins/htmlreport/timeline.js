@@ -13,13 +13,16 @@
     var p = document.getElementById('pane-timeline');
     return !!p && (!p.hidden || location.hash === '#pane-timeline');
   }
-  var started = false, pendingFind = null;
+  var started = false, pending = null;
   function begin(force) { if (!started && (force || visible())) { started = true; run(); } }
   /* when (ms from navigation) its script ran, its data was asked for and read: a bench reads
-     them; a row's link may ask for a name before the data is read: found once it is */
+     them; a row's link may ask for a name or a step before the data is read: gone to once
+     it is */
   var timing = {script: performance.now()};
   window.perfstackTimeline = {draws: 0, lastDrawMs: null, started: false, timing: timing,
-                              find: function (name) { pendingFind = name; begin(true); }};
+                              find: function (name) { later('find', [name]); },
+                              goStep: function (group, k) { later('goStep', [group, k]); }};
+  function later(what, args) { pending = {what: what, args: args}; begin(true); }
   window.addEventListener('hashchange', function () { begin(false); });
   document.addEventListener('click', function () { setTimeout(function () { begin(false); }, 0); });
   begin(false);  /* a page opened on this pane asks for its data at once */
@@ -540,6 +543,37 @@
     draw();
     return api.matches;
   };
+  api.goStep = function (group, k) {
+    /* the k-th profiled step (1-based, in the order the trace recorded its ProfilerStep
+       ranges) of the first run whose name begins with `group` (any run's where none does):
+       zoomed to with a margin, selected (what ran in it summed) and its range shown; the
+       step's start (µs), or null where that run recorded fewer steps */
+    var runs = {}, order = [];
+    tracks.forEach(function (t, ti) {
+      if (t.kind !== 'slices') { return; }
+      for (var i = 0; i < t.ts.length; i++) {
+        if (t.depth[i] === 0 && names[t.name_id[i]].indexOf('ProfilerStep#') === 0) {
+          if (!runs[t.group]) { runs[t.group] = []; order.push(t.group); }
+          runs[t.group].push({t: t, i: i, ti: ti});
+        }
+      }
+    });
+    var mine = order.filter(function (g) { return g.indexOf(group) === 0; });
+    var steps = runs[(mine.length ? mine : order)[0]] || [];
+    steps.sort(function (x, y) { return x.t.ts[x.i] - y.t.ts[y.i]; });
+    var s = steps[k - 1];
+    if (!s) { return null; }
+    var a = s.t.ts[s.i], b = a + s.t.dur[s.i], pad = Math.max((b - a) * 0.05, 0.01);
+    view = {a: Math.max(0, a - pad), b: b + pad};
+    var top = 20;
+    for (var j = 0; j < s.ti; j++) { top += tracks[j].height; }
+    box.scrollTop = Math.max(0, top - 40);
+    select(a, b);
+    show({track: s.t, src: s.t, list: names, index: s.i});
+    seen = true;
+    draw();
+    return a;
+  };
   /* each run's own clock starts at its workload's start: lined up, every run's step k starts
      where the first run's does (its tracks moved as a whole) */
   tracks.forEach(function (t) { t.shift = 0; });
@@ -638,6 +672,6 @@
   document.addEventListener('click', function () { setTimeout(maybe, 0); });
   window.addEventListener('resize', function () { if (api.visible()) { draw(); } });
   maybe();
-  if (pendingFind !== null) { api.find(pendingFind); pendingFind = null; }
+  if (pending !== null) { api[pending.what].apply(null, pending.args); pending = null; }
   }
 })();

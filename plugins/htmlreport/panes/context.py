@@ -13,10 +13,13 @@ from ..tables import Tables
 @datarecord
 class PageContext:
     """The page a pane is drawn on: the report (for what a pane draws from its rows, as the
-    ranks' heat map) and the layers' tables (a pane lists its layer's rows with them)."""
+    ranks' heat map), the layers' tables (a pane lists its layer's rows with them) and
+    whether there is a timeline to link to."""
 
     report: Report
     tables: Tables
     #: the page's own tables a pane adds (id -> the spec the page's script lays out, as the
     #: layers' tables are: a pane of thousands of cells is no burden on the page's first draw)
     specs: dict[str, Any] = field(default_factory=dict)
+    #: whether the page has a Timeline pane (a pane's rows may link to their slices on it)
+    timeline: bool = False

@@ -1,5 +1,6 @@
 """The HTML report's per-step breakdown: a stacked bar per profiled step, its phases side by
-side (the text's table beside it), outlier steps marked."""
+side (the text's table beside it), outlier steps marked; a step links to its range on the
+Timeline where the page has one."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from perfstack.report.units import fmt_seconds
 
 from ..charts import esc
 from ..grid import table
+from ..tables import TIMELINE_PANE
 from .context import PageContext
 
 PHASE_COLOURS = {"compute": "#e15759", "communication": "#59a14f", "memory": "#edc948",
@@ -22,6 +24,14 @@ PHASE_COLOURS = {"compute": "#e15759", "communication": "#59a14f", "memory": "#e
                  "ops": "#f28e2b", "other": "#4e79a7"}
 #: Steps drawn at most (the slowest are kept when there are more).
 MOST = 60
+
+
+def _to_timeline(v: StepView, step: int) -> str:
+    """An open link to profiled step ``step`` (1-based, in profile order) on the Timeline: the
+    page finds the step-th profiler step range of the backend's run (its first rank's, in a
+    job) there."""
+    return (f'<a class="to-timeline" href="#{TIMELINE_PANE}" data-pane="{TIMELINE_PANE}" '
+            f'data-step="{step}" data-group="{esc(v.source)} run">')
 
 
 def overview(v: StepView, page: PageContext) -> str:
@@ -40,6 +50,8 @@ def overview(v: StepView, page: PageContext) -> str:
     for row, i in enumerate(order):
         y = row * bar_h + 2
         mark = " (outlier)" if i + 1 in slow else ""
+        if page.timeline:
+            svg.append(_to_timeline(v, i + 1))
         svg.append(f'<text x="{label_w - 6}" y="{y + 12}" text-anchor="end">step {i + 1}'
                    f"{'*' if mark else ''}</text>")
         x = float(label_w)
@@ -53,13 +65,20 @@ def overview(v: StepView, page: PageContext) -> str:
                        f"{esc(fmt_seconds(p.seconds[i]))}</title></rect>")
             x += w
         svg.append(f'<text x="{x + 4:.1f}" y="{y + 12}">{esc(fmt_seconds(v.totals[i]))}</text>')
+        if page.timeline:
+            svg.append("</a>")
     svg.append("</svg>")
     legend = "".join(f'<span><i class="swatch" style="background:'
                      f'{PHASE_COLOURS.get(p.name, "#999")}"></i>{esc(phase_words(p.name))}</span>'
                      for p in parts)
     sides = step_sides_line(v)
     notes = (f"<li>{esc(sides)}</li>" if sides else "") + "".join(
-        f"<li>{esc(outlier_line(o))}</li>" for o in v.outliers)
+        f"<li>{esc(outlier_line(o))}"
+        + (f" ({_to_timeline(v, o.step)}on the timeline</a>)" if page.timeline else "")
+        + "</li>" for o in v.outliers)
+    if page.timeline:
+        notes += ("<li>A click on a step shows it on the Timeline: its range zoomed to and "
+                  "selected, what ran in it summed.</li>")
     return (f'<section id="steps"><h2>{esc(steps_title(v))}</h2>' + "".join(svg)
             + f'<p class="legend">{legend}</p>'
             + (f"<ul>{notes}</ul>" if notes else "")
