@@ -89,7 +89,7 @@ def read_speedscope(path: Path) -> Stacks:
 
 def read_nvml(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Return the NVML sampler's header and samples (``t`` seconds from its start)."""
-    from .nvmlsampler import read_timeline
+    from .nvmlsampler.sampler import read_timeline
 
     return read_timeline(path)
 

@@ -6,8 +6,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from perfstack_plugins.linuxperf import derived, parse_stat
-from perfstack_plugins.perfsymbols import group_of, parse_report
+from perfstack_plugins.linuxperf.backend import derived, parse_stat
+from perfstack_plugins.linuxperf.symbols import group_of, parse_report
 
 from tests.conftest import WORKLOADS, backend
 
@@ -84,7 +84,7 @@ def test_perf_stat_and_record_on_a_real_run(perfstack):
 
 
 def test_no_perf_binary_is_unavailable_with_the_fix(monkeypatch):
-    from perfstack_plugins.linuxperf import PerfStatBackend
+    from perfstack_plugins.linuxperf.backend import PerfStatBackend
 
     monkeypatch.setenv("PATH", "/nonexistent")
     available = PerfStatBackend().check()

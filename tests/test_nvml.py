@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from perfstack_plugins.nvmlfigures import energy, summarize
-from perfstack_plugins.nvmlsampler import NvmlBackend
+from perfstack_plugins.nvmlsampler.figures import energy, summarize
+from perfstack_plugins.nvmlsampler.sampler import NvmlBackend
 
 from tests.conftest import WORKLOADS, backend
 
@@ -88,8 +88,8 @@ def test_energy_per_step_is_unknown_over_steps_too_short_for_the_counter(recordi
     then the counter across the steps' own span (103 ms), which read 6.2 J a step in the
     first session and 12.1 J in the second: over one sample period the counter's own steps
     are most of the figure. Too short a span is unknown, with the reason and the fix."""
-    from perfstack_plugins.nvmlfigures import energy_between
-    from perfstack_plugins.nvmlsampler import _steps_on_timeline, read_timeline
+    from perfstack_plugins.nvmlsampler.figures import energy_between
+    from perfstack_plugins.nvmlsampler.sampler import _steps_on_timeline, read_timeline
 
     from perfstack.plugin.backend import RunContext, StepWindow, Workload
 
@@ -144,7 +144,7 @@ def test_nvml_figures_are_the_measured_steps_not_the_whole_run() -> None:
     the model trained, 0% through the second of teardown after; over the whole run that is a
     mean of 13%. Read over a span of steps that holds the busy samples, the figure is 52%,
     and the row says what it is over."""
-    from perfstack_plugins.nvmlsampler import read_timeline
+    from perfstack_plugins.nvmlsampler.sampler import read_timeline
 
     header, samples = read_timeline(GPU_RUN.parent.parent / "recheck" / "resnet" / "nvml"
                                     / "nvml-timeline.jsonl")

@@ -34,8 +34,8 @@ from perfstack.plugin.backend import (
 from perfstack.records import datarecord
 from perfstack.report import Better, Finding, Layer, Metric, Quantity, Report, Row
 
-from . import gcphase
-from .perfsymbols import group_of, read_symbols, split_metrics, to_float
+from .. import gcphase
+from .symbols import group_of, read_symbols, split_metrics, to_float
 
 DEFAULT_EVENTS = ("cycles", "instructions", "branches", "branch-misses", "cache-references",
                   "cache-misses", "L1-dcache-load-misses", "LLC-load-misses", "task-clock",

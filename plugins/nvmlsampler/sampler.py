@@ -31,7 +31,7 @@ from perfstack.plugin.backend import (
 from perfstack.report import Finding, Layer, Report
 from perfstack.runfolder import rundir
 
-from .nvmlfigures import (
+from .figures import (
     SOURCE,
     StepSpan,
     summarize,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from perfstack.report import Better, Metric
 
-from .demangle import demangle
+from ..demangle import demangle
 
 
 def to_float(text: str) -> float | None:
