@@ -430,6 +430,8 @@ def test_a_step_of_the_steps_chart_leads_to_its_range_on_the_timeline(
         "return window.perfstackTimeline.goStep('torch run', 3)") == pytest.approx(start)
     assert browser.execute_script(
         "return window.perfstackTimeline.goStep('torch run', 6)") is None  # 5 were profiled
+    assert "has 5 profiled step ranges (ProfilerStep#N) of this run, not 6" in \
+        browser.find_element(By.ID, "timeline-details").text
     assert _console_errors(browser) == []
 
 

@@ -562,7 +562,16 @@
     var steps = runs[(mine.length ? mine : order)[0]] || [];
     steps.sort(function (x, y) { return x.t.ts[x.i] - y.t.ts[y.i]; });
     var s = steps[k - 1];
-    if (!s) { return null; }
+    if (!s) {
+      show(null);
+      if (details) {
+        details.textContent = 'step ' + k + ': the timeline has ' + steps.length +
+          ' profiled step ranges (ProfilerStep#N) of this run, not ' + k;
+      }
+      seen = true;
+      draw();
+      return null;
+    }
     var a = s.t.ts[s.i], b = a + s.t.dur[s.i], pad = Math.max((b - a) * 0.05, 0.01);
     view = {a: Math.max(0, a - pad), b: b + pad};
     var top = 20;
