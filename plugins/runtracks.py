@@ -37,12 +37,37 @@ def _thread(pid: int, tid: int, name: str) -> dict[str, Any]:
     return {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}}
 
 
-def _steps(pid: int, tid: int, first_us: float, times: list[float]) -> list[dict[str, Any]]:
+def _steps(pid: int, tid: int, first_us: float, times: list[float],
+           first_step: int) -> list[dict[str, Any]]:
+    """The timed steps laid end to end from ``first_us``, each named by its number in the
+    workload (the first is ``first_step``: torch's ``ProfilerStep#N`` of the same step has
+    the same N)."""
     out, t = [], first_us
-    for i, seconds in enumerate(times, start=1):
+    for i, seconds in enumerate(times, start=first_step):
         out.append({"ph": "X", "pid": pid, "tid": tid, "ts": t, "dur": seconds * 1e6,
                     "name": f"step {i}", "cat": "perfstack step"})
         t += seconds * 1e6
+    return out
+
+
+def _resident(run: RunFolder, pid: int, first_us: float, times: list[float],
+              first_step: int) -> list[dict[str, Any]]:
+    """The resident memory after each step, as a counter at the step's end: ``ends[k]`` is
+    the end of timed step ``first_step + k - 1`` (``ends[0]``, the first timed step's start,
+    is the end of the step before it)."""
+    resident, count = run.step_resident(), run.steps()
+    if count is not None and len(resident) == count + 1:
+        resident = resident[1:]  # (folders written before a first batch's optimizer step and
+        # its perfstack.step() were one step: the optimizer step's figure came first)
+    ends = [first_us]
+    for seconds in times:
+        ends.append(ends[-1] + seconds * 1e6)
+    out = []
+    for i, value in enumerate(resident):  # after step i + 1
+        k = i + 2 - first_step
+        if 0 <= k < len(ends):
+            out.append({"ph": "C", "pid": pid, "tid": 0, "ts": ends[k], "name": RSS,
+                        "args": {"value": float(value)}})
     return out
 
 
@@ -81,16 +106,12 @@ def run_events(folder: Path, pid: int) -> list[dict[str, Any]]:
     device, host = run.step_times(), run.host_step_times()
     if first is not None and device:
         first_us = first * 1e6 - start_us
+        first_step = run.first_timed_step()
         out.append(_thread(pid, STEPS_TID, STEPS_TRACK))
-        out += _steps(pid, STEPS_TID, first_us, device)
+        out += _steps(pid, STEPS_TID, first_us, device, first_step)
         if host and host != device:
             out[-len(device) - 1]["args"]["name"] = f"{STEPS_TRACK} (as the device ran them)"
             out.append(_thread(pid, HOST_STEPS_TID, f"{STEPS_TRACK} (host: time to queue them)"))
-            out += _steps(pid, HOST_STEPS_TID, first_us, host)
-        resident = run.step_resident()
-        ends = [first_us]
-        for seconds in host or device:
-            ends.append(ends[-1] + seconds * 1e6)
-        out += [{"ph": "C", "pid": pid, "tid": 0, "ts": t, "name": RSS,
-                 "args": {"value": float(b)}} for t, b in zip(ends, resident, strict=False)]
+            out += _steps(pid, HOST_STEPS_TID, first_us, host, first_step)
+        out += _resident(run, pid, first_us, host or device, first_step)
     return out + _compiles(folder, pid, start_us)

@@ -129,13 +129,17 @@ def test_a_training_thread_s_steps_end_the_run(perfstack: Callable[..., Result])
 def test_a_batch_with_an_optimizer_step_and_perfstack_step_is_one_step(
         perfstack: Callable[..., Result]) -> None:
     """opt.step() and perfstack.step() in every batch: the first batch is one step, not two,
-    so --steps 3 --warmup-steps 1 ends the run after 4 batches."""
+    so --steps 3 --warmup-steps 1 ends the run after 4 batches; one duration and one
+    resident-memory figure a step, the durations from the first step on (--steps)."""
     result = perfstack("run", "--steps", "3", "--warmup-steps", "1", "--plugins", "resources",
                        "--repeat", "1", "--warmup", "0", "-q",
                        str(WORKLOADS / "both_steps.py"), timeout=120)
     assert result.code == 0, result.stderr
     folder = result.cwd / ".perfstack" / "runs" / "latest" / "baseline-1"
-    assert _steps_of(folder)["steps"] == 4
+    marks = _steps_of(folder)
+    assert marks["steps"] == 4
+    assert len(marks["step_times_s"]) == len(marks["step_rss_bytes"]) == 4
+    assert marks["first_timed_step"] == 1
     # The 4th step ended the run in perfstack.step(), after the loop counted its batch.
     assert "finished 4 batches" in (folder / "stdout.log").read_text()
 

@@ -269,8 +269,17 @@ def test_each_run_s_steps_memory_and_compiles_are_on_its_axis() -> None:
     assert steps[0]["ts"] == pytest.approx(marks["first_mark_epoch_s"] * 1e6 - start_us)
     assert all(a["ts"] + a["dur"] == pytest.approx(b["ts"])
                for a, b in itertools.pairwise(steps))
+    # the steps named by their number in the workload: without --steps the durations begin
+    # with the second step (the first mark is the first step's end), as ProfilerStep#2 does
+    assert run.first_timed_step() == 2
+    assert [e["name"] for e in steps] == [f"step {n}" for n in range(2, marks["steps"] + 1)]
+    # the resident memory after step n at step n's end (this folder's figures begin with an
+    # optimizer step's, the first batch's, before its perfstack.step(): one more than steps)
     rss = [e for e in events if e.get("name") == RSS]
-    assert [e["args"]["value"] for e in rss] == run.step_resident()[:len(rss)]
+    after = run.step_resident()[-marks["steps"]:]
+    ends = {1: steps[0]["ts"], **{int(e["name"].split()[1]): e["ts"] + e["dur"] for e in steps}}
+    assert [e["args"]["value"] for e in rss] == [float(b) for b in after]
+    assert [e["ts"] for e in rss] == pytest.approx([ends[n] for n in range(1, len(after) + 1)])
     compiles = [e for e in events if e.get("cat") == "torch.compile"]
     records = json.loads((folder / "compile.json").read_text())["records"]
     forward = [r for r in records if r.get("is_forward", True)]

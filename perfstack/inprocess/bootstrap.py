@@ -350,6 +350,10 @@ def main(argv: list[str]) -> None:
                 json.dump({"steps": marks.state.count, "explicit": marks.state.explicit,
                            "limit": marks.state.stop_after,
                            "step_times_s": [b - a for a, b in itertools.pairwise(times)],
+                           # the step the first duration is of: the first under --steps
+                           # (the times begin at the script's start), else the second
+                           # (they begin at the first step's mark, its end)
+                           "first_timed_step": 1 if marks.state.started_at is not None else 2,
                            "step_rss_bytes": marks.state.rss,
                            "children_cpu_s": marks.children_cpu(),
                            # the steps' times began at the script's start under --steps

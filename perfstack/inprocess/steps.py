@@ -143,6 +143,7 @@ def _count_step(explicit: bool) -> None:
         # itself: counted once, not twice (a first batch of two "steps").
         st.count = 0
         st.times[:] = [] if st.started_at is None else [st.started_at]
+        st.rss[:] = []  # one resident figure a counted step, as the times are
     elif not explicit and st.explicit:
         return  # the workload marks its own steps: optimizer steps no longer count
     elif st.stepper is None:

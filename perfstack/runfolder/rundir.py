@@ -130,9 +130,23 @@ class RunFolder:
         return self._numbers(("children_cpu_s",), rank)[0]
 
     def first_mark(self, rank: int | None = None) -> float | None:
-        """When the step times began (the first step's start) on the wall clock, in epoch
-        seconds, or None where the workload marked no step."""
+        """When the step times began (the start of the first timed step,
+        ``first_timed_step``) on the wall clock, in epoch seconds, or None where the workload
+        marked no step."""
         return self._numbers(("first_mark_epoch_s",), rank)[0]
+
+    def first_timed_step(self, rank: int | None = None) -> int:
+        """The number of the step whose duration comes first in ``step_times``: 1 where the
+        times began at the script's start (``--steps``), 2 where they began at the first
+        step's mark (its end: the first step has no start to time it from). Read from the
+        folder, or, where it did not say (written before it did), 1 when there is a
+        duration for every step the workload marked, else 2."""
+        data = _read_json(self.rank(rank).path / STEPS_FILE)
+        said = data.get("first_timed_step") if isinstance(data, dict) else None
+        if isinstance(said, int) and not isinstance(said, bool) and said in (1, 2):
+            return said
+        count, times = self.rank(rank)._steps()
+        return 1 if count is not None and len(times) >= count else 2
 
     def script_end(self, rank: int | None = None) -> float | None:
         """When the workload's script returned (or raised) on the wall clock, in epoch

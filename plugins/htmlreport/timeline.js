@@ -574,9 +574,9 @@
     }
     var a = s.t.ts[s.i], b = a + s.t.dur[s.i], pad = Math.max((b - a) * 0.05, 0.01);
     view = {a: Math.max(0, a - pad), b: b + pad};
-    var top = 20;
-    for (var j = 0; j < s.ti; j++) { top += tracks[j].height; }
-    box.scrollTop = Math.max(0, top - 40);
+    var top = 20;  /* the run's first track (its steps, as the workload marked them) in view */
+    for (var j = 0; j < s.ti && tracks[j].group !== s.t.group; j++) { top += tracks[j].height; }
+    box.scrollTop = Math.max(0, top - 20);
     select(a, b);
     show({track: s.t, src: s.t, list: names, index: s.i});
     seen = true;
