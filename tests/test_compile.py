@@ -169,6 +169,24 @@ def test_the_recompile_limit_is_said_loudly() -> None:
     assert "Python value" in recompiles.action  # not a shape: mark_dynamic would not help
 
 
+
+def test_the_steps_that_compiled_are_named_by_their_number_in_the_workload() -> None:
+    """The recorded run's compiles all start within one step's time of the first mark: that
+    step is the workload's step 1 where the step times began at the script's start
+    (``--steps``), its step 2 where they began at the first step's mark (its end)."""
+    import gzip
+
+    from perfstack_plugins.compiler.rows import collected
+
+    recorded = ROOT / "tests/fixtures/reports/compile/recompile_limit.compile.json.gz"
+    with gzip.open(recorded, "rt", encoding="utf-8") as fh:
+        run = read(json.load(fh))
+    starts = [c.start_s for c in run.compiles if c.start_s is not None]
+    first_mark, times = min(starts) - 0.001, [max(starts) - min(starts) + 1.0, 1.0]
+    for first_step in (1, 2):
+        layer = collected([run], run, None, first_mark, times, None, first_step=first_step)
+        assert f"steps that compiled: {first_step}" in layer.notes, layer.notes
+
 def test_every_frame_at_its_limit_is_counted() -> None:
     """Issue 70: 30 functions each compiled to the recompile limit (270 compiles) were "1
     frame", with the fallback and recompile findings for one: functions of one name, file

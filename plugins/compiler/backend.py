@@ -95,7 +95,8 @@ class CompileBackend(Backend):
         first = next((r for o in [*ctx.warmups[:1], *ctx.baseline[:1]]
                       if (r := _read_run(o.artifact_dir)) is not None), None)
         found_layer = collected(runs, run, torch_total(data), folder.first_mark(),
-                                folder.step_times(), ctx.steps, first[0] if first else None)
+                                folder.step_times(), ctx.steps, first[0] if first else None,
+                                folder.first_timed_step())
         if not outcome_of.record.exit.clean:  # a snapshot written while it ran
             found_layer.notes.append(
                 f"the run it is read from ended with {outcome_of.record.exit.describe()}: its "

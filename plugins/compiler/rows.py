@@ -87,9 +87,12 @@ def _metric(name: str, value: float | int | None, unit: str, description: str,
 
 def collected(runs: list[CompileRun], run: CompileRun, torch_seconds: float | None,
               first_mark: float | None, step_times: list[float],
-              steps: StepWindow | None, first: CompileRun | None = None) -> Collected:
+              steps: StepWindow | None, first: CompileRun | None = None,
+              first_step: int = 1) -> Collected:
     """The compile layer of a session: rows of ``run`` (the baseline's median run by compile
-    time), metrics over ``runs`` (every baseline run's compile records)."""
+    time), metrics over ``runs`` (every baseline run's compile records). ``step_times``
+    begin with step ``first_step`` of the workload (``RunFolder.first_timed_step``): the
+    steps that compiled are named by their number in it."""
     places = Counter((f.name, f.file, f.line) for f in run.frames)
     rows = [frame_row(f, places[(f.name, f.file, f.line)] > 1)
             for f in sorted(run.frames, key=lambda f: -f.seconds)]
@@ -125,7 +128,7 @@ def collected(runs: list[CompileRun], run: CompileRun, torch_seconds: float | No
             "compile_in_steps", sum(measured), "s",
             "compile seconds that began inside the measured steps (under --steps, after its "
             "warm-up steps); a step that compiled is slower for it", detail=True))
-        compiled_steps = [i + 1 for i, s in enumerate(per_step) if s > 0]
+        compiled_steps = [i + first_step for i, s in enumerate(per_step) if s > 0]
         if compiled_steps:
             notes.append("steps that compiled: " + ", ".join(map(str, compiled_steps[:12]))
                          + (" ..." if len(compiled_steps) > 12 else ""))
