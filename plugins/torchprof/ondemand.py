@@ -25,12 +25,17 @@ class Recorder:
             activities.append(ProfilerActivity.CUDA)
         self.path = os.path.join(folder, f"{socket.gethostname()}_{os.getpid()}.0{TRACE_SUFFIX}")
         # prepared now (its start-up is not a captured step), recording from the first step()
+        self.warmup, self.record = ProfilerAction.WARMUP, ProfilerAction.RECORD
         self.prof = profile(activities=activities, record_shapes=True,
-                            with_stack=bool(options.get("stack")),
-                            schedule=lambda step: (ProfilerAction.WARMUP if step == 0
-                                                   else ProfilerAction.RECORD),
+                            with_stack=bool(options.get("stack")), schedule=self.schedule,
                             on_trace_ready=lambda p: None)  # written by write()
         self.prof.start()
+
+    def schedule(self, step: int) -> Any:
+        """torch.profiler's schedule, asked at each step (a method, not a lambda inside
+        ``__init__``, so that a sample of it is not read as the recorder's start-up): the
+        first step warms up, every later one records."""
+        return self.warmup if step == 0 else self.record
 
     def step(self) -> None:
         """One step done: its ``ProfilerStep#N`` range closes, the next opens."""
