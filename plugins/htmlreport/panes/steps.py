@@ -78,7 +78,9 @@ def overview(v: StepView, page: PageContext) -> str:
         + "</li>" for o in v.outliers)
     if page.timeline:
         notes += ("<li>A click on a step shows it on the Timeline: its range zoomed to and "
-                  "selected, what ran in it summed.</li>")
+                  "selected, what ran in it summed (the chart counts the profiled steps from "
+                  "1; the Timeline names each by its number in the run, torch's "
+                  "ProfilerStep#N).</li>")
     return (f'<section id="steps"><h2>{esc(steps_title(v))}</h2>' + "".join(svg)
             + f'<p class="legend">{legend}</p>'
             + (f"<ul>{notes}</ul>" if notes else "")
