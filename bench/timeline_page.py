@@ -88,13 +88,13 @@ def _one_step(work: Path) -> Path:
     folder.mkdir(parents=True)
     with gzip.open(SHARED, "rt", encoding="utf-8") as fh:
         trace = json.load(fh)
-    events = trace["traceEvents"]
-    starts = sorted(e["ts"] for e in events if str(e.get("name", "")).startswith("ProfilerStep#")
-                    and isinstance(e.get("ts"), (int, float)))
-    trace["traceEvents"] = [
-        e for e in events if e.get("ph") == "M" or (
-            isinstance(e.get("ts"), (int, float)) and e["ts"] < starts[1]
-            and not (str(e.get("name", "")).startswith("ProfilerStep#") and e["ts"] != starts[0]))]
+    timed = [e for e in trace["traceEvents"] if isinstance(e.get("ts"), (int, float))
+             and e.get("ph") != "M"]
+    steps = sorted((e for e in timed if str(e.get("name", "")).startswith("ProfilerStep#")),
+                   key=lambda e: e["ts"])
+    first, second = steps[0], steps[1]
+    trace["traceEvents"] = [e for e in trace["traceEvents"] if e.get("ph") == "M"] + [
+        e for e in timed if e["ts"] < second["ts"] and (e not in steps or e is first)]
     path = folder / "rank-0.pt.trace.json"
     path.write_text(json.dumps(trace), "utf-8")
     subprocess.run([perfstack_command(), "analyze", str(path), "-o",
