@@ -55,10 +55,7 @@ def _resident(run: RunFolder, pid: int, first_us: float, times: list[float],
     """The resident memory after each step, as a counter at the step's end: ``ends[k]`` is
     the end of timed step ``first_step + k - 1`` (``ends[0]``, the first timed step's start,
     is the end of the step before it)."""
-    resident, count = run.step_resident(), run.steps()
-    if count is not None and len(resident) == count + 1:
-        resident = resident[1:]  # (folders written before a first batch's optimizer step and
-        # its perfstack.step() were one step: the optimizer step's figure came first)
+    resident = run.step_resident()
     ends = [first_us]
     for seconds in times:
         ends.append(ends[-1] + seconds * 1e6)

@@ -273,10 +273,11 @@ def test_each_run_s_steps_memory_and_compiles_are_on_its_axis() -> None:
     # with the second step (the first mark is the first step's end), as ProfilerStep#2 does
     assert run.first_timed_step() == 2
     assert [e["name"] for e in steps] == [f"step {n}" for n in range(2, marks["steps"] + 1)]
-    # the resident memory after step n at step n's end (this folder's figures begin with an
-    # optimizer step's, the first batch's, before its perfstack.step(): one more than steps)
+    # the resident memory after step n at step n's end (this folder holds one figure more
+    # than its steps, the first batch's optimizer step's, which the run folder leaves out)
     rss = [e for e in events if e.get("name") == RSS]
-    after = run.step_resident()[-marks["steps"]:]
+    after = run.step_resident()
+    assert len(after) == marks["steps"] == len(marks["step_rss_bytes"]) - 1
     ends = {1: steps[0]["ts"], **{int(e["name"].split()[1]): e["ts"] + e["dur"] for e in steps}}
     assert [e["args"]["value"] for e in rss] == [float(b) for b in after]
     assert [e["ts"] for e in rss] == pytest.approx([ends[n] for n in range(1, len(after) + 1)])

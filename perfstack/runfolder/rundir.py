@@ -115,13 +115,18 @@ class RunFolder:
         return self.rank(rank)._steps(device=False)[1]
 
     def step_resident(self, rank: int | None = None) -> list[int]:
-        """The process's resident memory (bytes) just after each step, or [] where the
-        kernel did not say."""
+        """The process's resident memory (bytes) just after each step, one a step, or []
+        where the kernel did not say. (A folder written before the marks forgot a first
+        batch's optimizer step when its ``perfstack.step()`` took over holds one figure more
+        than its steps, that optimizer step's, first: left out.)"""
         data = _read_json(self.rank(rank).path / STEPS_FILE)
         try:
             values = [int(v) for v in data["step_rss_bytes"]]
         except (KeyError, TypeError, ValueError):
             return []
+        count = data.get("steps")
+        if isinstance(count, int) and len(values) == count + 1:
+            values = values[1:]
         return values if all(v > 0 for v in values) else []
 
     def children_cpu(self, rank: int | None = None) -> float | None:
