@@ -116,9 +116,8 @@ class RunFolder:
 
     def step_resident(self, rank: int | None = None) -> list[int]:
         """The process's resident memory (bytes) just after each step, one a step, or []
-        where the kernel did not say. (A folder written before the marks forgot a first
-        batch's optimizer step when its ``perfstack.step()`` took over holds one figure more
-        than its steps, that optimizer step's, first: left out.)"""
+        where the kernel did not say (an older folder's extra first figure, a first batch's
+        optimizer step before its ``perfstack.step()``, left out)."""
         data = _read_json(self.rank(rank).path / STEPS_FILE)
         try:
             values = [int(v) for v in data["step_rss_bytes"]]
@@ -143,9 +142,8 @@ class RunFolder:
     def first_timed_step(self, rank: int | None = None) -> int:
         """The number of the step whose duration comes first in ``step_times``: 1 where the
         times began at the script's start (``--steps``), 2 where they began at the first
-        step's mark (its end: the first step has no start to time it from). Read from the
-        folder, or, where it did not say (written before it did), 1 when there is a
-        duration for every step the workload marked, else 2."""
+        step's mark (its end). Where an older folder did not say: 1 when there is a duration
+        for every step the workload marked, else 2."""
         data = _read_json(self.rank(rank).path / STEPS_FILE)
         said = data.get("first_timed_step") if isinstance(data, dict) else None
         if isinstance(said, int) and not isinstance(said, bool) and said in (1, 2):
