@@ -7,6 +7,7 @@ one plain line per finished run, so a log shows progress as it happens, not only
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import textwrap
@@ -14,13 +15,12 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
-from rich.console import Console
-from rich.markup import escape
-from rich.status import Status
-
 from perfstack.report.units import fmt_seconds
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.status import Status
+
     from perfstack.report import Report
 
 
@@ -38,6 +38,26 @@ def early_answer(report: Callable[[], Report]) -> list[str]:
         return []
     return [ln for ln in answer_lines(view)
             if not ln.startswith(("Top finding", "No time budget", "The figures below"))][:3]
+
+
+def _escape(text: str) -> str:
+    """``text`` with rich's markup escaped (rich is imported only where a terminal shows the
+    live line: 18 ms of every command's start otherwise)."""
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def stderr_is_terminal() -> bool:
+    """Whether the progress lines go to a terminal, as rich decides it, without importing
+    rich where standard error is no terminal and no variable says otherwise (a log, a pipe,
+    a test): rich's answer is then always no."""
+    if not sys.stderr.isatty() and not any(
+            os.environ.get(v) is not None for v in ("TTY_COMPATIBLE", "FORCE_COLOR")):
+        return False
+    from rich.console import Console
+
+    return bool(Console(stderr=True).is_terminal)
 
 
 def left(seconds: float | None) -> str:
@@ -62,7 +82,7 @@ class TerminalProgress:
     def begin(self, label: str) -> None:
         """Start showing ``label``."""
         self.label, self.elapsed = self.side + label, 0.0
-        self.status = self.console.status(escape(f"{label} …"))
+        self.status = self.console.status(_escape(f"{label} …"))
         self.status.start()
 
     def estimate(self, per_run_s: float | None, runs_after: int) -> None:
@@ -77,7 +97,7 @@ class TerminalProgress:
         if self.status is not None:
             eta = left(self.remaining + max((self.per_run or 0.0) - elapsed, 0.0)
                        if self.remaining is not None else None)
-            self.status.update(escape(f"{self.label} · {elapsed:.1f} s"
+            self.status.update(_escape(f"{self.label} · {elapsed:.1f} s"
                                       + (f" · {eta}" if eta else "")))
 
     def end(self, label: str, status: str) -> None:
@@ -87,7 +107,7 @@ class TerminalProgress:
             self.status = None
         mark = "[green]✓[/]" if status == "exit 0" else "[red]✗[/]"
         took = fmt_seconds(self.elapsed)
-        self.console.print(f"{mark} {escape(self.side + label)}: {escape(status)} ({took})",
+        self.console.print(f"{mark} {_escape(self.side + label)}: {_escape(status)} ({took})",
                            highlight=False, markup=True)
 
     def answer_so_far(self, after: str, done: int, total: int,
@@ -96,11 +116,11 @@ class TerminalProgress:
         whose answer is the comparison)."""
         lines = [] if self.side else early_answer(report)
         if lines:
-            self.console.print(f"[bold]so far[/] ({escape(after)} in, {done} of {total} "
+            self.console.print(f"[bold]so far[/] ({_escape(after)} in, {done} of {total} "
                                "backends; the report refines it):", highlight=False,
                                markup=True)
             for line in lines:
-                self.console.print("  " + escape(line), highlight=False, markup=True)
+                self.console.print("  " + _escape(line), highlight=False, markup=True)
         return bool(lines)
 
 

@@ -252,10 +252,10 @@ class Prepared:
                 answer_first: bool = False) -> Session:
         """A session of the workload writing into ``folder`` (its report in ``report_dir``);
         ``side`` labels its progress lines when two sessions' runs interleave (ab)."""
-        from perfstack.cli.progress import PlainProgress, TerminalProgress
+        from perfstack.cli.progress import PlainProgress, TerminalProgress, stderr_is_terminal
         from perfstack.run.driver import Session
 
-        progress = (TerminalProgress(self.err, side) if self.err.is_terminal
+        progress = (TerminalProgress(self.err, side) if stderr_is_terminal()
                     else PlainProgress(side=side))
         return Session(workload, self.selected, self.plugins, folder, report_dir,
                        self.options(answer_first), progress,

@@ -40,6 +40,27 @@ from .figures import (
 MIN_PERIOD = 0.02
 TIMELINE = "nvml-timeline.jsonl"
 FIELD_POWER_INSTANT = 186  # NVML_FI_DEV_POWER_INSTANT (recent drivers only)
+#: What pynvml's nvmlInit says where the NVML library cannot be loaded.
+NO_LIBRARY = "NVML Shared Library Not Found"
+
+
+def _why_not_nvml() -> str | None:
+    """Why NVML cannot be used here, found without importing pynvml (16 ms, in every command
+    that loads the plugins, on a machine with no NVIDIA driver): nvidia-ml-py missing, or the
+    driver's library that pynvml would load (Linux) missing; None where pynvml should start."""
+    import importlib.util
+    import sys
+
+    if importlib.util.find_spec("pynvml") is None:
+        return "not installed"
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL("libnvidia-ml.so.1")  # (the name pynvml loads)
+        except OSError:
+            return NO_LIBRARY
+    return None
 
 
 def _guard(read: Callable[[], Any], field: str, unsupported: dict[str, str]) -> Any:
@@ -163,11 +184,14 @@ class NvmlBackend(Backend):
 
     def check(self) -> Availability:
         """Available when nvidia-ml-py imports and NVML initializes (a driver and a GPU)."""
-        try:
-            import pynvml as nv
-        except ImportError:
+        why = _why_not_nvml()
+        if why == "not installed":
             return Availability.no("nvidia-ml-py is not installed", "pip install nvidia-ml-py")
         try:
+            if why is not None:
+                raise OSError(why)
+            import pynvml as nv
+
             nv.nvmlInit()
             count = nv.nvmlDeviceGetCount()
         except Exception as exc:
@@ -277,10 +301,13 @@ def perfstack_backends() -> list[Backend]:
 @hookimpl
 def perfstack_environment() -> dict[str, Any]:
     """Add the NVIDIA driver and GPUs (or why NVML is not usable) to the environment block."""
-    try:
-        import pynvml as nv
-    except ImportError:
+    why = _why_not_nvml()
+    if why == "not installed":
         return {"nvml": {"available": False, "reason": "nvidia-ml-py is not installed"}}
+    if why is not None:
+        return {"nvml": {"available": False, "reason": f"NVML cannot start: {why}"}}
+    import pynvml as nv
+
     try:
         nv.nvmlInit()
     except Exception as exc:
