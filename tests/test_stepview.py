@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -173,3 +174,59 @@ def test_each_streams_idle_is_split_by_cause_and_adds_up(negq: Path) -> None:
     assert all(len(line) <= 80 for line in section.splitlines())
     html = perfstack_in(negq.parent, "show", str(negq), "--format", "html").stdout
     assert 'id="streams"' in html
+
+
+def test_a_step_is_named_by_its_number_in_the_run() -> None:
+    """Steps whose metrics say their numbers (torch's ProfilerStep#N: steps 10 to 14 of the
+    run) are named by them, in the outlier line and on the chart, while the chart's link
+    still leads to the step by its place among the profiled ones (the third); a report that
+    does not say them counts the profiled steps from 1 and says so beside the chart."""
+    from perfstack_plugins.htmlreport.panes.context import PageContext
+    from perfstack_plugins.htmlreport.panes.steps import overview
+    from perfstack_plugins.htmlreport.tables import Tables
+
+    from perfstack.render.words.steps import outlier_line
+
+    report = _steps("cpu_step.", {"data": [0.1, 0.1, 0.9, 0.1, 0.1],
+                                  "ops": [0.5, 0.5, 0.5, 0.5, 0.6],
+                                  "other": [0.1, 0.1, 0.1, 0.1, 0.1]})
+    for m in report.metrics:
+        m.sample_steps = [10, 11, 12, 13, 14]
+    view = step_view(report)
+    assert view is not None and view.numbered and view.numbers == [10, 11, 12, 13, 14]
+    (slow,) = view.outliers
+    assert (slow.step, slow.index) == (12, 3)
+    assert outlier_line(slow).startswith("step 12 took 2.1x the median step")
+    page = overview(view, PageContext(report, Tables({}), timeline=True))
+    labels = re.findall(r'data-step="(\d+)"[^>]*><text[^>]*>step (\d+)(\*?)</text>', page)
+    assert labels == [("1", "10", ""), ("2", "11", ""), ("3", "12", "*"), ("4", "13", ""),
+                      ("5", "14", "")]
+    assert "step 12 took" in page and "does not say the steps' numbers" not in page
+    for m in report.metrics:
+        m.sample_steps = None
+    counted = step_view(report)
+    assert counted is not None and not counted.numbered and counted.numbers == [1, 2, 3, 4, 5]
+    assert counted.outliers[0].step == 3
+    assert "does not say the steps' numbers in the run" in overview(
+        counted, PageContext(report, Tables({}), timeline=True))
+
+
+def test_a_traces_steps_carry_their_profiler_step_numbers(negq: Path) -> None:
+    """The A100 trace's five profiled steps are ProfilerStep#550 to #554 (read from the trace
+    here, in time order): the report's step metrics say so, and the chart names them so."""
+    import gzip
+
+    with gzip.open(TRACES / "a100_negq" / "rank-0.json.gz", "rt") as fh:
+        ranges = sorted((e["ts"], int(e["name"].split("#")[1]))
+                        for e in json.load(fh)["traceEvents"]
+                        if str(e.get("name", "")).startswith("ProfilerStep#")
+                        and e.get("ph") == "X" and e.get("cat") == "user_annotation")
+    numbers = [n for _, n in ranges]
+    assert numbers == [550, 551, 552, 553, 554]
+    report = json.loads(negq.read_text())
+    family = [m for m in report["metrics"] if m["name"].startswith("gpu_step")]
+    assert family and all(m["sample_steps"] == numbers for m in family)
+    html = perfstack_in(negq.parent, "show", str(negq), "--format", "html").stdout
+    start = html.index('id="steps-chart"')
+    chart = html[start:html.index("</svg>", start)]
+    assert re.findall(r">step (\d+)\*?</text>", chart) == [str(n) for n in numbers]

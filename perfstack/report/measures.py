@@ -137,6 +137,10 @@ class Metric:
     #: run. Samples from one run share that run's conditions, so ``diff`` judges them against
     #: the run-to-run noise, not against their own spread.
     samples_of: str = "runs"
+    #: under ``samples_of`` "steps": each sample's step by its number in the workload (the N of
+    #: torch's ``ProfilerStep#N``), where the backend knows it; else the samples are counted
+    #: from 1
+    sample_steps: list[int] | None = None
     #: a detail: left out of the report's default view (``show --full`` lists it), still
     #: compared by diff
     detail: bool = False
@@ -167,6 +171,8 @@ class Metric:
             out["reason"] = self.reason
         if self.samples_of != "runs":
             out["samples_of"] = self.samples_of
+        if self.sample_steps is not None:
+            out["sample_steps"] = self.sample_steps
         if self.detail:
             out["detail"] = True
         if self.description is not None:
@@ -188,6 +194,7 @@ class Metric:
             samples=data.get("samples"),
             reason=data.get("reason"),
             samples_of=data.get("samples_of", "runs"),
+            sample_steps=data.get("sample_steps"),
             detail=bool(data.get("detail", False)),
             description=data.get("description"),
             group=data.get("group"),

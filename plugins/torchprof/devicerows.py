@@ -22,7 +22,7 @@ from .collectives import collective_metrics
 from .links import COMM_KERNEL, Linker
 from .opgroups import SOURCE, US, Group, OpGroups, q, top_links
 from .optree import Tree
-from .steps import device_windows, gpu_steps, stream_metrics
+from .steps import device_windows, gpu_steps, in_order, stream_metrics
 from .syncs import HostWaits, host_waits, wait_metrics
 from .timeline import (
     COMMUNICATION,
@@ -68,7 +68,7 @@ def device_part(agg: TraceAggregate, trees: dict[str, Tree], ops: OpGroups,
     notes = [f"device events linked to the op that launched them: {counts['external id']:,} by "
              f"External id, {counts['runtime call']:,} through the runtime call, "
              f"{counts['none']:,} with no launching op (unattributed)"]
-    ran = device_windows(windows, events)
+    ran = device_windows(windows, events, in_order(windows, ops.numbers))
     steps: list[float] = []
     if ran.windows:  # the steps as the device ran them: their work and its queue too
         start, end = ran.windows[0][0], ran.windows[-1][1]

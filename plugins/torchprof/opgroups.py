@@ -20,7 +20,7 @@ from perfstack.report import Quantity, Row
 from .evalranges import EVALUATION
 from .opcost import Cost, cost
 from .optree import Tree
-from .trace import TraceAggregate
+from .trace import TraceAggregate, step_number
 
 SOURCE = "torch"
 #: The range torch's DataLoader opens around each batch it yields.
@@ -88,6 +88,9 @@ class OpGroups:
         self.groups: dict[str, Group] = {}
         self.steps: list[float] = []
         self.windows: list[tuple[float, float]] = []
+        #: each step range's N (``ProfilerStep#N``: the step's number in the workload), as
+        #: ``windows``; None where a range's name holds no number
+        self.numbers: list[int | None] = []
         self.first: float | None = None  # the first op's start and the last one's end (µs)
         self.last: float | None = None
         self.root_frames: dict[str, int] = defaultdict(int)  # user frame -> top-level ops
@@ -151,6 +154,7 @@ class OpGroups:
                 if self.stepped:
                     self.steps.append((stop - start) * US)
                     self.windows.append((start, stop))
+                    self.numbers.append(step_number(names[n]))
                 continue
             p = parent[i]
             if self.stepped and (p < 0 or name[p] in steps or p in see_through):

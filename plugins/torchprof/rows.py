@@ -13,7 +13,7 @@ from perfstack.report import Better, Layer, Metric, Row
 from .devicerows import device_part
 from .modules import module_rows
 from .opgroups import SOURCE, US, Group, OpGroups, q, top_links
-from .steps import cpu_steps
+from .steps import cpu_steps, in_order
 from .syncs import HostWaits
 from .trace import TraceAggregate, build_trees, without_gc
 
@@ -36,7 +36,7 @@ def _summarize(agg: TraceAggregate, with_flops: bool, stepped: bool) -> tuple[
     for tree in trees.values():
         ops.add(tree)
     groups, steps, windows = ops.groups, ops.steps, ops.windows
-    stub = closing_stub(steps, windows, [c[0] for c in ops.step_children])
+    stub = closing_stub(steps, windows, [c[0] for c in ops.step_children], ops.numbers)
     notes = [f"{len(steps)} profiled steps" if steps else "no steps: the whole run was profiled"]
     if stub is not None:
         notes.append(f"a last step range of {stub * 1e3:.3f} ms, the profiler closing, is "
@@ -51,7 +51,7 @@ def _summarize(agg: TraceAggregate, with_flops: bool, stepped: bool) -> tuple[
         steps = device.steps or steps
     else:
         kernel_rows = ops.native_rows()
-        metrics += cpu_steps(windows, ops.step_children)
+        metrics += cpu_steps(windows, ops.step_children, in_order(windows, ops.numbers))
     framework = [_framework_row(key, g, bool(agg.kernels)) for key, g in groups.items()]
     if waits is not None:  # each synchronisation's op: how often, how long the host waited
         by_key = {r.key: r for r in framework}
@@ -131,11 +131,13 @@ STUB_FRACTION = 0.05
 
 
 def closing_stub(steps: list[float], windows: list[tuple[float, float]],
-                 op_starts: list[float] | None = None) -> float | None:
+                 op_starts: list[float] | None = None,
+                 numbers: list[int | None] | None = None) -> float | None:
     """Drop, in place, the profiler's closing step range when there is one: the last range
     in time, under :data:`STUB_FRACTION` of the median of at least two others, and holding
     no op (``op_starts``: when each op directly under a step range started, µs; None where
-    the trace does not say). Return its duration (s), or None. (On a loaded machine a real
+    the trace does not say; ``numbers``, the ranges' step numbers, lose it too). Return its
+    duration (s), or None. (On a loaded machine a real
     last step can be 20x quicker than its slowed first ones: its ops keep it a step.)"""
     if len(steps) < 3 or len(steps) != len(windows):
         return None
@@ -148,6 +150,8 @@ def closing_stub(steps: list[float], windows: list[tuple[float, float]],
         at = bisect.bisect_left(starts, windows[last][0])
         if at < len(starts) and starts[at] <= windows[last][1]:
             return None  # it ran ops: a quick step, not the closing range
+    if numbers is not None and len(numbers) == len(windows):
+        del numbers[last]
     del windows[last]
     return steps.pop(last)
 

@@ -49,11 +49,22 @@ CPU_PHASES = (("data", "the DataLoader yielding the batch (enumerate(DataLoader)
               ("other", "the rest of the step: Python between the ops, and waiting"))
 
 
-def _metric(name: str, samples: list[float], what: str) -> Metric:
+def _metric(name: str, samples: list[float], what: str,
+            numbers: list[int] | None) -> Metric:
     return Metric(name, statistics.median(samples), "s", "framework", SOURCE,
-                  Better.NEITHER, samples=samples, samples_of="steps", detail=True,
-                  description=f"{what}, per profiled step (its median over the steps; the "
-                  "samples are the steps in order)")
+                  Better.NEITHER, samples=samples, samples_of="steps", sample_steps=numbers,
+                  detail=True, description=f"{what}, per profiled step (its median over the "
+                  "steps; the samples are the steps in order)")
+
+
+def in_order(windows: Sequence[tuple[float, float]],
+             numbers: Sequence[int | None]) -> list[int] | None:
+    """The step ranges' numbers (``ProfilerStep#N``) in the order of their windows in time,
+    as the steps' samples are; None where a range has none."""
+    if len(numbers) != len(windows) or any(n is None for n in numbers):
+        return None
+    return [n for _, n in sorted(zip(windows, numbers, strict=True), key=lambda wn: wn[0])
+            if n is not None]
 
 
 @datarecord
@@ -63,15 +74,16 @@ class DeviceSteps:
     windows: list[tuple[float, float]]  # each step's [start, end]: they follow one another
     host: list[float]  # the host's step range's duration
     device: list[float | None]  # the union of the step's own device work (None: it had none)
+    numbers: list[int] | None = None  # each step's number in the workload, where known
 
 
-def device_windows(windows: Sequence[tuple[float, float]],
-                   events: Sequence[DeviceEvent]) -> DeviceSteps:
+def device_windows(windows: Sequence[tuple[float, float]], events: Sequence[DeviceEvent],
+                   numbers: list[int] | None = None) -> DeviceSteps:
     """Each host step range with the device work its launch calls made: the step ends at
     the later of the range's end and that work's end, and the next one starts there. The
     first starts at the host's range, or later where the device was still busy then with
     work queued before it (launched before the profiled window opened, or by no call in the
-    trace): when that work ended."""
+    trace): when that work ended. ``numbers``: the steps' numbers, in the same order."""
     ordered = sorted(windows)
     starts = [w[0] for w in ordered]
     own: list[list[DeviceEvent]] = [[] for _ in ordered]
@@ -81,7 +93,7 @@ def device_windows(windows: Sequence[tuple[float, float]],
         i = bisect.bisect_right(starts, ev.launched) - 1
         if i >= 0 and ev.launched <= ordered[i][1]:
             own[i].append(ev)
-    out = DeviceSteps([], [], [])
+    out = DeviceSteps([], [], [], numbers)
     if not ordered:
         return out
     opened = ordered[0][0]
@@ -112,24 +124,27 @@ def gpu_steps(steps: DeviceSteps, events: Sequence[DeviceEvent]) -> list[Metric]
                 per[part].append(sum(getattr(t, part) for t in times) / count * US)
             else:  # no device event in the step: the device idled through it
                 per[part].append((end - start) * US if part == "idle" else 0.0)
-    out = [_metric(f"gpu_step.{part}", per[part], what) for part, what in GPU_PHASES]
+    numbers = steps.numbers
+    out = [_metric(f"gpu_step.{part}", per[part], what, numbers) for part, what in GPU_PHASES]
     out.append(_metric("gpu_step_host", [h * US for h in steps.host],
                        "the host's own step (its ProfilerStep range): what it took to queue "
-                       "the step's work, not to run it"))
+                       "the step's work, not to run it", numbers))
     if all(d is not None for d in steps.device):
         out.append(_metric("gpu_step_device", [(d or 0.0) * US for d in steps.device],
                            "the device time of the step's own work (the union of the kernels "
-                           "and copies its launch calls made)"))
+                           "and copies its launch calls made)", numbers))
     return out
 
 
 def cpu_steps(windows: Sequence[tuple[float, float]],
-              children: Sequence[tuple[float, float, str]]) -> list[Metric]:
+              children: Sequence[tuple[float, float, str]],
+              numbers: list[int] | None = None) -> list[Metric]:
     """Each step's main-thread time by phase, in seconds. ``children`` are the ops at the top
     of the main thread (directly under a step range, or under none); each counts in the steps
     it overlaps, for the part that overlaps (an optimizer's step range crosses the end of the
     step range its hook closed). Phase ``compile_in`` is dynamo compiling inside one of those
-    ops: compile time, taken out of the op's."""
+    ops: compile time, taken out of the op's. ``numbers``: the steps' numbers, in time
+    order."""
     if not windows or not children:
         return []
     ordered = sorted(windows)
@@ -151,7 +166,7 @@ def cpu_steps(windows: Sequence[tuple[float, float]],
         per["other"][i] = max((end - start) * US - per["data"][i] - per["compile"][i]
                               - per["eval"][i] - per["ops"][i], 0.0)
     # a phase no step had (no DataLoader range, no compile, no evaluation) is not shown
-    return [_metric(f"cpu_step.{part}", per[part], what) for part, what in CPU_PHASES
+    return [_metric(f"cpu_step.{part}", per[part], what, numbers) for part, what in CPU_PHASES
             if part not in ("data", "compile", "eval") or any(per[part])]
 
 

@@ -34,6 +34,12 @@ RUNTIME_CATEGORIES = ("cuda_runtime", "cuda_driver", "runtime")
 STEP_PREFIX = "ProfilerStep#"
 
 
+def step_number(name: str) -> int | None:
+    """The N of a profiler step range's name (``ProfilerStep#N``), or None."""
+    tail = name[len(STEP_PREFIX):] if name.startswith(STEP_PREFIX) else ""
+    return int(tail) if tail.isdigit() else None
+
+
 def _bad_time(value: Any) -> bool:
     """A time that is NaN or infinite (``x - x`` is 0 for every finite number, NaN else)."""
     return type(value) is float and value - value != 0.0

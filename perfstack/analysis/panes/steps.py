@@ -5,7 +5,9 @@ Read from metrics whose samples are the steps and whose names share a prefix
 ``cpu_step.*``: data, compile, ops, other), as the torch backend gives them. The phases
 add up to the step (host_wait is part of idle and is shown under it). A step is an outlier
 when it took ``OUTLIER`` times the median step or more; it is named with the phase that grew
-the most.
+the most. A step is named by its number in the workload where the metrics say it
+(``sample_steps``: the N of torch's ``ProfilerStep#N``, the name the Timeline gives the same
+step), else the profiled steps are counted from 1.
 
 On a GPU two figures stand beside the phases, each a step's: the host's own step range
 (``gpu_step_host``: what it took to queue the step's work) and the device time of the step's
@@ -51,7 +53,8 @@ class Phase:
 class Outlier:
     """A step that took much longer than the median step, and the phase that grew most."""
 
-    step: int  # 1-based, in profile order
+    step: int  # its number in the workload (torch's ProfilerStep#N), else 1-based
+    index: int  # 1-based, in profile order
     seconds: float
     ratio: float  # to the median step
     phase: str
@@ -67,6 +70,12 @@ class StepView:
     phases: list[Phase]
     totals: list[float]  # each step's seconds (the phases that add up)
     outliers: list[Outlier]
+    #: each step's number in the workload (torch's ``ProfilerStep#N``: the Timeline's name
+    #: for it), where the report says; else the profiled steps counted from 1
+    numbers: list[int]
+    #: whether ``numbers`` are the report's (else counted from 1: a report made before reports
+    #: said them, or a backend that does not know them)
+    numbered: bool
     #: on a GPU: each step's host range and the device time of its own work (None: unknown)
     host: list[float] | None = None
     device_work: list[float] | None = None
@@ -124,14 +133,19 @@ def step_view(report: Report) -> StepView | None:
                   for m in report.metrics if (name := m.name) in ("gpu_step_host",
                                                                  "gpu_step_device")
                   and m.samples and m.samples_of == "steps"}
+        given = found[present[0]].sample_steps
+        numbered = given is not None and len(given) >= count
+        numbers = list(given[:count]) if given and numbered else list(range(1, count + 1))
         return StepView(prefix.split("_")[0], source, phases, totals,
-                        outliers(phases, totals), beside.get("gpu_step_host"),
-                        beside.get("gpu_step_device"))
+                        outliers(phases, totals, numbers), numbers, numbered,
+                        beside.get("gpu_step_host"), beside.get("gpu_step_device"))
     return None
 
 
-def outliers(phases: list[Phase], totals: list[float]) -> list[Outlier]:
-    """The steps of ``OUTLIER`` times the median step or more, slowest first."""
+def outliers(phases: list[Phase], totals: list[float],
+             numbers: list[int] | None = None) -> list[Outlier]:
+    """The steps of ``OUTLIER`` times the median step or more, slowest first, each named by
+    its number (``numbers``; else counted from 1)."""
     if len(totals) < 3:
         return []
     middle = median(totals)
@@ -140,8 +154,8 @@ def outliers(phases: list[Phase], totals: list[float]) -> list[Outlier]:
         if middle > 0 and total >= OUTLIER * middle:
             grew = max((p for p in phases if not p.within),
                        key=lambda p: p.seconds[i] - p.median)
-            out.append(Outlier(i + 1, total, total / middle, grew.name,
-                               grew.seconds[i] - grew.median))
+            out.append(Outlier(numbers[i] if numbers else i + 1, i + 1, total, total / middle,
+                               grew.name, grew.seconds[i] - grew.median))
     return sorted(out, key=lambda o: -o.seconds)
 
 

@@ -26,12 +26,12 @@ PHASE_COLOURS = {"compute": "#e15759", "communication": "#59a14f", "memory": "#e
 MOST = 60
 
 
-def _to_timeline(v: StepView, step: int) -> str:
-    """An open link to profiled step ``step`` (1-based, in profile order) on the Timeline: the
-    page finds the step-th profiler step range of the backend's run (its first rank's, in a
-    job) there."""
+def _to_timeline(v: StepView, index: int) -> str:
+    """An open link to the ``index``-th profiled step (1-based, in profile order) on the
+    Timeline: the page finds that profiler step range of the backend's run (its first
+    rank's, in a job) there."""
     return (f'<a class="to-timeline" href="#{TIMELINE_PANE}" data-pane="{TIMELINE_PANE}" '
-            f'data-step="{step}" data-group="{esc(v.source)} run">')
+            f'data-step="{index}" data-group="{esc(v.source)} run">')
 
 
 def overview(v: StepView, page: PageContext) -> str:
@@ -41,7 +41,7 @@ def overview(v: StepView, page: PageContext) -> str:
     if len(order) > MOST:
         keep = set(sorted(order, key=lambda i: -v.totals[i])[:MOST])
         order = [i for i in order if i in keep]
-    slow = {o.step for o in v.outliers}
+    slow = {o.index for o in v.outliers}
     width, label_w, bar_h = 1000, 90, 16
     top = max(v.totals) or 1.0
     height = bar_h * len(order) + 4
@@ -52,7 +52,8 @@ def overview(v: StepView, page: PageContext) -> str:
         mark = " (outlier)" if i + 1 in slow else ""
         if page.timeline:
             svg.append(_to_timeline(v, i + 1))
-        svg.append(f'<text x="{label_w - 6}" y="{y + 12}" text-anchor="end">step {i + 1}'
+        number = v.numbers[i]
+        svg.append(f'<text x="{label_w - 6}" y="{y + 12}" text-anchor="end">step {number}'
                    f"{'*' if mark else ''}</text>")
         x = float(label_w)
         for p in parts:
@@ -61,7 +62,7 @@ def overview(v: StepView, page: PageContext) -> str:
                 continue
             svg.append(f'<rect class="step-part" x="{x:.1f}" y="{y}" width="{w:.1f}" '
                        f'height="{bar_h - 3}" fill="{PHASE_COLOURS.get(p.name, "#999")}">'
-                       f"<title>step {i + 1}{esc(mark)}: {esc(phase_words(p.name))} "
+                       f"<title>step {number}{esc(mark)}: {esc(phase_words(p.name))} "
                        f"{esc(fmt_seconds(p.seconds[i]))}</title></rect>")
             x += w
         svg.append(f'<text x="{x + 4:.1f}" y="{y + 12}">{esc(fmt_seconds(v.totals[i]))}</text>')
@@ -74,13 +75,14 @@ def overview(v: StepView, page: PageContext) -> str:
     sides = step_sides_line(v)
     notes = (f"<li>{esc(sides)}</li>" if sides else "") + "".join(
         f"<li>{esc(outlier_line(o))}"
-        + (f" ({_to_timeline(v, o.step)}on the timeline</a>)" if page.timeline else "")
+        + (f" ({_to_timeline(v, o.index)}on the timeline</a>)" if page.timeline else "")
         + "</li>" for o in v.outliers)
     if page.timeline:
         notes += ("<li>A click on a step shows it on the Timeline: its range zoomed to and "
-                  "selected, what ran in it summed (the chart counts the profiled steps from "
-                  "1; the Timeline names each by its number in the run, torch's "
-                  "ProfilerStep#N).</li>")
+                  "selected, what ran in it summed" + ("" if v.numbered else
+                  " (this report does not say the steps' numbers in the run: the chart counts "
+                  "the profiled steps from 1, the Timeline names each by its number, torch's "
+                  "ProfilerStep#N)") + ".</li>")
     return (f'<section id="steps"><h2>{esc(steps_title(v))}</h2>' + "".join(svg)
             + f'<p class="legend">{legend}</p>'
             + (f"<ul>{notes}</ul>" if notes else "")
