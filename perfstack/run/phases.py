@@ -102,39 +102,48 @@ class BackendTurn:
                                 " refuses it")
         return result
 
-    def take(self) -> BackendResult:
-        """Check, launch, run and collect; return the backend's result."""
+    def _refusal(self, runs: int) -> tuple[Status, dict[str, Any]] | None:
+        """Why the backend does not run here, as its status and the result's fields (its
+        ``runs`` taken out of the plan where they were in it), or None: it runs."""
         backend, runner = self.backend, self.runner
-        own = self.options.backend_options.get(backend.name, {})
-        runs = run_count(self.entry, own) if backend.own_run else 0
         available = availability(backend)
         if available.error is not None:  # (its runs were never in the plan)
-            return self._result(Status.FAILED, reason="check() raised",
-                                traceback=available.error)
+            return Status.FAILED, {"reason": "check() raised", "traceback": available.error}
         if not available.ok:
-            return self._result(Status.UNAVAILABLE, reason=available.reason, fix=available.fix)
+            return Status.UNAVAILABLE, {"reason": available.reason, "fix": available.fix}
         if not backend.own_run and self.options.repeat == 0:
-            return self._result(Status.SKIPPED, reason=(
-                "not run: it reads the baseline runs, and --repeat 0 made none"))
+            return Status.SKIPPED, {"reason": "not run: it reads the baseline runs, and "
+                                              "--repeat 0 made none"}
         failed = self.failed_unprofiled
         if not backend.own_run and not runner.baseline and failed is not None:
-            return self._result(Status.SKIPPED, reason=(
+            return Status.SKIPPED, {"reason": (
                 "not run: it reads the baseline runs, and none was made: the workload failed "
-                f"({failed.record.id}: {failed.record.exit.describe()})"))
+                f"({failed.record.id}: {failed.record.exit.describe()})")}
         unused = never_imported(backend.needs_import, runner.baseline)
         if backend.own_run and unused is not None and not self.options.keep_going:
             runner.planned -= runs
-            return self._result(Status.SKIPPED, reason=(
+            return Status.SKIPPED, {"reason": (
                 f"not run: the workload never imported {unused} (its baseline runs did not), "
-                f"so {backend.name} would see nothing; --keep-going runs it anyway"))
+                f"so {backend.name} would see nothing; --keep-going runs it anyway")}
         if backend.own_run and failed is not None and not self.options.keep_going:
             # It would fail again, and profile the failure, not the workload.
             runner.planned -= runs
             how = ("without a profiler" if failed.record.backend is None
                    else "in its first run, and would again")
-            return self._result(Status.SKIPPED, reason=(
+            return Status.SKIPPED, {"reason": (
                 f"not run: the workload failed {how} ({failed.record.id}: "
-                f"{failed.record.exit.describe()}); --keep-going runs every backend anyway"))
+                f"{failed.record.exit.describe()}); --keep-going runs every backend anyway")}
+        return None
+
+    def take(self) -> BackendResult:
+        """Check, launch, run and collect; return the backend's result."""
+        backend, runner = self.backend, self.runner
+        own = self.options.backend_options.get(backend.name, {})
+        runs = run_count(self.entry, own) if backend.own_run else 0
+        refused = self._refusal(runs)
+        if refused is not None:
+            status, fields = refused
+            return self._result(status, **fields)
         folder = rundir.run_subfolder(runner.run_dir, backend.name)
         ctx = RunContext(backend.name, runner.workload, folder, own, self.options.timeout_s,
                          list(runner.baseline), run_extra=runner.extra_runner(backend.name),
