@@ -234,3 +234,62 @@ def test_the_allocators_message_is_read_in_every_shape_it_comes() -> None:
                 "1.00 GiB of which 0 bytes is free. Of the allocated memory 1.00 GiB is "
                 "allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated.")
     assert two is not None and two.gpu == 3
+
+
+def test_a_device_out_of_memory_names_what_held_it_the_instant_it_ran_out(
+        tmp_path: Path) -> None:
+    """torch's out-of-memory observer (attached under --torch-memory on a GPU), called as the
+    caching allocator calls it: the snapshot it takes that instant is kept beside the run, its
+    live blocks are summed by the line that allocated them, and the out-of-memory finding
+    names them. (A snapshot in the format torch documents stands in for the allocator's, of
+    which this machine has none: tests/fixtures/gpu-runs/record.sh's "loops" records one on
+    a GPU.)"""
+    import pickle
+    from types import SimpleNamespace
+
+    from perfstack_plugins.torchprof.inproc import CUDA_OOM_SNAPSHOT, _on_device_oom
+    from perfstack_plugins.torchprof.memcats import MEMORY_SIDECAR
+    from perfstack_plugins.torchprof.memrows import memory_categories
+
+    from perfstack.analysis.rules.memory import out_of_memory
+    from perfstack.report import Layer, Report, RunInfo
+
+    here = [{"filename": "/home/u/train.py", "line": 41, "name": "forward"},
+            {"filename": "/venv/site-packages/torch/nn/modules/module.py", "line": 1739,
+             "name": "_call_impl"}]
+    there = [{"filename": "/home/u/train.py", "line": 57, "name": "step"}]
+    snapshot = {"segments": [
+        {"device": 0, "address": 0, "total_size": 24 * MIB, "stream": 0,
+         "blocks": [{"size": 12 * MIB, "state": "active_allocated", "frames": here},
+                    {"size": 6 * MIB, "state": "active_allocated", "frames": there},
+                    {"size": 4 * MIB, "state": "active_allocated", "frames": here},
+                    {"size": 2 * MIB, "state": "inactive", "frames": []}]},
+        {"device": 1, "address": 0, "total_size": 8 * MIB, "stream": 0,
+         "blocks": [{"size": 8 * MIB, "state": "active_allocated", "frames": there}]}],
+        "device_traces": [[], []]}
+    torch = SimpleNamespace(cuda=SimpleNamespace(memory=SimpleNamespace(
+        _snapshot=lambda: snapshot)))
+    _on_device_oom(torch, str(tmp_path))(0, 20 * MIB, 22 * MIB, 2 * MIB)
+    assert pickle.loads((tmp_path / CUDA_OOM_SNAPSHOT).read_bytes()) == snapshot
+    saved = json.loads((tmp_path / MEMORY_SIDECAR).read_text("utf-8"))
+    assert saved["cuda_oom"] == {
+        "device": "cuda:0", "asked": 20 * MIB, "free": 2 * MIB, "reserved": 24 * MIB,
+        "allocated": 22 * MIB, "largest_free": 2 * MIB, "fragmentation": 0.0,
+        "held": [{"size": 16 * MIB, "where": "forward (/home/u/train.py:41)"},
+                 {"size": 6 * MIB, "where": "step (/home/u/train.py:57)"}]}
+    rows, _, _, _ = memory_categories(tmp_path)
+    assert [(r.key, r.values["at_oom"].value) for r in rows] == [
+        ("forward (/home/u/train.py:41)", 16 * MIB), ("step (/home/u/train.py:57)", 6 * MIB)]
+    message = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 "
+               "has a total capacity of 24.00 MiB of which 2.00 MiB is free. Of the allocated "
+               "memory 22.00 MiB is allocated by PyTorch, and 0 bytes is reserved by PyTorch "
+               "but unallocated.")
+    run = RunInfo(command=["train.py"], cwd="/home/u", started="2026-11-29T00:00:00",
+                  duration_s=1.0, perfstack_version="0", repeat=1, warmup=0, timeout_s=None,
+                  complete=True, runs=[_record("exited", tail=f"Traceback ...\n{message}\n")])
+    report = Report(run=run, environment={}, backends=[])
+    report.layers[Layer.MEMORY] = rows
+    (found,), explained = out_of_memory(report, {})
+    assert explained == {"r"} and found.title == "out of device memory"
+    assert ("what held it the instant it ran out: forward (/home/u/train.py:41) 16 MiB, step "
+            "(/home/u/train.py:57) 6 MiB (torch: the allocator's snapshot then)") in found.evidence

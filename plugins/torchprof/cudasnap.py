@@ -9,8 +9,10 @@ The snapshot is the dictionary ``torch.cuda.memory._snapshot()`` returns after
 stack). The peak is found by replaying the trace: it holds every allocation the allocator
 made while recording, a library's own too (cuDNN's workspace while it benchmarks, which on an
 H200 made the run's peak 7.3 GiB where torch's profiler, in its few steps, saw 2.8). Read on a
-real H200 run (tests/fixtures/gpu-runs/memory). Standard library only: it runs in the
-workload.
+real H200 run (tests/fixtures/gpu-runs/memory). Where the device runs out, the allocator's
+out-of-memory observer takes a snapshot that instant (``at_oom``: the live blocks by line;
+not yet read on a GPU: tests/fixtures/gpu-runs/record.sh's "loops" records one). Standard
+library only: it runs in the workload.
 """
 
 from __future__ import annotations
@@ -98,3 +100,24 @@ def summarize(snapshot: dict[str, Any]) -> dict[str, dict[str, Any]]:
         d.setdefault("peak_allocated", None)
         d.setdefault("at_peak", [])
     return out
+
+
+def at_oom(snapshot: dict[str, Any], device: int, asked: int, free: int) -> dict[str, Any]:
+    """What the allocator held on ``device`` the instant it ran out (``snapshot`` taken by the
+    out-of-memory observer; ``asked``: the allocation refused, ``free``: what the device had
+    free): reserved, allocated, the largest free block and fragmentation as ``summarize``
+    says them, and ``held``: the live blocks by the Python line that allocated them."""
+    merged: dict[str, int] = {}
+    for segment in snapshot.get("segments", []):
+        if int(segment.get("device", 0)) != device:
+            continue
+        for block in segment.get("blocks", []):
+            if block.get("state") == "active_allocated":
+                where = block_site(block.get("frames"))
+                merged[where] = merged.get(where, 0) + int(block.get("size", 0))
+    now = summarize({"segments": snapshot.get("segments", [])}).get(f"cuda:{device}", {})
+    return {"device": f"cuda:{device}", "asked": asked, "free": free,
+            **{k: now.get(k) for k in ("reserved", "allocated", "largest_free",
+                                       "fragmentation")},
+            "held": [{"size": size, "where": where} for where, size in
+                     sorted(merged.items(), key=lambda kv: -kv[1])[:TOP]]}

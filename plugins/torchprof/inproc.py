@@ -100,6 +100,40 @@ def _save_cuda_snapshot(torch: Any, folder: str) -> None:
     _update_memory_sidecar(folder, add, lambda saved, why: saved.update(cuda_error=why))
 
 
+#: The allocator's snapshot the instant the device ran out of memory.
+CUDA_OOM_SNAPSHOT = "cuda-oom.pickle"
+
+
+def _on_device_oom(torch: Any, folder: str) -> Callable[[int, int, int, int], None]:
+    """The CUDA allocator's out-of-memory observer: the instant an allocation is refused, its
+    snapshot (each live block with the stack that allocated it) is kept beside the run and
+    summarised into the memory sidecar (``cuda_oom``), before the error unwinds the frames
+    that held the tensors."""
+    def observe(device: int, asked: int, allocated: int, free: int) -> None:
+        import pickle
+
+        from .cudasnap import at_oom
+
+        def add(saved: dict[str, Any]) -> None:
+            snapshot = torch.cuda.memory._snapshot()
+            with open(os.path.join(folder, CUDA_OOM_SNAPSHOT), "wb") as fh:
+                pickle.dump(snapshot, fh)
+            saved["cuda_oom"] = at_oom(snapshot, device, asked, free)
+
+        _update_memory_sidecar(folder, add, lambda saved, why: saved.update(cuda_oom_error=why))
+
+    return observe
+
+
+def _record_cuda_history(torch: Any, folder: str) -> None:
+    """The caching allocator's own record, for its snapshot at the end, and its observer of
+    an out-of-memory error, for its snapshot that instant."""
+    torch.cuda.memory._record_memory_history(max_entries=100_000)
+    attach = getattr(torch._C, "_cuda_attach_out_of_memory_observer", None)
+    if attach is not None:  # (a private API: a torch without it keeps the end's only)
+        attach(_on_device_oom(torch, folder))
+
+
 @contextlib.contextmanager
 def _inductor_unasked(torch: Any, with_stack: bool) -> Iterator[None]:
     """Around torch.profiler's start and step, where the workload has not imported
@@ -222,8 +256,8 @@ def start(options: dict[str, Any], folder: str) -> Callable[[], None] | None:
     unhook = marks.on_step(on_step)
     offs = _ranges(torch, marks, prof.with_stack, bool(options.get("kernel_lines", True)))
     cuda_history = bool(options.get("profile_memory")) and torch.cuda.is_available()
-    if cuda_history:  # the caching allocator's own record, for its snapshot at the end
-        torch.cuda.memory._record_memory_history(max_entries=100_000)
+    if cuda_history:
+        _record_cuda_history(torch, folder)
     with _inductor_unasked(torch, prof.with_stack):
         prof.start()
 

@@ -68,12 +68,21 @@ OVER_PEAK = 1.25
 def cuda_allocator(saved: dict[str, Any]) -> tuple[list[Row], list[Metric], list[Finding]]:
     """The CUDA caching allocator's summary (``cudasnap``): per device, the reserve against
     what is allocated, its fragmentation, and the largest blocks live at the peak by the
-    Python line that allocated them."""
+    Python line that allocated them; where the device ran out of memory, the blocks live
+    that instant (``at_oom``), by line."""
     rows: list[Row] = []
     metrics: list[Metric] = []
     findings: list[Finding] = []
     found = saved.get("cuda")
     devices: dict[str, Any] = found if isinstance(found, dict) else {}
+    oom = saved.get("cuda_oom")
+    if isinstance(oom, dict):  # the out-of-memory observer's snapshot, that instant
+        device = str(oom.get("device", "cuda:0"))
+        for block in oom.get("held", []):
+            where = str(block.get("where", NO_FRAME))
+            rows.append(Row(where, where, SOURCE,  # (one device's: the one that ran out)
+                            {"at_oom": Quantity(int(block.get("size", 0)), "B")},
+                            {"kind": "cuda-oom-block", "device": device}))
     for device, d in sorted(devices.items()):
         suffix = "" if len(devices) == 1 else f"[{device}]"
         reserved, allocated = int(d.get("reserved", 0)), int(d.get("allocated", 0))
@@ -131,8 +140,10 @@ def memory_categories(folder: Path) -> tuple[list[Row], list[Metric], list[Findi
     except (OSError, ValueError):
         saved = {}
     rows, metrics, findings = cuda_allocator(saved if isinstance(saved, dict) else {})
-    notes = ([f"CUDA allocator snapshot: {saved['cuda_error']}"]
-             if isinstance(saved, dict) and saved.get("cuda_error") else [])
+    said = {"cuda_error": "CUDA allocator snapshot", "cuda_oom_error": "CUDA allocator "
+            "snapshot when the device ran out of memory"}
+    notes = [f"{words}: {saved[key]}" for key, words in said.items()
+             if isinstance(saved, dict) and saved.get(key)]
     cycle, why = _peak_cycle(folder / MEMORY_SIDECAR)
     if cycle is None:
         return rows, metrics, findings, notes + ([f"no memory categories: {why}"] if why

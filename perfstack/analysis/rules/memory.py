@@ -88,26 +88,30 @@ def _naming(profilers: list[str], which: str) -> str:
             f"plugins' lists them) names the allocations {which}")
 
 
-def holders(report: Report, top: int = 3) -> tuple[list[tuple[str, float]], str | None]:
+def holders(report: Report, top: int = 3,
+            when: str = "at_peak") -> tuple[list[tuple[str, float]], str | None]:
     """What held the most memory at the peak a memory backend measured (its rows'
-    ``at_peak``), and which backend measured it: the function and line, by bytes."""
+    ``at_peak``; ``when`` "at_oom": the instant a device ran out, torch's allocator snapshot
+    then), and which backend measured it: the function and line, by bytes."""
     rows = [r for r in report.layers.get(Layer.MEMORY, [])
-            if (q := r.values.get("at_peak")) is not None and isinstance(q.value, (int, float))
+            if (q := r.values.get(when)) is not None and isinstance(q.value, (int, float))
             and q.value > 0]
     if not rows:
         return [], None
-    source = max(rows, key=lambda r: r.values["at_peak"].value or 0).source
+    source = max(rows, key=lambda r: r.values[when].value or 0).source
     mine = sorted((r for r in rows if r.source == source),
-                  key=lambda r: -(r.values["at_peak"].value or 0))[:top]
-    return [(r.key, float(r.values["at_peak"].value or 0)) for r in mine], source
+                  key=lambda r: -(r.values[when].value or 0))[:top]
+    return [(r.key, float(r.values[when].value or 0)) for r in mine], source
 
 
 def finding(record: RunRecord, how: str, home: str | None,
             where_raised: str | None, ids: str, profilers: list[str],
-            held: tuple[list[tuple[str, float]], str | None] = ([], None)) -> Finding:
+            held: tuple[list[tuple[str, float]], str | None] = ([], None),
+            held_at_oom: tuple[list[tuple[str, float]], str | None] = ([], None)) -> Finding:
     """The out-of-memory finding of one run (``where_raised``: a MemoryError's raise site;
     ``profilers``: the installed backends that measure the memory layer; ``held``: what held
-    the most at the peak one of them measured, and which)."""
+    the most at the peak one of them measured, and which; ``held_at_oom``: what held the
+    device's memory the instant it ran out, where a backend took a snapshot then)."""
     memory = record.memory or {}
     where = where_raised or _where(memory, home)
     evidence: list[str] = []
@@ -117,6 +121,11 @@ def finding(record: RunRecord, how: str, home: str | None,
         oom = parse(record.stderr_tail or "")
         assert oom is not None  # (what died_of_memory read)
         lines, action = evidence_and_action(oom)
+        sites, measured_by = held_at_oom
+        if sites:
+            lines.append("what held it the instant it ran out: " + ", ".join(
+                f"{name} {_bytes(size)}" for name, size in sites)
+                + f" ({measured_by}: the allocator's snapshot then)")
         return Finding(rule=RULE, title="out of device memory" + (f" at {where}" if where
                                                                   else ""),
                        layer="run", severity="critical", evidence=[*lines, f"runs: {ids}"],
@@ -183,4 +192,5 @@ def out_of_memory(report: Report, raised_at: dict[str, str]) -> tuple[list[Findi
     profilers = [b.name for b in report.backends if "memory" in b.layers
                  and b.status != "unavailable"]
     return ([finding(first, how, workload_dir(report), raised_at.get(first.id), ids,
-                     profilers, holders(report))], {r.id for r, _ in dead})
+                     profilers, holders(report), holders(report, when="at_oom"))],
+            {r.id for r, _ in dead})
