@@ -63,7 +63,8 @@ class TorchBackend(Backend):
         Option("no_shapes", "do not record input shapes (lower overhead, no FLOPs)", flag=True),
         Option("memory", "record allocations (profile_memory) with Python stacks, and what "
                "held torch's memory at its peak by category (parameters, gradients, optimizer "
-               "state, activations...); slow", flag=True),
+               "state, activations...); on a GPU, the caching allocator's history and "
+               "what held the device if it runs out; slow", flag=True),
         Option("stack", "record Python stacks (with_stack): Python rows and op links; slow",
                flag=True),
         Option("no_flops", "do not count FLOPs", flag=True),
