@@ -137,8 +137,8 @@ def closing_stub(steps: list[float], windows: list[tuple[float, float]],
     in time, under :data:`STUB_FRACTION` of the median of at least two others, and holding
     no op (``op_starts``: when each op directly under a step range started, µs; None where
     the trace does not say; ``numbers``, the ranges' step numbers, lose it too). Return its
-    duration (s), or None. (On a loaded machine a real
-    last step can be 20x quicker than its slowed first ones: its ops keep it a step.)"""
+    duration (s), or None. (On a loaded machine a real last step can be 20x quicker than its
+    slowed first ones: its ops keep it a step.)"""
     if len(steps) < 3 or len(steps) != len(windows):
         return None
     last = max(range(len(windows)), key=lambda i: windows[i][0])
