@@ -84,6 +84,10 @@ def test_two_captures_of_a_running_job_each_of_the_steps_asked(
         metrics = {m["name"]: m for m in report["metrics"]}  # type: ignore[attr-defined]
         torch_steps = metrics["torch_step_time"]
         assert len(torch_steps["samples"]) == asked, torch_steps
+        # each step named by its number in the job (ProfilerStep#N), from the first captured
+        first = capture["first_step"]
+        numbered = [m["sample_steps"] for m in metrics.values() if m.get("sample_steps")]
+        assert numbered and all(n == list(range(first, first + asked)) for n in numbered)
         # the torch trace's steps are the rider's: each within 20% of its own clock's
         for ours, theirs in zip(sorted(capture["step_times_s"]),
                                 sorted(torch_steps["samples"]), strict=True):

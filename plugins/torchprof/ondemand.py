@@ -30,11 +30,16 @@ class Recorder:
                             with_stack=bool(options.get("stack")), schedule=self.schedule,
                             on_trace_ready=lambda p: None)  # written by write()
         self.prof.start()
+        # each captured step's range named by its number in the workload, as a run's are
+        # (ProfilerStep#N: N the steps done so far, plus one, at each step())
+        from perfstack.inprocess import steps as marks
+
+        self.prof.step_num = marks.state.count
 
     def schedule(self, step: int) -> Any:
         """torch.profiler's schedule, asked at each step (a method, not a lambda inside
         ``__init__``, so that a sample of it is not read as the recorder's start-up): the
-        first step warms up, every later one records."""
+        start warms up (step 0, asked before the step count is set), every step records."""
         return self.warmup if step == 0 else self.record
 
     def step(self) -> None:
