@@ -42,25 +42,33 @@ TIMELINE = "nvml-timeline.jsonl"
 FIELD_POWER_INSTANT = 186  # NVML_FI_DEV_POWER_INSTANT (recent drivers only)
 #: What pynvml's nvmlInit says where the NVML library cannot be loaded.
 NO_LIBRARY = "NVML Shared Library Not Found"
+NOT_INSTALLED = "nvidia-ml-py is not installed"
 
 
-def _why_not_nvml() -> str | None:
-    """Why NVML cannot be used here, found without importing pynvml (16 ms, in every command
-    that loads the plugins, on a machine with no NVIDIA driver): nvidia-ml-py missing, or the
-    driver's library that pynvml would load (Linux) missing; None where pynvml should start."""
+def _started() -> tuple[Any, str | None]:
+    """pynvml with NVML started (``nvmlInit``), or None and why not: nvidia-ml-py missing
+    (``NOT_INSTALLED``), or 'NVML cannot start: ...' in pynvml's words. Where the driver's
+    library that pynvml loads is missing (Linux), that is found without importing pynvml
+    (16 ms, in every command that loads the plugins, on a machine with no NVIDIA driver)."""
     import importlib.util
     import sys
 
     if importlib.util.find_spec("pynvml") is None:
-        return "not installed"
+        return None, NOT_INSTALLED
     if sys.platform.startswith("linux"):
         import ctypes
 
         try:
             ctypes.CDLL("libnvidia-ml.so.1")  # (the name pynvml loads)
         except OSError:
-            return NO_LIBRARY
-    return None
+            return None, f"NVML cannot start: {NO_LIBRARY}"
+    import pynvml as nv
+
+    try:
+        nv.nvmlInit()
+    except Exception as exc:
+        return None, f"NVML cannot start: {exc}"
+    return nv, None
 
 
 def _guard(read: Callable[[], Any], field: str, unsupported: dict[str, str]) -> Any:
@@ -184,20 +192,17 @@ class NvmlBackend(Backend):
 
     def check(self) -> Availability:
         """Available when nvidia-ml-py imports and NVML initializes (a driver and a GPU)."""
-        why = _why_not_nvml()
-        if why == "not installed":
-            return Availability.no("nvidia-ml-py is not installed", "pip install nvidia-ml-py")
+        nv, why = _started()
+        if why == NOT_INSTALLED:
+            return Availability.no(why, "pip install nvidia-ml-py")
+        fix = ("install the NVIDIA driver; without an NVIDIA GPU there is nothing for this "
+               "backend to measure")
+        if why is not None:
+            return Availability.no(f"{why} (no NVIDIA driver here)", fix)
         try:
-            if why is not None:
-                raise OSError(why)
-            import pynvml as nv
-
-            nv.nvmlInit()
             count = nv.nvmlDeviceGetCount()
         except Exception as exc:
-            return Availability.no(f"NVML cannot start: {exc} (no NVIDIA driver here)",
-                                   "install the NVIDIA driver; without an NVIDIA GPU there is "
-                                   "nothing for this backend to measure")
+            return Availability.no(f"NVML cannot start: {exc} (no NVIDIA driver here)", fix)
         if count == 0:
             return Availability.no("NVML sees no GPU", "check the driver and CUDA_VISIBLE_DEVICES")
         return Availability.yes()
@@ -301,17 +306,9 @@ def perfstack_backends() -> list[Backend]:
 @hookimpl
 def perfstack_environment() -> dict[str, Any]:
     """Add the NVIDIA driver and GPUs (or why NVML is not usable) to the environment block."""
-    why = _why_not_nvml()
-    if why == "not installed":
-        return {"nvml": {"available": False, "reason": "nvidia-ml-py is not installed"}}
+    nv, why = _started()
     if why is not None:
-        return {"nvml": {"available": False, "reason": f"NVML cannot start: {why}"}}
-    import pynvml as nv
-
-    try:
-        nv.nvmlInit()
-    except Exception as exc:
-        return {"nvml": {"available": False, "reason": f"NVML cannot start: {exc}"}}
+        return {"nvml": {"available": False, "reason": why}}
     info: dict[str, Any] = {"available": True, "gpus": []}
     readers = {"driver": nv.nvmlSystemGetDriverVersion,
                "cuda_driver": nv.nvmlSystemGetCudaDriverVersion_v2}

@@ -67,6 +67,17 @@ def peak_blocks(trace: list[dict[str, Any]]) -> tuple[int | None, list[dict[str,
     return best, sorted(at_best, key=lambda e: -int(e.get("size", 0)))
 
 
+def by_site(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The blocks' sizes summed by the Python line that allocated them, the ``TOP`` largest
+    first, each ``{"size", "where"}``."""
+    merged: dict[str, int] = {}
+    for block in blocks:
+        where = block_site(block.get("frames"))
+        merged[where] = merged.get(where, 0) + int(block.get("size", 0))
+    return [{"size": size, "where": where}
+            for where, size in sorted(merged.items(), key=lambda kv: -kv[1])[:TOP]]
+
+
 def summarize(snapshot: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Per device (``"cuda:N"``): ``reserved`` and ``allocated`` now (bytes), ``largest_free``
     (the biggest unused block), ``fragmentation`` (the share of the unused reserve outside that
@@ -87,12 +98,7 @@ def summarize(snapshot: dict[str, Any]) -> dict[str, dict[str, Any]]:
         d = out.setdefault(f"cuda:{index}", {"reserved": 0, "allocated": 0, "largest_free": 0})
         peak, blocks = peak_blocks(trace if isinstance(trace, list) else [])
         d["peak_allocated"] = peak
-        merged: dict[str, int] = {}
-        for block in blocks:
-            where = block_site(block.get("frames"))
-            merged[where] = merged.get(where, 0) + int(block.get("size", 0))
-        d["at_peak"] = [{"size": size, "where": where} for where, size in
-                        sorted(merged.items(), key=lambda kv: -kv[1])[:TOP]]
+        d["at_peak"] = by_site(blocks)
     for d in out.values():
         unused = d["reserved"] - d["allocated"]
         d["fragmentation"] = (round(100 * (unused - d["largest_free"]) / unused, 1)
@@ -107,17 +113,12 @@ def at_oom(snapshot: dict[str, Any], device: int, asked: int, free: int) -> dict
     out-of-memory observer; ``asked``: the allocation refused, ``free``: what the device had
     free): reserved, allocated, the largest free block and fragmentation as ``summarize``
     says them, and ``held``: the live blocks by the Python line that allocated them."""
-    merged: dict[str, int] = {}
-    for segment in snapshot.get("segments", []):
-        if int(segment.get("device", 0)) != device:
-            continue
-        for block in segment.get("blocks", []):
-            if block.get("state") == "active_allocated":
-                where = block_site(block.get("frames"))
-                merged[where] = merged.get(where, 0) + int(block.get("size", 0))
+    live = [block for segment in snapshot.get("segments", [])
+            if int(segment.get("device", 0)) == device
+            for block in segment.get("blocks", []) if block.get("state") == "active_allocated"]
+    # (the segments alone: the trace's replay, for the peak, is not wanted here)
     now = summarize({"segments": snapshot.get("segments", [])}).get(f"cuda:{device}", {})
     return {"device": f"cuda:{device}", "asked": asked, "free": free,
             **{k: now.get(k) for k in ("reserved", "allocated", "largest_free",
                                        "fragmentation")},
-            "held": [{"size": size, "where": where} for where, size in
-                     sorted(merged.items(), key=lambda kv: -kv[1])[:TOP]]}
+            "held": by_site(live)}

@@ -135,17 +135,16 @@ def step_view(report: Report) -> StepView | None:
                   and m.samples and m.samples_of == "steps"}
         given = found[present[0]].sample_steps
         numbered = given is not None and len(given) >= count
-        numbers = list(given[:count]) if given and numbered else list(range(1, count + 1))
+        numbers = given[:count] if given and numbered else list(range(1, count + 1))
         return StepView(prefix.split("_")[0], source, phases, totals,
                         outliers(phases, totals, numbers), numbers, numbered,
                         beside.get("gpu_step_host"), beside.get("gpu_step_device"))
     return None
 
 
-def outliers(phases: list[Phase], totals: list[float],
-             numbers: list[int] | None = None) -> list[Outlier]:
+def outliers(phases: list[Phase], totals: list[float], numbers: list[int]) -> list[Outlier]:
     """The steps of ``OUTLIER`` times the median step or more, slowest first, each named by
-    its number (``numbers``; else counted from 1)."""
+    its number (``numbers``, one a step)."""
     if len(totals) < 3:
         return []
     middle = median(totals)
@@ -154,8 +153,8 @@ def outliers(phases: list[Phase], totals: list[float],
         if middle > 0 and total >= OUTLIER * middle:
             grew = max((p for p in phases if not p.within),
                        key=lambda p: p.seconds[i] - p.median)
-            out.append(Outlier(numbers[i] if numbers else i + 1, i + 1, total, total / middle,
-                               grew.name, grew.seconds[i] - grew.median))
+            out.append(Outlier(numbers[i], i + 1, total, total / middle, grew.name,
+                               grew.seconds[i] - grew.median))
     return sorted(out, key=lambda o: -o.seconds)
 
 
