@@ -133,10 +133,10 @@ def overhead(outcome: Outcome, baseline: Sequence[Outcome], repeat: int,
     run was faster than the baseline beyond its noise (no profiler speeds a workload up)."""
     if repeat == 0:
         return None, NO_BASELINE
+    changed = _unsteady(outcome, baseline)
     found, why = _overhead(outcome, baseline, steps)
     if found is None:
         return found, why
-    changed = _unsteady(outcome, baseline)
     if changed is not None:
         return None, changed
     noise = (found.baseline_stdev_s or 0.0) / found.baseline_median_s
@@ -150,14 +150,14 @@ def overhead(outcome: Outcome, baseline: Sequence[Outcome], repeat: int,
 def _overhead(outcome: Outcome, baseline: Sequence[Outcome],
               steps: StepWindow | None) -> tuple[Overhead | None, str | None]:
     """The ratio itself (run or measured steps), or why there is none."""
-    if steps is not None:
-        base = [rundir.RunFolder(o.artifact_dir).step_times()
-                for o in baseline if o.record.exit.clean]
-        own = rundir.RunFolder(outcome.artifact_dir).step_times()
-        return assembly.step_overhead(base, own, steps.warmup, steps.measured,
-                                      outcome.record.exit.clean)
-    return assembly.overhead(clean_walls(baseline), outcome.record.wall_s,
-                             outcome.record.exit.clean)
+    walls = clean_walls(baseline)
+    if steps is None:
+        return assembly.overhead(walls, outcome.record.wall_s, outcome.record.exit.clean)
+    base = [rundir.RunFolder(o.artifact_dir).step_times()
+            for o in baseline if o.record.exit.clean]
+    own = rundir.RunFolder(outcome.artifact_dir).step_times()
+    return assembly.step_overhead(base, own, steps.warmup, steps.measured,
+                                  outcome.record.exit.clean)
 
 
 def _step_times(outcome: Outcome, rank: int) -> list[float]:

@@ -158,19 +158,8 @@ class Session:
     def run_backend(self, entry: BackendEntry) -> tuple[BackendResult | None, Outcome | None]:
         """Run one backend (or record why it was skipped); return its result and its own
         run's outcome (None where it made none)."""
-        # After an interruption a backend that reads the baseline runs still reads what they
-        # wrote (dynamo's records of a run stopped while it compiled): it starts nothing.
-        if self.interrupted and (entry.backend.own_run or not self.baseline):
-            self.results.append(assembly.result_of(
-                entry, Status.SKIPPED, reason="not run: the session was interrupted"))
-            return None, None
         turn = BackendTurn(entry, self.runner, self.failed_unprofiled)
-        try:
-            taken = turn.take()
-        except KeyboardInterrupt:
-            self.interrupted = True
-            taken = assembly.result_of(entry, Status.INTERRUPTED,
-                                       reason="interrupted while collecting")
+        taken = turn.take()
         if entry.backend.name in self.options.riding and taken.status in (
                 Status.EMPTY, Status.SKIPPED, Status.UNAVAILABLE):
             return None, None  # riding along unasked, with nothing to say: not in the report

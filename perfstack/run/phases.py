@@ -106,6 +106,8 @@ class BackendTurn:
         """Why the backend does not run here, as its status and the result's fields (its
         ``runs`` taken out of the plan where they were in it), or None: it runs."""
         backend, runner = self.backend, self.runner
+        if runner.interrupted and (backend.own_run or not runner.baseline):
+            return Status.SKIPPED, {"reason": "not run: the session was interrupted"}
         available = availability(backend)
         if available.error is not None:  # (its runs were never in the plan)
             return Status.FAILED, {"reason": "check() raised", "traceback": available.error}
@@ -136,42 +138,49 @@ class BackendTurn:
         return None
 
     def take(self) -> BackendResult:
-        """Check, launch, run and collect; return the backend's result."""
+        """Check, launch, run and collect; return the backend's result. After an
+        interruption a backend that would start a run is skipped; one that reads the baseline
+        runs still reads what they wrote (dynamo's records of a run stopped while it
+        compiled): it starts nothing. Ctrl-C while it runs or collects ends its turn."""
         backend, runner = self.backend, self.runner
-        own = self.options.backend_options.get(backend.name, {})
-        runs = run_count(self.entry, own) if backend.own_run else 0
-        refused = self._refusal(runs)
-        if refused is not None:
-            status, fields = refused
-            return self._result(status, **fields)
-        folder = rundir.run_subfolder(runner.run_dir, backend.name)
-        ctx = RunContext(backend.name, runner.workload, folder, own, self.options.timeout_s,
-                         list(runner.baseline), run_extra=runner.extra_runner(backend.name),
-                         steps=self.options.steps, warmups=list(runner.warmups))
-        if not backend.own_run:
-            return self._collect(ctx, None)
-        launched = call(lambda: backend.launch(ctx), "launch")
-        if launched.value is None:
-            runner.planned -= runs
-            return self._result(Status.FAILED, reason="launch() raised",
-                                traceback=launched.error or "launch() returned None")
-        launch = launched.value
-        outcome = self._attached_run(ctx, backend.name, launch)
-        for index in range(1, runs):
-            if runner.interrupted or not outcome.record.exit.clean:
-                runner.planned -= runs - index  # a crash would crash again
-                break
-            later = replace(ctx, run_index=index)
-            again = call(partial(backend.launch, later), "launch")
-            if again.value is None:
-                self.errors.append(again.failure(f"launch() of run {index + 1}"))
-                runner.planned -= runs - index
-                break
-            outcome.more.append(self._attached_run(
-                later, f"{backend.name}/run-{index + 1}", again.value, home=folder))
-        for log in rundir.RunFolder(folder).hook_errors(runner.ranks(folder)):
-            self.errors.append(log.read_text("utf-8", errors="replace"))
-        return self._collect(ctx, outcome, backend.is_per_rank(launch))
+        try:
+            own = self.options.backend_options.get(backend.name, {})
+            runs = run_count(self.entry, own) if backend.own_run else 0
+            refused = self._refusal(runs)
+            if refused is not None:
+                status, fields = refused
+                return self._result(status, **fields)
+            folder = rundir.run_subfolder(runner.run_dir, backend.name)
+            ctx = RunContext(backend.name, runner.workload, folder, own,
+                             self.options.timeout_s, list(runner.baseline),
+                             run_extra=runner.extra_runner(backend.name),
+                             steps=self.options.steps, warmups=list(runner.warmups))
+            if not backend.own_run:
+                return self._collect(ctx, None)
+            launched = call(lambda: backend.launch(ctx), "launch")
+            if launched.value is None:
+                runner.planned -= runs
+                return self._result(Status.FAILED, reason="launch() raised",
+                                    traceback=launched.error or "launch() returned None")
+            outcome = self._attached_run(ctx, backend.name, launched.value)
+            for index in range(1, runs):
+                if runner.interrupted or not outcome.record.exit.clean:
+                    runner.planned -= runs - index  # a crash would crash again
+                    break
+                later = replace(ctx, run_index=index)
+                again = call(partial(backend.launch, later), "launch")
+                if again.value is None:
+                    self.errors.append(again.failure(f"launch() of run {index + 1}"))
+                    runner.planned -= runs - index
+                    break
+                outcome.more.append(self._attached_run(
+                    later, f"{backend.name}/run-{index + 1}", again.value, home=folder))
+            for log in rundir.RunFolder(folder).hook_errors(runner.ranks(folder)):
+                self.errors.append(log.read_text("utf-8", errors="replace"))
+            return self._collect(ctx, outcome, backend.is_per_rank(launched.value))
+        except KeyboardInterrupt:
+            runner.interrupted = True
+            return self._result(Status.INTERRUPTED, reason="interrupted while collecting")
 
     def _attached_run(self, ctx: RunContext, label: str, launch: Launch,
                       home: Path | None = None) -> Outcome:
