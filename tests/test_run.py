@@ -188,6 +188,19 @@ def test_the_run_count_leaves_out_unavailable_backends_from_the_start(perfstack)
     assert absent["status"] == "unavailable"
 
 
+def test_a_backend_makes_the_runs_the_plan_counted(perfstack):
+    """run_count is asked once, when the session plans: a backend that answered 2 for the plan
+    and 3 at its turn made 3 runs of a plan of 2 ('run 3 of 2')."""
+    result = perfstack("-p", "tests.testplugins.fickle", "run", "--plugins", "fickle",
+                       "--repeat", "0", "--warmup", "0", "-q", str(WORKLOADS / "busy.py"))
+    assert result.code == 0, result.stderr
+    counts = [line.split(",")[0] for line in result.stderr.splitlines()
+              if line.startswith("perfstack: run ")]
+    assert counts == ["perfstack: run 1 of 2", "perfstack: run 2 of 2"], result.stderr
+    fickle = next(b for b in result.report()["backends"] if b["name"] == "fickle")
+    assert "runs made: 2; run_count asked 1 time(s)" in fickle["notes"], fickle
+
+
 def test_quick_is_one_baseline_and_the_quick_backends(perfstack):
     """--quick: a sampler and what reads the baseline, one baseline run, no warm-up; the
     sampler's run first, and its answer said before the baseline runs (the report refines

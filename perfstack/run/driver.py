@@ -60,12 +60,14 @@ class Session:
         self.plugins = plugins
         self.options = options
         self.plugin_failures = plugin_failures or []
-        #: runs this session will make: warm-ups, baselines, one per available backend with
-        #: its own run (asked now, so "run 4 of 10" does not become "run 5 of 9" when an
-        #: unavailable backend's turn comes; the check is asked once per process)
+        #: whether each backend can run here, and the runs of its own it asks for, asked
+        #: once, now: the plan says "run 4 of 10" from the start (not "run 5 of 9" when an
+        #: unavailable backend's turn comes), and each turn makes the runs the plan counted
+        self.available = {e.backend.name: availability(e.backend) for e in selected}
+        self.runs = {e.backend.name: run_count(e, options.backend_options.get(e.backend.name, {}))
+                     if e.backend.own_run else 0 for e in selected}
         planned = options.warmup + options.repeat + sum(
-            run_count(e, options.backend_options.get(e.backend.name, {})) for e in selected
-            if e.backend.own_run and availability(e.backend).ok)
+            self.runs[e.backend.name] for e in selected if self.available[e.backend.name].ok)
         self.runner = Runner(workload, self.cwd, run_dir, report_dir, options,
                              progress or NoProgress(), planned, riders(selected))
         #: the first warm-up or baseline run that did not end cleanly (or the answer-first
@@ -158,7 +160,9 @@ class Session:
     def run_backend(self, entry: BackendEntry) -> tuple[BackendResult | None, Outcome | None]:
         """Run one backend (or record why it was skipped); return its result and its own
         run's outcome (None where it made none)."""
-        turn = BackendTurn(entry, self.runner, self.failed_unprofiled)
+        name = entry.backend.name
+        turn = BackendTurn(entry, self.runner, self.failed_unprofiled, self.available[name],
+                           self.runs[name])
         taken = turn.take()
         if entry.backend.name in self.options.riding and taken.status in (
                 Status.EMPTY, Status.SKIPPED, Status.UNAVAILABLE):

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from perfstack.plugin.backend import (
+    Availability,
     Collected,
     InProcessHook,
     Launch,
@@ -76,12 +77,16 @@ def never_imported(module: str | None, baseline: list[Outcome]) -> str | None:
 class BackendTurn:
     """One backend's turn: :meth:`take` returns its result and what it collected."""
 
-    def __init__(self, entry: BackendEntry, runner: Runner,
-                 failed_unprofiled: Outcome | None) -> None:
+    def __init__(self, entry: BackendEntry, runner: Runner, failed_unprofiled: Outcome | None,
+                 available: Availability, runs: int) -> None:
         self.entry = entry
         self.backend = entry.backend
         self.runner = runner
         self.options = runner.options
+        #: whether the backend can run here, and the runs of its own it asked for (0: none),
+        #: as the session's plan asked them
+        self.available = available
+        self.runs = runs
         #: the first warm-up or baseline run that did not end cleanly, if any
         self.failed_unprofiled = failed_unprofiled
         #: the backend's own run, once made (its overhead may be measured again later)
@@ -102,13 +107,13 @@ class BackendTurn:
                                 " refuses it")
         return result
 
-    def _refusal(self, runs: int) -> tuple[Status, dict[str, Any]] | None:
+    def _refusal(self) -> tuple[Status, dict[str, Any]] | None:
         """Why the backend does not run here, as its status and the result's fields (its
-        ``runs`` taken out of the plan where they were in it), or None: it runs."""
-        backend, runner = self.backend, self.runner
+        runs taken out of the plan where they were in it), or None: it runs."""
+        backend, runner, runs = self.backend, self.runner, self.runs
         if runner.interrupted and (backend.own_run or not runner.baseline):
             return Status.SKIPPED, {"reason": "not run: the session was interrupted"}
-        available = availability(backend)
+        available = self.available
         if available.error is not None:  # (its runs were never in the plan)
             return Status.FAILED, {"reason": "check() raised", "traceback": available.error}
         if not available.ok:
@@ -145,8 +150,8 @@ class BackendTurn:
         backend, runner = self.backend, self.runner
         try:
             own = self.options.backend_options.get(backend.name, {})
-            runs = run_count(self.entry, own) if backend.own_run else 0
-            refused = self._refusal(runs)
+            runs = self.runs
+            refused = self._refusal()
             if refused is not None:
                 status, fields = refused
                 return self._result(status, **fields)
