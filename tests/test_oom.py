@@ -267,8 +267,10 @@ def test_a_device_out_of_memory_names_what_held_it_the_instant_it_ran_out(
         {"device": 1, "address": 0, "total_size": 8 * MIB, "stream": 0,
          "blocks": [{"size": 8 * MIB, "state": "active_allocated", "frames": there}]}],
         "device_traces": [[], []]}
+    import torch as real
+
     torch = SimpleNamespace(cuda=SimpleNamespace(memory=SimpleNamespace(
-        _snapshot=lambda: snapshot)))
+        _snapshot=lambda: snapshot)), Tensor=real.Tensor, nn=real.nn, optim=real.optim)
     _on_device_oom(torch, str(tmp_path))(0, 20 * MIB, 22 * MIB, 2 * MIB)
     assert pickle.loads((tmp_path / CUDA_OOM_SNAPSHOT).read_bytes()) == snapshot
     saved = json.loads((tmp_path / MEMORY_SIDECAR).read_text("utf-8"))
@@ -276,10 +278,12 @@ def test_a_device_out_of_memory_names_what_held_it_the_instant_it_ran_out(
         "device": "cuda:0", "asked": 20 * MIB, "free": 2 * MIB, "reserved": 24 * MIB,
         "allocated": 22 * MIB, "largest_free": 2 * MIB, "fragmentation": 0.0,
         "held": [{"size": 16 * MIB, "where": "forward (/home/u/train.py:41)"},
-                 {"size": 6 * MIB, "where": "step (/home/u/train.py:57)"}]}
+                 {"size": 6 * MIB, "where": "step (/home/u/train.py:57)"}],
+        "categories": {"other": 22 * MIB}}  # (no tensor of this process starts a block)
     rows, _, _, _ = memory_categories(tmp_path)
     assert [(r.key, r.values["at_oom"].value) for r in rows] == [
-        ("forward (/home/u/train.py:41)", 16 * MIB), ("step (/home/u/train.py:57)", 6 * MIB)]
+        ("forward (/home/u/train.py:41)", 16 * MIB), ("step (/home/u/train.py:57)", 6 * MIB),
+        ("cuda:0 out of memory: other", 22 * MIB)]
     message = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 "
                "has a total capacity of 24.00 MiB of which 2.00 MiB is free. Of the allocated "
                "memory 22.00 MiB is allocated by PyTorch, and 0 bytes is reserved by PyTorch "
@@ -293,3 +297,78 @@ def test_a_device_out_of_memory_names_what_held_it_the_instant_it_ran_out(
     assert explained == {"r"} and found.title == "out of device memory"
     assert ("what held it the instant it ran out: forward (/home/u/train.py:41) 16 MiB, step "
             "(/home/u/train.py:57) 6 MiB (torch: the allocator's snapshot then)") in found.evidence
+
+
+def test_a_device_out_of_memory_says_what_kind_of_tensor_filled_it(tmp_path: Path) -> None:
+    """The instant the device ran out, each live block is a parameter's, a gradient's, an
+    optimizer's state's or another tensor's, by the storage that starts it: the observer
+    finds the live parameters and optimizers among the objects the collector tracks (a real
+    model and a real Adam after a step, here on the CPU), and the finding names the kind that
+    filled the device with its fix. (The snapshot, in torch's format, is laid out around
+    those tensors' storages: the allocator's own, on a GPU, is what record.sh's "loops"
+    records.)"""
+    from types import SimpleNamespace
+
+    import torch as real
+    from perfstack_plugins.torchprof.inproc import _on_device_oom
+    from perfstack_plugins.torchprof.memcats import MEMORY_SIDECAR
+    from perfstack_plugins.torchprof.memrows import memory_categories
+
+    from perfstack.analysis.rules.memory import out_of_memory
+    from perfstack.report import Layer, Report, RunInfo
+
+    model = real.nn.Linear(512, 512)  # 1 MiB of weight, 2 KiB of bias
+    adam = real.optim.Adam(model.parameters())
+    model(real.randn(8, 512)).sum().backward()
+    adam.step()
+    tensors = [(model.weight, "parameter"), (model.bias, "parameter"),
+               (model.weight.grad, "gradient"), (model.bias.grad, "gradient"),
+               *((value, "optimizer_state") for state in adam.state.values()
+                 for value in state.values() if value.numel() > 1)]
+    activation = real.empty(6 * MIB // 4)  # 6 MiB: the block no owner starts
+    frames = [{"filename": "/home/u/train.py", "line": 12, "name": "step"}]
+    segments = [{"device": 0, "address": t.untyped_storage().data_ptr(),
+                 "total_size": t.untyped_storage().nbytes(), "stream": 0,
+                 "blocks": [{"size": t.untyped_storage().nbytes(), "state": "active_allocated",
+                             "frames": frames}]}
+                for t, _ in [*tensors, (activation, "other")]]
+    segments.append({"device": 0, "address": 1 << 40, "total_size": 2 * MIB, "stream": 0,
+                     "blocks": [{"size": 2 * MIB, "state": "inactive", "frames": []}]})
+    snapshot = {"segments": segments, "device_traces": [[]]}
+    torch = SimpleNamespace(cuda=SimpleNamespace(memory=SimpleNamespace(
+        _snapshot=lambda: snapshot)), Tensor=real.Tensor, nn=real.nn, optim=real.optim)
+    _on_device_oom(torch, str(tmp_path))(0, 8 * MIB, 0, 0)
+    saved = json.loads((tmp_path / MEMORY_SIDECAR).read_text("utf-8"))
+    size = {kind: sum(t.untyped_storage().nbytes() for t, k in tensors if k == kind)
+            for kind in ("parameter", "gradient", "optimizer_state")}
+    assert size["optimizer_state"] == 2 * size["parameter"] == 2 * size["gradient"]
+    assert saved["cuda_oom"]["categories"] == {"other": 6 * MIB, **size}
+    rows, _, _, _ = memory_categories(tmp_path)
+    message = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 MiB. GPU 0 "
+               "has a total capacity of 12.01 MiB of which 0 bytes is free. Of the allocated "
+               "memory 10.01 MiB is allocated by PyTorch, and 2.00 MiB is reserved by "
+               "PyTorch but unallocated.")
+    run = RunInfo(command=["train.py"], cwd="/home/u", started="2026-11-29T00:00:00",
+                  duration_s=1.0, perfstack_version="0", repeat=1, warmup=0, timeout_s=None,
+                  complete=True, runs=[_record("exited", tail=f"Traceback ...\n{message}\n")])
+    report = Report(run=run, environment={}, backends=[])
+    report.layers[Layer.MEMORY] = rows
+    (found,), _ = out_of_memory(report, {})
+    assert ("the tensors then, by kind: other tensors (activations, inputs, temporaries) 6 MiB, "
+            "optimizer state 2 MiB, parameters 1 MiB, gradients 1 MiB (torch: each live block "
+            "by the tensor it holds)") in found.evidence, found.evidence
+    # the cache held 2 of the 12 MiB reserved, less than asked: the tensors' fix; the model's
+    # state held 40% of them: the activations' (a smaller batch)
+    assert found.action.startswith("the tensors themselves filled the device"), found.action
+    lines = [r.key for r in rows if r.attrs.get("kind") == "cuda-oom-block"]
+    assert lines == ["step (/home/u/train.py:12)"]
+    # where the model's state fills most of the tensors, the fix of its largest kind
+    activation.resize_(MIB // 4 // 4)
+    segments[-2]["blocks"][0]["size"] = segments[-2]["total_size"] = MIB // 4
+    _on_device_oom(torch, str(tmp_path))(0, 8 * MIB, 0, 0)
+    rows, _, _, _ = memory_categories(tmp_path)
+    report.layers[Layer.MEMORY] = rows
+    (found,), _ = out_of_memory(report, {})
+    assert found.action.startswith(
+        "the model's state filled 94% of the tensors, optimizer state the most (2 MiB): keep "
+        "a smaller optimizer state"), found.action

@@ -108,17 +108,42 @@ def summarize(snapshot: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def at_oom(snapshot: dict[str, Any], device: int, asked: int, free: int) -> dict[str, Any]:
+def owned(segments: list[dict[str, Any]], device: int,
+          owners: dict[int, str]) -> dict[str, int]:
+    """The live blocks on ``device`` summed by what they belonged to: ``owners`` maps a
+    storage's address to its category (torch's names: parameter, gradient, optimizer_state);
+    a block no owner starts is ``other`` (activations, inputs, temporaries). A block's address
+    is its segment's plus the sizes of the blocks before it (the blocks tile the segment, as
+    torch's memory viewer lays them out)."""
+    out: dict[str, int] = {}
+    for segment in segments:
+        if int(segment.get("device", 0)) != device:
+            continue
+        address = int(segment.get("address", 0))
+        for block in segment.get("blocks", []):
+            start, size = int(block.get("address", address)), int(block.get("size", 0))
+            if block.get("state") == "active_allocated":
+                name = owners.get(start, "other")
+                out[name] = out.get(name, 0) + size
+            address = start + size
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def at_oom(snapshot: dict[str, Any], device: int, asked: int, free: int,
+           owners: dict[int, str] | None = None) -> dict[str, Any]:
     """What the allocator held on ``device`` the instant it ran out (``snapshot`` taken by the
     out-of-memory observer; ``asked``: the allocation refused, ``free``: what the device had
     free): reserved, allocated, the largest free block and fragmentation as ``summarize``
-    says them, and ``held``: the live blocks by the Python line that allocated them."""
-    live = [block for segment in snapshot.get("segments", [])
-            if int(segment.get("device", 0)) == device
+    says them, ``held``: the live blocks by the Python line that allocated them, and, given
+    the ``owners`` of the live tensors' storages, ``categories``: the live blocks by what
+    they belonged to (``owned``)."""
+    segments = snapshot.get("segments", [])
+    live = [block for segment in segments if int(segment.get("device", 0)) == device
             for block in segment.get("blocks", []) if block.get("state") == "active_allocated"]
     # (the segments alone: the trace's replay, for the peak, is not wanted here)
-    now = summarize({"segments": snapshot.get("segments", [])}).get(f"cuda:{device}", {})
+    now = summarize({"segments": segments}).get(f"cuda:{device}", {})
     return {"device": f"cuda:{device}", "asked": asked, "free": free,
             **{k: now.get(k) for k in ("reserved", "allocated", "largest_free",
                                        "fragmentation")},
-            "held": by_site(live)}
+            "held": by_site(live),
+            **({"categories": owned(segments, device, owners)} if owners is not None else {})}

@@ -20,6 +20,9 @@ DOMINANT = 0.5
 WORDS = {"activation": "activations", "optimizer_state": "optimizer state",
          "parameter": "parameters", "gradient": "gradients", "temporary": "temporaries",
          "input": "inputs"}
+#: The live blocks no parameter, gradient or optimizer's state owned, where the device ran
+#: out of memory.
+OTHER = "other tensors (activations, inputs, temporaries)"
 #: What a reader can do when a category dominates the peak.
 ACTIONS = {
     "activation": "keep fewer activations: activation checkpointing "
@@ -69,7 +72,7 @@ def cuda_allocator(saved: dict[str, Any]) -> tuple[list[Row], list[Metric], list
     """The CUDA caching allocator's summary (``cudasnap``): per device, the reserve against
     what is allocated, its fragmentation, and the largest blocks live at the peak by the
     Python line that allocated them; where the device ran out of memory, the blocks live
-    that instant (``at_oom``), by line."""
+    that instant (``at_oom``), by line and by what they belonged to."""
     rows: list[Row] = []
     metrics: list[Metric] = []
     findings: list[Finding] = []
@@ -83,6 +86,11 @@ def cuda_allocator(saved: dict[str, Any]) -> tuple[list[Row], list[Metric], list
             rows.append(Row(where, where, SOURCE,  # (one device's: the one that ran out)
                             {"at_oom": Quantity(int(block.get("size", 0)), "B")},
                             {"kind": "cuda-oom-block", "device": device}))
+        for name, size in (oom.get("categories") or {}).items():
+            rows.append(Row(f"{device} out of memory: {name}", WORDS.get(name, OTHER), SOURCE,
+                            {"at_oom": Quantity(int(size), "B")},
+                            {"kind": "oom-category", "device": device, "category": name,
+                             **({"fix": ACTIONS[name]} if name in ACTIONS else {})}))
     for device, d in sorted(devices.items()):
         suffix = "" if len(devices) == 1 else f"[{device}]"
         reserved, allocated = int(d.get("reserved", 0)), int(d.get("allocated", 0))
@@ -141,7 +149,8 @@ def memory_categories(folder: Path) -> tuple[list[Row], list[Metric], list[Findi
         saved = {}
     rows, metrics, findings = cuda_allocator(saved if isinstance(saved, dict) else {})
     said = {"cuda_error": "CUDA allocator snapshot", "cuda_oom_error": "CUDA allocator "
-            "snapshot when the device ran out of memory"}
+            "snapshot when the device ran out of memory", "cuda_oom_owners_error": "what the "
+            "live blocks belonged to when the device ran out of memory"}
     notes = [f"{words}: {saved[key]}" for key, words in said.items()
              if isinstance(saved, dict) and saved.get(key)]
     cycle, why = _peak_cycle(folder / MEMORY_SIDECAR)

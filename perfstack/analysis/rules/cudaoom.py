@@ -55,19 +55,24 @@ def parse(text: str) -> DeviceOom | None:
                      _bytes(m["free"]), _bytes(m["tensors"]), _bytes(m["cache"]))
 
 
+def fragmented(oom: DeviceOom) -> bool:
+    """Whether the allocator's cache, not the tensors, held what was missing: a large share
+    of what PyTorch reserved, or more than was asked."""
+    held = oom.tensors + oom.cache
+    return held > 0 and (oom.cache >= CACHE_SHARE * held or oom.cache >= oom.asked)
+
+
 def evidence_and_action(oom: DeviceOom) -> tuple[list[str], str]:
     """The finding's lines, and its fix: the allocator's (fragmentation) where its cache
     held the memory, else less memory."""
     def size(b: float) -> str:
         return fmt_value(b, "B")
 
-    held = oom.tensors + oom.cache
     lines = [f"{oom.kind} out of memory on GPU {oom.gpu}: {size(oom.asked)} asked, "
              f"{size(oom.free)} free of {size(oom.total)}",
              f"PyTorch held {size(oom.tensors)} in tensors and {size(oom.cache)} more in its "
              "caching allocator (reserved, unallocated)"]
-    fragmented = held > 0 and (oom.cache >= CACHE_SHARE * held or oom.cache >= oom.asked)
-    if fragmented:
+    if fragmented(oom):
         action = (f"the allocator's cache held {size(oom.cache)} no tensor used, in pieces too "
                   f"small for the {size(oom.asked)} asked (fragmentation): "
                   "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets it grow segments "

@@ -16,8 +16,8 @@ import itertools
 from typing import Any
 
 from perfstack.analysis.origin import origin
-from perfstack.analysis.rules.cudaoom import evidence_and_action, parse
-from perfstack.report import Finding, Layer, Report, RunRecord
+from perfstack.analysis.rules.cudaoom import evidence_and_action, fragmented, parse
+from perfstack.report import Finding, Layer, Report, Row, RunRecord
 from perfstack.report.units import fmt_value
 
 RULE = "run.out-of-memory"
@@ -95,7 +95,7 @@ def holders(report: Report, top: int = 3,
     then), and which backend measured it: the function and line, by bytes."""
     rows = [r for r in report.layers.get(Layer.MEMORY, [])
             if (q := r.values.get(when)) is not None and isinstance(q.value, (int, float))
-            and q.value > 0]
+            and q.value > 0 and r.attrs.get("kind") not in KINDS]
     if not rows:
         return [], None
     source = max(rows, key=lambda r: r.values[when].value or 0).source
@@ -104,15 +104,55 @@ def holders(report: Report, top: int = 3,
     return [(r.key, float(r.values[when].value or 0)) for r in mine], source
 
 
+#: The memory layer's rows of a kind of memory (torch's categories), not of a line.
+KINDS = ("category", "oom-category")
+#: The model's state (parameters, gradients, an optimizer's state) holding at least this share
+#: of the tensors the instant a device ran out filled it.
+FILLED = 0.5
+
+
+def kinds_at_oom(report: Report) -> list[Row]:
+    """The live tensors the instant a device ran out, by kind (parameters, gradients, an
+    optimizer's state, the rest), largest first: the rows a backend that took the
+    allocator's snapshot then made of it."""
+    rows = [r for r in report.layers.get(Layer.MEMORY, [])
+            if r.attrs.get("kind") == "oom-category" and isinstance(
+                (q := r.values.get("at_oom")) and q.value, (int, float))]
+    return sorted(rows, key=lambda r: -float(r.values["at_oom"].value or 0))
+
+
+def _device_kinds(kinds: list[Row], action: str, cache_held: bool) -> tuple[str | None, str]:
+    """The evidence line of the tensors by kind the instant the device ran out, and the fix:
+    where the model's state (the kinds with a fix of their own: parameters, gradients, an
+    optimizer's state) held most of the tensors and the cache did not hold what was missing,
+    the fix of its largest kind; else ``action`` (the activations': a smaller batch)."""
+    if not kinds:
+        return None, action
+    sizes = [float(r.values["at_oom"].value or 0) for r in kinds]
+    line = ("the tensors then, by kind: " + ", ".join(
+        f"{r.name} {_bytes(size)}" for r, size in zip(kinds, sizes, strict=True))
+        + f" ({kinds[0].source}: each live block by the tensor it holds)")
+    model = [(r, size) for r, size in zip(kinds, sizes, strict=True) if r.attrs.get("fix")]
+    total, held = sum(sizes), sum(size for _, size in model)
+    if cache_held or not model or not total or held < FILLED * total:
+        return line, action
+    top, size = model[0]
+    return line, (f"the model's state filled {100 * held / total:.0f}% of the tensors, "
+                  f"{top.name} the most ({_bytes(size)}): {top.attrs['fix']}")
+
+
 def finding(record: RunRecord, how: str, home: str | None,
             where_raised: str | None, ids: str, profilers: list[str],
             held: tuple[list[tuple[str, float]], str | None] = ([], None),
-            held_at_oom: tuple[list[tuple[str, float]], str | None] = ([], None)) -> Finding:
+            held_at_oom: tuple[list[tuple[str, float]], str | None] = ([], None),
+            kinds: list[Row] | None = None) -> Finding:
     """The out-of-memory finding of one run (``where_raised``: a MemoryError's raise site;
     ``profilers``: the installed backends that measure the memory layer; ``held``: what held
     the most at the peak one of them measured, and which; ``held_at_oom``: what held the
-    device's memory the instant it ran out, where a backend took a snapshot then)."""
+    device's memory the instant it ran out, where a backend took a snapshot then, by line,
+    and ``kinds`` by kind: ``kinds_at_oom``)."""
     memory = record.memory or {}
+    kinds = kinds or []
     where = where_raised or _where(memory, home)
     evidence: list[str] = []
     limits: dict[str, int] = memory.get("limits") or {}
@@ -126,6 +166,9 @@ def finding(record: RunRecord, how: str, home: str | None,
             lines.append("what held it the instant it ran out: " + ", ".join(
                 f"{name} {_bytes(size)}" for name, size in sites)
                 + f" ({measured_by}: the allocator's snapshot then)")
+        by_kind, action = _device_kinds(kinds, action, fragmented(oom))
+        if by_kind is not None:
+            lines.append(by_kind)
         return Finding(rule=RULE, title="out of device memory" + (f" at {where}" if where
                                                                   else ""),
                        layer="run", severity="critical", evidence=[*lines, f"runs: {ids}"],
@@ -192,5 +235,6 @@ def out_of_memory(report: Report, raised_at: dict[str, str]) -> tuple[list[Findi
     profilers = [b.name for b in report.backends if "memory" in b.layers
                  and b.status != "unavailable"]
     return ([finding(first, how, workload_dir(report), raised_at.get(first.id), ids,
-                     profilers, holders(report), holders(report, when="at_oom"))],
+                     profilers, holders(report), holders(report, when="at_oom"),
+                     kinds_at_oom(report))],
             {r.id for r, _ in dead})

@@ -1,0 +1,43 @@
+"""A model whose parameters, gradients and Adam's state take most of the device, then a
+batch that does not fit: the truth a report of what kind of tensor filled the device must
+agree with. Its source says the sizes: parameters P (``--model-gib``), gradients P, Adam's
+two moments 2P after the first step; then each step keeps one more ``--batch-gib`` of
+activations (``hold``) until the device runs out.
+
+    python adam_fills_device.py [--device cuda] [--model-gib 20] [--batch-gib 4] [--steps 0]
+
+``--steps 0`` runs until the device runs out; on a CPU give a number (a check of the script).
+"""
+
+import argparse
+
+import torch
+
+import perfstack
+
+
+def hold(held: list[torch.Tensor], model: torch.nn.Module, nbytes: int) -> None:
+    held.append(torch.ones(nbytes // 4, device=next(model.parameters()).device))
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--model-gib", type=float, default=20.0)
+    p.add_argument("--batch-gib", type=float, default=4.0)
+    p.add_argument("--steps", type=int, default=0)
+    ns = p.parse_args()
+    width = 8192  # float32 8192x8192 layers: 256 MiB each
+    layers = max(1, round(ns.model_gib * (1 << 30) / (width * width * 4)))
+    model = torch.nn.Sequential(*[torch.nn.Linear(width, width, bias=False)
+                                  for _ in range(layers)]).to(ns.device)
+    adam = torch.optim.Adam(model.parameters())
+    for weight in model.parameters():  # gradients as a backward pass leaves them
+        weight.grad = torch.ones_like(weight)
+    adam.step()  # Adam's two moments, as large as the parameters each
+    held: list[torch.Tensor] = []
+    step = 0
+    while ns.steps == 0 or step < ns.steps:
+        hold(held, model, int(ns.batch_gib * (1 << 30)))
+        perfstack.step()
+        step += 1
