@@ -26,9 +26,9 @@ WORKLOAD = ROOT / "tests" / "workloads" / "grows_until_oom.py"
 MIB = 1 << 20
 
 
-def _line(text: str) -> int:
+def _line(text: str, workload: Path = WORKLOAD) -> int:
     """The line of the workload's source that holds ``text``."""
-    lines = WORKLOAD.read_text("utf-8").splitlines()
+    lines = workload.read_text("utf-8").splitlines()
     return next(i for i, line in enumerate(lines, 1) if text in line)
 
 
@@ -91,6 +91,46 @@ def test_what_a_memory_profiler_saw_held_it_is_named(tmp_path: Path) -> None:
     size = held.split(") ", 1)[1].split(",")[0]
     assert size.endswith(" MiB") and 200 < float(size.split()[0]) <= 300, held
     assert "names the allocations" not in str(found["action"])  # named already
+
+
+ADAM = ROOT / "tests" / "workloads" / "adam_fills_device.py"
+
+
+def test_a_torch_model_out_of_host_memory_says_what_kind_of_tensor_held_it(
+        tmp_path: Path) -> None:
+    """torch's CPU allocator refusing a batch under an address-space limit (a RuntimeError,
+    not a MemoryError) is out of memory, at the line that asked; the bootstrap's walk of the
+    live tensors then gives their kinds, as the workload's source says them (8 layers of
+    2048x2048 float32: parameters 128 MiB, gradients 128 MiB, Adam's two moments 256 MiB and
+    its step counters, 128 MiB a batch held), and the model's state filling most of them
+    gives its largest kind's fix."""
+    done = perfstack_in(tmp_path, "run", "--plugins", "resources", "--repeat", "1",
+                        "--warmup", "0", "-o", "r.json", str(ADAM), "--", "--device", "cpu",
+                        "--width", "2048", "--model-gib", "0.125", "--batch-gib", "0.125",
+                        "--limit-mib", "900")
+    assert done.code == 8, done.stderr
+    found = _oom(tmp_path / "r.json")
+    assert found["title"] == f"out of memory at {ADAM}:{_line('held.append(', ADAM)} in hold"
+    evidence = found["evidence"]
+    assert isinstance(evidence, list)
+    assert evidence[0].startswith("torch's CPU allocator refused 128 MiB under its "
+                                  "address-space limit (ulimit -v), "), evidence
+    (run,) = load_report(tmp_path / "r.json").run.runs
+    assert run.memory is not None
+    kinds = run.memory["tensors"]["kinds"]
+    assert run.memory["tensors"]["device"] == "cpu"
+    assert (kinds["parameter"], kinds["gradient"]) == (128 * MIB, 128 * MIB), kinds
+    assert kinds["optimizer_state"] == 256 * MIB + 8 * 4, kinds  # 8 step counters, float32
+    batches = kinds.get("other", 0) // (128 * MIB)
+    assert kinds.get("other", 0) == batches * 128 * MIB and batches <= 2, kinds
+    line = next(e for e in evidence if e.startswith("the tensors then, by kind: "))
+    assert line.startswith("the tensors then, by kind: optimizer state 256 MiB, "), line
+    assert "parameters 128 MiB" in line and "gradients 128 MiB" in line, line
+    assert line.endswith("(the live tensors Python held, each storage once)"), line
+    share = round(100 * 512 / (512 + 128 * batches))
+    assert str(found["action"]).startswith(
+        f"the model's state filled {share}% of the tensors, optimizer state the most "
+        "(256 MiB): keep a smaller optimizer state"), found["action"]
 
 
 @contextlib.contextmanager
@@ -355,19 +395,26 @@ def test_a_device_out_of_memory_says_what_kind_of_tensor_filled_it(tmp_path: Pat
     report.layers[Layer.MEMORY] = rows
     (found,), _ = out_of_memory(report, {})
     assert ("the tensors then, by kind: other tensors (activations, inputs, temporaries) 6 MiB, "
-            "optimizer state 2 MiB, parameters 1 MiB, gradients 1 MiB (torch: each live block "
+            "optimizer state 2 MiB, gradients 1 MiB, parameters 1 MiB (torch: each live block "
             "by the tensor it holds)") in found.evidence, found.evidence
     # the cache held 2 of the 12 MiB reserved, less than asked: the tensors' fix; the model's
     # state held 40% of them: the activations' (a smaller batch)
     assert found.action.startswith("the tensors themselves filled the device"), found.action
     lines = [r.key for r in rows if r.attrs.get("kind") == "cuda-oom-block"]
     assert lines == ["step (/home/u/train.py:12)"]
-    # where the model's state fills most of the tensors, the fix of its largest kind
+    # where the model's state fills most of the tensors: the fix of its largest kind, where
+    # a smaller state can make room for what was asked (not the 8 MiB: the state is 4 MiB)
     activation.resize_(MIB // 4 // 4)
     segments[-2]["blocks"][0]["size"] = segments[-2]["total_size"] = MIB // 4
     _on_device_oom(torch, str(tmp_path))(0, 8 * MIB, 0, 0)
     rows, _, _, _ = memory_categories(tmp_path)
     report.layers[Layer.MEMORY] = rows
+    (found,), _ = out_of_memory(report, {})
+    assert found.action.startswith("the tensors themselves filled the device"), found.action
+    tail = str(run.runs[0].stderr_tail)
+    run.runs[0].stderr_tail = tail.replace("Tried to allocate 8.00 MiB", "Tried to allocate "
+                                           "2.00 MiB").replace("and 2.00 MiB is reserved",
+                                                                "and 0 bytes is reserved")
     (found,), _ = out_of_memory(report, {})
     assert found.action.startswith(
         "the model's state filled 94% of the tensors, optimizer state the most (2 MiB): keep "

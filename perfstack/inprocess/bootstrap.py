@@ -318,6 +318,12 @@ def main(argv: list[str]) -> None:
             runpy.run_module(target, run_name="__main__", alter_sys=True)
         else:
             runpy.run_path(target, run_name="__main__")
+    except BaseException as exc:
+        if folder:  # out of memory: what held it, while the frames that hold it still do
+            from perfstack.inprocess.tensorkinds import after_death
+
+            after_death(exc, folder)
+        raise
     finally:
         script_end = time.time()  # what follows (hooks, atexit, the interpreter) is teardown
         if watch is not None:  # the workload's memory, not the probe's or the hooks'

@@ -33,6 +33,9 @@ PROBE_FILE = "probe.json"
 #: The workload's resident memory at its last high, and where it was taken
 #: (perfstack.inprocess.memwatch): what explains an out-of-memory death
 MEMWATCH_FILE = "memory-watch.json"
+#: What kind of tensor held the host's memory when the script died of a refused allocation
+#: (perfstack.inprocess.tensorkinds)
+TENSORS_AT_OOM_FILE = "tensors-at-oom.json"
 #: ``run --on-demand``: the armed rider's pid and backends (perfstack.inprocess.ondemand)
 ONDEMAND_FILE = "ondemand.json"
 #: ``perfstack capture``'s request to the armed rider, written whole

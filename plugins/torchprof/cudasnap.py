@@ -126,7 +126,7 @@ def owned(segments: list[dict[str, Any]], device: int,
                 name = owners.get(start, "other")
                 out[name] = out.get(name, 0) + size
             address = start + size
-    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def at_oom(snapshot: dict[str, Any], device: int, asked: int, free: int,

@@ -104,35 +104,6 @@ def _save_cuda_snapshot(torch: Any, folder: str) -> None:
 CUDA_OOM_SNAPSHOT = "cuda-oom.pickle"
 
 
-def _tensor_owners(torch: Any) -> dict[int, str]:
-    """The storages of the live parameters, their gradients and every optimizer's state, by
-    address (torch's category names), found among the objects the cyclic collector tracks:
-    what the allocator's live blocks belonged to. (A walk of every object: a fraction of a
-    second, once, when the device has run out.)"""
-    import gc
-
-    tensor, parameter, optimizer = torch.Tensor, torch.nn.Parameter, torch.optim.Optimizer
-    owners: dict[int, str] = {}
-
-    def own(value: Any, category: str) -> None:
-        if isinstance(value, tensor):
-            with contextlib.suppress(Exception):  # a lazy module's uninitialised parameter
-                address = int(value.untyped_storage().data_ptr())
-                if address:
-                    owners.setdefault(address, category)
-
-    for obj in gc.get_objects():
-        kind = type(obj)  # (issubclass: Parameter's isinstance asks every object's attributes)
-        if issubclass(kind, parameter):
-            own(obj, "parameter")
-            own(obj.grad, "gradient")
-        elif issubclass(kind, optimizer):
-            for state in list(getattr(obj, "state", {}).values()):
-                for value in list(state.values()) if isinstance(state, dict) else []:
-                    own(value, "optimizer_state")
-    return owners
-
-
 def _on_device_oom(torch: Any, folder: str) -> Callable[[int, int, int, int], None]:
     """The CUDA allocator's out-of-memory observer: the instant an allocation is refused, its
     snapshot (each live block with the stack that allocated it) is kept beside the run and
@@ -142,6 +113,8 @@ def _on_device_oom(torch: Any, folder: str) -> Callable[[int, int, int, int], No
     def observe(device: int, asked: int, allocated: int, free: int) -> None:
         import pickle
 
+        from perfstack.inprocess.tensorkinds import owners as tensor_owners
+
         from .cudasnap import at_oom
 
         def add(saved: dict[str, Any]) -> None:
@@ -149,7 +122,7 @@ def _on_device_oom(torch: Any, folder: str) -> Callable[[int, int, int, int], No
             with open(os.path.join(folder, CUDA_OOM_SNAPSHOT), "wb") as fh:
                 pickle.dump(snapshot, fh)
             try:
-                owners: dict[int, str] | None = _tensor_owners(torch)
+                owners: dict[int, str] | None = tensor_owners(torch)
             except Exception as exc:  # the lines and the allocator's figures still count
                 owners = None
                 saved["cuda_oom_owners_error"] = f"{type(exc).__name__}: {exc}"

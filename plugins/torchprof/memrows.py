@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from perfstack.analysis.rules.memory import KIND_FIXES, OTHER_WORDS
 from perfstack.report import Better, Finding, Layer, Metric, Quantity, Row
 from perfstack.report.units import fmt_value
 
@@ -20,19 +21,12 @@ DOMINANT = 0.5
 WORDS = {"activation": "activations", "optimizer_state": "optimizer state",
          "parameter": "parameters", "gradient": "gradients", "temporary": "temporaries",
          "input": "inputs"}
-#: The live blocks no parameter, gradient or optimizer's state owned, where the device ran
-#: out of memory.
-OTHER = "other tensors (activations, inputs, temporaries)"
 #: What a reader can do when a category dominates the peak.
 ACTIONS = {
     "activation": "keep fewer activations: activation checkpointing "
                   "(torch.utils.checkpoint) on the largest blocks, a smaller batch with "
                   "gradient accumulation, or bf16/fp16 autocast",
-    "optimizer_state": "keep a smaller optimizer state: a fused or foreach optimizer, "
-                       "bf16 or 8-bit states, or sharding it across ranks (ZeRO, FSDP)",
-    "parameter": "hold the parameters in bf16/fp16, or shard them across ranks (FSDP)",
-    "gradient": "free gradients sooner (zero_grad(set_to_none=True)), accumulate them in "
-                "bf16, or shard them across ranks",
+    **KIND_FIXES,
     "temporary": "fewer temporaries: in-place ops, out= arguments, or torch.compile to fuse "
                  "element-wise chains",
     "input": "smaller input batches, or fewer batches prefetched at once",
@@ -87,7 +81,7 @@ def cuda_allocator(saved: dict[str, Any]) -> tuple[list[Row], list[Metric], list
                             {"at_oom": Quantity(int(block.get("size", 0)), "B")},
                             {"kind": "cuda-oom-block", "device": device}))
         for name, size in (oom.get("categories") or {}).items():
-            rows.append(Row(f"{device} out of memory: {name}", WORDS.get(name, OTHER), SOURCE,
+            rows.append(Row(f"{device} out of memory: {name}", WORDS.get(name, OTHER_WORDS), SOURCE,
                             {"at_oom": Quantity(int(size), "B")},
                             {"kind": "oom-category", "device": device, "category": name,
                              **({"fix": ACTIONS[name]} if name in ACTIONS else {})}))

@@ -13,6 +13,7 @@ end, whether it rose step over step (a leak) or in one allocation, and the fix t
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Any
 
 from perfstack.analysis.origin import origin
@@ -28,6 +29,10 @@ NEAR_LIMIT = 0.9
 #: least :data:`RISING_STEPS` steps, is a floor that rises: a leak.
 RISING_BYTES = 1 << 20
 RISING_STEPS = 3
+#: torch's CPU allocator refusing an allocation (a RuntimeError: "[enforce fail at
+#: alloc_cpu.cpp:127] ... DefaultCPUAllocator: can't allocate memory: you tried to allocate
+#: 536870912 bytes. Error code 12 (Cannot allocate memory)"; older torch: "not enough memory").
+_CPU_ALLOCATOR = re.compile(r"DefaultCPUAllocator: .*?you tried to allocate (\d+) bytes")
 #: The names of the limits, as the finding says them.
 LIMIT_WORDS = {"cgroup": "its memory cgroup's limit", "address_space": "its address-space "
                "limit (ulimit -v)", "machine": "the machine's memory"}
@@ -49,10 +54,11 @@ def _where(memory: dict[str, Any], home: str | None) -> str | None:
 
 
 def died_of_memory(record: RunRecord) -> str | None:
-    """How ``record``'s run died of memory ('MemoryError', 'the OOM killer', 'the device'),
-    or None."""
+    """How ``record``'s run died of memory ('MemoryError': Python's, or torch's CPU allocator
+    refusing an allocation; 'the OOM killer'; 'the device'), or None."""
     tail = (record.stderr_tail or "").strip().splitlines()
-    if record.exit.status == "exited" and tail and tail[-1].startswith("MemoryError"):
+    if record.exit.status == "exited" and tail and (
+            tail[-1].startswith("MemoryError") or _CPU_ALLOCATOR.search(tail[-1])):
         return "MemoryError"
     if record.exit.status == "exited" and tail and "OutOfMemoryError" in tail[-1] \
             and parse(tail[-1]) is not None:
@@ -107,8 +113,21 @@ def holders(report: Report, top: int = 3,
 #: The memory layer's rows of a kind of memory (torch's categories), not of a line.
 KINDS = ("category", "oom-category")
 #: The model's state (parameters, gradients, an optimizer's state) holding at least this share
-#: of the tensors the instant a device ran out filled it.
+#: of the tensors the instant the memory ran out filled it.
 FILLED = 0.5
+#: The kinds of the model's state as the report says them, and what a reader can do when one
+#: fills the memory (torch's memory categories' names).
+KIND_WORDS = {"parameter": "parameters", "gradient": "gradients",
+              "optimizer_state": "optimizer state"}
+KIND_FIXES = {
+    "optimizer_state": "keep a smaller optimizer state: a fused or foreach optimizer, "
+                       "bf16 or 8-bit states, or sharding it across ranks (ZeRO, FSDP)",
+    "parameter": "hold the parameters in bf16/fp16, or shard them across ranks (FSDP)",
+    "gradient": "free gradients sooner (zero_grad(set_to_none=True)), accumulate them in "
+                "bf16, or shard them across ranks",
+}
+#: The tensors no parameter, gradient or optimizer's state owned.
+OTHER_WORDS = "other tensors (activations, inputs, temporaries)"
 
 
 def kinds_at_oom(report: Report) -> list[Row]:
@@ -121,24 +140,61 @@ def kinds_at_oom(report: Report) -> list[Row]:
     return sorted(rows, key=lambda r: -float(r.values["at_oom"].value or 0))
 
 
-def _device_kinds(kinds: list[Row], action: str, cache_held: bool) -> tuple[str | None, str]:
-    """The evidence line of the tensors by kind the instant the device ran out, and the fix:
-    where the model's state (the kinds with a fix of their own: parameters, gradients, an
-    optimizer's state) held most of the tensors and the cache did not hold what was missing,
-    the fix of its largest kind; else ``action`` (the activations': a smaller batch)."""
+#: One kind of tensor as the finding says it: its words, its bytes, its fix (None: other).
+Kind = tuple[str, float, str | None]
+
+
+def _by_kind(kinds: list[Kind], source: str, action: str, keep: bool,
+             asked: float | None) -> tuple[str | None, str]:
+    """The evidence line of the tensors by kind when the memory ran out, and the fix: where
+    the model's state (the kinds with a fix) held most of the tensors, and at least the
+    allocation refused (``asked``, where known: a smaller state could make room for it), the
+    fix of its largest kind; else, or where ``action`` stands (the allocator's cache held
+    what was missing, a floor rose step over step: what grew is the cause), ``action``."""
     if not kinds:
         return None, action
-    sizes = [float(r.values["at_oom"].value or 0) for r in kinds]
     line = ("the tensors then, by kind: " + ", ".join(
-        f"{r.name} {_bytes(size)}" for r, size in zip(kinds, sizes, strict=True))
-        + f" ({kinds[0].source}: each live block by the tensor it holds)")
-    model = [(r, size) for r, size in zip(kinds, sizes, strict=True) if r.attrs.get("fix")]
-    total, held = sum(sizes), sum(size for _, size in model)
-    if cache_held or not model or not total or held < FILLED * total:
+        f"{words} {_bytes(size)}" for words, size, _ in kinds) + f" ({source})")
+    model = [(words, size, fix) for words, size, fix in kinds if fix]
+    total, held = sum(size for _, size, _ in kinds), sum(size for _, size, _ in model)
+    if keep or not model or not total or held < FILLED * total or (
+            asked is not None and asked > held):
         return line, action
-    top, size = model[0]
+    words, size, fix = model[0]
     return line, (f"the model's state filled {100 * held / total:.0f}% of the tensors, "
-                  f"{top.name} the most ({_bytes(size)}): {top.attrs['fix']}")
+                  f"{words} the most ({_bytes(size)}): {fix}")
+
+
+def _host_kinds(memory: dict[str, Any]) -> list[Kind]:
+    """The host's live tensors by kind when a refused allocation killed the script (the
+    bootstrap's walk, ``RunRecord.memory["tensors"]``), largest first."""
+    kinds = (memory.get("tensors") or {}).get("kinds") or {}
+    return sorted(((KIND_WORDS.get(k, OTHER_WORDS), float(v), KIND_FIXES.get(k))
+                   for k, v in kinds.items() if v > 0), key=lambda kind: -kind[1])
+
+
+def _device_finding(record: RunRecord, where: str | None, ids: str,
+                    held_at_oom: tuple[list[tuple[str, float]], str | None],
+                    kinds: list[Row]) -> Finding:
+    """The finding of a device's out of memory: the allocator's message, what held the device
+    the instant it ran out by line and by kind, where a backend took a snapshot then."""
+    oom = parse(record.stderr_tail or "")
+    assert oom is not None  # (what died_of_memory read)
+    lines, action = evidence_and_action(oom)
+    sites, measured_by = held_at_oom
+    if sites:
+        lines.append("what held it the instant it ran out: " + ", ".join(
+            f"{name} {_bytes(size)}" for name, size in sites)
+            + f" ({measured_by}: the allocator's snapshot then)")
+    by_kind, action = _by_kind(
+        [(r.name, float(r.values["at_oom"].value or 0), r.attrs.get("fix")) for r in kinds],
+        f"{kinds[0].source}: each live block by the tensor it holds" if kinds else "",
+        action, keep=fragmented(oom), asked=oom.asked)
+    if by_kind is not None:
+        lines.append(by_kind)
+    return Finding(rule=RULE, title="out of device memory" + (f" at {where}" if where else ""),
+                   layer="run", severity="critical", evidence=[*lines, f"runs: {ids}"],
+                   action=action, source="perfstack")
 
 
 def finding(record: RunRecord, how: str, home: str | None,
@@ -152,27 +208,14 @@ def finding(record: RunRecord, how: str, home: str | None,
     device's memory the instant it ran out, where a backend took a snapshot then, by line,
     and ``kinds`` by kind: ``kinds_at_oom``)."""
     memory = record.memory or {}
-    kinds = kinds or []
     where = where_raised or _where(memory, home)
     evidence: list[str] = []
     limits: dict[str, int] = memory.get("limits") or {}
     peak = memory.get("peak_rss_bytes")
     if how == "the device":  # the host's memory is beside the point
-        oom = parse(record.stderr_tail or "")
-        assert oom is not None  # (what died_of_memory read)
-        lines, action = evidence_and_action(oom)
-        sites, measured_by = held_at_oom
-        if sites:
-            lines.append("what held it the instant it ran out: " + ", ".join(
-                f"{name} {_bytes(size)}" for name, size in sites)
-                + f" ({measured_by}: the allocator's snapshot then)")
-        by_kind, action = _device_kinds(kinds, action, fragmented(oom))
-        if by_kind is not None:
-            lines.append(by_kind)
-        return Finding(rule=RULE, title="out of device memory" + (f" at {where}" if where
-                                                                  else ""),
-                       layer="run", severity="critical", evidence=[*lines, f"runs: {ids}"],
-                       action=action, source="perfstack")
+        return _device_finding(record, where, ids, held_at_oom, kinds or [])
+    tail = (record.stderr_tail or "").strip().splitlines()
+    asked = _CPU_ALLOCATOR.search(tail[-1]) if tail and how == "MemoryError" else None
     if how == "the OOM killer":
         killer = next((k for k in ("cgroup", "machine") if k in limits), None)
         evidence.append("killed by the kernel's OOM killer (SIGKILL)"
@@ -182,7 +225,8 @@ def finding(record: RunRecord, how: str, home: str | None,
                            else ""))
     else:
         named = "address_space" if "address_space" in limits else None
-        evidence.append("MemoryError: an allocation was refused"
+        evidence.append((f"torch's CPU allocator refused {_bytes(int(asked[1]))}" if asked
+                         else "MemoryError: an allocation was refused")
                         + (f" under {LIMIT_WORDS[named]}, {_bytes(limits[named])}" if named
                            else ""))
     if isinstance(peak, int):
@@ -208,6 +252,11 @@ def finding(record: RunRecord, how: str, home: str | None,
                   "the data in chunks or streamed instead of held whole, activation "
                   "checkpointing for a model, or a higher limit"
                   f"{'' if sites else _naming(profilers, 'that held the memory')}")
+    by_kind, action = _by_kind(_host_kinds(memory), "the live tensors Python held, each "
+                               "storage once", action, keep=rise is not None,
+                               asked=int(asked[1]) if asked else None)
+    if by_kind is not None:
+        evidence.append(by_kind)
     stack = memory.get("stack") or []
     if stack:
         evidence.append("the stack then: " + " ← ".join(

@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from perfstack.runfolder.filenames import MEMWATCH_FILE, RANK_PREFIX
+from perfstack.runfolder.filenames import MEMWATCH_FILE, RANK_PREFIX, TENSORS_AT_OOM_FILE
 from perfstack.runfolder.rundir import RunFolder
 
 
@@ -59,13 +59,31 @@ def _read(path: Path) -> dict[str, Any]:
         return {}
 
 
+def _tensors(path: Path) -> dict[str, Any]:
+    """What kind of tensor held the host's memory when the script died of a refused
+    allocation (``perfstack.inprocess.tensorkinds``), as ``{"tensors": {"device", "kinds"}}``,
+    or nothing."""
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    kinds = data.get("kinds") if isinstance(data, dict) else None
+    if not isinstance(kinds, dict):
+        return {}
+    return {"tensors": {"device": str(data.get("device", "cpu")), "kinds": {
+        str(k): v for k, v in kinds.items()
+        if isinstance(v, int) and not isinstance(v, bool) and v >= 0}}}
+
+
 def memory_at_end(folder: Path, oom_kills: int | None) -> dict[str, Any]:
-    """The run's memory at its end: the highest high any of its processes wrote, and
+    """The run's memory at its end: the highest high any of its processes wrote (and what
+    kind of tensor held it, where the process died of a refused allocation), and
     ``oom_killed`` (None where the machine does not count OOM kills)."""
-    found = [_read(folder / MEMWATCH_FILE)]
+    homes = [folder]
     with contextlib.suppress(OSError):
-        found += [_read(p / MEMWATCH_FILE) for p in folder.iterdir()
-                  if p.is_dir() and p.name.startswith(RANK_PREFIX)]
+        homes += [p for p in folder.iterdir() if p.is_dir() and p.name.startswith(RANK_PREFIX)]
+    found = [{**_read(home / MEMWATCH_FILE), **_tensors(home / TENSORS_AT_OOM_FILE)}
+             for home in homes]
     best = max(found, key=lambda d: d.get("peak_rss_bytes", -1))
     # A run that exited (a MemoryError) wrote every step's memory at its end: more than the
     # watch's last write holds where the steps were fast.
