@@ -61,6 +61,7 @@ TORCH_THE_LIBRARY = {
     "perfstack/analysis/view.py",
     "perfstack/history/identity.py",
     "perfstack/inprocess/devicemarks.py",
+    "perfstack/inprocess/tensorkinds.py",
     "perfstack/machine/roofline/ceilingprobe.py",
     "perfstack/machine/roofline/ceilings.py",
     "perfstack/machine/cpus.py",
