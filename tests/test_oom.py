@@ -127,6 +127,10 @@ def test_a_torch_model_out_of_host_memory_says_what_kind_of_tensor_held_it(
     assert line.startswith("the tensors then, by kind: optimizer state 256 MiB, "), line
     assert "parameters 128 MiB" in line and "gradients 128 MiB" in line, line
     assert line.endswith("(the live tensors Python held, each storage once)"), line
+    layers = {f"Sequential.{n}": 64 * MIB + 4 for n in range(8)}  # each with its counter
+    assert run.memory["tensors"]["modules"] == layers, run.memory["tensors"]
+    assert ("the model's state by module: Sequential.0 64 MiB, Sequential.1 64 MiB, "
+            "Sequential.2 64 MiB and 5 more (320 MiB)") in evidence, evidence
     share = round(100 * 512 / (512 + 128 * batches))
     assert str(found["action"]).startswith(
         f"the model's state filled {share}% of the tensors, optimizer state the most "
@@ -319,7 +323,7 @@ def test_a_device_out_of_memory_names_what_held_it_the_instant_it_ran_out(
         "allocated": 22 * MIB, "largest_free": 2 * MIB, "fragmentation": 0.0,
         "held": [{"size": 16 * MIB, "where": "forward (/home/u/train.py:41)"},
                  {"size": 6 * MIB, "where": "step (/home/u/train.py:57)"}],
-        "categories": {"other": 22 * MIB}}  # (no tensor of this process starts a block)
+        "categories": {"other": 22 * MIB}, "modules": {}}  # (no tensor of ours starts one)
     rows, _, _, _ = memory_categories(tmp_path)
     assert [(r.key, r.values["at_oom"].value) for r in rows] == [
         ("forward (/home/u/train.py:41)", 16 * MIB), ("step (/home/u/train.py:57)", 6 * MIB),
@@ -383,6 +387,7 @@ def test_a_device_out_of_memory_says_what_kind_of_tensor_filled_it(tmp_path: Pat
             for kind in ("parameter", "gradient", "optimizer_state")}
     assert size["optimizer_state"] == 2 * size["parameter"] == 2 * size["gradient"]
     assert saved["cuda_oom"]["categories"] == {"other": 6 * MIB, **size}
+    assert saved["cuda_oom"]["modules"] == {"Linear": sum(size.values())}  # the model's state
     rows, _, _, _ = memory_categories(tmp_path)
     message = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 MiB. GPU 0 "
                "has a total capacity of 12.01 MiB of which 0 bytes is free. Of the allocated "
@@ -397,6 +402,7 @@ def test_a_device_out_of_memory_says_what_kind_of_tensor_filled_it(tmp_path: Pat
     assert ("the tensors then, by kind: other tensors (activations, inputs, temporaries) 6 MiB, "
             "optimizer state 2 MiB, gradients 1 MiB, parameters 1 MiB (torch: each live block "
             "by the tensor it holds)") in found.evidence, found.evidence
+    assert "the model's state by module: Linear 4.01 MiB" in found.evidence, found.evidence
     # the cache held 2 of the 12 MiB reserved, less than asked: the tensors' fix; the model's
     # state held 40% of them: the activations' (a smaller batch)
     assert found.action.startswith("the tensors themselves filled the device"), found.action

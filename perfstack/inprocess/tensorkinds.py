@@ -35,52 +35,99 @@ def _storage(value: Any, tensor: Any) -> tuple[int, int, str] | None:
     return None
 
 
-def _walk(torch: Any) -> tuple[dict[int, str], dict[int, tuple[int, str]]]:
-    """Every storage the model owns by address (its kind), and every live tensor's storage
-    by address (its bytes and device type), each once."""
+#: How deep below its model a module names the model's state it holds ("transformer.h").
+MODULE_DEPTH = 2
+#: The attributes under which a wrapper holds the model (DistributedDataParallel, FSDP,
+#: torch.compile's OptimizedModule): the model is named, not the wrapper.
+WRAPPERS = ("module", "_fsdp_wrapped_module", "_orig_mod")
+
+
+def _modules(roots: list[Any]) -> dict[int, str]:
+    """Each parameter of the models (the modules no other module holds), by id, with the
+    module that holds it, at most :data:`MODULE_DEPTH` below its model: ``Model.part.sub``."""
+    out: dict[int, str] = {}
+    for root in roots:
+        with contextlib.suppress(Exception):  # a module whose parameters cannot be listed
+            for name, param in root.named_parameters():
+                path, model = name.split(".")[:-1], root
+                while path and path[0] in WRAPPERS:
+                    model, path = getattr(model, path[0], model), path[1:]
+                out.setdefault(id(param), ".".join([type(model).__name__,
+                                                    *path[:MODULE_DEPTH]]))
+    return out
+
+
+def _walk(torch: Any) -> tuple[dict[int, str], dict[int, tuple[int, str]], dict[int, str]]:
+    """Every storage the model owns by address (its kind), every live tensor's storage by
+    address (its bytes and device type), each once, and the model's storages by the module
+    that holds them (a gradient and an optimizer's state go with their parameter)."""
     tensor, parameter, optimizer = torch.Tensor, torch.nn.Parameter, torch.optim.Optimizer
     owned: dict[int, str] = {}
     seen: dict[int, tuple[int, str]] = {}
+    held_by: dict[int, Any] = {}  # storage address -> its parameter
+    params: list[Any] = []
+    optimizers: list[Any] = []
+    modules: list[Any] = []
 
-    def own(value: Any, kind: str) -> None:
+    def own(value: Any, kind: str, param: Any) -> None:
         found = _storage(value, tensor)
         if found is not None:
             owned.setdefault(found[0], kind)
             seen[found[0]] = found[1:]
+            held_by.setdefault(found[0], param)
 
     for obj in gc.get_objects():
         kind = type(obj)  # (issubclass: Parameter's isinstance asks every object's attributes)
         if issubclass(kind, parameter):
-            own(obj, PARAMETER)
-            own(obj.grad, GRADIENT)
+            params.append(obj)
         elif issubclass(kind, optimizer):
-            for state in list(getattr(obj, "state", {}).values()):
-                for value in list(state.values()) if isinstance(state, dict) else []:
-                    own(value, OPTIMIZER_STATE)
+            optimizers.append(obj)
+        elif issubclass(kind, torch.nn.Module):
+            modules.append(obj)
         elif issubclass(kind, tensor):
             found = _storage(obj, tensor)
             if found is not None:
                 seen[found[0]] = found[1:]
-    return owned, seen
+    for param in params:
+        own(param, PARAMETER, param)
+        own(param.grad, GRADIENT, param)
+    for opt in optimizers:
+        for param, state in list(getattr(opt, "state", {}).items()):
+            for value in list(state.values()) if isinstance(state, dict) else []:
+                own(value, OPTIMIZER_STATE, param)
+    inner = {id(m) for module in modules for m in getattr(module, "_modules", {}).values()}
+    where = _modules([m for m in modules if id(m) not in inner])
+    module = {address: where[id(param)] for address, param in held_by.items()
+              if id(param) in where}
+    return owned, seen, module
 
 
-def owners(torch: Any) -> dict[int, str]:
+def owners(torch: Any) -> tuple[dict[int, str], dict[int, str]]:
     """The storages of the live parameters, their gradients and every optimizer's state, by
-    address: what a device allocator's live blocks belonged to."""
-    return _walk(torch)[0]
+    address: what a device allocator's live blocks belonged to (their kind, and the module
+    that holds them)."""
+    owned, _, module = _walk(torch)
+    return owned, module
 
 
-def held(torch: Any, device: str = "cpu") -> dict[str, int]:
+def _sorted(sizes: dict[str, int]) -> dict[str, int]:
+    return dict(sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def held(torch: Any, device: str = "cpu") -> tuple[dict[str, int], dict[str, int]]:
     """The bytes of the live tensors on ``device`` (a device type) by kind, each storage
-    once, largest first. Tensors no Python object holds (autograd's saved tensors) are not
-    among them."""
-    owned, seen = _walk(torch)
-    out: dict[str, int] = {}
+    once, and of the model's state by the module that holds it, each largest first. Tensors
+    no Python object holds (autograd's saved tensors) are not among them."""
+    owned, seen, module = _walk(torch)
+    kinds: dict[str, int] = {}
+    modules: dict[str, int] = {}
     for address, (size, where) in seen.items():
         if where == device:
             kind = owned.get(address, OTHER)
-            out[kind] = out.get(kind, 0) + size
-    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
+            kinds[kind] = kinds.get(kind, 0) + size
+            if address in module:
+                modules[module[address]] = modules.get(module[address], 0) + size
+    return _sorted(kinds), _sorted(modules)
 
 
 def died_of_memory(exc: BaseException) -> bool:
@@ -98,8 +145,8 @@ def after_death(exc: BaseException, folder: str) -> None:
     if torch is None or not died_of_memory(exc):
         return
     with contextlib.suppress(Exception):
-        kinds = held(torch)
+        kinds, modules = held(torch)
         path = os.path.join(folder, TENSORS_AT_OOM_FILE)
         with open(path + ".tmp", "w", encoding="utf-8") as fh:
-            json.dump({"device": "cpu", "kinds": kinds}, fh)
+            json.dump({"device": "cpu", "kinds": kinds, "modules": modules}, fh)
         os.replace(path + ".tmp", path)

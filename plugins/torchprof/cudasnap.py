@@ -108,11 +108,12 @@ def summarize(snapshot: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def owned(segments: list[dict[str, Any]], device: int,
-          owners: dict[int, str]) -> dict[str, int]:
+def owned(segments: list[dict[str, Any]], device: int, owners: dict[int, str],
+          rest: str | None = "other") -> dict[str, int]:
     """The live blocks on ``device`` summed by what they belonged to: ``owners`` maps a
-    storage's address to its category (torch's names: parameter, gradient, optimizer_state);
-    a block no owner starts is ``other`` (activations, inputs, temporaries). A block's address
+    storage's address to its owner (a category in torch's names: parameter, gradient,
+    optimizer_state; or the module that holds it); a block no owner starts is ``rest``
+    (activations, inputs, temporaries), or left out where ``rest`` is None. A block's address
     is its segment's plus the sizes of the blocks before it (the blocks tile the segment, as
     torch's memory viewer lays them out)."""
     out: dict[str, int] = {}
@@ -122,28 +123,33 @@ def owned(segments: list[dict[str, Any]], device: int,
         address = int(segment.get("address", 0))
         for block in segment.get("blocks", []):
             start, size = int(block.get("address", address)), int(block.get("size", 0))
-            if block.get("state") == "active_allocated":
-                name = owners.get(start, "other")
+            name = owners.get(start, rest)
+            if block.get("state") == "active_allocated" and name is not None:
                 out[name] = out.get(name, 0) + size
             address = start + size
     return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def at_oom(snapshot: dict[str, Any], device: int, asked: int, free: int,
-           owners: dict[int, str] | None = None) -> dict[str, Any]:
+           owners: tuple[dict[int, str], dict[int, str]] | None = None) -> dict[str, Any]:
     """What the allocator held on ``device`` the instant it ran out (``snapshot`` taken by the
     out-of-memory observer; ``asked``: the allocation refused, ``free``: what the device had
     free): reserved, allocated, the largest free block and fragmentation as ``summarize``
     says them, ``held``: the live blocks by the Python line that allocated them, and, given
-    the ``owners`` of the live tensors' storages, ``categories``: the live blocks by what
-    they belonged to (``owned``)."""
+    the ``owners`` of the live tensors' storages (their kinds, and the modules that hold the
+    model's), ``categories`` and ``modules``: the live blocks by kind and by module
+    (``owned``)."""
     segments = snapshot.get("segments", [])
     live = [block for segment in segments if int(segment.get("device", 0)) == device
             for block in segment.get("blocks", []) if block.get("state") == "active_allocated"]
     # (the segments alone: the trace's replay, for the peak, is not wanted here)
     now = summarize({"segments": segments}).get(f"cuda:{device}", {})
+    found: dict[str, Any] = {}
+    if owners is not None:
+        kinds, modules = owners
+        found["categories"] = owned(segments, device, kinds)
+        found["modules"] = owned(segments, device, modules, rest=None)
     return {"device": f"cuda:{device}", "asked": asked, "free": free,
             **{k: now.get(k) for k in ("reserved", "allocated", "largest_free",
                                        "fragmentation")},
-            "held": by_site(live),
-            **({"categories": owned(segments, device, owners)} if owners is not None else {})}
+            "held": by_site(live), **found}

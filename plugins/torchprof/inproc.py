@@ -122,7 +122,7 @@ def _on_device_oom(torch: Any, folder: str) -> Callable[[int, int, int, int], No
             with open(os.path.join(folder, CUDA_OOM_SNAPSHOT), "wb") as fh:
                 pickle.dump(snapshot, fh)
             try:
-                owners: dict[int, str] | None = tensor_owners(torch)
+                owners: tuple[dict[int, str], dict[int, str]] | None = tensor_owners(torch)
             except Exception as exc:  # the lines and the allocator's figures still count
                 owners = None
                 saved["cuda_oom_owners_error"] = f"{type(exc).__name__}: {exc}"

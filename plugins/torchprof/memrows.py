@@ -66,7 +66,7 @@ def cuda_allocator(saved: dict[str, Any]) -> tuple[list[Row], list[Metric], list
     """The CUDA caching allocator's summary (``cudasnap``): per device, the reserve against
     what is allocated, its fragmentation, and the largest blocks live at the peak by the
     Python line that allocated them; where the device ran out of memory, the blocks live
-    that instant (``at_oom``), by line and by what they belonged to."""
+    that instant (``at_oom``), by line, by what they belonged to and the model's by module."""
     rows: list[Row] = []
     metrics: list[Metric] = []
     findings: list[Finding] = []
@@ -80,6 +80,10 @@ def cuda_allocator(saved: dict[str, Any]) -> tuple[list[Row], list[Metric], list
             rows.append(Row(where, where, SOURCE,  # (one device's: the one that ran out)
                             {"at_oom": Quantity(int(block.get("size", 0)), "B")},
                             {"kind": "cuda-oom-block", "device": device}))
+        for name, size in (oom.get("modules") or {}).items():
+            rows.append(Row(f"{device} out of memory: module {name}", name, SOURCE,
+                            {"at_oom": Quantity(int(size), "B")},
+                            {"kind": "oom-module", "device": device}))
         for name, size in (oom.get("categories") or {}).items():
             rows.append(Row(f"{device} out of memory: {name}", WORDS.get(name, OTHER_WORDS), SOURCE,
                             {"at_oom": Quantity(int(size), "B")},

@@ -95,7 +95,7 @@ def memory_view(report: Report, top: int = 5) -> MemoryView | None:
 
     kinds = [r for r in rows if r.attrs.get("kind") == "category"]
     functions = [r for r in rows if r.attrs.get("kind") not in ("category", "cuda-block",
-                                                                "oom-category")]
+                                                                "oom-category", "oom-module")]
     by_peak = sorted(functions, key=lambda r: _value(r, "at_peak") or 0.0, reverse=True)
     grown = sorted((r for r in functions if (_value(r, "growth_per_step") or 0.0) >= GROWING),
                    key=lambda r: _value(r, "growth_per_step") or 0.0, reverse=True)

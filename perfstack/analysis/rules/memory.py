@@ -111,7 +111,7 @@ def holders(report: Report, top: int = 3,
 
 
 #: The memory layer's rows of a kind of memory (torch's categories), not of a line.
-KINDS = ("category", "oom-category")
+KINDS = ("category", "oom-category", "oom-module")
 #: The model's state (parameters, gradients, an optimizer's state) holding at least this share
 #: of the tensors the instant the memory ran out filled it.
 FILLED = 0.5
@@ -165,6 +165,30 @@ def _by_kind(kinds: list[Kind], source: str, action: str, keep: bool,
                   f"{words} the most ({_bytes(size)}): {fix}")
 
 
+#: The modules a finding names by the model's state they hold; the rest are counted.
+MODULES_SHOWN = 3
+
+
+def _modules_line(modules: list[tuple[str, float]]) -> str | None:
+    """'the model's state by module: A 2 GiB, B 1 GiB, C 10 MiB and 4 more (12 MiB)', the
+    largest first, or None."""
+    if not modules:
+        return None
+    ranked = sorted(modules, key=lambda m: -m[1])
+    shown, rest = ranked[:MODULES_SHOWN], ranked[MODULES_SHOWN:]
+    return ("the model's state by module: " + ", ".join(
+        f"{name} {_bytes(size)}" for name, size in shown)
+        + (f" and {len(rest)} more ({_bytes(sum(size for _, size in rest))})" if rest else ""))
+
+
+def modules_at_oom(report: Report) -> list[tuple[str, float]]:
+    """The model's state the instant a device ran out, by the module that held it: the rows
+    a backend that took the allocator's snapshot then made of it."""
+    return [(r.name, float(q.value)) for r in report.layers.get(Layer.MEMORY, [])
+            if r.attrs.get("kind") == "oom-module" and (q := r.values.get("at_oom")) is not None
+            and isinstance(q.value, (int, float))]
+
+
 def _host_kinds(memory: dict[str, Any]) -> list[Kind]:
     """The host's live tensors by kind when a refused allocation killed the script (the
     bootstrap's walk, ``RunRecord.memory["tensors"]``), largest first."""
@@ -175,9 +199,10 @@ def _host_kinds(memory: dict[str, Any]) -> list[Kind]:
 
 def _device_finding(record: RunRecord, where: str | None, ids: str,
                     held_at_oom: tuple[list[tuple[str, float]], str | None],
-                    kinds: list[Row]) -> Finding:
+                    kinds: list[Row], modules: list[tuple[str, float]]) -> Finding:
     """The finding of a device's out of memory: the allocator's message, what held the device
-    the instant it ran out by line and by kind, where a backend took a snapshot then."""
+    the instant it ran out by line, by kind and the model's by module, where a backend took a
+    snapshot then."""
     oom = parse(record.stderr_tail or "")
     assert oom is not None  # (what died_of_memory read)
     lines, action = evidence_and_action(oom)
@@ -192,6 +217,9 @@ def _device_finding(record: RunRecord, where: str | None, ids: str,
         action, keep=fragmented(oom), asked=oom.asked)
     if by_kind is not None:
         lines.append(by_kind)
+    by_module = _modules_line(modules)
+    if by_module is not None:
+        lines.append(by_module)
     return Finding(rule=RULE, title="out of device memory" + (f" at {where}" if where else ""),
                    layer="run", severity="critical", evidence=[*lines, f"runs: {ids}"],
                    action=action, source="perfstack")
@@ -201,19 +229,20 @@ def finding(record: RunRecord, how: str, home: str | None,
             where_raised: str | None, ids: str, profilers: list[str],
             held: tuple[list[tuple[str, float]], str | None] = ([], None),
             held_at_oom: tuple[list[tuple[str, float]], str | None] = ([], None),
-            kinds: list[Row] | None = None) -> Finding:
+            kinds: list[Row] | None = None,
+            modules: list[tuple[str, float]] | None = None) -> Finding:
     """The out-of-memory finding of one run (``where_raised``: a MemoryError's raise site;
     ``profilers``: the installed backends that measure the memory layer; ``held``: what held
     the most at the peak one of them measured, and which; ``held_at_oom``: what held the
     device's memory the instant it ran out, where a backend took a snapshot then, by line,
-    and ``kinds`` by kind: ``kinds_at_oom``)."""
+    ``kinds`` by kind: ``kinds_at_oom``, and the model's by module: ``modules_at_oom``)."""
     memory = record.memory or {}
     where = where_raised or _where(memory, home)
     evidence: list[str] = []
     limits: dict[str, int] = memory.get("limits") or {}
     peak = memory.get("peak_rss_bytes")
     if how == "the device":  # the host's memory is beside the point
-        return _device_finding(record, where, ids, held_at_oom, kinds or [])
+        return _device_finding(record, where, ids, held_at_oom, kinds or [], modules or [])
     tail = (record.stderr_tail or "").strip().splitlines()
     asked = _CPU_ALLOCATOR.search(tail[-1]) if tail and how == "MemoryError" else None
     if how == "the OOM killer":
@@ -257,6 +286,10 @@ def finding(record: RunRecord, how: str, home: str | None,
                                asked=int(asked[1]) if asked else None)
     if by_kind is not None:
         evidence.append(by_kind)
+    by_module = _modules_line([(str(k), float(v)) for k, v in (
+        (memory.get("tensors") or {}).get("modules") or {}).items() if v > 0])
+    if by_module is not None:
+        evidence.append(by_module)
     stack = memory.get("stack") or []
     if stack:
         evidence.append("the stack then: " + " ← ".join(
@@ -285,5 +318,5 @@ def out_of_memory(report: Report, raised_at: dict[str, str]) -> tuple[list[Findi
                  and b.status != "unavailable"]
     return ([finding(first, how, workload_dir(report), raised_at.get(first.id), ids,
                      profilers, holders(report), holders(report, when="at_oom"),
-                     kinds_at_oom(report))],
+                     kinds_at_oom(report), modules_at_oom(report))],
             {r.id for r, _ in dead})

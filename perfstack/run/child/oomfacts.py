@@ -61,8 +61,8 @@ def _read(path: Path) -> dict[str, Any]:
 
 def _tensors(path: Path) -> dict[str, Any]:
     """What kind of tensor held the host's memory when the script died of a refused
-    allocation (``perfstack.inprocess.tensorkinds``), as ``{"tensors": {"device", "kinds"}}``,
-    or nothing."""
+    allocation, and the model's by module (``perfstack.inprocess.tensorkinds``), as
+    ``{"tensors": {"device", "kinds", "modules"}}``, or nothing."""
     try:
         data = json.loads(path.read_text("utf-8"))
     except (OSError, ValueError):
@@ -70,9 +70,13 @@ def _tensors(path: Path) -> dict[str, Any]:
     kinds = data.get("kinds") if isinstance(data, dict) else None
     if not isinstance(kinds, dict):
         return {}
-    return {"tensors": {"device": str(data.get("device", "cpu")), "kinds": {
-        str(k): v for k, v in kinds.items()
-        if isinstance(v, int) and not isinstance(v, bool) and v >= 0}}}
+
+    def sizes(found: Any) -> dict[str, int]:
+        return {str(k): v for k, v in (found.items() if isinstance(found, dict) else [])
+                if isinstance(v, int) and not isinstance(v, bool) and v >= 0}
+
+    return {"tensors": {"device": str(data.get("device", "cpu")), "kinds": sizes(kinds),
+                        "modules": sizes(data.get("modules"))}}
 
 
 def memory_at_end(folder: Path, oom_kills: int | None) -> dict[str, Any]:
