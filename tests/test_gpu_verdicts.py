@@ -205,3 +205,38 @@ def test_the_budget_says_the_hosts_device_sync_from_the_trace() -> None:
     line = next(ln for ln in time_budget(report).lines if ln.part == "device_sync")
     assert line.share == 50.0 and line.source == "torch"
     assert line.title.endswith("2 ms a step")
+
+
+def test_the_gpu_sessions_check_holds_a_loops_report_against_its_truth(tmp_path: Path) -> None:
+    """record.sh's "loops" ends with check.py: each loop's verdict and device work a step held
+    against the truth measured by hand. Here the H200's resnet50 trace (its baseline's step
+    time beside it) stands in for the GEMM loop, with the device work its trace holds as the
+    truth: the verdict and the work pass, its kernels (convolutions, not only GEMMs) fail, the
+    loops not recorded fail, and the exit says so."""
+    import subprocess
+    import sys
+
+    from perfstack.report.files import save_report
+
+    with gzip.open(H200 / "resnet" / "report.json.gz", "rt") as fh:
+        recorded = json.load(fh)
+    base = next(m for m in recorded["metrics"] if m["name"] == "step_time")
+    baseline = Metric("step_time", base["value"], "s", "run", "baseline", Better.LOWER)
+    trace = next((H200 / "resnet" / "torch").glob("*.pt.trace.json.gz"))
+    report = _report(trace, {"ceilings": recorded["environment"]["ceilings"]}, [baseline])
+    (tmp_path / "gemm").mkdir()
+    save_report(report, tmp_path / "gemm" / "report.json")
+    work = gpu_bound(report).device_work_s  # type: ignore[union-attr]
+    assert work is not None and 0.016 < work < 0.018  # 17.0 ms (docs/accuracy.md)
+    (tmp_path / "truth.jsonl").write_text(json.dumps(
+        {"loop": "gemm", "device_s_per_step": 0.0170}) + "\n")
+    done = subprocess.run([sys.executable, str(FIXTURES / "gpu-runs" / "check.py"),
+                           str(tmp_path), str(tmp_path / "truth.jsonl")],
+                          capture_output=True, text=True, timeout=60)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 1, done.stderr
+    assert lines[0] == "PASS gemm verdict: perfstack gpu.device-bound; truth gpu.device-bound"
+    assert lines[1].startswith(f"PASS gemm device work a step: perfstack {work * 1e3:.2f} ms; "
+                               "truth 17.00 ms"), lines
+    assert lines[2].startswith("FAIL gemm kernels: perfstack "), lines
+    assert "FAIL copy: no report" in lines[3] and lines[-1] == "2 of 7 checks passed", lines
