@@ -17,6 +17,7 @@ import pytest
 
 from perfstack import errors
 from perfstack.machine import ptrace
+from perfstack.report import Layer
 from perfstack.report.files import load_report
 from perfstack.run import attached
 from tests.conftest import ROOT, ctrl_c_reaches, perfstack_env, perfstack_in
@@ -219,3 +220,68 @@ def test_each_kernel_rule_is_its_own_line(facts: dict[str, object], words: str |
         assert said is None
     else:
         assert said is not None and words in said, said
+
+
+def test_a_process_that_runs_no_python_is_answered_by_where_it_waits(tmp_path: Path) -> None:
+    """A hung job or an idle server: py-spy finds no Python code running in any sample (its
+    main pass writes a profile of no samples, which perfstack took for py-spy failing: exit
+    9, "py-spy wrote no profile"). The answer is where it waits, from the wait pass: the
+    whole measured time waiting, in ``wait_for_request``, no share over 100% (the samplers
+    run a little longer than the time measured)."""
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "workloads" /
+                                                 "waits_for_work.py")],
+                            start_new_session=True, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "waiting\n"
+        done = perfstack_in(tmp_path, "attach", str(proc.pid), "--duration", "1", "-o",
+                            "r.json", env={"COLUMNS": "80"})
+        assert proc.poll() is None  # it runs on
+    finally:
+        proc.kill()
+        proc.wait()
+    assert done.code == 0, done.stderr
+    answer = " ".join(done.stdout.split("Answer", 1)[1].split("Findings", 1)[0].split())
+    assert answer.startswith("Waiting-bound: the main thread waits (sleep, I/O, locks, device "
+                             "sync) 100% of the wall time (pyspy)."), answer
+    report = load_report(tmp_path / "r.json")
+    (pyspy,) = report.backends
+    assert pyspy.status.value == "ok", pyspy
+    waits = [r for r in report.layers[Layer.PYTHON] if r.attrs.get("kind") == "wait"]
+    assert waits and waits[0].attrs.get("function") == "wait_for_request", waits
+    share = waits[0].values["wait_share"].value
+    assert share is not None and 50 < share <= 100, share
+
+
+def test_a_process_the_kernel_protects_is_one_line_not_a_failed_sampler(tmp_path: Path) -> None:
+    """A non-dumpable process (``prctl(PR_SET_DUMPABLE, 0)``: what setuid programs and some
+    services are), looked at by a root without CAP_SYS_PTRACE (``setpriv`` takes it from the
+    bounding set, as a container's runtime does): the kernel refuses its program's link and
+    py-spy would fail ("Failed to get process executable name", exit 9 before). One line,
+    exit 14, and with the capability the same process is measured."""
+    import shutil
+
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("util-linux's setpriv is not on this machine")
+    target = subprocess.Popen(
+        [sys.executable, "-c", "import ctypes, sys, time; ctypes.CDLL(None).prctl(4, 0, 0, 0, "
+         "0); print('ready', flush=True); time.sleep(60)"],
+        start_new_session=True, stdout=subprocess.PIPE, text=True)
+    try:
+        assert target.stdout is not None and target.stdout.readline() == "ready\n"
+        refused = subprocess.run(
+            [setpriv, "--bounding-set=-sys_ptrace", sys.executable, "-m", "perfstack",
+             "attach", str(target.pid), "--duration", "1"], cwd=tmp_path,
+            env=perfstack_env(), capture_output=True, text=True, timeout=60)
+        allowed = perfstack_in(tmp_path, "attach", str(target.pid), "--duration", "1")
+    finally:
+        target.kill()
+        target.wait()
+    assert refused.returncode == 14, refused.stderr
+    assert refused.stderr.strip() == (
+        f"perfstack: error: the kernel refuses to let process {target.pid} (python) be read "
+        f"here (/proc/{target.pid}/exe: permission denied), though its user and ptrace's "
+        "rules allow it: it is protected (a setuid or non-dumpable program, an init, a "
+        "security module's rule; root needs CAP_SYS_PTRACE for such a process), and py-spy "
+        "could not read it either")
+    assert allowed.code == 0, allowed.stderr

@@ -160,12 +160,37 @@ def python_in(t: Target) -> bool | None:
         return None
 
 
+def _denied(pid: int) -> str | None:
+    """The file of ``pid``'s the kernel refuses this process (its program's link, its memory
+    map: what ptrace's read check guards, and what py-spy reads first), or None."""
+    for name in ("exe", "maps"):
+        try:
+            if name == "exe":
+                os.readlink(f"/proc/{pid}/exe")
+            else:
+                with open(f"/proc/{pid}/maps", "rb") as fh:
+                    fh.read(1)
+        except PermissionError:
+            return f"/proc/{pid}/{name}"
+        except OSError:
+            return None
+    return None
+
+
 def check_python(t: Target) -> None:
-    """Raise AttachRefused where ``t`` is plainly not a Python process."""
+    """Raise AttachRefused where ``t`` is plainly not a Python process, or where the kernel
+    lets it not be read though the ptrace rules allowed it (``check``)."""
+    name = os.path.basename(t.argv[0]) if t.argv else "?"
     if python_in(t) is False:
-        name = os.path.basename(t.argv[0]) if t.argv else "?"
         raise errors.AttachRefused(f"process {t.pid} ({name}) is not a Python process: "
                                    "neither its program nor a library it loaded is Python's")
+    denied = _denied(t.pid)
+    if denied is not None:
+        raise errors.AttachRefused(
+            f"the kernel refuses to let process {t.pid} ({name}) be read here ({denied}: "
+            "permission denied), though its user and ptrace's rules allow it: it is protected "
+            "(a setuid or non-dumpable program, an init, a security module's rule; root needs "
+            "CAP_SYS_PTRACE for such a process), and py-spy could not read it either")
 
 
 def alive(pid: int) -> bool:

@@ -107,12 +107,15 @@ class PySpyBackend(Backend):
     def collect(self, ctx: RunContext, outcome: Outcome | None) -> Collected:
         """Read both profiles into rows."""
         frames, profiles = read_profile(ctx.artifact_dir / PROFILE_FILE)
-        if not profiles:
-            log = ctx.artifact_dir / "profile.speedscope.json.log"
-            said = log.read_text("utf-8", errors="replace").strip() if log.exists() else ""
+        log = ctx.artifact_dir / "profile.speedscope.json.log"
+        said = log.read_text("utf-8", errors="replace").strip() if log.exists() else ""
+        wall = outcome.record.wall_s if outcome is not None else None
+        # py-spy sampled to its end and found no Python code running (a process that only
+        # waits: a hung job, an idle server): answered by where it waits, below
+        idle = _sampled_idle(said) and (ctx.live or (wall or 0.0) >= 1.0)
+        if not profiles and not idle:
             if outcome is not None and not outcome.record.exit.clean:
                 return Collected(notes=["py-spy wrote no profile: the workload ended first"])
-            wall = outcome.record.wall_s if outcome is not None else None
             if wall is not None and wall < 1.0 and "process" in said:
                 # py-spy needs ~0.1-0.3 s to attach: a shorter run can end before it does.
                 return Collected(empty=(f"the workload ended after {wall:.2f} s, before py-spy "
@@ -146,10 +149,15 @@ class PySpyBackend(Backend):
         else:
             notes.append("sampling starts when the script starts; py-spy needs ~0.1 s to "
                          "attach")
-        wall = outcome.record.wall_s if outcome is not None else None
         wait_frames, wait_profiles = read_profile(ctx.artifact_dir / WAIT_PROFILE_FILE)
         waits = read_waits((wait_frames, split_processes(wait_profiles, pid)[0]),
                            (frames, profiles), ctx.workload.home())
+        window = max((float(p.get("endValue", 0)) - float(p.get("startValue", 0))
+                      for p in wait_profiles), default=0.0)
+        if waits is not None and ctx.live and wall and window > wall:
+            # Attached: the samplers ran from their start to their stop, a little longer than
+            # the time measured; their seconds are shares of their own window.
+            waits.places = {k: min(wall, v * wall / window) for k, v in waits.places.items()}
         if waits is not None:
             rows[Layer.PYTHON] += wait_rows(waits, wall)
             metrics += wait_metrics(waits)
@@ -157,7 +165,7 @@ class PySpyBackend(Backend):
                          "ones too, at --pyspy-wait-rate) less the main pass, per place")
         if ctx.options.get("idle"):
             notes.append("no time budget with --pyspy-idle: idle samples cannot be told apart")
-        elif not gil_profiles:
+        elif not gil_profiles and profiles:
             notes.append("no time budget without the GIL pass (--pyspy-no-gil)")
         elif wall:
             windowed = ctx.steps is not None and ctx.steps.warmup > 0
@@ -176,6 +184,12 @@ class PySpyBackend(Backend):
             if (ctx.artifact_dir / name).is_file():
                 artifacts[key] = ctx.artifact_dir / name
         return Collected(rows=rows, metrics=metrics, notes=notes, artifacts=artifacts)
+
+
+def _sampled_idle(said: str) -> bool:
+    """Whether py-spy's log says it sampled to the end and found no Python code running in
+    any sample (every thread idle: sleeping, waiting on I/O or a lock), not that it failed."""
+    return "Wrote speedscope file" in said and "Samples: 0 " in said
 
 
 def _teardown(folder: Path, outcome: Outcome | None) -> float:
