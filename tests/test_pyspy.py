@@ -114,3 +114,18 @@ def test_a_workload_gone_before_py_spy_attached_is_empty_with_why(tmp_path):
     got = PySpyBackend().collect(ctx, Outcome(record, tmp_path, 4242, None))
     assert got.empty is not None and "0.05 s, before py-spy could attach" in got.empty
     assert not got.rows
+
+
+def test_waits_are_held_within_the_time_py_spy_could_sample() -> None:
+    """py-spy counts each sample as its nominal interval, and its samples can come faster:
+    a 1.5 s sleep's wait pass summed 1.76 s over a run of 1.59 s (111% of the wall time).
+    Where the pass's own sum passes the time it had, each place is its share of the pass
+    times that time; a pass that fell behind is left as it counted."""
+    from perfstack_plugins.pyspy.backend import _within
+
+    profile = [{"startValue": 0.0, "endValue": 1.76}]
+    held = _within({"nap": 1.70, "other": 0.06}, profile, 1.44)
+    assert held["nap"] == pytest.approx(1.70 * 1.44 / 1.76)
+    assert sum(held.values()) == pytest.approx(1.44)
+    assert _within({"nap": 1.0}, [{"startValue": 0.0, "endValue": 1.0}], 1.5) == {"nap": 1.0}
+    assert _within({"nap": 1.0}, [], 1.5) == {"nap": 1.0}

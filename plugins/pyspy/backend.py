@@ -152,12 +152,9 @@ class PySpyBackend(Backend):
         wait_frames, wait_profiles = read_profile(ctx.artifact_dir / WAIT_PROFILE_FILE)
         waits = read_waits((wait_frames, split_processes(wait_profiles, pid)[0]),
                            (frames, profiles), ctx.workload.home())
-        window = max((float(p.get("endValue", 0)) - float(p.get("startValue", 0))
-                      for p in wait_profiles), default=0.0)
-        if waits is not None and ctx.live and wall and window > wall:
-            # Attached: the samplers ran from their start to their stop, a little longer than
-            # the time measured; their seconds are shares of their own window.
-            waits.places = {k: min(wall, v * wall / window) for k, v in waits.places.items()}
+        if waits is not None and wall:
+            waits.places = _within(waits.places, wait_profiles, wall if ctx.live else
+                                   wall - _unsampled_start(ctx.artifact_dir, outcome))
         if waits is not None:
             rows[Layer.PYTHON] += wait_rows(waits, wall)
             metrics += wait_metrics(waits)
@@ -184,6 +181,22 @@ class PySpyBackend(Backend):
             if (ctx.artifact_dir / name).is_file():
                 artifacts[key] = ctx.artifact_dir / name
         return Collected(rows=rows, metrics=metrics, notes=notes, artifacts=artifacts)
+
+
+def _within(places: dict[Any, float], profiles: list[dict[str, Any]],
+            sampled_s: float) -> dict[Any, float]:
+    """The wait pass's seconds per place, held within the time it could sample
+    (``sampled_s``: from py-spy's start to the process's end, or the time an attach
+    measured). py-spy counts each sample as its nominal interval, and its samples can come
+    faster than that (a 1.5 s sleep read as 1.76 s of waiting, 111% of the run); where the
+    pass's own clock (its samples' sum) passes the time it had, each place is its share of
+    the pass times that time. A pass that fell behind (ticks dropped on a busy machine) is
+    left as it counted: its missing ticks are not evenly spread."""
+    counted = max((float(p.get("endValue", 0)) - float(p.get("startValue", 0))
+                   for p in profiles), default=0.0)
+    if sampled_s <= 0 or counted <= sampled_s:
+        return places
+    return {k: min(sampled_s, v * sampled_s / counted) for k, v in places.items()}
 
 
 def _sampled_idle(said: str) -> bool:
