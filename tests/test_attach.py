@@ -282,6 +282,6 @@ def test_a_process_the_kernel_protects_is_one_line_not_a_failed_sampler(tmp_path
         f"perfstack: error: the kernel refuses to let process {target.pid} (python) be read "
         f"here (/proc/{target.pid}/exe: permission denied), though its user and ptrace's "
         "rules allow it: it is protected (a setuid or non-dumpable program, an init, a "
-        "security module's rule; root needs CAP_SYS_PTRACE for such a process), and py-spy "
-        "could not read it either")
+        "security module's rule; root needs CAP_SYS_PTRACE for such a process), and no "
+        "sampler could read it either")
     assert allowed.code == 0, allowed.stderr

@@ -190,7 +190,7 @@ def check_python(t: Target) -> None:
             f"the kernel refuses to let process {t.pid} ({name}) be read here ({denied}: "
             "permission denied), though its user and ptrace's rules allow it: it is protected "
             "(a setuid or non-dumpable program, an init, a security module's rule; root needs "
-            "CAP_SYS_PTRACE for such a process), and py-spy could not read it either")
+            "CAP_SYS_PTRACE for such a process), and no sampler could read it either")
 
 
 def alive(pid: int) -> bool:
