@@ -227,7 +227,8 @@ def test_a_process_that_runs_no_python_is_answered_by_where_it_waits(tmp_path: P
     main pass writes a profile of no samples, which perfstack took for py-spy failing: exit
     9, "py-spy wrote no profile"). The answer is where it waits, from the wait pass: the
     whole measured time waiting, in ``wait_for_request``, no share over 100% (the samplers
-    run a little longer than the time measured)."""
+    run a little longer than the time measured); its GIL pass found the GIL never held,
+    which is a pass that ran, not none."""
     proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "workloads" /
                                                  "waits_for_work.py")],
                             start_new_session=True, stdout=subprocess.PIPE, text=True)
@@ -246,6 +247,8 @@ def test_a_process_that_runs_no_python_is_answered_by_where_it_waits(tmp_path: P
     report = load_report(tmp_path / "r.json")
     (pyspy,) = report.backends
     assert pyspy.status.value == "ok", pyspy
+    # its GIL pass ran too and found the GIL never held: not "no GIL pass"
+    assert not any("no GIL pass" in n or "without the GIL pass" in n for n in pyspy.notes)
     waits = [r for r in report.layers[Layer.PYTHON] if r.attrs.get("kind") == "wait"]
     assert waits and waits[0].attrs.get("function") == "wait_for_request", waits
     share = waits[0].values["wait_share"].value

@@ -123,6 +123,14 @@ class PySpyBackend(Backend):
                                         "run"))
             raise RuntimeError(f"py-spy wrote no profile: {said.splitlines()[0] if said else ''}")
         gil_frames, gil_profiles = read_profile(ctx.artifact_dir / GIL_PROFILE_FILE)
+        gil_log = ctx.artifact_dir / f"{GIL_PROFILE_FILE}.log"
+        if not gil_profiles and gil_log.exists() and _sampled_idle(
+                gil_log.read_text("utf-8", errors="replace")):
+            # The pass ran to its end and no sample found the GIL held: a share of 0, not
+            # an unknown one (a process that sleeps, or waits on I/O)
+            gil_profiles = [{"type": "sampled", "name": "", "unit": "seconds",
+                             "startValue": 0.0, "endValue": 0.0, "samples": [],
+                             "weights": []}]
         gil_scale, gil_note = _gil_run(ctx, outcome)
         if gil_scale is None:
             gil_frames, gil_profiles, gil_scale = [], [], 1.0
