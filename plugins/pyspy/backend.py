@@ -122,15 +122,7 @@ class PySpyBackend(Backend):
                                         "could attach: nothing was sampled; profile a longer "
                                         "run"))
             raise RuntimeError(f"py-spy wrote no profile: {said.splitlines()[0] if said else ''}")
-        gil_frames, gil_profiles = read_profile(ctx.artifact_dir / GIL_PROFILE_FILE)
-        gil_log = ctx.artifact_dir / f"{GIL_PROFILE_FILE}.log"
-        if not gil_profiles and gil_log.exists() and _sampled_idle(
-                gil_log.read_text("utf-8", errors="replace")):
-            # The pass ran to its end and no sample found the GIL held: a share of 0, not
-            # an unknown one (a process that sleeps, or waits on I/O)
-            gil_profiles = [{"type": "sampled", "name": "", "unit": "seconds",
-                             "startValue": 0.0, "endValue": 0.0, "samples": [],
-                             "weights": []}]
+        gil_frames, gil_profiles = _gil_pass(ctx.artifact_dir)
         gil_scale, gil_note = _gil_run(ctx, outcome)
         if gil_scale is None:
             gil_frames, gil_profiles, gil_scale = [], [], 1.0
@@ -205,6 +197,18 @@ def _within(places: dict[Any, float], profiles: list[dict[str, Any]],
     if sampled_s <= 0 or counted <= sampled_s:
         return places
     return {k: min(sampled_s, v * sampled_s / counted) for k, v in places.items()}
+
+
+def _gil_pass(folder: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The GIL pass's (frames, profiles); a pass that ran to its end and found the GIL never
+    held (a process that sleeps, or waits on I/O) is one empty profile: a share of 0, not
+    the unknown share of no pass."""
+    frames, profiles = read_profile(folder / GIL_PROFILE_FILE)
+    log = folder / f"{GIL_PROFILE_FILE}.log"
+    if not profiles and log.exists() and _sampled_idle(log.read_text("utf-8", errors="replace")):
+        profiles = [{"type": "sampled", "name": "", "unit": "seconds", "startValue": 0.0,
+                     "endValue": 0.0, "samples": [], "weights": []}]
+    return frames, profiles
 
 
 def _sampled_idle(said: str) -> bool:
