@@ -222,6 +222,13 @@ def resolves(dotted: str) -> bool:
     return False
 
 
+def stale_doc_references(root: Path) -> list[str]:
+    """Every ``perfstack.x.y`` the README and docs/ name that does not exist."""
+    return [f"{path.relative_to(root)}: {found[1]}"
+            for path in [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+            for found in DOTTED.finditer(path.read_text()) if not resolves(found[1])]
+
+
 def stale_references(root: Path, tops: Iterable[str]) -> list[str]:
     """Every ``perfstack.x.y`` a docstring of ``tops`` names that does not exist."""
     out = []

@@ -38,6 +38,21 @@ def _report(trace: Path, environment: dict[str, Any] | None = None,
     return report
 
 
+def _h200_resnet_trace() -> Path:
+    return next((H200 / "resnet" / "torch").glob("*.pt.trace.json.gz"))
+
+
+def _h200_resnet() -> Report:
+    """The H200's resnet50 run (recheck), as analyze reads its trace, with the step time its
+    baseline runs measured (the recorded report's) and its ceilings beside."""
+    with gzip.open(H200 / "resnet" / "report.json.gz", "rt") as fh:
+        recorded = json.load(fh)
+    base = next(m for m in recorded["metrics"] if m["name"] == "step_time")
+    baseline = Metric("step_time", base["value"], "s", "run", "baseline", Better.LOWER)
+    return _report(_h200_resnet_trace(), {"ceilings": recorded["environment"]["ceilings"]},
+                   [baseline])
+
+
 def _one(report: Report) -> Any:
     found = gpu_findings(report)
     assert len(found) == 1, [f.title for f in found]
@@ -87,12 +102,7 @@ def test_the_profilers_own_slowdown_is_not_read_as_an_idle_device() -> None:
     device worked 17 ms (busy 38%); the same steps unprofiled took 19.8 ms (the baseline's
     step_time, from the recorded report): the device is busy 86% of an unprofiled step, and
     the verdict is device-bound, not an idle device."""
-    with gzip.open(H200 / "resnet" / "report.json.gz", "rt") as fh:
-        recorded = json.load(fh)
-    base = next(m for m in recorded["metrics"] if m["name"] == "step_time")
-    baseline = Metric("step_time", base["value"], "s", "run", "baseline", Better.LOWER)
-    trace = next((H200 / "resnet" / "torch").glob("*.pt.trace.json.gz"))
-    report = _report(trace, {"ceilings": recorded["environment"]["ceilings"]}, [baseline])
+    report = _h200_resnet()
     b = gpu_bound(report)
     assert b is not None and b.busy_unprofiled is not None
     assert 30 < b.busy_profiled < 45 and 80 < b.busy_unprofiled < 92
@@ -101,7 +111,7 @@ def test_the_profilers_own_slowdown_is_not_read_as_an_idle_device() -> None:
     assert "of an unprofiled step" in f.title
     assert any("which slowed the host" in e for e in f.evidence)
     # without the baseline the same trace is an idle device waiting for its host
-    alone = gpu_bound(_report(trace))
+    alone = gpu_bound(_report(_h200_resnet_trace()))
     assert alone is not None and alone.kind == "launch"
 
 
@@ -218,12 +228,7 @@ def test_the_gpu_sessions_check_holds_a_loops_report_against_its_truth(tmp_path:
 
     from perfstack.report.files import save_report
 
-    with gzip.open(H200 / "resnet" / "report.json.gz", "rt") as fh:
-        recorded = json.load(fh)
-    base = next(m for m in recorded["metrics"] if m["name"] == "step_time")
-    baseline = Metric("step_time", base["value"], "s", "run", "baseline", Better.LOWER)
-    trace = next((H200 / "resnet" / "torch").glob("*.pt.trace.json.gz"))
-    report = _report(trace, {"ceilings": recorded["environment"]["ceilings"]}, [baseline])
+    report = _h200_resnet()
     (tmp_path / "gemm").mkdir()
     save_report(report, tmp_path / "gemm" / "report.json")
     work = gpu_bound(report).device_work_s  # type: ignore[union-attr]

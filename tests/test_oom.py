@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from perfstack.analysis.rules.memory import died_of_memory
-from perfstack.report import ExitInfo, RunRecord
+from perfstack.report import ExitInfo, Layer, Report, Row, RunInfo, RunRecord
 from perfstack.report.files import load_report
 from tests.conftest import ROOT, perfstack_env, perfstack_in
 
@@ -280,6 +280,17 @@ def test_the_allocators_message_is_read_in_every_shape_it_comes() -> None:
     assert two is not None and two.gpu == 3
 
 
+def _died_of(message: str, rows: list[Row]) -> Report:
+    """A report of one run (id "r") that died with ``message``, its memory layer ``rows``."""
+
+    run = RunInfo(command=["train.py"], cwd="/home/u", started="2026-11-29T00:00:00",
+                  duration_s=1.0, perfstack_version="0", repeat=1, warmup=0, timeout_s=None,
+                  complete=True, runs=[_record("exited", tail=f"Traceback ...\n{message}\n")])
+    report = Report(run=run, environment={}, backends=[])
+    report.layers[Layer.MEMORY] = rows
+    return report
+
+
 def test_a_device_out_of_memory_names_what_held_it_the_instant_it_ran_out(
         tmp_path: Path) -> None:
     """torch's out-of-memory observer (attached under --torch-memory on a GPU), called as the
@@ -296,7 +307,6 @@ def test_a_device_out_of_memory_names_what_held_it_the_instant_it_ran_out(
     from perfstack_plugins.torchprof.memrows import memory_categories
 
     from perfstack.analysis.rules.memory import out_of_memory
-    from perfstack.report import Layer, Report, RunInfo
 
     here = [{"filename": "/home/u/train.py", "line": 41, "name": "forward"},
             {"filename": "/venv/site-packages/torch/nn/modules/module.py", "line": 1739,
@@ -332,11 +342,7 @@ def test_a_device_out_of_memory_names_what_held_it_the_instant_it_ran_out(
                "has a total capacity of 24.00 MiB of which 2.00 MiB is free. Of the allocated "
                "memory 22.00 MiB is allocated by PyTorch, and 0 bytes is reserved by PyTorch "
                "but unallocated.")
-    run = RunInfo(command=["train.py"], cwd="/home/u", started="2026-11-29T00:00:00",
-                  duration_s=1.0, perfstack_version="0", repeat=1, warmup=0, timeout_s=None,
-                  complete=True, runs=[_record("exited", tail=f"Traceback ...\n{message}\n")])
-    report = Report(run=run, environment={}, backends=[])
-    report.layers[Layer.MEMORY] = rows
+    report = _died_of(message, rows)
     (found,), explained = out_of_memory(report, {})
     assert explained == {"r"} and found.title == "out of device memory"
     assert ("what held it the instant it ran out: forward (/home/u/train.py:41) 16 MiB, step "
@@ -359,7 +365,6 @@ def test_a_device_out_of_memory_says_what_kind_of_tensor_filled_it(tmp_path: Pat
     from perfstack_plugins.torchprof.memrows import memory_categories
 
     from perfstack.analysis.rules.memory import out_of_memory
-    from perfstack.report import Layer, Report, RunInfo
 
     model = real.nn.Linear(512, 512)  # 1 MiB of weight, 2 KiB of bias
     adam = real.optim.Adam(model.parameters())
@@ -393,11 +398,7 @@ def test_a_device_out_of_memory_says_what_kind_of_tensor_filled_it(tmp_path: Pat
                "has a total capacity of 12.01 MiB of which 0 bytes is free. Of the allocated "
                "memory 10.01 MiB is allocated by PyTorch, and 2.00 MiB is reserved by "
                "PyTorch but unallocated.")
-    run = RunInfo(command=["train.py"], cwd="/home/u", started="2026-11-29T00:00:00",
-                  duration_s=1.0, perfstack_version="0", repeat=1, warmup=0, timeout_s=None,
-                  complete=True, runs=[_record("exited", tail=f"Traceback ...\n{message}\n")])
-    report = Report(run=run, environment={}, backends=[])
-    report.layers[Layer.MEMORY] = rows
+    report = _died_of(message, rows)
     (found,), _ = out_of_memory(report, {})
     assert ("the tensors then, by kind: other tensors (activations, inputs, temporaries) 6 MiB, "
             "optimizer state 2 MiB, gradients 1 MiB, parameters 1 MiB (torch: each live block "
@@ -417,8 +418,8 @@ def test_a_device_out_of_memory_says_what_kind_of_tensor_filled_it(tmp_path: Pat
     report.layers[Layer.MEMORY] = rows
     (found,), _ = out_of_memory(report, {})
     assert found.action.startswith("the tensors themselves filled the device"), found.action
-    tail = str(run.runs[0].stderr_tail)
-    run.runs[0].stderr_tail = tail.replace("Tried to allocate 8.00 MiB", "Tried to allocate "
+    tail = str(report.run.runs[0].stderr_tail)
+    report.run.runs[0].stderr_tail = tail.replace("Tried to allocate 8.00 MiB", "Tried to allocate "
                                            "2.00 MiB").replace("and 2.00 MiB is reserved",
                                                                 "and 0 bytes is reserved")
     (found,), _ = out_of_memory(report, {})

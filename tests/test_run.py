@@ -176,14 +176,19 @@ def test_repeat_0_is_a_quick_look_that_says_what_it_lacks(perfstack):
         assert out.code == 2 and "--repeat" in out.stderr, (refused, out.stderr)
 
 
+def _run_counts(stderr: str) -> list[str]:
+    """The progress lines' 'perfstack: run K of N', in order."""
+    return [line.split(",")[0] for line in stderr.splitlines()
+            if line.startswith("perfstack: run ")]
+
+
 def test_the_run_count_leaves_out_unavailable_backends_from_the_start(perfstack):
     """Progress said 'run 4 of 10' then 'run 5 of 9' when an unavailable backend's turn came."""
     result = perfstack("-p", "tests.testplugins.absent", "run", "--plugins", "absent,resources",
                        "--repeat", "2", "--warmup", "0", "-q", str(WORKLOADS / "busy.py"))
     assert result.code == 0, result.stderr
-    counts = [line.split(",")[0] for line in result.stderr.splitlines()
-              if line.startswith("perfstack: run ")]
-    assert counts == ["perfstack: run 1 of 2", "perfstack: run 2 of 2"], result.stderr
+    assert _run_counts(result.stderr) == ["perfstack: run 1 of 2", "perfstack: run 2 of 2"], \
+        result.stderr
     absent = next(b for b in result.report()["backends"] if b["name"] == "absent")
     assert absent["status"] == "unavailable"
 
@@ -194,9 +199,8 @@ def test_a_backend_makes_the_runs_the_plan_counted(perfstack):
     result = perfstack("-p", "tests.testplugins.fickle", "run", "--plugins", "fickle",
                        "--repeat", "0", "--warmup", "0", "-q", str(WORKLOADS / "busy.py"))
     assert result.code == 0, result.stderr
-    counts = [line.split(",")[0] for line in result.stderr.splitlines()
-              if line.startswith("perfstack: run ")]
-    assert counts == ["perfstack: run 1 of 2", "perfstack: run 2 of 2"], result.stderr
+    assert _run_counts(result.stderr) == ["perfstack: run 1 of 2", "perfstack: run 2 of 2"], \
+        result.stderr
     fickle = next(b for b in result.report()["backends"] if b["name"] == "fickle")
     assert "runs made: 2; run_count asked 1 time(s)" in fickle["notes"], fickle
 

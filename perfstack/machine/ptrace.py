@@ -161,19 +161,16 @@ def python_in(t: Target) -> bool | None:
 
 
 def _denied(pid: int) -> str | None:
-    """The file of ``pid``'s the kernel refuses this process (its program's link, its memory
-    map: what ptrace's read check guards, and what py-spy reads first), or None."""
-    for name in ("exe", "maps"):
-        try:
-            if name == "exe":
-                os.readlink(f"/proc/{pid}/exe")
-            else:
-                with open(f"/proc/{pid}/maps", "rb") as fh:
-                    fh.read(1)
-        except PermissionError:
-            return f"/proc/{pid}/{name}"
-        except OSError:
-            return None
+    """The file of ``pid``'s the kernel refuses this process (its program's link, then its
+    memory map: what ptrace's read check guards, and what a sampler reads first), or None."""
+    try:
+        os.readlink(f"/proc/{pid}/exe")
+        with open(f"/proc/{pid}/maps", "rb") as fh:
+            fh.read(1)
+    except PermissionError as exc:
+        return str(exc.filename)
+    except OSError:
+        return None
     return None
 
 

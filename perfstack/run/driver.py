@@ -65,9 +65,9 @@ class Session:
         #: unavailable backend's turn comes), and each turn makes the runs the plan counted
         self.available = {e.backend.name: availability(e.backend) for e in selected}
         self.runs = {e.backend.name: run_count(e, options.backend_options.get(e.backend.name, {}))
-                     if e.backend.own_run else 0 for e in selected}
-        planned = options.warmup + options.repeat + sum(
-            self.runs[e.backend.name] for e in selected if self.available[e.backend.name].ok)
+                     if e.backend.own_run and self.available[e.backend.name].ok else 0
+                     for e in selected}
+        planned = options.warmup + options.repeat + sum(self.runs.values())
         self.runner = Runner(workload, self.cwd, run_dir, report_dir, options,
                              progress or NoProgress(), planned, riders(selected))
         #: the first warm-up or baseline run that did not end cleanly (or the answer-first

@@ -87,8 +87,7 @@ def cuda_allocator(saved: dict[str, Any]) -> tuple[list[Row], list[Metric], list
         for name, size in (oom.get("categories") or {}).items():
             rows.append(Row(f"{device} out of memory: {name}", WORDS.get(name, OTHER_WORDS), SOURCE,
                             {"at_oom": Quantity(int(size), "B")},
-                            {"kind": "oom-category", "device": device, "category": name,
-                             **({"fix": ACTIONS[name]} if name in ACTIONS else {})}))
+                            {"kind": "oom-category", "device": device, "category": name}))
     for device, d in sorted(devices.items()):
         suffix = "" if len(devices) == 1 else f"[{device}]"
         reserved, allocated = int(d.get("reserved", 0)), int(d.get("allocated", 0))

@@ -135,8 +135,8 @@ def kinds_at_oom(report: Report) -> list[Row]:
     optimizer's state, the rest), largest first: the rows a backend that took the
     allocator's snapshot then made of it."""
     rows = [r for r in report.layers.get(Layer.MEMORY, [])
-            if r.attrs.get("kind") == "oom-category" and isinstance(
-                (q := r.values.get("at_oom")) and q.value, (int, float))]
+            if r.attrs.get("kind") == "oom-category" and (q := r.values.get("at_oom")) is not None
+            and isinstance(q.value, (int, float))]
     return sorted(rows, key=lambda r: -float(r.values["at_oom"].value or 0))
 
 
@@ -212,7 +212,8 @@ def _device_finding(record: RunRecord, where: str | None, ids: str,
             f"{name} {_bytes(size)}" for name, size in sites)
             + f" ({measured_by}: the allocator's snapshot then)")
     by_kind, action = _by_kind(
-        [(r.name, float(r.values["at_oom"].value or 0), r.attrs.get("fix")) for r in kinds],
+        [(r.name, float(r.values["at_oom"].value or 0),
+          KIND_FIXES.get(str(r.attrs.get("category")))) for r in kinds],
         f"{kinds[0].source}: each live block by the tensor it holds" if kinds else "",
         action, keep=fragmented(oom), asked=oom.asked)
     if by_kind is not None:
@@ -286,8 +287,8 @@ def finding(record: RunRecord, how: str, home: str | None,
                                asked=int(asked[1]) if asked else None)
     if by_kind is not None:
         evidence.append(by_kind)
-    by_module = _modules_line([(str(k), float(v)) for k, v in (
-        (memory.get("tensors") or {}).get("modules") or {}).items() if v > 0])
+    on_host = (memory.get("tensors") or {}).get("modules") or {}
+    by_module = _modules_line([(str(k), float(v)) for k, v in on_host.items() if v > 0])
     if by_module is not None:
         evidence.append(by_module)
     stack = memory.get("stack") or []
