@@ -4,7 +4,8 @@ perfstack's GPU verdict against a truth measured by hand (docs/accuracy.md).
     python workloads/gpu_loops.py --loop gemm      # device-bound: a chain of bf16 GEMMs
     python workloads/gpu_loops.py --loop copy      # copy-bound: 256 MiB from pageable memory
     python workloads/gpu_loops.py --loop copy --pinned   # the same from pinned memory
-    python workloads/gpu_loops.py --loop sync      # sync-bound: 300 float(v) reads a step
+    python workloads/gpu_loops.py --loop sync      # sync-bound: 16 reads of a product a step
+    python workloads/gpu_loops.py --loop reads     # launch-bound: 300 tiny reads a step
     python workloads/gpu_loops.py --loop autocast  # a GPT-2-shaped model under bf16 autocast
     python workloads/gpu_loops.py --loop launch    # launch-bound: many tiny kernels
     python workloads/gpu_loops.py --loop gemm --truth   # the truth, measured by hand
@@ -59,7 +60,24 @@ def _copy(device: str, pinned: bool) -> Callable[[], None]:
     return step
 
 
-def _sync(device: str, reads: int = 300) -> Callable[[], None]:
+def _sync(device: str, reads: int = 16) -> Callable[[], None]:
+    """Each read waits for a product, then the host does its own work while the device
+    idles: without the reads the host's work would overlap the device's."""
+    n = 4096 if device.startswith("cuda") else 256
+    a = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+
+    def step(read: bool = True) -> None:
+        total = 0.0
+        for _ in range(reads):
+            y = torch.mm(a, a)  # about 0.2 ms on an H200
+            total += float(y[0, 0]) if read else 0.0  # the host waits for the product
+            total += sum(i * i for i in range(8000)) * 1e-12  # the host's own work, ~0.4 ms
+    return step
+
+
+def _reads(device: str, reads: int = 300) -> Callable[[], None]:
+    """Many reads of tiny values, each after a tiny kernel: the host's launches, not the
+    reads, bound it (without the reads it is no faster: the truth's sync_share)."""
     model = torch.nn.Linear(256, 256).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     x = torch.randn(64, 256, device=device)
@@ -117,6 +135,8 @@ def make(loop: str, device: str, pinned: bool = False) -> Callable[[], None]:
         return _copy(device, pinned)
     if loop == "sync":
         return _sync(device)
+    if loop == "reads":
+        return _reads(device)
     if loop == "autocast":
         return _autocast(device)
     return _launch(device)
@@ -125,6 +145,21 @@ def make(loop: str, device: str, pinned: bool = False) -> Callable[[], None]:
 def _synced(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize()
+
+
+#: Steps the truth's own profile covers (perfstack's runs measure 10).
+PROFILED = 10
+
+
+def _sm_clock(device: str) -> int | None:
+    """The device's SM clock now (MHz), where NVML answers: a GEMM's time follows it, and
+    a card at its power limit lowers it within a few steps."""
+    if not device.startswith("cuda"):
+        return None
+    try:
+        return int(torch.cuda.clock_rate())
+    except Exception:  # no NVML: the clock is unknown
+        return None
 
 
 def _timed(step: Callable[[], None], steps: int, device: str) -> float:
@@ -147,12 +182,19 @@ def truth(loop: str, device: str, steps: int, pinned: bool) -> dict[str, object]
         step()
     out: dict[str, object] = {"loop": loop, "pinned": pinned, "steps": steps,
                               "step_s": _timed(step, steps, device)}
+    clock = _sm_clock(device)
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        for _ in range(3):
+        for _ in range(PROFILED):
             step()
         _synced(device)
-    device_us = sum(e.self_device_time_total for e in prof.key_averages())
-    out["device_s_per_step"] = device_us / 1e6 / 3
+    out["sm_clock_mhz"] = [clock, _sm_clock(device)]  # at the profiled window's two ends
+    # the device's own activities (kernels, copies, fills), each once: an op's aggregate also
+    # carries its kernels' time, and a step's range on the device spans others' work
+    activities = [e for e in prof.events() if e.device_type != torch.autograd.DeviceType.CPU
+                  and not e.is_user_annotation and not e.name.startswith("ProfilerStep")]
+    device_us = sum(e.time_range.elapsed_us() for e in activities)
+    out["device_s_per_step"] = device_us / 1e6 / PROFILED
+    out["device_activities"] = len(activities)
     out["device_busy"] = min(1.0, float(out["device_s_per_step"]) / float(out["step_s"]))
     if loop == "gemm":
         out["tflop_s"] = 8 * 2 * 8192 ** 3 / float(out["step_s"]) / 1e12
@@ -161,8 +203,8 @@ def truth(loop: str, device: str, steps: int, pinned: bool) -> dict[str, object]
         host = host.pin_memory() if pinned else host
         out["copy_s"] = _timed(lambda: host.to(device, non_blocking=pinned), steps, device)
         out["copy_gb_s"] = (256 << 20) / float(out["copy_s"]) / 1e9
-    if loop == "sync":
-        no_reads = _sync(device)
+    if loop in ("sync", "reads"):
+        no_reads = _sync(device) if loop == "sync" else _reads(device)
         out["step_without_reads_s"] = _timed(lambda: no_reads(False), steps, device)
         out["sync_share"] = 1 - float(out["step_without_reads_s"]) / float(out["step_s"])
     return out
@@ -170,7 +212,7 @@ def truth(loop: str, device: str, steps: int, pinned: bool) -> dict[str, object]
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--loop", choices=("gemm", "copy", "sync", "autocast", "launch"),
+    parser.add_argument("--loop", choices=("gemm", "copy", "sync", "reads", "autocast", "launch"),
                         default="gemm")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--steps", type=int, default=20)
@@ -187,7 +229,7 @@ def main() -> None:
     start = time.perf_counter()
     for _ in range(args.steps):
         step()
-        if perfstack is not None and args.loop == "gemm":  # no optimizer: mark the step
+        if perfstack is not None and args.loop in ("gemm", "sync"):  # no optimizer: mark the step
             perfstack.step()
     _synced(args.device)
     rate = args.steps / (time.perf_counter() - start)

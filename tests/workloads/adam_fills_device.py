@@ -40,8 +40,8 @@ if __name__ == "__main__":
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     width = ns.width
     layers = max(1, round(ns.model_gib * (1 << 30) / (width * width * 4)))
-    model = torch.nn.Sequential(*[torch.nn.Linear(width, width, bias=False)
-                                  for _ in range(layers)]).to(ns.device)
+    model = torch.nn.Sequential(*[torch.nn.Linear(width, width, bias=False, device=ns.device)
+                                  for _ in range(layers)])  # (made there: no host copy)
     adam = torch.optim.Adam(model.parameters(), foreach=False)  # (no whole-model temporaries)
     for weight in model.parameters():  # gradients as a backward pass leaves them
         weight.grad = torch.ones_like(weight)
