@@ -1,7 +1,7 @@
 """What bounds a GPU's steps, named with its evidence and fix: on real recorded traces (the
 A100, V100 and MI250 ones others recorded, and ours from an H200) and, for copy-bound and
-sync-bound loops, on a report's figures as plain data until traces of such loops are recorded
-on a lent GPU (tests/fixtures/gpu-runs/record.sh records them; docs/accuracy.md)."""
+sync-bound rules' edges, on a report's figures as plain data (the H200's copy-bound and
+sync-bound loops: tests/test_gpu_loops.py; docs/accuracy.md)."""
 
 from __future__ import annotations
 
@@ -219,7 +219,8 @@ def test_the_budget_says_the_hosts_device_sync_from_the_trace() -> None:
 
 def test_the_gpu_sessions_check_holds_a_loops_report_against_its_truth(tmp_path: Path) -> None:
     """record.sh's "loops" ends with check.py: each loop's verdict and device work a step held
-    against the truth measured by hand. Here the H200's resnet50 trace (its baseline's step
+    against the truth measured by hand (test_gpu_loops holds it on the loops recorded). Here
+    the H200's resnet50 trace (its baseline's step
     time beside it) stands in for the GEMM loop, with the device work its trace holds as the
     truth: the verdict and the work pass, its kernels (convolutions, not only GEMMs) fail, the
     loops not recorded fail, and the exit says so."""
@@ -244,4 +245,4 @@ def test_the_gpu_sessions_check_holds_a_loops_report_against_its_truth(tmp_path:
     assert lines[1].startswith(f"PASS gemm device work a step: perfstack {work * 1e3:.2f} ms; "
                                "truth 17.00 ms"), lines
     assert lines[2].startswith("FAIL gemm kernels: perfstack "), lines
-    assert "FAIL copy: no report" in lines[3] and lines[-1] == "2 of 7 checks passed", lines
+    assert "FAIL copy: no report" in lines[3] and lines[-1] == "2 of 8 checks passed", lines

@@ -165,7 +165,10 @@ def summarize(header: dict[str, Any], samples: list[dict[str, Any]],
         joules, how = energy(mine)
         if joules is not None:
             name = f"gpu{idx}_energy" + ("" if how == "counter" else "_integrated")
-            metrics.append(Metric(name, joules, "J", "hardware", SOURCE, Better.LOWER))
+            metrics.append(Metric(
+                name, joules, "J", "hardware", SOURCE, Better.LOWER,
+                description=f"GPU {idx}'s energy over the whole run, start-up included "
+                f"({how}); joules_per_step is the measured steps'"))
             rows.append(Row(f"gpu{idx}.energy", f"GPU {idx} energy ({how})", SOURCE,
                             {"total": Quantity(joules, "J")}, {"gpu": gpu, "method": how}))
             if steps:

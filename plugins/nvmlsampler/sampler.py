@@ -283,7 +283,7 @@ def perfstack_findings(report: Report) -> list[Finding]:
                 source=SOURCE))
         limit = gpu.get("power_limit_w")
         if row.key.endswith(".power_w") and isinstance(limit, (int, float)) and limit > 0 \
-                and mean.value < LOW_POWER_SHARE * limit:
+                and mean.value < LOW_POWER_SHARE * limit and not traced:
             found.append(Finding(
                 rule="gpu.low-power",
                 title=f"{label} drew {mean.value:.0f} W of its {limit:.0f} W limit over "

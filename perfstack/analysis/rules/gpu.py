@@ -47,25 +47,33 @@ def _busy_words(b: GpuBound) -> str:
 
 def _beside(report: Report) -> list[str]:
     """What a sampler of the GPU's own counters read beside the trace, in a run of its own
-    (``gpuN_util_gpu_mean``): over the measured steps it tells the same story, busy is busy."""
+    (``gpuN_util_gpu_mean``, ``gpuN_power_w_mean``): over the measured steps it tells the same
+    story, busy is busy, and a device that waits draws little power."""
     out = []
     for m in report.metrics:
-        if m.name.startswith("gpu") and m.name.endswith("_util_gpu_mean") \
-                and m.value is not None:
-            over = (m.description or "").rpartition(" mean over ")[2] or "its run"
+        if not m.name.startswith("gpu") or m.value is None:
+            continue
+        over = (m.description or "").rpartition(" mean over ")[2] or "its run"
+        if m.name.endswith("_util_gpu_mean"):
             out.append(f"{m.name} {pct(float(m.value))} (from {m.source}, in its own run, over "
                        f"{over}; a sampled utilisation: kernels running, not how full)")
+        elif m.name.endswith("_power_w_mean"):
+            out.append(f"{m.name} {float(m.value):.0f} W (from {m.source}, in its own run, over "
+                       f"{over})")
     return out
 
 
 def _sync_words(b: GpuBound) -> list[str]:
     """The host's synchronisations, where they hold a tenth of its step or more."""
-    share = 100 * (b.sync_s or 0) / b.step_s if b.step_s else 0.0
+    share, step, unprofiled = b.blocked()
     if share < 10:
         return []
+    of = (f"{pct(share)} of a step without the profiler ({fmt_seconds(step or 0)}, step_time; "
+          f"{pct(100 * (b.sync_s or 0) / b.step_s)} of the profiled "
+          f"{fmt_seconds(b.step_s)})" if unprofiled and b.step_s
+          else f"{pct(share)} of its {fmt_seconds(step or 0)} step")
     out = [f"{b.sync_calls or 0:.0f} synchronisations a step; the host blocked "
-           f"{fmt_seconds(b.sync_s or 0)} of its {fmt_seconds(b.step_s or 0)} step in them "
-           f"({pct(share)}; gpu_sync_calls, gpu_sync_time)"]
+           f"{fmt_seconds(b.sync_s or 0)} a step in them: {of} (gpu_sync_calls, gpu_sync_time)"]
     for op in b.sync_ops:
         said = SYNC_WORDS.get(op.op)
         where = f" at {op.caller}" if op.caller else ""

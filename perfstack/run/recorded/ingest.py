@@ -31,6 +31,7 @@ from perfstack.report.job.rankcolumns import BIG_JOB
 from perfstack.run import assembly
 from perfstack.run.ceilingstep import recorded_ceilings
 from perfstack.run.recorded import executors
+from perfstack.run.recorded.baselinesteps import baseline_steps
 from perfstack.run.recorded.fold import JobFold, declared_primary
 from perfstack.run.recorded.reduce import Progress, Unit, UnitResult, reduce_units, unit_bytes
 
@@ -289,5 +290,5 @@ def analyze(paths: Sequence[Path], plugins: Plugins, cwd: Path | None = None,
         more.append(_unread_finding(failed, len(units)))
     return assembly.build_report(
         run, environment, results, merged.values(), plugins.findings, across_ranks=across,
-        more_findings=more)
+        more_findings=more, lead_metrics=() if multi else baseline_steps(paths))
 
