@@ -174,11 +174,17 @@ def _modules_line(modules: list[tuple[str, float]]) -> str | None:
     largest first, or None."""
     if not modules:
         return None
-    ranked = sorted(modules, key=lambda m: -m[1])
+    ranked = sorted(modules, key=lambda m: (-m[1], _natural(m[0])))
     shown, rest = ranked[:MODULES_SHOWN], ranked[MODULES_SHOWN:]
     return ("the model's state by module: " + ", ".join(
         f"{name} {_bytes(size)}" for name, size in shown)
         + (f" and {len(rest)} more ({_bytes(sum(size for _, size in rest))})" if rest else ""))
+
+
+def _natural(name: str) -> list[tuple[int, str]]:
+    """A module's name in counting order: Sequential.2 before Sequential.10."""
+    return [(int(part), "") if part.isdigit() else (0, part)
+            for part in re.split(r"(\d+)", name) if part]
 
 
 def modules_at_oom(report: Report) -> list[tuple[str, float]]:
@@ -199,10 +205,11 @@ def _host_kinds(memory: dict[str, Any]) -> list[Kind]:
 
 def _device_finding(record: RunRecord, where: str | None, ids: str,
                     held_at_oom: tuple[list[tuple[str, float]], str | None],
-                    kinds: list[Row], modules: list[tuple[str, float]]) -> Finding:
+                    kinds: list[Row], modules: list[tuple[str, float]],
+                    profilers: list[str]) -> Finding:
     """The finding of a device's out of memory: the allocator's message, what held the device
     the instant it ran out by line, by kind and the model's by module, where a backend took a
-    snapshot then."""
+    snapshot then, else which backend takes one (``profilers``)."""
     oom = parse(record.stderr_tail or "")
     assert oom is not None  # (what died_of_memory read)
     lines, action = evidence_and_action(oom)
@@ -211,6 +218,12 @@ def _device_finding(record: RunRecord, where: str | None, ids: str,
         lines.append("what held it the instant it ran out: " + ", ".join(
             f"{name} {_bytes(size)}" for name, size in sites)
             + f" ({measured_by}: the allocator's snapshot then)")
+    elif not kinds:
+        lines.append("what held it the instant it ran out: not recorded"
+                     + (f"; perfstack run --plugins {profilers[0]} takes the allocator's "
+                        "snapshot then (its memory option: perfstack run --help), with "
+                        "--keep-going, since the workload dies without a profiler too"
+                        if profilers else ""))
     by_kind, action = _by_kind(
         [(r.name, float(r.values["at_oom"].value or 0),
           KIND_FIXES.get(str(r.attrs.get("category")))) for r in kinds],
@@ -243,7 +256,8 @@ def finding(record: RunRecord, how: str, home: str | None,
     limits: dict[str, int] = memory.get("limits") or {}
     peak = memory.get("peak_rss_bytes")
     if how == "the device":  # the host's memory is beside the point
-        return _device_finding(record, where, ids, held_at_oom, kinds or [], modules or [])
+        return _device_finding(record, where, ids, held_at_oom, kinds or [], modules or [],
+                               profilers)
     tail = (record.stderr_tail or "").strip().splitlines()
     asked = _CPU_ALLOCATOR.search(tail[-1]) if tail and how == "MemoryError" else None
     if how == "the OOM killer":
