@@ -164,8 +164,9 @@ class Session:
         turn = BackendTurn(entry, self.runner, self.failed_unprofiled, self.available[name],
                            self.runs[name])
         taken = turn.take()
-        if entry.backend.name in self.options.riding and taken.status in (
-                Status.EMPTY, Status.SKIPPED, Status.UNAVAILABLE):
+        said_nothing = taken.status in (Status.EMPTY, Status.SKIPPED, Status.UNAVAILABLE) or (
+            turn.collected is not None and bool(turn.collected.empty))  # (of a failed run)
+        if entry.backend.name in self.options.riding and said_nothing:
             return None, None  # riding along unasked, with nothing to say: not in the report
         self.results.append(taken)
         if turn.collected is not None:

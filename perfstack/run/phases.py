@@ -237,6 +237,7 @@ class BackendTurn:
                  per_rank: bool = True) -> BackendResult:
         runner, options = self.runner, self.options
         self.outcome = outcome
+        worst: Outcome | None = None  # (the baseline run a backend without a run reads)
         if outcome is not None:
             status = assembly.status_of(outcome.record.exit.status, outcome.record.exit.clean)
             run_id: str | None = outcome.record.id
@@ -252,6 +253,9 @@ class BackendTurn:
                               overhead_note=note)
         if outcome is not None and not outcome.record.exit.clean:
             result.reason = f"the workload ended with {outcome.record.exit.describe()}"
+        elif worst is not None:
+            result.reason = (f"the baseline run it reads ({worst.record.id}) ended with "
+                             f"{worst.record.exit.describe()}")
         self.collected = collecting.collect(
             result, self.backend, ctx, outcome, nproc=options.nproc_per_node,
             ranks_spec=options.ranks, per_rank=per_rank,

@@ -15,6 +15,9 @@ from perfstack.render.words.common import (
 from perfstack.report.job.rankrows import MANY_RANKS
 from perfstack.report.units import fmt_seconds, fmt_value
 
+#: A backend's note in at most this many lines (all of it with --full).
+FOOTNOTE_LINES = 2
+
 
 def backends(page: Page, view: View) -> None:
     """The Backends section: one line each, its status, overhead and notes."""
@@ -28,10 +31,13 @@ def backends(page: Page, view: View) -> None:
     page.extend(table([Column("backend", name=True), Column("status"), Column("wall"),
                        Column("overhead"), Column("notes")], rows, page.width))
     for i, note in enumerate(view.footnotes, 1):
-        if view.full:
-            page.extend(wrap(note, page.width, indent=6, first=f"  [{i}] "))
-        else:
-            page.add(cut(f"  [{i}] {note}", page.width))
+        lines = wrap(note, page.width, indent=6, first=f"  [{i}] ")
+        if view.full or len(lines) <= FOOTNOTE_LINES:
+            page.extend(lines)
+        else:  # (a skip's reason ends with its fix: two lines hold most of them whole)
+            page.extend(lines[:FOOTNOTE_LINES - 1])
+            page.add(cut(" " * 6 + " ".join(ln.strip() for ln in lines[FOOTNOTE_LINES - 1:]),
+                         page.width))
 
 
 def metrics(page: Page, view: View) -> None:
