@@ -43,6 +43,10 @@ def test_sigsegv_is_reported_as_a_crash_with_its_python_stack(perfstack):
     assert "baseline-1: SIGSEGV" in probe["reason"] or "SIGSEGV" in probe["reason"], probe
     assert [r["id"] for r in report["run"]["runs"]] == ["baseline-1"]
     assert backend(report, "resources")["status"] == "crashed"
+    # dynamo rides along unasked and found no compile in the crashed run: not in the report
+    # (it read 'crashed', with no reason); a backend asked for that reads the baseline says
+    # which run failed
+    assert "dynamo" not in [b["name"] for b in report["backends"]]
     assert report["layers"]["hardware"], "resources' partial counts are kept"
     crash = next(f for f in report["findings"] if f["rule"] == "run.crashed")
     assert "SIGSEGV" in crash["title"] and crash["severity"] == "critical"
@@ -267,6 +271,9 @@ def test_a_crash_is_the_answer_and_the_backends_do_not_repeat_it(perfstack):
     entry = backend(report, "perf")
     assert entry["status"] == "skipped" and "--keep-going" in entry["reason"], entry
     assert "warmup-1: exit 1" in result.stderr and "baseline-1" not in result.stderr
+    # the skip's fix is read whole at 80 columns (a note takes two lines before it is cut)
+    notes = result.stdout[result.stdout.index("\nBackends"):]
+    assert "--keep-going runs every backend anyway" in " ".join(notes.split()), notes
 
 
 def test_a_forked_child_ends_at_sigterm_as_without_perfstack(tmp_path: Path) -> None:

@@ -172,6 +172,16 @@ def test_low_gpu_utilisation_and_power_and_idle_device():
     traced = _findings(_recorded(
         [Metric("gpu_busy", 31.0, "%", "kernel", "torch", Better.HIGHER)], rows))
     assert "gpu.low-utilisation" not in traced and "time.device-idle" in traced
+    # nor does its power name a cause of its own (a copy-bound loop was told to batch more
+    # work per kernel): the verdict names it, and the power stands in its evidence
+    assert "gpu.low-power" not in traced
+    traced_with_power = _recorded(
+        [Metric("gpu_busy", 31.0, "%", "kernel", "torch", Better.HIGHER),
+         Metric("gpu0_power_w_mean", 120.0, "W", "hardware", "nvml", Better.NEITHER,
+                description="NVML's power, mean over the 10 measured steps (2.1 s)")], rows)
+    idle = _findings(traced_with_power)["time.device-idle"]
+    assert ("gpu0_power_w_mean 120 W (from nvml, in its own run, over the 10 measured steps "
+            "(2.1 s))") in idle.evidence, idle.evidence
 
 
 def _ops_report(rows: list[tuple[str, int, float]], busy: float | None = None) -> Any:
