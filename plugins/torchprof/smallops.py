@@ -3,13 +3,8 @@ the work in them (``torch.small-ops``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from perfstack.analysis.gpubound import gpu_bound
 from perfstack.report import Finding, Layer, Report
-
-if TYPE_CHECKING:
-    pass
-
 
 #: Mean CPU time per op (s) below which ops are small enough for dispatch to dominate.
 SMALL_OP_S = 20e-6
@@ -17,7 +12,8 @@ SMALL_OP_S = 20e-6
 MANY_OPS = 100
 #: Mean CPU time per call (s) from which an op is heavy: its own work outweighs its fixed cost.
 HEAVY_OP_S = 100e-6
-#: gpu_busy (%) from which the device, not the host's dispatch, bounds the step.
+#: How busy the device is (%, the GPU verdict's: of a step without the profiler where the
+#: baseline says) from which the device, not the host's dispatch, bounds the step.
 GPU_BUSY = 50.0
 
 
@@ -54,8 +50,8 @@ def small_ops(report: Report) -> list[Finding]:
     in_ops = spent.value / step_total if step_total else 0.0
     if per_step < MANY_OPS or mean_op >= SMALL_OP_S:
         return []
-    busy = next((m.value for m in report.metrics if m.name == "gpu_busy"), None)
-    if isinstance(busy, (int, float)) and busy >= GPU_BUSY:
+    bound = gpu_bound(report)  # (busy of a step without the profiler, where a baseline says)
+    if bound is not None and bound.busy >= GPU_BUSY:
         return []  # the device is the bound: fewer, fused ops would not make it faster
     heavy, heavy_share = _heavy_ops(report, float(spent.value))
     if heavy_share >= 0.5:

@@ -56,7 +56,8 @@ def _beside(report: Report) -> list[str]:
         over = (m.description or "").rpartition(" mean over ")[2] or "its run"
         if m.name.endswith("_util_gpu_mean"):
             out.append(f"{m.name} {pct(float(m.value))} (from {m.source}, in its own run, over "
-                       f"{over}; a sampled utilisation: kernels running, not how full)")
+                       f"{over}; a sampled utilisation: the time some kernel ran, copies "
+                       "not counted, not how full)")
         elif m.name.endswith("_power_w_mean"):
             out.append(f"{m.name} {float(m.value):.0f} W (from {m.source}, in its own run, over "
                        f"{over})")
