@@ -97,3 +97,25 @@ def test_an_op_above_its_roof_is_perfstacks_error_said_with_op_type_and_ceiling(
     assert "perfstack" in f.title and "tf32" in f.title and "above its roof" in f.title
     assert any(e.startswith("aten::mm: ") and "fp32 inputs" in e and "tf32 roof" in e
                for e in f.evidence), f.evidence
+
+
+def test_a_memory_bound_op_above_the_bandwidth_roof_is_said_as_the_ceilings_error() -> None:
+    """A fill that only writes moved 4.5 TB/s against the probe's copy (4.19 TB/s, each byte
+    read and written): 107% of the memory roof, said as perfstack's ceiling, with the op and
+    the bandwidth; the device verdict's evidence calls it the memory roof, not the bf16 one."""
+    row = Row("aten::fill_ [[1073741824], []]", "aten::fill_ [[1073741824], []]", "torch",
+              {"flops": Quantity(0, "flop"), "bytes": Quantity(4.5e12 * 0.01, "B"),
+               "device": Quantity(0.01, "s"), "calls": Quantity(10, "count")},
+              {"dtype": "fp32", "op": "aten::fill_", "op_kind": "memory"})
+    run = RunInfo(command=["x.py"], cwd="/", started="2026-11-29T00:00:00", duration_s=1.0,
+                  perfstack_version="0", repeat=1, warmup=0, timeout_s=None, complete=True,
+                  runs=[])
+    copy = Ceilings(device="gpu", peak_flops={"fp32": 49.7e12}, bandwidth=4.19e12,
+                    source="measured", name="NVIDIA H200")
+    report = Report(run=run, environment={"ceilings": {"gpu": copy.as_dict()}}, backends=[])
+    report.layers[Layer.FRAMEWORK].append(row)
+    _, findings = annotate(report)
+    (found,) = [f for f in findings if f.rule == "roofline.bandwidth-low"]
+    assert found.title.startswith("1 memory-bound op above the memory roof (up to 107%")
+    assert found.evidence == ["aten::fill_: 107% of the memory roof (4.19 TB/s), fp32"]
+    assert not [f for f in findings if f.rule == "roofline.ceiling-low"]

@@ -83,9 +83,16 @@ def test_hoppers_gemms_are_gemms_on_the_tensor_cores() -> None:
     gemm = [r for r in kernels if r.name.startswith("nvjet_sm90_")]
     assert gemm and all(kernel_kind(r.name) in MATRIX_KINDS and r.attrs.get("tensor_cores")
                         for r in gemm)
-    (found,) = gpu_findings(_loop("gemm"))
+    report = _loop("gemm")
+    annotate(report)  # (each costed op on its roofline, as the report's assembly does)
+    (found,) = gpu_findings(report)
     assert "GEMM 96%" in found.title
     assert any(e.startswith("tensor cores ran 100%") for e in found.evidence), found.evidence
+    # each op against its own roof: the products bf16's, the element-wise scaling memory's
+    assert any(e.startswith("aten::mm: ") and "of the bf16 roof (bf16 inputs)" in e
+               for e in found.evidence), found.evidence
+    assert any(e.startswith("aten::mul: ") and "of the memory roof (bf16 inputs)" in e
+               for e in found.evidence), found.evidence
 
 
 def test_a_pageable_copy_is_copy_bound_with_its_rate_against_the_links() -> None:

@@ -124,8 +124,9 @@ def _roof_words(report: Report) -> list[str]:
         placed.append((float(roof.get("seconds") or 0.0), row, roof))
     placed.sort(key=lambda p: -p[0])
     return [f"{str(row.attrs.get('op') or row.name)[:50]}: {pct(float(roof['roof_share']))} "
-            f"of the {roof.get('peak_type') or '?'} roof ({row.attrs.get('dtype') or '?'} "
-            f"inputs), {fmt_seconds(seconds)}" for seconds, row, roof in placed[:3]]
+            f"of the {'memory' if roof.get('bound') == 'memory' else roof.get('peak_type') or '?'}"
+            f" roof ({row.attrs.get('dtype') or '?'} inputs), {fmt_seconds(seconds)}"
+            for seconds, row, roof in placed[:3]]
 
 
 def _device(b: GpuBound, report: Report) -> Finding:

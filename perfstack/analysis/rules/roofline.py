@@ -67,7 +67,7 @@ def findings(ops: list[Placement], ceilings: dict[str, Ceilings]) -> list[Findin
             out.append(Finding(rule, f"{100 * share:.0f}% {what}", Layer.FRAMEWORK.value, "info",
                                _heaviest(members, total), action, SOURCE))
     out.extend(_faster_type(timed, total, ceilings))
-    return [*_ceiling_low(timed, ceilings), *out]
+    return [*_ceiling_low(timed, ceilings), *_bandwidth_low(timed), *out]
 
 
 def _op_name(row: Row) -> str:
@@ -109,6 +109,29 @@ def _ceiling_low(timed: list[Placement], ceilings: dict[str, Ceilings]) -> list[
         "choice), its roof is that type's; else measure the ceilings again alone: perfstack "
         "env --measure-ceilings (perfstack keeps the best of its measurements); until then "
         "read the roofline's shares as relative, not absolute", SOURCE)]
+
+
+def _bandwidth_low(timed: list[Placement]) -> list[Finding]:
+    """Memory-bound ops above the bandwidth roof: the ceiling is the probe's copy (a read and
+    a write of each byte), which a write-only fill or a read-only reduction can pass; the
+    shares of memory-bound ops are relative until it is measured for such a stream."""
+    above = sorted((p for p in timed if p.bound == "memory" and p.share is not None
+                    and p.share > DOUBT and p.bandwidth), key=lambda p: -(p.share or 0.0))
+    if not above:
+        return []
+    top = above[0]
+    return [Finding(
+        "roofline.bandwidth-low",
+        f"{len(above)} memory-bound op{'' if len(above) == 1 else 's'} above the memory roof "
+        f"(up to {percent(top.share or 0.0)} of {fmt_si(top.bandwidth or 0.0, 'B/s')}): "
+        "perfstack's bandwidth ceiling is low for them",
+        Layer.HARDWARE.value, "info",
+        [f"{_op_name(p.row)[:40]}: {percent(p.share or 0.0)} of the memory roof "
+         f"({fmt_si(p.bandwidth or 0.0, 'B/s')}), {p.dtype or 'no type recorded'}"
+         for p in above[:3]],
+        "the ceiling is a copy's, each byte read and written; a fill that only writes (or a "
+        "reduction that only reads) can move more: read memory-bound shares as relative, not "
+        "absolute", SOURCE)]
 
 
 def _above_words(p: Placement) -> str:
