@@ -96,3 +96,20 @@ def test_without_the_snapshot_the_finding_says_how_to_take_one(tmp_path: Path) -
             "takes the allocator's snapshot then (its memory option: perfstack run --help), "
             "with --keep-going, since the workload dies without a profiler too"
             ) in found.evidence, found.evidence
+
+
+def test_the_answer_says_what_held_the_device(tmp_path: Path) -> None:
+    """The report's answer, at 80 columns: the line that asked, then what held the device
+    the instant it ran out."""
+    from tests.conftest import perfstack_in
+
+    done = perfstack_in(tmp_path, "show", str(LOOPS / "oom" / "report.json.gz"),
+                        env={"COLUMNS": "80"})
+    assert done.code == 0, done.stderr
+    answer = " ".join(done.stdout[done.stdout.index("Answer"):
+                                  done.stdout.index("Findings")].split())
+    assert answer == (
+        "Answer The workload failed: out of device memory at "
+        "tests/workloads/grows_on_device.py:16 in keep. What held it the instant it ran out: "
+        "keep (tests/workloads/grows_on_device.py:16) 138 GiB (torch: the allocator's snapshot "
+        "then). The figures below measure the failing run, not the workload's work."), answer

@@ -110,6 +110,11 @@ def holders(report: Report, top: int = 3,
     return [(r.key, float(r.values[when].value or 0)) for r in mine], source
 
 
+#: How the finding's lines of what held the memory begin (the answer quotes the first there is).
+HELD_AT_OOM = "what held it the instant it ran out: "
+BY_KIND = "the tensors then, by kind: "
+HELD_AT_PEAK = "what held the most at its peak: "
+HELD_LINES = (HELD_AT_OOM, BY_KIND, HELD_AT_PEAK)
 #: The memory layer's rows of a kind of memory (torch's categories), not of a line.
 KINDS = ("category", "oom-category", "oom-module")
 #: The model's state (parameters, gradients, an optimizer's state) holding at least this share
@@ -153,7 +158,7 @@ def _by_kind(kinds: list[Kind], source: str, action: str, keep: bool,
     what was missing, a floor rose step over step: what grew is the cause), ``action``."""
     if not kinds:
         return None, action
-    line = ("the tensors then, by kind: " + ", ".join(
+    line = (BY_KIND + ", ".join(
         f"{words} {_bytes(size)}" for words, size, _ in kinds) + f" ({source})")
     model = [(words, size, fix) for words, size, fix in kinds if fix]
     total, held = sum(size for _, size, _ in kinds), sum(size for _, size, _ in model)
@@ -215,11 +220,11 @@ def _device_finding(record: RunRecord, where: str | None, ids: str,
     lines, action = evidence_and_action(oom)
     sites, measured_by = held_at_oom
     if sites:
-        lines.append("what held it the instant it ran out: " + ", ".join(
+        lines.append(HELD_AT_OOM + ", ".join(
             f"{name} {_bytes(size)}" for name, size in sites)
             + f" ({measured_by}: the allocator's snapshot then)")
     elif not kinds:
-        lines.append("what held it the instant it ran out: not recorded"
+        lines.append(HELD_AT_OOM + "not recorded"
                      + (f"; perfstack run --plugins {profilers[0]} takes the allocator's "
                         "snapshot then (its memory option: perfstack run --help), with "
                         "--keep-going, since the workload dies without a profiler too"
@@ -278,7 +283,7 @@ def finding(record: RunRecord, how: str, home: str | None,
                         + (f", taken at {_where(memory, home)}" if memory.get("stack") else ""))
     sites, measured_by = held
     if sites:
-        evidence.append("what held the most at its peak: " + ", ".join(
+        evidence.append(HELD_AT_PEAK + ", ".join(
             f"{name} {_bytes(size)}" for name, size in sites) + f" ({measured_by})")
     steps: list[int] = memory.get("step_rss_bytes") or []
     rise = _rise(steps)
