@@ -113,3 +113,44 @@ def test_the_answer_says_what_held_the_device(tmp_path: Path) -> None:
         "tests/workloads/grows_on_device.py:16 in keep. What held it the instant it ran out: "
         "keep (tests/workloads/grows_on_device.py:16) 138 GiB (torch: the allocator's snapshot "
         "then). The figures below measure the failing run, not the workload's work."), answer
+
+
+def test_the_unprofiled_run_names_the_kinds_by_its_own_walk(tmp_path: Path) -> None:
+    """Without the torch run, the bootstrap's walk of the live tensors as the script dies of
+    the device's refusal (in every run, the baseline too) says the kinds and the model's
+    modules; only the lines need the allocator's history. Here the walk's file holds what the
+    H200's observer found by kind (the same walk of parameters, gradients and optimizers)."""
+    import json
+
+    from perfstack.inprocess.tensorkinds import oom_device
+
+    recorded = json.loads((LOOPS / "oom-adam" / "torch" / "torch-memory.json").read_text())
+    at_oom = recorded["cuda_oom"]
+    report = _died("oom-adam", tmp_path)
+    report.layers[Layer.MEMORY] = []
+    baseline = next(r for r in report.run.runs if r.id == "baseline-1")
+    baseline.memory = {**(baseline.memory or {}), "tensors": {
+        "device": "cuda", "kinds": at_oom["categories"], "modules": at_oom["modules"]}}
+    found = _oom(report)
+    assert ("the tensors then, by kind: other tensors (activations, inputs, temporaries) 56 GiB, "
+            "optimizer state 40 GiB, gradients 20 GiB, parameters 20 GiB (the live tensors "
+            "Python held when the script died, each storage once)") in found.evidence
+    assert any(e.startswith("the model's state by module: Sequential.0 1 GiB, Sequential.1 "
+                            "1 GiB, Sequential.2 1 GiB and 77 more") for e in found.evidence)
+    assert any(e.startswith("the lines that allocated it: not recorded; perfstack run "
+                            "--plugins torch") for e in found.evidence), found.evidence
+    assert not any(e.startswith("what held it the instant") for e in found.evidence)
+    assert found.action.startswith("the model's state filled 59% of the tensors")
+    # which exceptions are a device's refusal, and whose
+    import torch
+
+    assert oom_device(torch.OutOfMemoryError(
+        "CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total capacity of "
+        "139.81 GiB of which 3.18 GiB is free.")) == "cuda"
+    assert oom_device(RuntimeError("HIP out of memory. Tried to allocate 2.00 GiB")) == "cuda"
+    assert oom_device(RuntimeError("XPU out of memory. Tried to allocate 1.00 GiB")) == "xpu"
+    assert oom_device(MemoryError()) == "cpu"
+    assert oom_device(RuntimeError("[enforce fail at alloc_cpu.cpp:117] . DefaultCPUAllocator: "
+                                   "can't allocate memory: you tried to allocate 8 bytes")) == "cpu"
+    assert oom_device(RuntimeError("mat1 and mat2 shapes cannot be multiplied")) is None
+    assert oom_device(ValueError("CUDA out of memory")) is None

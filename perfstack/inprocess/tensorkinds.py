@@ -2,7 +2,8 @@
 gradients, every optimizer's state, and the rest (activations, inputs, temporaries), found
 among the objects Python's cyclic collector tracks. For the out-of-memory post-mortem: torch
 backend's CUDA observer files the allocator's blocks by :func:`owners`; the bootstrap, when
-the script dies of a refused host allocation, writes :func:`held` into the run's folder.
+the script dies of a refused allocation (the host's or a device's), writes :func:`held` of
+that device into the run's folder.
 
 Standard library only: torch is the workload's (given, or taken from ``sys.modules``). A walk
 of every object: a fraction of a second, once, after the memory ran out.
@@ -14,6 +15,7 @@ import contextlib
 import gc
 import json
 import os
+import re
 import sys
 from typing import Any
 
@@ -130,23 +132,36 @@ def held(torch: Any, device: str = "cpu") -> tuple[dict[str, int], dict[str, int
     return _sorted(kinds), _sorted(modules)
 
 
-def died_of_memory(exc: BaseException) -> bool:
-    """Whether the script's exception is a refused host allocation: Python's MemoryError, or
-    torch's CPU allocator's ("DefaultCPUAllocator: can't allocate memory")."""
-    return isinstance(exc, MemoryError) or (
-        isinstance(exc, RuntimeError) and "DefaultCPUAllocator" in str(exc))
+#: A device allocator's refusal as torch words it ("CUDA out of memory. Tried to allocate
+#: ..."; ROCm's builds say HIP), and the device type its tensors are on.
+_DEVICE_OOM = re.compile(r"^\s*(CUDA|HIP|XPU) out of memory")
+_DEVICE_TYPES = {"CUDA": "cuda", "HIP": "cuda", "XPU": "xpu"}
+
+
+def oom_device(exc: BaseException) -> str | None:
+    """The device type whose memory the script's exception says ran out: "cpu" for a
+    refused host allocation (Python's MemoryError, torch's CPU allocator's "DefaultCPUAllocator:
+    can't allocate memory"), "cuda" or "xpu" for a device allocator's out-of-memory error
+    (torch.OutOfMemoryError); None for any other exception."""
+    if isinstance(exc, MemoryError) or (
+            isinstance(exc, RuntimeError) and "DefaultCPUAllocator" in str(exc)):
+        return "cpu"
+    found = _DEVICE_OOM.match(str(exc)) if isinstance(exc, RuntimeError) else None
+    return _DEVICE_TYPES[found[1]] if found else None
 
 
 def after_death(exc: BaseException, folder: str) -> None:
-    """Where the script died of a refused host allocation and imported torch, write what
-    kind of tensor held the host's memory then (before the frames that hold them unwind);
-    never raises (the memory is short: a failure leaves the file out)."""
+    """Where the script died of a refused allocation (on the host or a device) and imported
+    torch, write what kind of tensor held that memory then (before the frames that hold them
+    unwind): in every run, the unprofiled ones too, at no cost until then. Never raises (the
+    memory is short: a failure leaves the file out)."""
     torch = sys.modules.get("torch")
-    if torch is None or not died_of_memory(exc):
+    device = oom_device(exc)
+    if torch is None or device is None:
         return
     with contextlib.suppress(Exception):
-        kinds, modules = held(torch)
+        kinds, modules = held(torch, device)
         path = os.path.join(folder, TENSORS_AT_OOM_FILE)
         with open(path + ".tmp", "w", encoding="utf-8") as fh:
-            json.dump({"device": "cpu", "kinds": kinds, "modules": modules}, fh)
+            json.dump({"device": device, "kinds": kinds, "modules": modules}, fh)
         os.replace(path + ".tmp", path)

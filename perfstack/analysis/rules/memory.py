@@ -200,12 +200,22 @@ def modules_at_oom(report: Report) -> list[tuple[str, float]]:
             and isinstance(q.value, (int, float))]
 
 
-def _host_kinds(memory: dict[str, Any]) -> list[Kind]:
-    """The host's live tensors by kind when a refused allocation killed the script (the
-    bootstrap's walk, ``RunRecord.memory["tensors"]``), largest first."""
+def _walked_kinds(memory: dict[str, Any]) -> list[Kind]:
+    """The live tensors by kind when a refused allocation killed the script (the bootstrap's
+    walk, ``RunRecord.memory["tensors"]``, of the device that ran out), largest first."""
     kinds = (memory.get("tensors") or {}).get("kinds") or {}
     return sorted(((KIND_WORDS.get(k, OTHER_WORDS), float(v), KIND_FIXES.get(k))
                    for k, v in kinds.items() if v > 0), key=lambda kind: -kind[1])
+
+
+def _walked_modules(memory: dict[str, Any]) -> list[tuple[str, float]]:
+    """The model's state by module in the same walk."""
+    found = (memory.get("tensors") or {}).get("modules") or {}
+    return [(str(k), float(v)) for k, v in found.items() if v > 0]
+
+
+#: Where a walk of the live tensors comes from, in the finding's words.
+WALKED = "the live tensors Python held when the script died, each storage once"
 
 
 def _device_finding(record: RunRecord, where: str | None, ids: str,
@@ -219,24 +229,29 @@ def _device_finding(record: RunRecord, where: str | None, ids: str,
     assert oom is not None  # (what died_of_memory read)
     lines, action = evidence_and_action(oom)
     sites, measured_by = held_at_oom
+    memory = record.memory or {}
+    walked = (memory.get("tensors") or {}).get("device") not in (None, "cpu") and not kinds
+    take = (f"; perfstack run --plugins {profilers[0]} takes the allocator's snapshot then (its "
+            "memory option: perfstack run --help), with --keep-going, since the workload dies "
+            "without a profiler too" if profilers else "")
     if sites:
         lines.append(HELD_AT_OOM + ", ".join(
             f"{name} {_bytes(size)}" for name, size in sites)
             + f" ({measured_by}: the allocator's snapshot then)")
-    elif not kinds:
-        lines.append(HELD_AT_OOM + "not recorded"
-                     + (f"; perfstack run --plugins {profilers[0]} takes the allocator's "
-                        "snapshot then (its memory option: perfstack run --help), with "
-                        "--keep-going, since the workload dies without a profiler too"
-                        if profilers else ""))
+    elif not kinds and not walked:
+        lines.append(HELD_AT_OOM + "not recorded" + take)
     by_kind, action = _by_kind(
+        _walked_kinds(memory) if walked else
         [(r.name, float(r.values["at_oom"].value or 0),
           KIND_FIXES.get(str(r.attrs.get("category")))) for r in kinds],
+        WALKED if walked else
         f"{kinds[0].source}: each live block by the tensor it holds" if kinds else "",
         action, keep=fragmented(oom), asked=oom.asked)
     if by_kind is not None:
         lines.append(by_kind)
-    by_module = _modules_line(modules)
+    if walked and not sites:
+        lines.append("the lines that allocated it: not recorded" + take)
+    by_module = _modules_line(_walked_modules(memory) if walked else modules)
     if by_module is not None:
         lines.append(by_module)
     return Finding(rule=RULE, title="out of device memory" + (f" at {where}" if where else ""),
@@ -301,13 +316,12 @@ def finding(record: RunRecord, how: str, home: str | None,
                   "the data in chunks or streamed instead of held whole, activation "
                   "checkpointing for a model, or a higher limit"
                   f"{'' if sites else _naming(profilers, 'that held the memory')}")
-    by_kind, action = _by_kind(_host_kinds(memory), "the live tensors Python held, each "
+    by_kind, action = _by_kind(_walked_kinds(memory), "the live tensors Python held, each "
                                "storage once", action, keep=rise is not None,
                                asked=int(asked[1]) if asked else None)
     if by_kind is not None:
         evidence.append(by_kind)
-    on_host = (memory.get("tensors") or {}).get("modules") or {}
-    by_module = _modules_line([(str(k), float(v)) for k, v in on_host.items() if v > 0])
+    by_module = _modules_line(_walked_modules(memory))
     if by_module is not None:
         evidence.append(by_module)
     stack = memory.get("stack") or []
