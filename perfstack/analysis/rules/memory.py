@@ -230,7 +230,8 @@ def _device_finding(record: RunRecord, where: str | None, ids: str,
     lines, action = evidence_and_action(oom)
     sites, measured_by = held_at_oom
     memory = record.memory or {}
-    walked = (memory.get("tensors") or {}).get("device") not in (None, "cpu") and not kinds
+    walked = ((memory.get("tensors") or {}).get("device") not in (None, "cpu") and not kinds
+              and bool(_walked_kinds(memory)))  # (a walk that found no tensor of the device)
     take = (f"; perfstack run --plugins {profilers[0]} takes the allocator's snapshot then (its "
             "memory option: perfstack run --help), with --keep-going, since the workload dies "
             "without a profiler too" if profilers else "")
