@@ -204,6 +204,10 @@ def test_analyze_of_a_run_folder_reads_its_baseline_steps(tmp_path: Path) -> Non
     assert bare.metric("step_time") is None
     found = gpu_bound(bare)
     assert found is not None and found.kind == "launch"
+    (said,) = gpu_findings(bare)  # and says what it cannot know
+    assert said.evidence[-1].startswith("no step timed without the profiler to hold this to")
+    assert not any(e.startswith("no step timed") for e in gpu_findings(_loop("launch"))[0]
+                   .evidence)  # (a launch-bound loop with its baseline: the idle is its own)
 
 
 def test_a_device_bound_model_is_not_told_its_ops_are_too_small() -> None:

@@ -192,13 +192,20 @@ def _sync(b: GpuBound) -> Finding:
         SOURCE)
 
 
+#: A launch-bound verdict with no step timed without the profiler to hold it to.
+UNHELD = ("no step timed without the profiler to hold this to: torch.profiler slows the host "
+          "(1.7x to 3x on the H200's small-op loops), which reads as a device waiting for "
+          "launches; a perfstack run's baseline (or analyze of its run folder) says")
+
+
 def _launch(b: GpuBound) -> Finding:
     return Finding(
         RULES["launch"], f"launch-bound: the GPU waits for the host to launch "
         f"{pct(b.host_wait or 0)} of the profiled steps", "kernel", "warning",
         [_busy_words(b),
          f"idle before the next launch call was even made: {pct(b.host_wait or 0)} of the "
-         "steps (gpu_idle.host_wait): the device waited for the host"],
+         "steps (gpu_idle.host_wait): the device waited for the host",
+         *([UNHELD] if b.baseline_step_s is None else [])],
         "the host does not launch fast enough: capture the step in a CUDA graph "
         "(torch.compile(mode='reduce-overhead'), torch.cuda.graphs), fuse small ops "
         "(torch.compile), give each kernel more work (larger batches); the Python and "
