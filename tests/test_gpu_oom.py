@@ -115,34 +115,42 @@ def test_the_answer_says_what_held_the_device(tmp_path: Path) -> None:
         "then). The figures below measure the failing run, not the workload's work."), answer
 
 
-def test_the_unprofiled_run_names_the_kinds_by_its_own_walk(tmp_path: Path) -> None:
-    """Without the torch run, the bootstrap's walk of the live tensors as the script dies of
-    the device's refusal (in every run, the baseline too) says the kinds and the model's
-    modules; only the lines need the allocator's history. Here the walk's file holds what the
-    H200's observer found by kind (the same walk of parameters, gradients and optimizers)."""
+def test_the_unprofiled_run_names_the_kinds_by_its_own_walk() -> None:
+    """The Adam death on the H200 with no profiler (loops/oom-walk: --plugins nvml, skipped
+    as the baseline died): as the script's CUDA OutOfMemoryError left it, the bootstrap's walk
+    of the device's live tensors wrote the kinds and the model's modules, to the byte what the
+    torch run's observer found the instant the device ran out (loops/oom-adam); only the lines
+    need the allocator's history, and the finding says so."""
     import json
 
-    from perfstack.inprocess.tensorkinds import oom_device
-
-    recorded = json.loads((LOOPS / "oom-adam" / "torch" / "torch-memory.json").read_text())
-    at_oom = recorded["cuda_oom"]
-    report = _died("oom-adam", tmp_path)
-    report.layers[Layer.MEMORY] = []
-    baseline = next(r for r in report.run.runs if r.id == "baseline-1")
-    baseline.memory = {**(baseline.memory or {}), "tensors": {
-        "device": "cuda", "kinds": at_oom["categories"], "modules": at_oom["modules"]}}
+    walked = json.loads((LOOPS / "oom-walk" / "tensors-at-oom.json").read_text())
+    at_oom = json.loads((LOOPS / "oom-adam" / "torch" / "torch-memory.json").read_text())
+    assert walked["device"] == "cuda"
+    assert walked["kinds"] == at_oom["cuda_oom"]["categories"]
+    assert walked["modules"] == at_oom["cuda_oom"]["modules"]
+    report = load_report(LOOPS / "oom-walk" / "report.json.gz")
+    (baseline,) = report.run.runs
+    assert (baseline.memory or {})["tensors"] == walked  # (the run record keeps it)
     found = _oom(report)
+    assert found.title == "out of device memory at tests/workloads/adam_fills_device.py:24 in hold"
     assert ("the tensors then, by kind: other tensors (activations, inputs, temporaries) 56 GiB, "
             "optimizer state 40 GiB, gradients 20 GiB, parameters 20 GiB (the live tensors "
             "Python held when the script died, each storage once)") in found.evidence
     assert any(e.startswith("the model's state by module: Sequential.0 1 GiB, Sequential.1 "
                             "1 GiB, Sequential.2 1 GiB and 77 more") for e in found.evidence)
-    assert any(e.startswith("the lines that allocated it: not recorded; perfstack run "
-                            "--plugins torch") for e in found.evidence), found.evidence
+    assert ("the lines that allocated it: not recorded; a backend of the memory layer takes "
+            "the allocator's snapshot then ('perfstack plugins' lists them), with "
+            "--keep-going") in found.evidence, found.evidence
     assert not any(e.startswith("what held it the instant") for e in found.evidence)
     assert found.action.startswith("the model's state filled 59% of the tensors")
-    # which exceptions are a device's refusal, and whose
+
+
+def test_which_exceptions_are_a_devices_refusal_and_whose() -> None:
+    """The bootstrap walks the tensors of the device the exception names, and only then."""
     import torch
+
+    from perfstack.inprocess.tensorkinds import oom_device
+
 
     assert oom_device(torch.OutOfMemoryError(
         "CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total capacity of "

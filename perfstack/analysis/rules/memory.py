@@ -234,7 +234,8 @@ def _device_finding(record: RunRecord, where: str | None, ids: str,
               and bool(_walked_kinds(memory)))  # (a walk that found no tensor of the device)
     take = (f"; perfstack run --plugins {profilers[0]} takes the allocator's snapshot then (its "
             "memory option: perfstack run --help), with --keep-going, since the workload dies "
-            "without a profiler too" if profilers else "")
+            "without a profiler too" if profilers else "; a backend of the memory layer takes "
+            "the allocator's snapshot then ('perfstack plugins' lists them), with --keep-going")
     if sites:
         lines.append(HELD_AT_OOM + ", ".join(
             f"{name} {_bytes(size)}" for name, size in sites)
