@@ -82,8 +82,8 @@ class RunRecord:
     #: "peak_rss_bytes", "peak_epoch_s", "stack": [[file, line, function], ...] innermost
     #: first, the main thread where the last high was reached, "recent": [[epoch_s, bytes]],
     #: "steps", "step_rss_bytes", "limits": {"cgroup"|"address_space"|"machine": bytes},
-    #: "tensors": {"device": "cpu", "kinds": {kind: bytes}, "modules": {module: bytes}} where
-    #: a refused allocation killed a torch workload})
+    #: "tensors": {"device": "cpu"|"cuda"|"xpu", "kinds": {kind: bytes}, "modules": {module:
+    #: bytes}} where a refused allocation, the host's or a device's, killed a torch workload})
     memory: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:

@@ -12,6 +12,7 @@ measured them; the view names none.
 from __future__ import annotations
 
 from perfstack.analysis.origin import workload_dir
+from perfstack.analysis.rules.memory import KINDS
 from perfstack.analysis.views.layers import display_name
 from perfstack.records import datarecord, field
 from perfstack.report import Layer, Metric, Report, Row
@@ -94,8 +95,7 @@ def memory_view(report: Report, top: int = 5) -> MemoryView | None:
                       bool(row.attrs.get("ours")))
 
     kinds = [r for r in rows if r.attrs.get("kind") == "category"]
-    functions = [r for r in rows if r.attrs.get("kind") not in ("category", "cuda-block",
-                                                                "oom-category", "oom-module")]
+    functions = [r for r in rows if r.attrs.get("kind") not in (*KINDS, "cuda-block")]
     by_peak = sorted(functions, key=lambda r: _value(r, "at_peak") or 0.0, reverse=True)
     grown = sorted((r for r in functions if (_value(r, "growth_per_step") or 0.0) >= GROWING),
                    key=lambda r: _value(r, "growth_per_step") or 0.0, reverse=True)

@@ -115,6 +115,15 @@ HELD_AT_OOM = "what held it the instant it ran out: "
 BY_KIND = "the tensors then, by kind: "
 HELD_AT_PEAK = "what held the most at its peak: "
 HELD_LINES = (HELD_AT_OOM, BY_KIND, HELD_AT_PEAK)
+NOT_RECORDED = "not recorded"
+
+
+def held_line(found: Finding) -> str | None:
+    """The out-of-memory finding's first line that says what held the memory (by line the
+    instant it ran out, by kind, or at the peak), for the answer; None where none does."""
+    return next((e for e in found.evidence for prefix in HELD_LINES
+                 if e.startswith(prefix) and not e[len(prefix):].startswith(NOT_RECORDED)),
+                None)
 #: The memory layer's rows of a kind of memory (torch's categories), not of a line.
 KINDS = ("category", "oom-category", "oom-module")
 #: The model's state (parameters, gradients, an optimizer's state) holding at least this share
@@ -230,30 +239,32 @@ def _device_finding(record: RunRecord, where: str | None, ids: str,
     lines, action = evidence_and_action(oom)
     sites, measured_by = held_at_oom
     memory = record.memory or {}
-    walked = ((memory.get("tensors") or {}).get("device") not in (None, "cpu") and not kinds
-              and bool(_walked_kinds(memory)))  # (a walk that found no tensor of the device)
     take = (f"; perfstack run --plugins {profilers[0]} takes the allocator's snapshot then (its "
             "memory option: perfstack run --help), with --keep-going, since the workload dies "
             "without a profiler too" if profilers else "; a backend of the memory layer takes "
             "the allocator's snapshot then ('perfstack plugins' lists them), with --keep-going")
+    # by kind: the snapshot's rows at the instant, else the bootstrap's walk of the device's
+    # tensors as the script died (in every run), else nothing
+    walked = [] if kinds or (memory.get("tensors") or {}).get("device") in (None, "cpu") \
+        else _walked_kinds(memory)
+    if walked:
+        found, source, by_module = walked, WALKED, _modules_line(_walked_modules(memory))
+    else:
+        found = [(r.name, float(r.values["at_oom"].value or 0),
+                  KIND_FIXES.get(str(r.attrs.get("category")))) for r in kinds]
+        source = f"{kinds[0].source}: each live block by the tensor it holds" if kinds else ""
+        by_module = _modules_line(modules)
     if sites:
         lines.append(HELD_AT_OOM + ", ".join(
             f"{name} {_bytes(size)}" for name, size in sites)
             + f" ({measured_by}: the allocator's snapshot then)")
-    elif not kinds and not walked:
-        lines.append(HELD_AT_OOM + "not recorded" + take)
-    by_kind, action = _by_kind(
-        _walked_kinds(memory) if walked else
-        [(r.name, float(r.values["at_oom"].value or 0),
-          KIND_FIXES.get(str(r.attrs.get("category")))) for r in kinds],
-        WALKED if walked else
-        f"{kinds[0].source}: each live block by the tensor it holds" if kinds else "",
-        action, keep=fragmented(oom), asked=oom.asked)
+    elif not found:
+        lines.append(HELD_AT_OOM + NOT_RECORDED + take)
+    by_kind, action = _by_kind(found, source, action, keep=fragmented(oom), asked=oom.asked)
     if by_kind is not None:
         lines.append(by_kind)
     if walked and not sites:
-        lines.append("the lines that allocated it: not recorded" + take)
-    by_module = _modules_line(_walked_modules(memory) if walked else modules)
+        lines.append("the lines that allocated it: " + NOT_RECORDED + take)
     if by_module is not None:
         lines.append(by_module)
     return Finding(rule=RULE, title="out of device memory" + (f" at {where}" if where else ""),

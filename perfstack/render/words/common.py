@@ -10,7 +10,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from perfstack.analysis.rules.memory import HELD_LINES
+from perfstack.analysis.rules.memory import held_line
 from perfstack.analysis.view import Header, View
 from perfstack.analysis.views.drilldown import Node
 from perfstack.render.words.device import device_answer
@@ -191,9 +191,7 @@ def answer_lines(view: View) -> list[str]:
     if h.finding is not None and h.finding.rule in FAILED_RUN_RULES:
         # A failing workload's time is the failure's: its error is the answer, and where it
         # ran out of memory, what held the memory (the finding's first line that says it).
-        held = next((e for e in h.finding.evidence if e.startswith(HELD_LINES)
-                     and not e.endswith("not recorded")
-                     and "not recorded;" not in e), None)
+        held = held_line(h.finding)
         return [f"The workload failed: {h.finding.title}.",
                 *([f"{held[0].upper()}{held[1:]}."] if held else []),
                 "The figures below measure the failing run, not the workload's work."]

@@ -60,8 +60,8 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def _tensors(path: Path) -> dict[str, Any]:
-    """What kind of tensor held the host's memory when the script died of a refused
-    allocation, and the model's by module (``perfstack.inprocess.tensorkinds``), as
+    """What kind of tensor held the memory (the host's or a device's) when the script died of
+    a refused allocation, and the model's by module (``perfstack.inprocess.tensorkinds``), as
     ``{"tensors": {"device", "kinds", "modules"}}``, or nothing."""
     try:
         data = json.loads(path.read_text("utf-8"))
