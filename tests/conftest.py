@@ -20,6 +20,8 @@ import pytest
 from perfstack.plugin.load import load_plugins
 from perfstack.plugin.manager import Plugins
 from perfstack.report.files import read_json, schema_errors
+from tests import lanes
+from tests.shared import made_once, make_scheduler
 
 # pytest keeps each test module's rewritten asserts in __pycache__ only where Python may write
 # bytecode: with PYTHONDONTWRITEBYTECODE set (as on these machines) every run rewrote all of them
@@ -49,9 +51,39 @@ def _freeze_heap() -> None:
     _frozen_with_modules = len(sys.modules)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist, each test runs on a CPU of its own (tests/lanes.py)."""
+    config.pluginmanager.register(lanes, "perfstack-cpu-lanes")
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """With ``--dist loadscope`` (the suite's own), a module's tests stay together only where
+    they share a module-scoped fixture (tests/shared.py)."""
+    return make_scheduler(config, log) if config.getvalue("dist") == "loadscope" else None
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Freeze the heap once the test modules (and torch) are imported."""
+    """Freeze the heap once the test modules (and torch) are imported; under xdist, make this
+    worker's share of the shared runs the tests ask for."""
     _freeze_heap()
+    _make_shared_runs_early(session)
+
+
+def _make_shared_runs_early(session: pytest.Session) -> None:
+    """Make the shared runs of one CPU (``EARLY``) that the collected tests use before the
+    first test, each worker its share: made when first asked for, the other worker's test
+    that needed one waited for it, idle (16 s of a 310 s run)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker or session.config.option.collectonly:
+        return
+    used = {name for item in session.items for name in getattr(item, "fixturenames", ())}
+    wanted = [name for name in EARLY if name in used]
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    factory = getattr(session.config, "_tmp_path_factory")  # noqa: B009 (pytest's own, untyped)
+    for name in wanted[int(worker.removeprefix("gw")) % count::count]:
+        folder, make = EARLY[name]
+        with lanes.one_cpu(session.config), contextlib.suppress(Exception):
+            made_once(factory, folder, make)  # a failure is the fixture's: its tests say it
 
 
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
@@ -89,23 +121,37 @@ def _marked_processes() -> dict[int, str]:
 CEILINGS = ROOT / "tests" / "fixtures" / "ceilings" / "dev-vm-2-threads.json"
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _hermetic_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+#: The suite's environment, set as the session starts (before collection: the shared runs
+#: made then are hermetic too) and put back as it ends.
+_hermetic = pytest.MonkeyPatch()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
     """Mark the session's processes, and point every temporary file the suite's processes
     make (torch's caches, a browser's profile, a launcher's logs) into pytest's own folders:
     nothing is left in the system's temporary folder. Runs measure ops against the machine
     ceilings recorded on the development VM (``CEILINGS``), so that no test measures the
     machine it runs on (tests/test_roofline.py runs the probe itself)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("PERFSTACK_CEILINGS", str(CEILINGS))
-        patch.setenv("TMPDIR", str(tmp_path_factory.mktemp("system-tmp")))
-        patch.setenv(SESSION_MARK, uuid.uuid4().hex)
-        patch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR
-        yield
+    if session.config.pluginmanager.has_plugin("dsession"):
+        return  # pytest-xdist's controller: it runs no test, and its workers inherit its env
+    factory: pytest.TempPathFactory = getattr(session.config, "_tmp_path_factory")  # noqa: B009
+    _hermetic.setenv("PERFSTACK_CEILINGS", str(CEILINGS))
+    _hermetic.setenv("TMPDIR", str(factory.mktemp("system-tmp")))
+    _hermetic.setenv(SESSION_MARK, uuid.uuid4().hex)
+    # Text is laid out for the width a test asks for, else perfstack's default: not the
+    # terminal pytest runs in (pytest-xdist's workers are given COLUMNS=80).
+    _hermetic.delenv("COLUMNS", raising=False)
+    _hermetic.delenv("LINES", raising=False)
+    _hermetic.setattr(tempfile, "tempdir", None)  # re-read TMPDIR
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Put the environment back."""
+    _hermetic.undo()
 
 
 @pytest.fixture(autouse=True)
-def _no_process_left(_hermetic_session: None) -> Iterator[None]:
+def _no_process_left() -> Iterator[None]:
     """Fail the test that leaves a process running (after a grace for exits under way), and
     end what it left."""
     before = set(_marked_processes())
@@ -305,16 +351,23 @@ def assert_one_line_error(result: Result, code: int) -> None:
 
 
 @pytest.fixture(scope="session")
-def free_threaded_python() -> str:
+def free_threaded_python(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A free-threaded CPython 3.13, built once per machine by scripts/build-free-threaded.sh,
     which ``scripts/install.sh --tests`` runs before the suite: here it finds the cached
     interpreter and returns at once (where the set-up was skipped, it builds it now).
     """
-    proc = subprocess.run([str(ROOT / "scripts" / "build-free-threaded.sh")],
-                          capture_output=True, text=True, timeout=1800)
+    return str(made_once(tmp_path_factory, "free-threaded",
+                         lambda _: _script_says("build-free-threaded.sh", 1800)))
+
+
+def _script_says(name: str, timeout: float) -> str:
+    """Run one of scripts/ (a set-up that installs or builds once per machine); return the
+    last line it prints (the path of what it made or found)."""
+    proc = subprocess.run([str(ROOT / "scripts" / name)], capture_output=True, text=True,
+                          timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-3000:]
     path = proc.stdout.strip().splitlines()[-1]
-    assert Path(path).is_file(), proc.stdout
+    assert Path(path).exists(), proc.stdout
     return path
 
 
@@ -330,7 +383,10 @@ def tiny_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One real report of the bundled tiny_mlp workload, profiled by six backends (the torch
     one with Python stacks, so ops link to their functions), with its HTML page beside it
     (report.html); shared by the tests that read a whole report. Returns the report's path."""
-    cwd = tmp_path_factory.mktemp("tiny")
+    return Path(made_once(tmp_path_factory, "tiny", _tiny_report))
+
+
+def _tiny_report(cwd: Path) -> str:
     proc = subprocess.run(
         [sys.executable, "-m", "perfstack", "run", "-q", "--plugins", TINY_PLUGINS,
          "--repeat", "1", "--warmup", "0", "--torch-stack", "--html", "-o", "report.json",
@@ -338,7 +394,7 @@ def tiny_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
          "--", "--num-batches", "40"],
         cwd=cwd, env=perfstack_env(), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return cwd / "report.json"
+    return str(cwd / "report.json")
 
 
 @pytest.fixture(scope="session")
@@ -346,14 +402,17 @@ def markup_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One real run (torch, py-spy) of tests/workloads/markup_names.py, whose op and function
     names hold <script>, pipes and markdown, with --html; returns its report's path (the page
     is beside it, report.html). Read by the HTML and markdown tests."""
-    cwd = tmp_path_factory.mktemp("markup")
+    return Path(made_once(tmp_path_factory, "markup", _markup_run))
+
+
+def _markup_run(cwd: Path) -> str:
     proc = subprocess.run(
         [sys.executable, "-m", "perfstack", "run", "--plugins", "torch,pyspy", "--repeat", "0",
          "--warmup", "0", "-q", "--html", "-o", "report.json", str(WORKLOADS / "markup_names.py")],
         cwd=cwd, env=perfstack_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "html: report.html" in proc.stderr
-    return cwd / "report.json"
+    return str(cwd / "report.json")
 
 
 #: The two example projects in examples/ (third-party plugins).
@@ -364,7 +423,10 @@ EXAMPLES = (ROOT / "examples" / "perfstack-tracemalloc", ROOT / "examples" / "pe
 def example_plugins(tmp_path_factory: pytest.TempPathFactory) -> str:
     """pip-install both example projects (real wheel builds) into a folder of their own;
     returns the PYTHONPATH that finds them (and the tests' own plugins)."""
-    target = tmp_path_factory.mktemp("site")
+    return str(made_once(tmp_path_factory, "site", _example_plugins))
+
+
+def _example_plugins(target: Path) -> str:
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
          "--no-build-isolation", "--target", str(target), *map(str, EXAMPLES)],
@@ -373,6 +435,13 @@ def example_plugins(tmp_path_factory: pytest.TempPathFactory) -> str:
     assert list(target.glob("perfstack_tracemalloc-0.1.0.dist-info"))
     assert list(target.glob("perfstack_oskit-0.1.0.dist-info"))
     return f"{ROOT}:{target}"
+
+
+#: The shared runs of one CPU that xdist's workers make before their first test (the fixture,
+#: its folder and its maker), the longest first.
+EARLY: dict[str, tuple[str, Callable[[Path], Any]]] = {
+    "tiny_report": ("tiny", _tiny_report), "markup_run": ("markup", _markup_run),
+    "example_plugins": ("site", _example_plugins)}
 
 
 @pytest.fixture(scope="session")
@@ -384,8 +453,16 @@ def ddp_job(tmp_path_factory: pytest.TempPathFactory, example_plugins: str) -> R
     the example rusage wrapper (a third party's, around the whole job).
     Read by the distributed, steps and example-plugin tests; a torchrun job costs seconds of
     imports per rank and run, so they share one."""
+    def job(folder: Path) -> dict[str, Any]:
+        return {**vars(_ddp_job(folder, example_plugins)), "cwd": str(folder)}
+
+    done = made_once(tmp_path_factory, "ddp", job)
+    return Result(**{**done, "cwd": Path(done["cwd"])})
+
+
+def _ddp_job(folder: Path, example_plugins: str) -> Result:
     result = perfstack_in(
-        tmp_path_factory.mktemp("ddp"), "run", "--nproc-per-node", "2", "--ranks", "all",
+        folder, "run", "--nproc-per-node", "2", "--ranks", "all",
         "--plugins", "torch,pyspy,resources,rusage", "--steps", "4", "--warmup-steps", "2",
         "--repeat", "1",
         "--warmup", "0", "-q", "--timeout", "150", str(WORKLOADS / "ddp_straggler.py"),
@@ -395,17 +472,15 @@ def ddp_job(tmp_path_factory: pytest.TempPathFactory, example_plugins: str) -> R
 
 
 @pytest.fixture(scope="session")
-def chromium() -> str:
+def chromium(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A headless Chromium and its chromedriver (Debian's packages, installed once per machine
     when root, by scripts/install-chromium.sh); returns the browser's path."""
-    proc = subprocess.run([str(ROOT / "scripts" / "install-chromium.sh")], capture_output=True,
-                          text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return proc.stdout.strip().splitlines()[-1]
+    return str(made_once(tmp_path_factory, "chromium",
+                         lambda _: _script_says("install-chromium.sh", 900)))
 
 
 @pytest.fixture(scope="session")
-def postgres_server() -> Iterator[str]:
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A throwaway PostgreSQL server (Debian's package, installed when missing by
     scripts/install-postgresql.sh): a cluster made with initdb in a temporary folder, listening
     on a free loopback port, stopped at the end of the session. Returns the URL of its
@@ -414,10 +489,8 @@ def postgres_server() -> Iterator[str]:
     import shutil
     import socket
 
-    proc = subprocess.run([str(ROOT / "scripts" / "install-postgresql.sh")],
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    bin_dir = Path(proc.stdout.strip().splitlines()[-1])
+    bin_dir = Path(made_once(tmp_path_factory, "postgresql",
+                             lambda _: _script_says("install-postgresql.sh", 900)))
     # Not under pytest's own temporary folders: they are closed to other users. Removed at
     # the end of the session.
     folder = Path(tempfile.mkdtemp(prefix="perfstack-pg-", dir=SYSTEM_TMP))
@@ -465,3 +538,4 @@ def postgres_db(postgres_server: str, request: pytest.FixtureRequest) -> str:
     con.cursor().execute(f"CREATE DATABASE {name}")
     con.close()
     return postgres_server.rsplit("/", 1)[0] + "/" + name
+

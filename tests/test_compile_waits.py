@@ -128,6 +128,7 @@ def test_a_waiting_main_thread_is_told_where_it_waits(tmp_path: Path) -> None:
     assert any(e.startswith("it waits in fetch (waits_on_io.py:") for e in finding["evidence"])
 
 
+@pytest.mark.cpus(0)  # py-spy's 200 Hz wait sampler runs beside the loop, as a user's does
 def test_a_loader_that_reads_is_loading_by_its_waits_too(tmp_path: Path) -> None:
     """Issue 72: a DataLoader-bound loop was named at 40-55% where its own timer said 55-85%:
     py-spy's running samples miss the loader's reads and sleeps. The wait pass's share of the

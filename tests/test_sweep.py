@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from perfstack.report.files import read_json, schema_errors
 from perfstack.run.compare.sweep import combinations, oversubscription, parse_settings, slug
@@ -18,6 +19,7 @@ def _sweep_schema() -> dict[str, object]:
     return loaded
 
 
+@pytest.mark.cpus(0)  # a thread sweep is about the machine's CPUs
 def test_sweep_finds_two_threads_best_and_warns_of_oversubscription(
         perfstack: Callable[..., Result]) -> None:
     """Every setting runs and is an ordinary report; 4 threads on 2 cores are flagged and 2

@@ -349,6 +349,7 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+@pytest.mark.cpus(0)  # the search's pool has a worker per CPU
 def test_ctrl_c_during_a_parallel_search_stops_every_worker() -> None:
     """Series large enough for a pool of workers (about 15 s of work on 2 CPUs); once the
     workers are at work, Ctrl-C twice, as a terminal sends it, to the whole process group: the
