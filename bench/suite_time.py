@@ -2,18 +2,23 @@
 
     .venv/bin/python bench/suite_time.py [PYTEST ARGS...]
 
-Runs the whole suite once (alone on the machine: a second job on 2 CPUs is exactly what
-slows the tests that start real runs), with every test's setup, call and teardown timed
-(``--durations=0``), and prints each file's seconds, its share of the summed test time and
-its slowest test, the largest first, then the suite's wall time. A session fixture's real
-run is charged to the first test that uses it.
+Runs the whole suite once (alone on the machine: its two workers take the machine's two
+CPUs), with every test's setup, call and teardown timed (``--durations=0``), and prints each
+file's seconds, its share of the summed test time and its slowest test, the largest first,
+then the suite's wall time and each worker's lane (tests/lanes.py): the seconds its tests held
+their CPU, the seconds they waited for one, and the seconds of tests that ran alone on every
+CPU. A shared run is charged to the first test that uses it (one made before the first test,
+tests/conftest.py's ``EARLY``, to none: it is the first test's start).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -26,11 +31,16 @@ LINE = re.compile(r"^(?P<s>\d+(?:\.\d+)?)s\s+(?P<phase>setup|call|teardown)\s+"
 
 def main() -> None:
     """Run the suite and print its time per file."""
-    began = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "--durations=0", "--durations-min=0", *sys.argv[1:]],
-                          cwd=ROOT, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - began
+    with tempfile.TemporaryDirectory() as folder:
+        log = Path(folder) / "lanes.jsonl"
+        began = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                               "--durations=0", "--durations-min=0", *sys.argv[1:]],
+                              cwd=ROOT, capture_output=True, text=True, check=False,
+                              env={**os.environ, "PERFSTACK_LANES_LOG": str(log)})
+        wall = time.perf_counter() - began
+        lanes = [json.loads(line) for line in log.read_text().splitlines()] \
+            if log.exists() else []
     per_file: dict[str, float] = defaultdict(float)
     slowest: dict[str, tuple[float, str]] = {}
     for line in done.stdout.splitlines():
@@ -49,6 +59,17 @@ def main() -> None:
     summary = next((ln for ln in reversed(done.stdout.splitlines()) if " in " in ln), "")
     print(f"\nsuite wall time {wall:.0f} s (tests summed {total:.0f} s); pytest: "
           f"{summary.strip('= ')}")
+    workers: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for test in lanes:
+        w = workers[test["worker"]]
+        w["tests"] += 1
+        w["held"] += test["held_s"]
+        w["waited"] += test["waited_s"]
+        if len(test["cpus"]) > 1:
+            w["alone"] += test["held_s"]
+    for name, w in sorted(workers.items()):
+        print(f"{name}: {w['tests']:.0f} tests held a CPU {w['held']:.0f} s, waited "
+              f"{w['waited']:.0f} s; {w['alone']:.0f} s of them alone on every CPU")
     sys.exit(done.returncode)
 
 
