@@ -37,10 +37,15 @@ LOG_VARIABLE = "PERFSTACK_LANES_LOG"
 class Lanes:
     """This worker's hold on the machine's CPUs: none, one, or all of them."""
 
-    def __init__(self, folder: Path, cpus: list[int]) -> None:
+    def __init__(self, folder: Path, cpus: list[int], pin: bool = True) -> None:
         self.folder = folder
         self.cpus = cpus
+        self.pin = pin  # False: locks only (tests/test_lanes.py)
         self.held: dict[int, IO[bytes]] = {}
+        #: The CPU this worker's last test ran on: asked for first, so that what a module's
+        #: first test started (a Dask cluster, a database server) and its later tests share
+        #: a CPU when they can.
+        self.last: int | None = None
 
     def _open(self, name: str) -> IO[bytes]:
         return open(self.folder / name, "ab")
@@ -73,10 +78,12 @@ class Lanes:
         """Wait for a free CPU (and for no test waiting for all of them); pin to it."""
         while True:
             with self._gate():
-                if self._nobody_waits_for_all() and any(self._try(c) for c in self.cpus):
+                order = sorted(self.cpus, key=lambda c: c != self.last)
+                if self._nobody_waits_for_all() and any(self._try(c) for c in order):
                     break
             time.sleep(POLL_S)
-        os.sched_setaffinity(0, set(self.held))
+        self._pin(set(self.held))
+        self.last = next(iter(self.held))
 
     def take_all(self) -> None:
         """Wait for every CPU (no other test starts meanwhile); run on all of them."""
@@ -88,14 +95,18 @@ class Lanes:
                         break
                     self.release()
                 time.sleep(POLL_S)
-        os.sched_setaffinity(0, set(self.cpus))
+        self._pin(set(self.cpus))
 
     def release(self) -> None:
         """Let go of every CPU held; the process may run anywhere again."""
         for f in self.held.values():
             f.close()
         self.held.clear()
-        os.sched_setaffinity(0, set(self.cpus))
+        self._pin(set(self.cpus))
+
+    def _pin(self, cpus: set[int]) -> None:
+        if self.pin:
+            os.sched_setaffinity(0, cpus)
 
 
 _lanes: Lanes | None = None

@@ -24,7 +24,11 @@ def made_once(factory: pytest.TempPathFactory, name: str,
     ``make`` raises in every worker that asks (each tries it again: a failure is not kept)."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return make(factory.mktemp(name))
-    root = factory.getbasetemp().parent / "shared"
+    return made_once_in(factory.getbasetemp().parent / "shared", name, make)
+
+
+def made_once_in(root: Path, name: str, make: Callable[[Path], Any]) -> Any:
+    """``made_once`` in the folder ``root``, which every process that asks sees."""
     root.mkdir(exist_ok=True)
     folder, done = root / name, root / f"{name}.json"
     with open(root / f"{name}.lock", "ab") as lock:
