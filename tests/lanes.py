@@ -139,7 +139,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _worker_lanes(config: pytest.Config) -> Lanes | None:
-    """This xdist worker's lanes (made at its first test), or None when there are no lanes
+    """This xdist worker's lanes (made when first needed), or None when there are no lanes
     to keep: no xdist worker, or one CPU."""
     global _lanes
     cpus = sorted(os.sched_getaffinity(0))
