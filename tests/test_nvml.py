@@ -33,7 +33,10 @@ def test_energy_from_the_counter_and_by_integration():
 
 def test_rows_metrics_and_unsupported_fields():
     header, samples = _load()
-    rows, metrics, _notes = summarize(header, samples, steps=(0.0, 0.9, 8))
+    # (the constructed timeline's 0.9 s stretched to 1.8 s: steps at least as long as the
+    # second NVML averages utilisation and power over)
+    samples = [{**s, "t": 2 * s["t"]} for s in samples]
+    rows, metrics, _notes = summarize(header, samples, steps=(0.0, 1.8, 8))
     by_key = {r.key: r for r in rows}
     power = by_key["gpu0.power_w"].values
     assert power["max"].value == 661.0 and power["p95"].value == 661.0
@@ -109,10 +112,11 @@ def test_energy_per_step_is_unknown_over_steps_too_short_for_the_counter(recordi
     assert per_step.value is None and "too short" in str(per_step.reason)
     assert "--steps" in str(per_step.reason)
     power = {r.key: r for r in rows}["gpu0.power_w"].values
-    # 103 ms hold one sample or none (every 0.1 s): the steps' power is unknown, with the
-    # fix; the whole run's (start-up and teardown included) stays beside, named as such
-    assert power["mean"].value is None and "NVML sample(s) inside them" in str(
-        power["mean"].reason) and "--nvml-period" in str(power["mean"].reason)
+    # 103 ms hold one sample or none (every 0.1 s), and are far under the second the driver
+    # averages power over: the steps' power is unknown, with the fix; the whole run's
+    # (start-up and teardown included) stays beside, named as such
+    assert power["mean"].value is None and "under the 1 s NVML averages this over" in str(
+        power["mean"].reason) and "--steps" in str(power["mean"].reason)
     assert 150 < power["run_mean"].value < 200  # NVML's averaged power, W
     assert m["gpu0_util_gpu_mean"].value is None
     assert energy_between(samples, 5.0, 6.0) is None  # past the timeline: unknown
@@ -142,8 +146,10 @@ def test_the_html_draws_the_gpu_over_time_only_where_nvml_ran():
 def test_nvml_figures_are_the_measured_steps_not_the_whole_run() -> None:
     """The H200's real timeline (recheck/resnet): the GPU busy 52% in the samples taken while
     the model trained, 0% through the second of teardown after; over the whole run that is a
-    mean of 13%. Read over a span of steps that holds the busy samples, the figure is 52%,
-    and the row says what it is over."""
+    mean of 13%. Over a span of steps that holds the busy samples, a level NVML reads at the
+    instant (the power drawn) is the steps' own, and the row says what it is over; the
+    utilisation, which the driver averages over up to a second, is unknown over these 213 ms
+    (its 52% is partly the time before them)."""
     from perfstack_plugins.nvmlsampler.sampler import read_timeline
 
     header, samples = read_timeline(GPU_RUN.parent.parent / "recheck" / "resnet" / "nvml"
@@ -151,11 +157,36 @@ def test_nvml_figures_are_the_measured_steps_not_the_whole_run() -> None:
     busy = [s["t"] for s in samples if s["util_gpu"] > 0]
     assert len(busy) == 3
     rows, metrics, _ = summarize(header, samples, (busy[0], busy[-1], 12))
-    util = {r.key: r for r in rows}["gpu0.util_gpu"]
-    assert util.values["mean"].value == 52 and util.values["run_mean"].value == 13
-    assert util.attrs["window"].startswith("the 12 measured steps")
-    assert {m.name: m for m in metrics}["gpu0_util_gpu_mean"].value == 52
+    by_key = {r.key: r for r in rows}
+    instant = by_key["gpu0.power_instant_w"]
+    inside = [s["power_instant_w"] for s in samples if busy[0] <= s["t"] <= busy[-1]]
+    assert instant.values["mean"].value == pytest.approx(sum(inside) / 3)
+    assert instant.values["run_mean"].value == pytest.approx(
+        sum(s["power_instant_w"] for s in samples) / len(samples))
+    assert instant.attrs["window"].startswith("the 12 measured steps")
+    util = by_key["gpu0.util_gpu"]
+    assert util.values["mean"].value is None and util.values["run_mean"].value == 13
+    assert "213 ms, under the 1 s" in str({m.name: m for m in metrics}[
+        "gpu0_util_gpu_mean"].reason)
     rows, _, _ = summarize(header, samples, None)
     whole = {r.key: r for r in rows}["gpu0.util_gpu"]
     assert whole.values["mean"].value == 13
     assert whole.attrs["window"] == "the whole run (the workload marked no step)"
+
+
+def test_steps_shorter_than_nvmls_own_averaging_leave_its_averages_unknown() -> None:
+    """Recorded on an H200 (tests/fixtures/nvml/h200_gemm_timeline.jsonl, record.sh's
+    "loops", 2026-11-30): 10 steps of 8 bf16 GEMMs, the device 96% busy by hand, over 127 ms
+    sampled every 0.02 s. The driver's utilisation and averaged power still read the idle
+    time before (3%, 101 W): unknown, saying why; the instantaneous power is the steps'."""
+    lines = (FIXTURE.parent / "h200_gemm_timeline.jsonl").read_text().splitlines()
+    header, samples = json.loads(lines[0]), [json.loads(line) for line in lines[1:]]
+    rows, metrics, _ = summarize(header, samples, (0.0, 0.127, 10))
+    by_key = {r.key: r.values for r in rows}
+    m = {x.name: x for x in metrics}
+    for field in ("util_gpu", "power_w", "util_mem"):
+        assert by_key[f"gpu0.{field}"]["mean"].value is None
+        assert m[f"gpu0_{field}_mean"].value is None
+        assert "under the 1 s NVML averages this over" in str(m[f"gpu0_{field}_mean"].reason)
+    assert by_key["gpu0.power_instant_w"]["mean"].value > 600  # the GEMMs' draw, 700 W limit
+    assert by_key["gpu0.proc_mem_b"]["mean"].value > 0  # a level, not an average: read

@@ -6,7 +6,9 @@ power samples.
 The figures are of the measured steps: the samples taken inside their span (on the timeline's
 own clock), never a mean over the process's start-up and teardown, when the GPU idles (a GPU
 99% busy in its steps read 14% over the whole run). A span that holds fewer than
-``MIN_SAMPLES`` samples is too short for NVML to say: its figures are unknown, with the fix.
+``MIN_SAMPLES`` samples is too short for NVML to say, and one shorter than the period the
+driver averages a field over (``AVERAGED_OVER_S``) too short for that field: its figures are
+unknown, with the fix.
 Without steps (the workload marked none), the whole run, said so. The whole run's mean and
 maximum stay in each row beside (``run_mean``, ``run_max``)."""
 
@@ -95,6 +97,13 @@ def per_step_energy(samples: list[dict[str, Any]], steps: StepSpan,
 
 #: The fewest samples inside the measured steps that NVML's figures of them are read from.
 MIN_SAMPLES = 3
+#: The fields the driver averages over a period of its own before NVML reads them, and that
+#: period's longest (seconds): utilisation "over the past sample period, between 1 second and
+#: 1/6 second depending on the product", power averaged over a second. Over measured steps
+#: shorter than that a sample still reads the time before them: on an H200, 8 bf16 GEMMs a
+#: step (the device 96% busy by hand) read 3% utilisation and 101 W averaged, against 709 W
+#: instantaneous, over 10 steps of 127 ms sampled every 0.02 s.
+AVERAGED_OVER_S = {"util_gpu": 1.0, "util_mem": 1.0, "power_w": 1.0}
 
 
 def _window(steps: StepSpan | None) -> str:
@@ -115,6 +124,13 @@ def _too_few(steps: StepSpan, period: float, found: int) -> str:
     return (f"the {steps[2]} measured steps lasted {span:.0f} ms: {found} NVML sample(s) "
             f"inside them (every {period:g} s), under {MIN_SAMPLES}: measure more steps "
             "(--steps N) or sample more often (--nvml-period)")
+
+
+def _too_short(steps: StepSpan, field: str) -> str:
+    span = (steps[1] - steps[0]) * 1e3
+    return (f"the {steps[2]} measured steps lasted {span:.0f} ms, under the "
+            f"{AVERAGED_OVER_S[field]:g} s NVML averages this over: its samples still read "
+            "the time before them; measure more steps (--steps N)")
 
 
 def summarize(header: dict[str, Any], samples: list[dict[str, Any]],
@@ -145,8 +161,11 @@ def summarize(header: dict[str, Any], samples: list[dict[str, Any]],
             run = {"run_mean": Quantity(statistics.fmean(every), unit),
                    "run_max": Quantity(max(every), unit)}
             attrs = {"gpu": gpu, "samples": len(values), "window": window}
-            if len(values) < MIN_SAMPLES and steps is not None:
-                why = _too_few(steps, period, len(values))
+            averaged_away = steps is not None and field in AVERAGED_OVER_S \
+                and steps[1] - steps[0] < AVERAGED_OVER_S[field]
+            if steps is not None and (averaged_away or len(values) < MIN_SAMPLES):
+                why = _too_short(steps, field) if averaged_away \
+                    else _too_few(steps, period, len(values))
                 rows.append(Row(key, f"GPU {idx} {title}", SOURCE,
                                 {"mean": Quantity.unsupported(unit, why), **run}, attrs))
                 if field in ("power_w", "util_gpu", "proc_mem_b", "util_mem"):
