@@ -21,7 +21,7 @@ from perfstack.plugin.load import load_plugins
 from perfstack.plugin.manager import Plugins
 from perfstack.report.files import read_json, schema_errors
 from tests import lanes
-from tests.shared import made_once, make_scheduler
+from tests.shared import made_once, make_scheduler, temp_factory
 
 # pytest keeps each test module's rewritten asserts in __pycache__ only where Python may write
 # bytecode: with PYTHONDONTWRITEBYTECODE set (as on these machines) every run rewrote all of them
@@ -79,11 +79,10 @@ def _make_shared_runs_early(session: pytest.Session) -> None:
     used = {name for item in session.items for name in getattr(item, "fixturenames", ())}
     wanted = [name for name in EARLY if name in used]
     count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    factory = getattr(session.config, "_tmp_path_factory")  # noqa: B009 (pytest's own, untyped)
     for name in wanted[int(worker.removeprefix("gw")) % count::count]:
-        folder, make = EARLY[name]
         with lanes.one_cpu(session.config), contextlib.suppress(Exception):
-            made_once(factory, folder, make)  # a failure is the fixture's: its tests say it
+            # a failure is the fixture's: its tests say it
+            made_once(temp_factory(session.config), *EARLY[name])
 
 
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
@@ -134,9 +133,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     machine it runs on (tests/test_roofline.py runs the probe itself)."""
     if session.config.pluginmanager.has_plugin("dsession"):
         return  # pytest-xdist's controller: it runs no test, and its workers inherit its env
-    factory: pytest.TempPathFactory = getattr(session.config, "_tmp_path_factory")  # noqa: B009
     _hermetic.setenv("PERFSTACK_CEILINGS", str(CEILINGS))
-    _hermetic.setenv("TMPDIR", str(factory.mktemp("system-tmp")))
+    _hermetic.setenv("TMPDIR", str(temp_factory(session.config).mktemp("system-tmp")))
     _hermetic.setenv(SESSION_MARK, uuid.uuid4().hex)
     # Text is laid out for the width a test asks for, else perfstack's default: not the
     # terminal pytest runs in (pytest-xdist's workers are given COLUMNS=80).
@@ -383,7 +381,7 @@ def tiny_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One real report of the bundled tiny_mlp workload, profiled by six backends (the torch
     one with Python stacks, so ops link to their functions), with its HTML page beside it
     (report.html); shared by the tests that read a whole report. Returns the report's path."""
-    return Path(made_once(tmp_path_factory, "tiny", _tiny_report))
+    return Path(made_once(tmp_path_factory, *EARLY["tiny_report"]))
 
 
 def _tiny_report(cwd: Path) -> str:
@@ -402,7 +400,7 @@ def markup_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One real run (torch, py-spy) of tests/workloads/markup_names.py, whose op and function
     names hold <script>, pipes and markdown, with --html; returns its report's path (the page
     is beside it, report.html). Read by the HTML and markdown tests."""
-    return Path(made_once(tmp_path_factory, "markup", _markup_run))
+    return Path(made_once(tmp_path_factory, *EARLY["markup_run"]))
 
 
 def _markup_run(cwd: Path) -> str:
@@ -423,7 +421,7 @@ EXAMPLES = (ROOT / "examples" / "perfstack-tracemalloc", ROOT / "examples" / "pe
 def example_plugins(tmp_path_factory: pytest.TempPathFactory) -> str:
     """pip-install both example projects (real wheel builds) into a folder of their own;
     returns the PYTHONPATH that finds them (and the tests' own plugins)."""
-    return str(made_once(tmp_path_factory, "site", _example_plugins))
+    return str(made_once(tmp_path_factory, *EARLY["example_plugins"]))
 
 
 def _example_plugins(target: Path) -> str:
@@ -538,4 +536,3 @@ def postgres_db(postgres_server: str, request: pytest.FixtureRequest) -> str:
     con.cursor().execute(f"CREATE DATABASE {name}")
     con.close()
     return postgres_server.rsplit("/", 1)[0] + "/" + name
-

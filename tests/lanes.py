@@ -27,6 +27,8 @@ from typing import IO
 
 import pytest
 
+from tests.shared import temp_factory
+
 #: How often a test waiting for a CPU looks again (seconds).
 POLL_S = 0.02
 #: Where each test's lane is logged, when set: a JSON line per test (its worker, CPUs, the
@@ -144,8 +146,7 @@ def _worker_lanes(config: pytest.Config) -> Lanes | None:
     global _lanes
     cpus = sorted(os.sched_getaffinity(0))
     if _lanes is None and os.environ.get("PYTEST_XDIST_WORKER") and len(cpus) > 1:
-        factory = getattr(config, "_tmp_path_factory")  # noqa: B009 (pytest's own, untyped)
-        folder = Path(factory.getbasetemp()).parent / "cpu-lanes"
+        folder = temp_factory(config).getbasetemp().parent / "cpu-lanes"
         folder.mkdir(exist_ok=True)
         _lanes = Lanes(folder, cpus)
     return _lanes

@@ -16,6 +16,13 @@ from typing import Any
 import pytest
 
 
+def temp_factory(config: pytest.Config) -> pytest.TempPathFactory:
+    """pytest's own TempPathFactory (``tmp_path_factory``), for a hook that runs outside
+    any fixture."""
+    factory: pytest.TempPathFactory = getattr(config, "_tmp_path_factory")  # noqa: B009
+    return factory
+
+
 def made_once(factory: pytest.TempPathFactory, name: str,
               make: Callable[[Path], Any]) -> Any:
     """Return ``make(folder)``, made once for the whole run: by this process when it runs

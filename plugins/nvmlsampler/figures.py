@@ -126,11 +126,16 @@ def _too_few(steps: StepSpan, period: float, found: int) -> str:
             "(--steps N) or sample more often (--nvml-period)")
 
 
-def _too_short(steps: StepSpan, field: str) -> str:
-    span = (steps[1] - steps[0]) * 1e3
-    return (f"the {steps[2]} measured steps lasted {span:.0f} ms, under the "
-            f"{AVERAGED_OVER_S[field]:g} s NVML averages this over: its samples still read "
-            "the time before them; measure more steps (--steps N)")
+def _unknown_over(steps: StepSpan | None, field: str, period: float,
+                  found: int) -> str | None:
+    """Why NVML cannot say a field over the measured steps (None: it can)."""
+    if steps is None:
+        return None
+    if steps[1] - steps[0] < AVERAGED_OVER_S.get(field, 0.0):
+        return (f"the {steps[2]} measured steps lasted {(steps[1] - steps[0]) * 1e3:.0f} ms, "
+                f"under the {AVERAGED_OVER_S[field]:g} s NVML averages this over: its samples "
+                "still read the time before them; measure more steps (--steps N)")
+    return _too_few(steps, period, found) if found < MIN_SAMPLES else None
 
 
 def summarize(header: dict[str, Any], samples: list[dict[str, Any]],
@@ -161,11 +166,8 @@ def summarize(header: dict[str, Any], samples: list[dict[str, Any]],
             run = {"run_mean": Quantity(statistics.fmean(every), unit),
                    "run_max": Quantity(max(every), unit)}
             attrs = {"gpu": gpu, "samples": len(values), "window": window}
-            averaged_away = steps is not None and field in AVERAGED_OVER_S \
-                and steps[1] - steps[0] < AVERAGED_OVER_S[field]
-            if steps is not None and (averaged_away or len(values) < MIN_SAMPLES):
-                why = _too_short(steps, field) if averaged_away \
-                    else _too_few(steps, period, len(values))
+            why = _unknown_over(steps, field, period, len(values))
+            if why is not None:
                 rows.append(Row(key, f"GPU {idx} {title}", SOURCE,
                                 {"mean": Quantity.unsupported(unit, why), **run}, attrs))
                 if field in ("power_w", "util_gpu", "proc_mem_b", "util_mem"):
